@@ -1,0 +1,129 @@
+// Package premis holds Lazaret's PREMIS 3.0 event model, the Ledger that
+// stores events durably (the system of record, not Redis), and the XML export
+// that preservation systems import.
+package premis
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Event is one PREMIS event: what ran on which object, when, with what
+// outcome, and — for failures — the class, code and exact position.
+type Event struct {
+	ID       string    // UUID, the eventIdentifierValue
+	Key      string    // idempotency key; see EventKey
+	Type     EventType // LoC eventType code
+	DateTime time.Time // UTC
+	Detail   string    // what ran, with rule or registry version
+	Outcome  Outcome
+	Note     string // outcome detail note, human readable
+
+	// Failure detail (empty on success).
+	Class       Class
+	Code        string // stable machine code, e.g. "tiff.ifd-loop"
+	Message     string
+	Offset      *int64 // byte offset in the payload, 0-based
+	Page        *int   // TIFF page (IFD index), 0-based
+	Segment     int    // EDIFACT segment position, 1-based (0 = n/a)
+	Element     int    // EDIFACT element position, 1-based (0 = n/a)
+	Component   int    // EDIFACT component position, 1-based (0 = whole)
+	Tag         string // TIFF tag name or EDIFACT segment tag
+	Destination Destination
+
+	// Links.
+	ObjectID      string
+	BatchID       string
+	CorrelationID string
+	Kind          string // "tiff", "edifact", "task"
+	SHA256        string // payload digest (the file's, as read)
+	Size          int64
+	PUID          string // PRONOM id from format identification
+	Path          string // where the payload was read from
+	Attempt       int    // 1-based; hops across replays plus retries
+	Retries       int    // asynq retries consumed when the event was written
+	TaskID        string
+	ReplayOf      string // event id this attempt replays
+	Agent         string // "lazaret/<version>"
+	Operator      string // the person, for human actions
+	Envelope      []byte // task envelope JSON, so the ledger can replay alone
+}
+
+// EventKey is the content-addressed idempotency key of an event: the same
+// item, payload, event type and attempt always give the same key, so a
+// redelivered task collapses onto the row it already wrote.
+func EventKey(correlationID, sha string, t EventType, attempt int) string {
+	h := sha256.New()
+	for _, part := range []string{correlationID, sha, string(t), strconv.Itoa(attempt)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Validate reports what an event lacks before it may be stored.
+func (e *Event) Validate() error {
+	var errs []error
+	if !e.Type.Valid() {
+		errs = append(errs, fmt.Errorf("type %q is not a known event type", e.Type))
+	}
+	switch e.Outcome {
+	case Success, Failure, Warning:
+	default:
+		errs = append(errs, fmt.Errorf("outcome %q is not suc, fai or war", e.Outcome))
+	}
+	if e.Class != "" && !e.Class.Valid() {
+		errs = append(errs, fmt.Errorf("class %q is not a known class", e.Class))
+	}
+	if e.ObjectID == "" {
+		errs = append(errs, errors.New("object id is empty"))
+	}
+	if e.Key == "" {
+		errs = append(errs, errors.New("key is empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// Filter selects events. Zero fields match everything.
+type Filter struct {
+	ObjectID      string
+	BatchID       string
+	CorrelationID string
+	Kind          string
+	Code          string
+	Types         []EventType
+	Outcome       Outcome
+	Class         Class
+	Destination   Destination
+	Since, Until  time.Time
+	Limit         int // 0 = no limit
+}
+
+// Ledger stores PREMIS events durably and append-only.
+type Ledger interface {
+	// Append stores events in one transaction. An event whose Key is
+	// already stored is not written again: it is filled in from the stored
+	// row and reported as not inserted. ID and DateTime are set when empty.
+	Append(ctx context.Context, events ...*Event) (inserted []bool, err error)
+	// Events returns the events matching f, oldest first.
+	Events(ctx context.Context, f Filter) ([]Event, error)
+	// Event returns one event by ID, or ErrNotFound.
+	Event(ctx context.Context, id string) (Event, error)
+	// Ping reports whether the ledger is reachable.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Ledger errors.
+var (
+	// ErrNotFound: no event with that id.
+	ErrNotFound = errors.New("premis: event not found")
+	// ErrBusy: the ledger is temporarily unable to write (locked, restarting).
+	// A transient condition: retry.
+	ErrBusy = errors.New("premis: ledger busy")
+)

@@ -1,0 +1,330 @@
+package validate
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/image/tiff"
+)
+
+// pageReader presents page N of a classic TIFF as if it were the first and
+// only page, so that golang.org/x/image/tiff (which decodes the first IFD
+// only) decodes any page without a copy of the file. It serves the file
+// unchanged except for two things: bytes 4..7, the first-IFD pointer, point
+// at a copy of page N's IFD placed just past the end of the file; and that
+// copy has its entries sorted by tag and its next-IFD pointer zeroed. Value
+// offsets inside the entries still point into the real file. (The decoder
+// refuses unsorted tags outright; the structural walk reports them as a
+// warning, and the pixel data still deserves a decode.)
+type pageReader struct {
+	r       io.ReaderAt
+	size    int64 // real file size
+	hdr     [8]byte
+	ifd     []byte // the rewritten IFD, served at ifdAt
+	ifdAt   int64
+	pos     int64
+	lastOff atomic.Int64 // offset of the last read of real data: where decoding was
+	ioErr   error        // first read error that was not EOF: the storage, not the data
+}
+
+func newPageReader(r io.ReaderAt, info *TIFFInfo, p *Page) (*pageReader, error) {
+	bo := info.ByteOrder
+	pr := &pageReader{r: r, size: info.Size, ifdAt: info.Size + info.Size%2}
+	var cb [2]byte
+	if _, err := r.ReadAt(cb[:], p.Offset); err != nil {
+		return nil, err
+	}
+	n := int(bo.Uint16(cb[:]))
+	raw := make([]byte, 2+12*n+4)
+	if _, err := r.ReadAt(raw[:2+12*n], p.Offset); err != nil {
+		return nil, err
+	}
+	ents := make([][]byte, n)
+	for i := range ents {
+		ents[i] = raw[2+12*i : 2+12*i+12]
+	}
+	sort.SliceStable(ents, func(i, j int) bool { return bo.Uint16(ents[i]) < bo.Uint16(ents[j]) })
+	pr.ifd = make([]byte, 0, len(raw))
+	pr.ifd = append(pr.ifd, raw[:2]...)
+	var last uint16
+	kept := 0
+	for i, e := range ents {
+		if i > 0 && bo.Uint16(e) == last {
+			continue // duplicate tag: the walk used the first, so does the decoder
+		}
+		last = bo.Uint16(e)
+		pr.ifd = append(pr.ifd, e...)
+		kept++
+	}
+	bo.PutUint16(pr.ifd[:2], uint16(kept))
+	pr.ifd = append(pr.ifd, 0, 0, 0, 0)
+	if bo == binary.LittleEndian {
+		copy(pr.hdr[:4], "II*\x00")
+	} else {
+		copy(pr.hdr[:4], "MM\x00*")
+	}
+	bo.PutUint32(pr.hdr[4:8], uint32(pr.ifdAt))
+	pr.lastOff.Store(p.Offset)
+	return pr, nil
+}
+
+// total is the size of the view: the file, padding, then the IFD copy.
+func (pr *pageReader) total() int64 { return pr.ifdAt + int64(len(pr.ifd)) }
+
+func (pr *pageReader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("negative offset")
+	}
+	n := 0
+	for len(p) > 0 {
+		switch {
+		case off < 8:
+			c := copy(p, pr.hdr[off:])
+			p, off, n = p[c:], off+int64(c), n+c
+		case off < pr.size:
+			pr.lastOff.Store(off)
+			want := p
+			if int64(len(want)) > pr.size-off {
+				want = want[:pr.size-off]
+			}
+			m, err := pr.r.ReadAt(want, off)
+			n += m
+			if err != nil && !errors.Is(err, io.EOF) {
+				if pr.ioErr == nil {
+					pr.ioErr = err
+				}
+				return n, err
+			}
+			if m < len(want) {
+				return n, io.EOF
+			}
+			p, off = p[m:], off+int64(m)
+		case off < pr.ifdAt:
+			p[0] = 0
+			p, off, n = p[1:], off+1, n+1
+		case off < pr.total():
+			c := copy(p, pr.ifd[off-pr.ifdAt:])
+			p, off, n = p[c:], off+int64(c), n+c
+		default:
+			return n, io.EOF
+		}
+	}
+	return n, nil
+}
+
+func (pr *pageReader) Read(p []byte) (int, error) {
+	n, err := pr.ReadAt(p, pr.pos)
+	pr.pos += int64(n)
+	return n, err
+}
+
+// DecodePages decodes the pixel data of every page that
+// golang.org/x/image/tiff supports, after checking each page's dimensions
+// with DecodeConfig against pixelBudget (so a tiny file claiming a huge image
+// allocates nothing). Pages it cannot decode (BigTIFF, JPEG, YCbCr, planar,
+// unusual bit depths) come back as *UnsupportedError in the list of skipped
+// pages; corrupt data is a *TIFFError; a budget overrun a *LimitError; a read
+// error from r is returned unchanged.
+func DecodePages(r io.ReaderAt, info *TIFFInfo, pixelBudget int64, cancelled func() error) (skipped []*UnsupportedError, err error) {
+	for i := range info.Pages {
+		if err := cancelled(); err != nil {
+			return skipped, err
+		}
+		p := &info.Pages[i]
+		if px := int64(p.Width) * int64(p.Height); px > pixelBudget || px < 0 {
+			return skipped, &LimitError{Page: p.Index, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
+		}
+		reason := unsupported(p)
+		if info.BigTIFF {
+			reason = "the image decoder reads classic TIFF only (BigTIFF)"
+		} else if reason == "" && p.Compression == 5 && oldLZW(r, p) {
+			reason = "old-style (LSB-first) LZW"
+		}
+		if reason != "" {
+			if err := verify(r, info, p, reason, &skipped); err != nil {
+				return skipped, err
+			}
+			continue
+		}
+		u, err := decodePage(r, info, p, pixelBudget)
+		var te *TIFFError
+		if errors.As(err, &te) && te.Code == "tiff.truncated-data" && p.Compression == 5 {
+			// The decoder stops at a missing LZW end code; count the rows instead.
+			u, err = &UnsupportedError{Page: p.Index, Offset: p.Offset, Reason: "decoder stopped early"}, nil
+		}
+		if err != nil {
+			return skipped, err
+		}
+		if u != nil {
+			if err := verify(r, info, p, u.Reason, &skipped); err != nil {
+				return skipped, err
+			}
+		}
+	}
+	return skipped, nil
+}
+
+// verify runs VerifyBlocks on a page the decoder did not render and records
+// what was and was not checked.
+func verify(r io.ReaderAt, info *TIFFInfo, p *Page, reason string, skipped *[]*UnsupportedError) error {
+	ok, issues, err := VerifyBlocks(r, p)
+	if err != nil {
+		return err
+	}
+	for _, is := range issues {
+		off, pg := is.offset, p.Index
+		info.Warnings = append(info.Warnings, Warning{Code: is.code, Message: is.msg, Page: &pg, Offset: &off})
+		if is.code == "tiff.old-lzw" {
+			ok = false
+		}
+	}
+	if !ok {
+		*skipped = append(*skipped, &UnsupportedError{Page: p.Index, Offset: p.Offset, Reason: reason})
+	}
+	return nil
+}
+
+// unsupported names what x/image/tiff cannot decode in p, before trying:
+// trying would only produce a misleading error.
+func unsupported(p *Page) string {
+	switch p.Compression {
+	case 1, 2, 3, 4, 5, 8, 32946, 32773:
+	case 6:
+		return "old-style JPEG (compression 6, deprecated by TIFF Technical Note 2)"
+	case 7:
+		return "JPEG compression"
+	default:
+		return fmt.Sprintf("compression %d", p.Compression)
+	}
+	if p.Planar == 2 && p.Samples > 1 {
+		return "planar (separate) sample layout"
+	}
+	switch p.Photometric {
+	case 0, 1, 2, 3:
+	case 5:
+		return "CMYK (separated) colour"
+	case 6:
+		return "YCbCr colour"
+	case 8, 9, 10:
+		return "CIE L*a*b* colour"
+	case 32844, 32845:
+		return "LogLuv colour"
+	default:
+		return fmt.Sprintf("photometric interpretation %d", p.Photometric)
+	}
+	return ""
+}
+
+// decoderLimits are x/image/tiff errors that describe what the decoder will
+// not do, not what is wrong with the file: the structural walk already passed.
+var decoderLimits = []string{
+	"wrong number of samples",
+	"horizontal predictor",
+}
+
+// ccittLimits are golang.org/x/image/ccitt errors on fax data that libtiff
+// decodes: Group 3 without End-of-Line codes, 2-D modes, and one run-length
+// check that rejects libtiff's own Group 4 test image. They are recorded as
+// "not decoded" warnings; invalid codes, offsets and incomplete codes remain
+// corruption.
+var ccittLimits = []string{
+	"missing End-of-Line",
+	"run length overflows width",
+	"unsupported mode",
+	"unsupported sub-format",
+	"unsupported width",
+}
+
+// oldLZW reports whether the page's first block starts like pre-TIFF-6
+// LZW, which writes codes least significant bit first: the opening Clear code
+// (256) reads as 0x00 then a set low bit, where TIFF 6 LZW starts 0x80.
+func oldLZW(r io.ReaderAt, p *Page) bool {
+	if len(p.BlockOffsets) == 0 {
+		return false
+	}
+	var head [2]byte
+	if _, err := r.ReadAt(head[:], int64(p.BlockOffsets[0])); err != nil {
+		return false
+	}
+	return head[0] == 0 && head[1]&1 == 1
+}
+
+func decodePage(r io.ReaderAt, info *TIFFInfo, p *Page, pixelBudget int64) (u *UnsupportedError, err error) {
+	pr, err := newPageReader(r, info, p)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			u, err = nil, &TIFFError{Page: p.Index, Offset: pr.lastOff.Load(), Code: "tiff.decoder-panic",
+				Err: fmt.Errorf("%w: %v", ErrDecoderPanic, v)}
+		}
+	}()
+	cfg, err := tiff.DecodeConfig(pr)
+	pr.lastOff.Store(p.Offset)
+	if err == nil {
+		if px := int64(cfg.Width) * int64(cfg.Height); px > pixelBudget || px < 0 {
+			return nil, &LimitError{Page: p.Index, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
+		}
+		pr.pos = 0
+		_, err = tiff.Decode(pr)
+	}
+	if err == nil {
+		return nil, nil
+	}
+	if pr.ioErr != nil {
+		return nil, pr.ioErr
+	}
+	var ue tiff.UnsupportedError
+	if errors.As(err, &ue) {
+		return &UnsupportedError{Page: p.Index, Offset: p.Offset, Reason: "decoder: " + string(ue)}, nil
+	}
+	msg := err.Error()
+	if p.Compression == 2 || p.Compression == 3 || p.Compression == 4 {
+		for _, lim := range ccittLimits {
+			if strings.Contains(msg, lim) {
+				return &UnsupportedError{Page: p.Index, Offset: p.Offset, Reason: "CCITT decoder: " + msg}, nil
+			}
+		}
+	}
+	for _, lim := range decoderLimits {
+		if strings.Contains(msg, lim) {
+			return &UnsupportedError{Page: p.Index, Offset: p.Offset, Reason: "decoder: " + msg}, nil
+		}
+	}
+	code := "tiff.undecodable"
+	cause := fmt.Errorf("%w: %v", ErrUndecodable, err)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		code = "tiff.truncated-data"
+		cause = fmt.Errorf("%w: %w", ErrUndecodable, ErrTruncated)
+	}
+	return nil, &TIFFError{Page: p.Index, Offset: pr.lastOff.Load(), Code: code, Err: cause}
+}
+
+// Identify names the format of a file from its first bytes: a PRONOM PUID
+// and a short name. Unknown content gives an empty PUID.
+func Identify(head []byte) (puid, name string) {
+	switch {
+	case bytes.HasPrefix(head, []byte("II*\x00")), bytes.HasPrefix(head, []byte("MM\x00*")):
+		return "fmt/353", "TIFF"
+	case bytes.HasPrefix(head, []byte("II+\x00")), bytes.HasPrefix(head, []byte("MM\x00+")):
+		return "fmt/1917", "BigTIFF"
+	case bytes.HasPrefix(head, []byte("\xff\xd8\xff")):
+		return "fmt/43", "JPEG"
+	case bytes.HasPrefix(head, []byte("\x89PNG\r\n\x1a\n")):
+		return "fmt/11", "PNG"
+	case bytes.HasPrefix(head, []byte("%PDF-")):
+		return "fmt/276", "PDF"
+	case bytes.HasPrefix(head, []byte("GIF8")):
+		return "fmt/4", "GIF"
+	case bytes.HasPrefix(head, []byte("\x00\x00\x00\x0cjP  ")):
+		return "x-fmt/392", "JPEG 2000"
+	}
+	return "", ""
+}

@@ -1,0 +1,160 @@
+// Package validate holds Lazaret's validation tiers: the structure and pixel
+// data of TIFF preservation masters, fixity and format identification, and the
+// manifest rules. It knows nothing of queues: it returns typed errors that the
+// ingest classifier routes.
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Causes of a TIFFError. Each is a documented sentinel for errors.Is.
+var (
+	// ErrNotTIFF: the first bytes are not a TIFF or BigTIFF header.
+	ErrNotTIFF = errors.New("not a TIFF header")
+	// ErrTruncated: the file ends before a structure it declares; it wraps
+	// io.ErrUnexpectedEOF.
+	ErrTruncated = fmt.Errorf("truncated: %w", io.ErrUnexpectedEOF)
+	// ErrIFDLoop: the chain of image file directories points back at itself.
+	ErrIFDLoop = errors.New("IFD chain loops")
+	// ErrTooManyPages: more IFDs than the configured page cap.
+	ErrTooManyPages = errors.New("too many pages")
+	// ErrBadEntry: an IFD entry has a type or count that does not fit its tag.
+	ErrBadEntry = errors.New("bad IFD entry")
+	// ErrMissingTag: a required tag is absent.
+	ErrMissingTag = errors.New("required tag missing")
+	// ErrOutsideFile: an offset points outside the file.
+	ErrOutsideFile = errors.New("offset outside file")
+	// ErrZeroSize: width or height is zero.
+	ErrZeroSize = errors.New("zero-size image")
+	// ErrBadValue: a tag's value is out of range.
+	ErrBadValue = errors.New("value out of range")
+	// ErrShortData: a strip or tile holds fewer bytes than its rows need.
+	ErrShortData = errors.New("strip or tile shorter than its rows need")
+	// ErrUndecodable: the pixel data does not decode.
+	ErrUndecodable = errors.New("pixel data does not decode")
+	// ErrDecoderPanic: the decoder panicked on this input (a decoder bug
+	// triggered by malformed data); the input is treated as corrupt.
+	ErrDecoderPanic = errors.New("decoder panicked")
+)
+
+// TIFFError is a structural fault in a TIFF file. Page is the 0-based IFD
+// index (-1 for the header), Offset the 0-based byte offset of the offending
+// bytes in the file, Tag the tag number (0 when none applies).
+type TIFFError struct {
+	Page   int
+	Tag    uint16
+	Offset int64
+	Code   string // stable machine code, e.g. "tiff.ifd-loop"
+	Err    error
+}
+
+func (e *TIFFError) Error() string {
+	var b strings.Builder
+	b.WriteString("tiff: ")
+	if e.Page >= 0 {
+		fmt.Fprintf(&b, "page %d ", e.Page)
+	} else {
+		b.WriteString("header ")
+	}
+	if e.Tag != 0 {
+		fmt.Fprintf(&b, "tag %s ", TagName(e.Tag))
+	}
+	fmt.Fprintf(&b, "at byte %d: %v", e.Offset, e.Err)
+	return b.String()
+}
+
+func (e *TIFFError) Unwrap() error { return e.Err }
+
+// UnsupportedError: the input is valid as far as Lazaret can tell but uses
+// something the pixel decoder does not support (an encoding, a colour model).
+// It is a warning, not a failure, unless policy says otherwise.
+type UnsupportedError struct {
+	Page   int
+	Offset int64
+	Reason string
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("tiff: page %d at byte %d: pixel data not decoded: %s", e.Page, e.Offset, e.Reason)
+}
+
+// LimitError: the input is larger than a configured budget. It is not corrupt;
+// an operator may raise the limit and replay.
+type LimitError struct {
+	Page   int
+	Offset int64
+	What   string // "pixels"
+	Have   int64
+	Limit  int64
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("tiff: page %d at byte %d: %d %s exceeds the budget of %d", e.Page, e.Offset, e.Have, e.What, e.Limit)
+}
+
+// FixityError: the file's digest or size is not what the manifest promised.
+type FixityError struct {
+	Field      string // "sha256" or "size"
+	Want, Have string
+}
+
+func (e *FixityError) Error() string {
+	return fmt.Sprintf("fixity: %s mismatch: manifest says %s, file has %s", e.Field, e.Want, e.Have)
+}
+
+// FormatError: the bytes say one format, the name or the manifest another.
+type FormatError struct {
+	Identified string // PUID or description of what the bytes are
+	Claimed    string // what the extension or manifest claims
+	Source     string // "extension" or "manifest"
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("format: content is %s but the %s says %s", e.Identified, e.Source, e.Claimed)
+}
+
+// FieldError is one manifest rule that an item breaks.
+type FieldError struct {
+	ObjectID string
+	Field    string // JSON field name, e.g. "resolution_dpi"
+	Rule     string // e.g. "required", "numeric", "min", "matches_file"
+	Param    string
+	Value    string
+	Message  string
+}
+
+func (e *FieldError) Error() string {
+	id := e.ObjectID
+	if id == "" {
+		id = "manifest"
+	}
+	return fmt.Sprintf("%s: %s: %s", id, e.Field, e.Message)
+}
+
+// Code is the stable machine code, e.g. "manifest.resolution_dpi.numeric".
+func (e *FieldError) Code() string { return "manifest." + e.Field + "." + e.Rule }
+
+// PolicyError: a well-formed file breaks a configured policy (a private tag
+// where policy rejects them, an encoding policy refuses).
+type PolicyError struct {
+	Page   int
+	Offset int64
+	Code   string
+	Reason string
+}
+
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("policy: page %d at byte %d: %s", e.Page, e.Offset, e.Reason)
+}
+
+// Warning is something worth a look that does not fail the item.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Page    *int   `json:"page,omitempty"`
+	Offset  *int64 `json:"offset,omitempty"`
+}

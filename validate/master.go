@@ -1,0 +1,282 @@
+package validate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Stage names the step of master validation an error came from; it picks the
+// PREMIS event type the failure is recorded as.
+type Stage string
+
+const (
+	StageOpen      Stage = "open"      // reading the file at all
+	StageFixity    Stage = "fixity"    // digest and size against the manifest
+	StageFormat    Stage = "format"    // magic bytes against extension and declared format
+	StageStructure Stage = "structure" // header, IFD chain, tags, strips and tiles
+	StageDecode    Stage = "decode"    // pixel data of every page
+	StageRules     Stage = "rules"     // manifest rules and policy
+)
+
+// StageError says at which stage validation stopped.
+type StageError struct {
+	Stage Stage
+	Err   error
+}
+
+func (e *StageError) Error() string { return e.Err.Error() }
+func (e *StageError) Unwrap() error { return e.Err }
+
+// ErrNotRegular: the path names something that is not a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// MasterPolicy is how strict master validation is. It is decided once, in
+// configuration.
+type MasterPolicy struct {
+	Limits      Limits
+	PixelBudget int64 // pixels per page that may be decoded
+	Rules       MasterRules
+	// PrivateTags is "tolerate" (a warning) or "reject" (a policy failure)
+	// for tags Lazaret does not recognise.
+	PrivateTags string
+	// Undecodable is "warn" (pixel data the decoder cannot read is checked
+	// structurally and recorded with a warning) or "reject".
+	Undecodable string
+}
+
+// DefaultMasterPolicy: 100 megapixels a page, 300 dpi minimum, 1% resolution
+// tolerance, private tags tolerated, undecodable encodings warned about.
+func DefaultMasterPolicy() MasterPolicy {
+	return MasterPolicy{
+		Limits:      DefaultLimits,
+		PixelBudget: 100_000_000,
+		Rules:       MasterRules{MinDPI: 300, DPITolerance: 0.01},
+		PrivateTags: "tolerate",
+		Undecodable: "warn",
+	}
+}
+
+// Validate checks the policy's own settings.
+func (p MasterPolicy) Validate() error {
+	var errs []error
+	if p.PixelBudget <= 0 {
+		errs = append(errs, errors.New("pixel budget must be positive"))
+	}
+	if p.PrivateTags != "tolerate" && p.PrivateTags != "reject" {
+		errs = append(errs, fmt.Errorf("private tags policy %q: want tolerate or reject", p.PrivateTags))
+	}
+	if p.Undecodable != "warn" && p.Undecodable != "reject" {
+		errs = append(errs, fmt.Errorf("undecodable policy %q: want warn or reject", p.Undecodable))
+	}
+	if p.Limits.MaxPages <= 0 || p.Limits.MaxEntries <= 0 || p.Limits.MaxBlocksPage <= 0 || p.Limits.MaxSamples == 0 {
+		errs = append(errs, errors.New("structural limits must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Report is what master validation found, filled as far as it got.
+type Report struct {
+	Path     string    `json:"path"`
+	Size     int64     `json:"size"`
+	SHA256   string    `json:"sha256"`
+	PUID     string    `json:"puid"`
+	Format   string    `json:"format"`
+	Pages    int       `json:"pages"`
+	Decoded  int       `json:"decoded_pages"`
+	Warnings []Warning `json:"warnings"`
+	ICC      *ICCProfile
+	Info     *TIFFInfo `json:"-"`
+}
+
+var tiffExtensions = map[string][]string{
+	"fmt/353":  {".tif", ".tiff"},
+	"fmt/1917": {".tif", ".tiff", ".btf", ".tf8"},
+}
+
+// CheckMaster validates the TIFF master at path: it computes the SHA-256
+// while it walks the structure and decodes every page, identifies the
+// format, and, when item is not nil, checks fixity and the manifest rules.
+// The error, if any, is a *StageError around a typed cause; the report is
+// filled as far as validation got (the digest is always that of the bytes
+// read, so a failure event names the file it saw).
+func CheckMaster(ctx context.Context, path string, item *Item, pol MasterPolicy) (*Report, error) {
+	rep := &Report{Path: path}
+	if err := ctx.Err(); err != nil {
+		return rep, context.Cause(ctx)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return rep, &StageError{StageOpen, err}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return rep, &StageError{StageOpen, err}
+	}
+	if !st.Mode().IsRegular() {
+		return rep, &StageError{StageOpen, &TIFFError{Page: -1, Code: "file.not-regular", Err: fmt.Errorf("%w: %s", ErrNotRegular, st.Mode().Type())}}
+	}
+	size := st.Size()
+	rep.Size = size
+
+	type hashed struct {
+		sum string
+		n   int64
+		err error
+	}
+	done := make(chan hashed, 1)
+	go func() {
+		h := sha256.New()
+		buf := make([]byte, 1<<20)
+		var n int64
+		for {
+			if err := ctx.Err(); err != nil {
+				done <- hashed{err: context.Cause(ctx)}
+				return
+			}
+			m, err := f.ReadAt(buf, n)
+			h.Write(buf[:m])
+			n += int64(m)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				done <- hashed{err: err}
+				return
+			}
+		}
+		done <- hashed{sum: hex.EncodeToString(h.Sum(nil)), n: n}
+	}()
+
+	structErr := checkContent(ctx, f, size, path, item, pol, rep)
+	hr := <-done
+	if hr.err != nil {
+		return rep, &StageError{StageFixity, hr.err}
+	}
+	if hr.n != size {
+		return rep, &StageError{StageOpen, fmt.Errorf("%s changed while it was read: %d bytes at open, %d read: %w", path, size, hr.n, ErrFileChanged)}
+	}
+	rep.SHA256 = hr.sum
+	if item != nil {
+		if item.SHA256 != "" && !strings.EqualFold(item.SHA256, hr.sum) {
+			return rep, &StageError{StageFixity, &FixityError{Field: "sha256", Want: item.SHA256, Have: hr.sum}}
+		}
+		if item.Size > 0 && item.Size != size {
+			return rep, &StageError{StageFixity, &FixityError{Field: "size", Want: fmt.Sprint(item.Size), Have: fmt.Sprint(size)}}
+		}
+	}
+	return rep, structErr
+}
+
+// ErrFileChanged: the file's size changed while it was being read (it is
+// still being copied in). A transient condition.
+var ErrFileChanged = errors.New("file changed during validation")
+
+func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, item *Item, pol MasterPolicy, rep *Report) error {
+	var head [16]byte
+	n, err := r.ReadAt(head[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return &StageError{StageOpen, err}
+	}
+	rep.PUID, rep.Format = Identify(head[:n])
+	if rep.PUID != "" {
+		if _, isTIFF := tiffExtensions[rep.PUID]; !isTIFF {
+			return &StageError{StageFormat, &FormatError{Identified: rep.Format + " (" + rep.PUID + ")", Claimed: "TIFF", Source: "item kind"}}
+		}
+		ext := strings.ToLower(filepath.Ext(path))
+		switch {
+		case ext == "":
+			rep.Warnings = append(rep.Warnings, Warning{Code: "format.no-extension", Message: "file name has no extension"})
+		case !containsStr(tiffExtensions[rep.PUID], ext):
+			return &StageError{StageFormat, &FormatError{Identified: rep.Format + " (" + rep.PUID + ")", Claimed: ext, Source: "extension"}}
+		}
+		if item != nil && item.Format != "" && !declaredMatches(item.Format, rep.PUID) {
+			return &StageError{StageFormat, &FormatError{Identified: rep.Format + " (" + rep.PUID + ")", Claimed: item.Format, Source: "manifest"}}
+		}
+	}
+
+	info, err := WalkTIFF(r, size, pol.Limits)
+	rep.Info = info
+	if info != nil {
+		rep.Pages = len(info.Pages)
+		rep.Warnings = append(rep.Warnings, info.Warnings...)
+	}
+	if err != nil {
+		return &StageError{StageStructure, err}
+	}
+	if pol.PrivateTags == "reject" {
+		for _, p := range info.Pages {
+			if len(p.UnknownTags) > 0 {
+				return &StageError{StageRules, &PolicyError{Page: p.Index, Offset: p.Offset, Code: "policy.private-tag",
+					Reason: fmt.Sprintf("unrecognised tags %v; policy rejects private and unknown tags", p.UnknownTags)}}
+			}
+		}
+	} else {
+		for _, p := range info.Pages {
+			if len(p.UnknownTags) > 0 {
+				pg, off := p.Index, p.Offset
+				rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &pg, Offset: &off,
+					Message: fmt.Sprintf("unrecognised tags %v tolerated by policy", p.UnknownTags)})
+			}
+		}
+	}
+	if p := info.Pages[0]; p.ICCOffset >= 0 {
+		icc, err := ReadICC(r, p.ICCOffset, p.ICCLength)
+		if err != nil {
+			pg, off := 0, p.ICCOffset
+			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.bad-icc", Page: &pg, Offset: &off, Message: err.Error()})
+		} else {
+			rep.ICC = icc
+		}
+	}
+	skipped, err := DecodePages(r, info, pol.PixelBudget, func() error {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return nil
+	})
+	rep.Decoded = len(info.Pages) - len(skipped)
+	if err != nil {
+		return &StageError{StageDecode, err}
+	}
+	for _, u := range skipped {
+		if pol.Undecodable == "reject" {
+			return &StageError{StageRules, &PolicyError{Page: u.Page, Offset: u.Offset, Code: "policy.undecodable", Reason: u.Reason}}
+		}
+		pg, off := u.Page, u.Offset
+		rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &pg, Offset: &off, Message: u.Error()})
+	}
+	if item != nil {
+		if err := CheckItemRules(*item, info, rep.ICC, pol.Rules); err != nil {
+			return &StageError{StageRules, err}
+		}
+	}
+	return nil
+}
+
+func declaredMatches(declared, puid string) bool {
+	d := strings.ToLower(strings.TrimSpace(declared))
+	switch d {
+	case puid, "tiff", "tif", "image/tiff", "image/tif":
+		return true
+	case "bigtiff", "fmt/1917":
+		return puid == "fmt/1917"
+	}
+	return false
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

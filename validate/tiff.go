@@ -1,0 +1,634 @@
+package validate
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+)
+
+// TIFFInfo is what the structural walk learned about a TIFF file.
+type TIFFInfo struct {
+	BigTIFF   bool
+	ByteOrder binary.ByteOrder
+	Size      int64
+	Pages     []Page
+	Warnings  []Warning
+}
+
+// Page is one image file directory (IFD) in the main chain.
+type Page struct {
+	Index          int
+	Offset         int64 // byte offset of the IFD
+	Width, Height  uint64
+	BitsPerSample  []uint64
+	Samples        uint64
+	Compression    uint64
+	Photometric    uint64 // math.MaxUint64 when absent
+	Planar         uint64
+	RowsPerStrip   uint64
+	Tiled          bool
+	TileWidth      uint64
+	TileLength     uint64
+	BlockOffsets   []uint64
+	BlockCounts    []uint64
+	XResolution    float64 // 0 when absent
+	YResolution    float64
+	ResolutionUnit uint64 // 1 none, 2 inch (default), 3 centimetre
+	ICCOffset      int64  // -1 when there is no embedded ICC profile
+	ICCLength      int64
+	UnknownTags    []uint16 // tags Lazaret does not recognise
+	DateTime       string
+}
+
+// Limits bound the work a structural walk may do.
+type Limits struct {
+	MaxPages      int // IFDs in the main chain
+	MaxEntries    int // entries in one IFD
+	MaxSamples    uint64
+	MaxBlocksPage int // strips or tiles in one page
+}
+
+// DefaultLimits are generous for real masters and small enough to stop a
+// hostile file before it costs anything.
+var DefaultLimits = Limits{MaxPages: 65536, MaxEntries: 4096, MaxSamples: 64, MaxBlocksPage: 16 << 20}
+
+type entry struct {
+	tag      uint16
+	typ      uint16
+	count    uint64
+	at       int64 // offset of the entry itself
+	valueAt  int64 // offset of the value bytes (inline or pointed to)
+	valueLen int64
+}
+
+type walker struct {
+	r     io.ReaderAt
+	size  int64
+	bo    binary.ByteOrder
+	big   bool
+	lim   Limits
+	info  *TIFFInfo
+	buf   [16]byte
+	page  int
+	ioErr error
+}
+
+// WalkTIFF checks the structure of a classic TIFF or BigTIFF: header, the IFD
+// chain (loops, page cap), every entry's type and count, required tags, and
+// that every strip or tile lies inside the file and is long enough for its
+// rows when uncompressed. It never allocates more than the file could hold.
+// Errors are *TIFFError, or an I/O error from r unchanged.
+func WalkTIFF(r io.ReaderAt, size int64, lim Limits) (*TIFFInfo, error) {
+	w := &walker{r: r, size: size, lim: lim, info: &TIFFInfo{Size: size}, page: -1}
+	info, err := w.walk()
+	if err != nil && w.ioErr != nil {
+		return info, w.ioErr
+	}
+	return info, err
+}
+
+func (w *walker) fail(tag uint16, off int64, code string, err error, format string, args ...any) *TIFFError {
+	if format != "" {
+		err = fmt.Errorf("%w: %s", err, fmt.Sprintf(format, args...))
+	}
+	return &TIFFError{Page: w.page, Tag: tag, Offset: off, Code: code, Err: err}
+}
+
+func (w *walker) warn(code string, off int64, format string, args ...any) {
+	page, o := w.page, off
+	wr := Warning{Code: code, Message: fmt.Sprintf(format, args...), Offset: &o}
+	if page >= 0 {
+		wr.Page = &page
+	}
+	w.info.Warnings = append(w.info.Warnings, wr)
+}
+
+// read reads exactly len(p) bytes at off, or reports truncation.
+func (w *walker) read(p []byte, off int64, tag uint16, what string) error {
+	if off < 0 || off > w.size || int64(len(p)) > w.size-off {
+		return w.fail(tag, off, "tiff.truncated", ErrTruncated, "%s needs %d bytes at %d, file has %d", what, len(p), off, w.size)
+	}
+	n, err := w.r.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		w.ioErr = err
+		return err
+	}
+	return w.fail(tag, off, "tiff.truncated", ErrTruncated, "%s: short read", what)
+}
+
+func (w *walker) walk() (*TIFFInfo, error) {
+	hdr := w.buf[:8]
+	if w.size < 8 {
+		return w.info, w.fail(0, 0, "tiff.truncated", ErrTruncated, "file is %d bytes, a header needs 8", w.size)
+	}
+	if err := w.read(hdr, 0, 0, "header"); err != nil {
+		return w.info, err
+	}
+	switch string(hdr[:2]) {
+	case "II":
+		w.bo = binary.LittleEndian
+	case "MM":
+		w.bo = binary.BigEndian
+	default:
+		return w.info, w.fail(0, 0, "tiff.not-tiff", ErrNotTIFF, "byte order mark %q", hdr[:2])
+	}
+	w.info.ByteOrder = w.bo
+	var first uint64
+	switch w.bo.Uint16(hdr[2:4]) {
+	case 42:
+		first = uint64(w.bo.Uint32(hdr[4:8]))
+	case 43:
+		w.big = true
+		w.info.BigTIFF = true
+		b := w.buf[:16]
+		if err := w.read(b, 0, 0, "BigTIFF header"); err != nil {
+			return w.info, err
+		}
+		if w.bo.Uint16(b[4:6]) != 8 || w.bo.Uint16(b[6:8]) != 0 {
+			return w.info, w.fail(0, 4, "tiff.bad-header", ErrBadValue, "BigTIFF offset size %d, want 8", w.bo.Uint16(b[4:6]))
+		}
+		first = w.bo.Uint64(b[8:16])
+	default:
+		return w.info, w.fail(0, 2, "tiff.not-tiff", ErrNotTIFF, "magic number %d, want 42 or 43", w.bo.Uint16(hdr[2:4]))
+	}
+	if first == 0 {
+		return w.info, w.fail(0, 4, "tiff.no-ifd", ErrMissingTag, "no IFD in file")
+	}
+	seen := map[uint64]int{}
+	next, nextAt := first, int64(4)
+	if w.big {
+		nextAt = 8
+	}
+	for next != 0 {
+		w.page = len(w.info.Pages)
+		if prev, ok := seen[next]; ok {
+			return w.info, w.fail(0, nextAt, "tiff.ifd-loop", ErrIFDLoop, "next IFD pointer %d goes back to page %d", next, prev)
+		}
+		if len(w.info.Pages) >= w.lim.MaxPages {
+			return w.info, w.fail(0, nextAt, "tiff.too-many-pages", ErrTooManyPages, "more than %d IFDs", w.lim.MaxPages)
+		}
+		hdrLen := uint64(8)
+		if w.big {
+			hdrLen = 16
+		}
+		if next < hdrLen || next >= uint64(w.size) {
+			return w.info, w.fail(0, nextAt, "tiff.ifd-outside-file", ErrOutsideFile, "IFD offset %d, file has %d bytes", next, w.size)
+		}
+		seen[next] = w.page
+		if next%2 != 0 {
+			w.warn("tiff.ifd-unaligned", nextAt, "IFD offset %d is not on a word boundary", next)
+		}
+		p, n2, n2At, err := w.ifd(int64(next))
+		if err != nil {
+			return w.info, err
+		}
+		w.info.Pages = append(w.info.Pages, *p)
+		next, nextAt = n2, n2At
+	}
+	return w.info, nil
+}
+
+// ifd reads and checks one IFD and returns the page and the next IFD offset.
+func (w *walker) ifd(off int64) (*Page, uint64, int64, error) {
+	countLen, entLen := int64(2), int64(12)
+	if w.big {
+		countLen, entLen = 8, 20
+	}
+	cb := w.buf[:countLen]
+	if err := w.read(cb, off, 0, "IFD entry count"); err != nil {
+		return nil, 0, 0, err
+	}
+	var n uint64
+	if w.big {
+		n = w.bo.Uint64(cb)
+	} else {
+		n = uint64(w.bo.Uint16(cb))
+	}
+	if n == 0 {
+		return nil, 0, 0, w.fail(0, off, "tiff.empty-ifd", ErrBadEntry, "IFD has no entries")
+	}
+	if n > uint64(w.lim.MaxEntries) {
+		return nil, 0, 0, w.fail(0, off, "tiff.too-many-entries", ErrBadEntry, "IFD declares %d entries, cap is %d", n, w.lim.MaxEntries)
+	}
+	nextLen := int64(4)
+	if w.big {
+		nextLen = 8
+	}
+	block := make([]byte, int64(n)*entLen+nextLen)
+	if err := w.read(block, off+countLen, 0, "IFD entries and next pointer"); err != nil {
+		return nil, 0, 0, err
+	}
+	entries := make(map[uint16]entry, n)
+	prev := -1
+	for i := uint64(0); i < n; i++ {
+		b := block[int64(i)*entLen:]
+		at := off + countLen + int64(i)*entLen
+		e := entry{tag: w.bo.Uint16(b[0:2]), typ: w.bo.Uint16(b[2:4]), at: at}
+		var inline int64
+		if w.big {
+			e.count = w.bo.Uint64(b[4:12])
+			inline = 8
+		} else {
+			e.count = uint64(w.bo.Uint32(b[4:8]))
+			inline = 4
+		}
+		if int(e.tag) <= prev {
+			w.warn("tiff.tags-unsorted", at, "tag %s out of ascending order", TagName(e.tag))
+		}
+		prev = int(e.tag)
+		if e.typ == 0 || int(e.typ) >= len(typeSize) || typeSize[e.typ] == 0 || (!w.big && e.typ >= typeLong8) {
+			return nil, 0, 0, w.fail(e.tag, at+2, "tiff.bad-type", ErrBadEntry, "unknown field type %d", e.typ)
+		}
+		ts := typeSize[e.typ]
+		if e.count > uint64(math.MaxInt64/ts) {
+			return nil, 0, 0, w.fail(e.tag, at+4, "tiff.bad-count", ErrBadEntry, "count %d overflows", e.count)
+		}
+		e.valueLen = int64(e.count) * ts
+		if e.valueLen <= inline {
+			e.valueAt = at + 4 + inline
+			if w.big {
+				e.valueAt = at + 12
+			}
+		} else {
+			var p uint64
+			if w.big {
+				p = w.bo.Uint64(b[12:20])
+			} else {
+				p = uint64(w.bo.Uint32(b[8:12]))
+			}
+			if p > uint64(w.size) || e.valueLen > w.size-int64(p) {
+				return nil, 0, 0, w.fail(e.tag, at+4+inline, "tiff.value-outside-file", ErrOutsideFile,
+					"%d values of %d bytes at %d run past the end of the %d-byte file", e.count, ts, p, w.size)
+			}
+			e.valueAt = int64(p)
+		}
+		if _, dup := entries[e.tag]; dup {
+			w.warn("tiff.duplicate-tag", at, "tag %s appears twice; the first is used", TagName(e.tag))
+			continue
+		}
+		entries[e.tag] = e
+	}
+	tail := block[int64(n)*entLen:]
+	nextAt := off + countLen + int64(n)*entLen
+	var next uint64
+	if w.big {
+		next = w.bo.Uint64(tail)
+	} else {
+		next = uint64(w.bo.Uint32(tail))
+	}
+	p, err := w.page_(off, entries)
+	return p, next, nextAt, err
+}
+
+// uints reads an integer-valued entry (BYTE, SHORT, LONG, LONG8, IFD types),
+// with at most max values.
+func (w *walker) uints(e entry, max uint64) ([]uint64, error) {
+	switch e.typ {
+	case typeByte, typeShort, typeLong, typeLong8, typeIFD, typeIFD8:
+	default:
+		return nil, w.fail(e.tag, e.at+2, "tiff.bad-type", ErrBadEntry, "type %d where an unsigned integer is required", e.typ)
+	}
+	if e.count > max {
+		return nil, w.fail(e.tag, e.at+4, "tiff.bad-count", ErrBadEntry, "count %d, at most %d allowed", e.count, max)
+	}
+	raw := make([]byte, e.valueLen)
+	if err := w.read(raw, e.valueAt, e.tag, TagName(e.tag)); err != nil {
+		return nil, err
+	}
+	ts := typeSize[e.typ]
+	out := make([]uint64, e.count)
+	for i := range out {
+		b := raw[int64(i)*ts:]
+		switch ts {
+		case 1:
+			out[i] = uint64(b[0])
+		case 2:
+			out[i] = uint64(w.bo.Uint16(b))
+		case 4:
+			out[i] = uint64(w.bo.Uint32(b))
+		case 8:
+			out[i] = w.bo.Uint64(b)
+		}
+	}
+	return out, nil
+}
+
+// one reads a single-valued integer tag; def is returned when it is absent.
+func (w *walker) one(entries map[uint16]entry, tag uint16, def uint64) (uint64, bool, error) {
+	e, ok := entries[tag]
+	if !ok {
+		return def, false, nil
+	}
+	if e.count != 1 {
+		return 0, true, w.fail(tag, e.at+4, "tiff.bad-count", ErrBadEntry, "count %d, want 1", e.count)
+	}
+	v, err := w.uints(e, 1)
+	if err != nil {
+		return 0, true, err
+	}
+	return v[0], true, nil
+}
+
+func (w *walker) rational(entries map[uint16]entry, tag uint16) (float64, error) {
+	e, ok := entries[tag]
+	if !ok {
+		return 0, nil
+	}
+	if e.typ != typeRational || e.count != 1 {
+		return 0, w.fail(tag, e.at+2, "tiff.bad-type", ErrBadEntry, "type %d count %d, want one RATIONAL", e.typ, e.count)
+	}
+	var b [8]byte
+	if err := w.read(b[:], e.valueAt, tag, TagName(tag)); err != nil {
+		return 0, err
+	}
+	num, den := w.bo.Uint32(b[:4]), w.bo.Uint32(b[4:])
+	if den == 0 {
+		return 0, w.fail(tag, e.valueAt, "tiff.bad-value", ErrBadValue, "denominator is zero")
+	}
+	return float64(num) / float64(den), nil
+}
+
+func (w *walker) page_(off int64, entries map[uint16]entry) (*Page, error) {
+	p := &Page{Index: w.page, Offset: off, ICCOffset: -1}
+	var err error
+	var ok bool
+	if p.Width, ok, err = w.one(entries, tagImageWidth, 0); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, w.fail(tagImageWidth, off, "tiff.missing-tag", ErrMissingTag, "ImageWidth")
+	}
+	if p.Height, ok, err = w.one(entries, tagImageLength, 0); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, w.fail(tagImageLength, off, "tiff.missing-tag", ErrMissingTag, "ImageLength")
+	}
+	if p.Width > math.MaxUint32 || p.Height > math.MaxUint32 {
+		return nil, w.fail(tagImageWidth, entries[tagImageWidth].at, "tiff.bad-value", ErrBadValue, "%dx%d is beyond any decoder", p.Width, p.Height)
+	}
+	if p.Width == 0 || p.Height == 0 {
+		return nil, w.fail(tagImageWidth, entries[tagImageWidth].at, "tiff.zero-size", ErrZeroSize, "%dx%d", p.Width, p.Height)
+	}
+	if p.Samples, _, err = w.one(entries, tagSamplesPerPixel, 1); err != nil {
+		return nil, err
+	}
+	if p.Samples == 0 || p.Samples > w.lim.MaxSamples {
+		return nil, w.fail(tagSamplesPerPixel, entries[tagSamplesPerPixel].at+8, "tiff.bad-value", ErrBadValue, "SamplesPerPixel %d", p.Samples)
+	}
+	p.BitsPerSample = []uint64{1}
+	if e, ok := entries[tagBitsPerSample]; ok {
+		if p.BitsPerSample, err = w.uints(e, w.lim.MaxSamples); err != nil {
+			return nil, err
+		}
+		if len(p.BitsPerSample) == 0 {
+			return nil, w.fail(tagBitsPerSample, e.at+4, "tiff.bad-count", ErrBadEntry, "no values")
+		}
+		if uint64(len(p.BitsPerSample)) != p.Samples {
+			w.warn("tiff.bps-count", e.at+4, "BitsPerSample has %d values for %d samples", len(p.BitsPerSample), p.Samples)
+		}
+		for _, b := range p.BitsPerSample {
+			if b == 0 || b > 64 {
+				return nil, w.fail(tagBitsPerSample, e.valueAt, "tiff.bad-value", ErrBadValue, "BitsPerSample %d", b)
+			}
+		}
+	}
+	if e, ok := entries[tagSampleFormat]; ok {
+		if _, err := w.uints(e, w.lim.MaxSamples); err != nil {
+			return nil, err
+		}
+		if e.count == 0 {
+			return nil, w.fail(tagSampleFormat, e.at+4, "tiff.bad-count", ErrBadEntry, "SampleFormat has no values")
+		}
+	}
+	if p.Compression, _, err = w.one(entries, tagCompression, 1); err != nil {
+		return nil, err
+	}
+	if _, ok := entries[tagCompression]; !ok {
+		w.warn("tiff.no-compression-tag", off, "Compression tag absent; 1 (none) assumed")
+	}
+	if p.Photometric, ok, err = w.one(entries, tagPhotometricInterpretation, math.MaxUint64); err != nil {
+		return nil, err
+	} else if !ok {
+		w.warn("tiff.no-photometric", off, "PhotometricInterpretation absent")
+	}
+	if p.Planar, _, err = w.one(entries, tagPlanarConfiguration, 1); err != nil {
+		return nil, err
+	}
+	if p.Planar != 1 && p.Planar != 2 {
+		return nil, w.fail(tagPlanarConfiguration, entries[tagPlanarConfiguration].at+8, "tiff.bad-value", ErrBadValue, "PlanarConfiguration %d", p.Planar)
+	}
+	if p.ResolutionUnit, _, err = w.one(entries, tagResolutionUnit, 2); err != nil {
+		return nil, err
+	}
+	if p.XResolution, err = w.rational(entries, tagXResolution); err != nil {
+		return nil, err
+	}
+	if p.YResolution, err = w.rational(entries, tagYResolution); err != nil {
+		return nil, err
+	}
+	if e, ok := entries[tagICCProfile]; ok {
+		if e.typ != typeUndefined && e.typ != typeByte {
+			return nil, w.fail(tagICCProfile, e.at+2, "tiff.bad-type", ErrBadEntry, "ICC profile type %d", e.typ)
+		}
+		p.ICCOffset, p.ICCLength = e.valueAt, e.valueLen
+	}
+	if e, ok := entries[tagColorMap]; ok && p.Photometric == 3 {
+		bps := p.BitsPerSample[0]
+		if bps > 16 || e.count != 3<<bps {
+			return nil, w.fail(tagColorMap, e.at+4, "tiff.bad-count", ErrBadEntry, "ColorMap has %d values, %d-bit palette needs %d", e.count, bps, 3*(uint64(1)<<min(bps, 32)))
+		}
+	}
+	if e, ok := entries[tagDateTime]; ok {
+		if err := w.dateTime(e, p); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.blocks(p, entries); err != nil {
+		return nil, err
+	}
+	if e, ok := entries[tagSubIFDs]; ok {
+		w.warn("tiff.subifds", e.at, "%d SubIFD(s) (reduced-resolution or child images) are not validated", e.count)
+	}
+	for tag := range entries {
+		if !knownTag(tag) {
+			p.UnknownTags = append(p.UnknownTags, tag)
+		}
+	}
+	sort.Slice(p.UnknownTags, func(i, j int) bool { return p.UnknownTags[i] < p.UnknownTags[j] })
+	return p, nil
+}
+
+// dateTime checks the TIFF DateTime "YYYY:MM:DD HH:MM:SS" (TIFF 6.0 §8).
+func (w *walker) dateTime(e entry, p *Page) error {
+	if e.typ != typeASCII {
+		return w.fail(tagDateTime, e.at+2, "tiff.bad-type", ErrBadEntry, "DateTime type %d, want ASCII", e.typ)
+	}
+	if e.count > 64 {
+		return w.fail(tagDateTime, e.at+4, "tiff.bad-datetime", ErrBadValue, "DateTime is %d bytes, want 20", e.count)
+	}
+	b := make([]byte, e.count)
+	if err := w.read(b, e.valueAt, tagDateTime, "DateTime"); err != nil {
+		return err
+	}
+	for len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	s := string(b)
+	p.DateTime = s
+	var y, mo, d, h, mi, sec int
+	if len(s) != 19 || s[4] != ':' || s[7] != ':' || s[10] != ' ' || s[13] != ':' || s[16] != ':' {
+		w.warn("tiff.datetime-format", e.valueAt, "DateTime %q is not YYYY:MM:DD HH:MM:SS", s)
+		return nil
+	}
+	if _, err := fmt.Sscanf(s, "%4d:%2d:%2d %2d:%2d:%2d", &y, &mo, &d, &h, &mi, &sec); err != nil {
+		w.warn("tiff.datetime-format", e.valueAt, "DateTime %q is not YYYY:MM:DD HH:MM:SS", s)
+		return nil
+	}
+	if y == 0 && mo == 0 && d == 0 {
+		return nil // "0000:00:00 00:00:00" is the conventional unknown date
+	}
+	if mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59 {
+		w.warn("tiff.bad-datetime", e.valueAt, "DateTime %q has a field out of range", s)
+	}
+	return nil
+}
+
+// blocks checks strips or tiles: presence, counts, every block inside the
+// file, and — for uncompressed data — long enough for its rows.
+func (w *walker) blocks(p *Page, entries map[uint16]entry) error {
+	so, hasSO := entries[tagStripOffsets]
+	sc, hasSC := entries[tagStripByteCounts]
+	to, hasTO := entries[tagTileOffsets]
+	tc, hasTC := entries[tagTileByteCounts]
+	_, hasTW := entries[tagTileWidth]
+	var offE, cntE entry
+	switch {
+	case (hasSO || hasSC) && (hasTO || hasTC):
+		return w.fail(tagTileOffsets, to.at, "tiff.strips-and-tiles", ErrBadEntry, "both strips and tiles are defined")
+	case hasTO || hasTC || hasTW:
+		if !hasTO || !hasTC {
+			return w.fail(tagTileOffsets, p.Offset, "tiff.missing-tag", ErrMissingTag, "TileOffsets and TileByteCounts are both required")
+		}
+		p.Tiled = true
+		offE, cntE = to, tc
+	case hasSO && hasSC:
+		offE, cntE = so, sc
+	case hasSO:
+		return w.fail(tagStripByteCounts, p.Offset, "tiff.missing-tag", ErrMissingTag, "StripByteCounts")
+	default:
+		return w.fail(tagStripOffsets, p.Offset, "tiff.missing-tag", ErrMissingTag, "neither strips nor tiles are defined")
+	}
+	planes := uint64(1)
+	if p.Planar == 2 {
+		planes = p.Samples
+	}
+	var want uint64
+	if p.Tiled {
+		var err error
+		var ok bool
+		if p.TileWidth, ok, err = w.one(entries, tagTileWidth, 0); err != nil {
+			return err
+		} else if !ok || p.TileWidth == 0 {
+			return w.fail(tagTileWidth, p.Offset, "tiff.missing-tag", ErrMissingTag, "TileWidth missing or zero")
+		}
+		if p.TileLength, ok, err = w.one(entries, tagTileLength, 0); err != nil {
+			return err
+		} else if !ok || p.TileLength == 0 {
+			return w.fail(tagTileLength, p.Offset, "tiff.missing-tag", ErrMissingTag, "TileLength missing or zero")
+		}
+		if p.TileWidth > math.MaxUint32 || p.TileLength > math.MaxUint32 {
+			return w.fail(tagTileWidth, p.Offset, "tiff.bad-value", ErrBadValue, "tile %dx%d", p.TileWidth, p.TileLength)
+		}
+		want = mulSat(mulSat(ceilDiv(p.Width, p.TileWidth), ceilDiv(p.Height, p.TileLength)), planes)
+	} else {
+		rps, ok, err := w.one(entries, tagRowsPerStrip, math.MaxUint32)
+		if err != nil {
+			return err
+		}
+		if ok && rps == 0 {
+			return w.fail(tagRowsPerStrip, entries[tagRowsPerStrip].at+8, "tiff.bad-value", ErrBadValue, "RowsPerStrip is 0")
+		}
+		if rps > p.Height {
+			rps = p.Height
+		}
+		p.RowsPerStrip = rps
+		want = mulSat(ceilDiv(p.Height, rps), planes)
+	}
+	if want > uint64(w.lim.MaxBlocksPage) {
+		return w.fail(offE.tag, offE.at, "tiff.too-many-blocks", ErrBadValue, "%d strips or tiles, cap is %d", want, w.lim.MaxBlocksPage)
+	}
+	if offE.count != cntE.count {
+		return w.fail(cntE.tag, cntE.at+4, "tiff.block-count-mismatch", ErrBadEntry, "%d offsets but %d byte counts", offE.count, cntE.count)
+	}
+	if offE.count < want {
+		return w.fail(offE.tag, offE.at+4, "tiff.too-few-blocks", ErrBadEntry, "%d strips or tiles, the image needs %d", offE.count, want)
+	}
+	if offE.count > want {
+		w.warn("tiff.extra-blocks", offE.at+4, "%d strips or tiles, the image needs %d; the rest are ignored", offE.count, want)
+	}
+	var err error
+	if p.BlockOffsets, err = w.uints(offE, uint64(w.lim.MaxBlocksPage)); err != nil {
+		return err
+	}
+	if p.BlockCounts, err = w.uints(cntE, uint64(w.lim.MaxBlocksPage)); err != nil {
+		return err
+	}
+	p.BlockOffsets, p.BlockCounts = p.BlockOffsets[:want], p.BlockCounts[:want]
+	ts := typeSize[offE.typ]
+	uncompressed := p.Compression == 1
+	var rowBits uint64
+	if uncompressed {
+		if p.Planar == 2 {
+			rowBits = p.BitsPerSample[0]
+		} else {
+			for i := uint64(0); i < p.Samples; i++ {
+				rowBits += p.BitsPerSample[min(i, uint64(len(p.BitsPerSample)-1))]
+			}
+		}
+	}
+	for i := range p.BlockOffsets {
+		o, n := p.BlockOffsets[i], p.BlockCounts[i]
+		if n == 0 {
+			return w.fail(cntE.tag, cntE.valueAt+int64(i)*typeSize[cntE.typ], "tiff.empty-block", ErrShortData, "strip or tile %d has byte count 0", i)
+		}
+		if o > uint64(w.size) || n > uint64(w.size)-o {
+			return w.fail(offE.tag, offE.valueAt+int64(i)*ts, "tiff.block-outside-file", ErrOutsideFile,
+				"strip or tile %d: %d bytes at %d run past the end of the %d-byte file", i, n, o, w.size)
+		}
+		if uncompressed {
+			var need uint64
+			if p.Tiled {
+				need = ceilDiv(p.TileWidth*rowBits, 8) * p.TileLength
+			} else {
+				row := uint64(i) % ceilDiv(p.Height, p.RowsPerStrip) * p.RowsPerStrip
+				rows := min(p.RowsPerStrip, p.Height-row)
+				need = ceilDiv(p.Width*rowBits, 8) * rows
+			}
+			if n < need {
+				return w.fail(cntE.tag, cntE.valueAt+int64(i)*typeSize[cntE.typ], "tiff.short-block", ErrShortData,
+					"uncompressed strip or tile %d holds %d bytes, its rows need %d", i, n, need)
+			}
+		}
+	}
+	return nil
+}
+
+func ceilDiv(a, b uint64) uint64 {
+	if b == 0 {
+		return 0
+	}
+	return a/b + min(a%b, 1)
+}
+
+// mulSat multiplies, saturating at math.MaxUint64 instead of wrapping.
+func mulSat(a, b uint64) uint64 {
+	if a != 0 && b > math.MaxUint64/a {
+		return math.MaxUint64
+	}
+	return a * b
+}
