@@ -89,7 +89,7 @@ func VerifyBlocks(r io.ReaderAt, p *Page) (ok bool, issues []blockIssue, err err
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return true, nil, blockErr(p, off, "tiff.undecodable", err)
 		}
-		return true, nil, &TIFFError{Page: p.Index, Offset: off, Code: "tiff.short-data",
+		return true, nil, &TIFFError{Page: p.Index + 1, Offset: off, Code: "tiff.short-data",
 			Err: fmt.Errorf("%w: block %d decompresses to %d bytes, its rows need %d", ErrShortData, i, got, need)}
 	}
 	if noEOI {
@@ -99,7 +99,7 @@ func VerifyBlocks(r io.ReaderAt, p *Page) (ok bool, issues []blockIssue, err err
 }
 
 func blockErr(p *Page, off int64, code string, err error) error {
-	return &TIFFError{Page: p.Index, Offset: off, Code: code, Err: fmt.Errorf("%w: %v", ErrUndecodable, err)}
+	return &TIFFError{Page: p.Index + 1, Offset: off, Code: code, Err: fmt.Errorf("%w: %v", ErrUndecodable, err)}
 }
 
 // packBits decodes Apple PackBits (TIFF compression 32773).

@@ -138,7 +138,7 @@ func DecodePages(r io.ReaderAt, info *TIFFInfo, pixelBudget int64, cancelled fun
 		}
 		p := &info.Pages[i]
 		if px := int64(p.Width) * int64(p.Height); px > pixelBudget || px < 0 {
-			return skipped, &LimitError{Page: p.Index, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
+			return skipped, &LimitError{Page: p.Index + 1, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
 		}
 		reason := unsupported(p)
 		if info.BigTIFF {
@@ -156,7 +156,7 @@ func DecodePages(r io.ReaderAt, info *TIFFInfo, pixelBudget int64, cancelled fun
 		var te *TIFFError
 		if errors.As(err, &te) && te.Code == "tiff.truncated-data" && p.Compression == 5 {
 			// The decoder stops at a missing LZW end code; count the rows instead.
-			u, err = &UnsupportedError{Page: p.Index, Offset: p.Offset, Reason: "decoder stopped early"}, nil
+			u, err = &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: "decoder stopped early"}, nil
 		}
 		if err != nil {
 			return skipped, err
@@ -178,14 +178,14 @@ func verify(r io.ReaderAt, info *TIFFInfo, p *Page, reason string, skipped *[]*U
 		return err
 	}
 	for _, is := range issues {
-		off, pg := is.offset, p.Index
+		off, pg := is.offset, p.Index+1
 		info.Warnings = append(info.Warnings, Warning{Code: is.code, Message: is.msg, Page: &pg, Offset: &off})
 		if is.code == "tiff.old-lzw" {
 			ok = false
 		}
 	}
 	if !ok {
-		*skipped = append(*skipped, &UnsupportedError{Page: p.Index, Offset: p.Offset, Reason: reason})
+		*skipped = append(*skipped, &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: reason})
 	}
 	return nil
 }
@@ -262,7 +262,7 @@ func decodePage(r io.ReaderAt, info *TIFFInfo, p *Page, pixelBudget int64) (u *U
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			u, err = nil, &TIFFError{Page: p.Index, Offset: pr.lastOff.Load(), Code: "tiff.decoder-panic",
+			u, err = nil, &TIFFError{Page: p.Index + 1, Offset: pr.lastOff.Load(), Code: "tiff.decoder-panic",
 				Err: fmt.Errorf("%w: %v", ErrDecoderPanic, v)}
 		}
 	}()
@@ -270,7 +270,7 @@ func decodePage(r io.ReaderAt, info *TIFFInfo, p *Page, pixelBudget int64) (u *U
 	pr.lastOff.Store(p.Offset)
 	if err == nil {
 		if px := int64(cfg.Width) * int64(cfg.Height); px > pixelBudget || px < 0 {
-			return nil, &LimitError{Page: p.Index, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
+			return nil, &LimitError{Page: p.Index + 1, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
 		}
 		pr.pos = 0
 		_, err = tiff.Decode(pr)
@@ -283,19 +283,19 @@ func decodePage(r io.ReaderAt, info *TIFFInfo, p *Page, pixelBudget int64) (u *U
 	}
 	var ue tiff.UnsupportedError
 	if errors.As(err, &ue) {
-		return &UnsupportedError{Page: p.Index, Offset: p.Offset, Reason: "decoder: " + string(ue)}, nil
+		return &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: "decoder: " + string(ue)}, nil
 	}
 	msg := err.Error()
 	if p.Compression == 2 || p.Compression == 3 || p.Compression == 4 {
 		for _, lim := range ccittLimits {
 			if strings.Contains(msg, lim) {
-				return &UnsupportedError{Page: p.Index, Offset: p.Offset, Reason: "CCITT decoder: " + msg}, nil
+				return &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: "CCITT decoder: " + msg}, nil
 			}
 		}
 	}
 	for _, lim := range decoderLimits {
 		if strings.Contains(msg, lim) {
-			return &UnsupportedError{Page: p.Index, Offset: p.Offset, Reason: "decoder: " + msg}, nil
+			return &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: "decoder: " + msg}, nil
 		}
 	}
 	code := "tiff.undecodable"
@@ -304,7 +304,7 @@ func decodePage(r io.ReaderAt, info *TIFFInfo, p *Page, pixelBudget int64) (u *U
 		code = "tiff.truncated-data"
 		cause = fmt.Errorf("%w: %w", ErrUndecodable, ErrTruncated)
 	}
-	return nil, &TIFFError{Page: p.Index, Offset: pr.lastOff.Load(), Code: code, Err: cause}
+	return nil, &TIFFError{Page: p.Index + 1, Offset: pr.lastOff.Load(), Code: code, Err: cause}
 }
 
 // Identify names the format of a file from its first bytes: a PRONOM PUID

@@ -41,9 +41,10 @@ var (
 	ErrDecoderPanic = errors.New("decoder panicked")
 )
 
-// TIFFError is a structural fault in a TIFF file. Page is the 0-based IFD
-// index (-1 for the header), Offset the 0-based byte offset of the offending
-// bytes in the file, Tag the tag number (0 when none applies).
+// TIFFError is a structural fault in a TIFF file. Page is the 1-based page
+// number (IFD index + 1; 0 for the header), Offset the 0-based byte offset of
+// the offending bytes in the file, Tag the tag number (0 when none applies).
+// Every page number in this package is 1-based, as a person counts pages.
 type TIFFError struct {
 	Page   int
 	Tag    uint16
@@ -55,7 +56,7 @@ type TIFFError struct {
 func (e *TIFFError) Error() string {
 	var b strings.Builder
 	b.WriteString("tiff: ")
-	if e.Page >= 0 {
+	if e.Page > 0 {
 		fmt.Fprintf(&b, "page %d ", e.Page)
 	} else {
 		b.WriteString("header ")

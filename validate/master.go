@@ -121,7 +121,7 @@ func CheckMaster(ctx context.Context, path string, item *Item, pol MasterPolicy)
 		return rep, &StageError{StageOpen, err}
 	}
 	if !st.Mode().IsRegular() {
-		return rep, &StageError{StageOpen, &TIFFError{Page: -1, Code: "file.not-regular", Err: fmt.Errorf("%w: %s", ErrNotRegular, st.Mode().Type())}}
+		return rep, &StageError{StageOpen, &TIFFError{Page: 0, Code: "file.not-regular", Err: fmt.Errorf("%w: %s", ErrNotRegular, st.Mode().Type())}}
 	}
 	size := st.Size()
 	rep.Size = size
@@ -214,14 +214,14 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 	if pol.PrivateTags == "reject" {
 		for _, p := range info.Pages {
 			if len(p.UnknownTags) > 0 {
-				return &StageError{StageRules, &PolicyError{Page: p.Index, Offset: p.Offset, Code: "policy.private-tag",
+				return &StageError{StageRules, &PolicyError{Page: p.Index + 1, Offset: p.Offset, Code: "policy.private-tag",
 					Reason: fmt.Sprintf("unrecognised tags %v; policy rejects private and unknown tags", p.UnknownTags)}}
 			}
 		}
 	} else {
 		for _, p := range info.Pages {
 			if len(p.UnknownTags) > 0 {
-				pg, off := p.Index, p.Offset
+				pg, off := p.Index+1, p.Offset
 				rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &pg, Offset: &off,
 					Message: fmt.Sprintf("unrecognised tags %v tolerated by policy", p.UnknownTags)})
 			}
@@ -230,7 +230,7 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 	if p := info.Pages[0]; p.ICCOffset >= 0 {
 		icc, err := ReadICC(r, p.ICCOffset, p.ICCLength)
 		if err != nil {
-			pg, off := 0, p.ICCOffset
+			pg, off := 1, p.ICCOffset
 			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.bad-icc", Page: &pg, Offset: &off, Message: err.Error()})
 		} else {
 			rep.ICC = icc

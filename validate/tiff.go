@@ -94,13 +94,13 @@ func (w *walker) fail(tag uint16, off int64, code string, err error, format stri
 	if format != "" {
 		err = fmt.Errorf("%w: %s", err, fmt.Sprintf(format, args...))
 	}
-	return &TIFFError{Page: w.page, Tag: tag, Offset: off, Code: code, Err: err}
+	return &TIFFError{Page: w.page + 1, Tag: tag, Offset: off, Code: code, Err: err}
 }
 
 func (w *walker) warn(code string, off int64, format string, args ...any) {
-	page, o := w.page, off
+	page, o := w.page+1, off
 	wr := Warning{Code: code, Message: fmt.Sprintf(format, args...), Offset: &o}
-	if page >= 0 {
+	if page >= 1 {
 		wr.Page = &page
 	}
 	w.info.Warnings = append(w.info.Warnings, wr)
@@ -168,7 +168,7 @@ func (w *walker) walk() (*TIFFInfo, error) {
 	for next != 0 {
 		w.page = len(w.info.Pages)
 		if prev, ok := seen[next]; ok {
-			return w.info, w.fail(0, nextAt, "tiff.ifd-loop", ErrIFDLoop, "next IFD pointer %d goes back to page %d", next, prev)
+			return w.info, w.fail(0, nextAt, "tiff.ifd-loop", ErrIFDLoop, "next IFD pointer %d goes back to page %d", next, prev+1)
 		}
 		if len(w.info.Pages) >= w.lim.MaxPages {
 			return w.info, w.fail(0, nextAt, "tiff.too-many-pages", ErrTooManyPages, "more than %d IFDs", w.lim.MaxPages)
