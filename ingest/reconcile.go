@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -31,6 +32,9 @@ func (w *Worker) ReconcileArchived(ctx context.Context, insp ArchivedLister) (in
 			return written, context.Cause(ctx)
 		}
 		tasks, err := insp.ListArchivedTasks(QueueIngest, asynq.PageSize(pageSize), asynq.Page(page))
+		if errors.Is(err, asynq.ErrQueueNotFound) {
+			return written, nil // nothing was ever enqueued: nothing archived
+		}
 		if err != nil {
 			return written, fmt.Errorf("list archived: %w", err)
 		}

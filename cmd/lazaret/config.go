@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/sqlite"
+	"github.com/lazaret/lazaret/validate"
+)
+
+// Config is everything a lazaret process can be told. Precedence: defaults,
+// then a JSON config file (--config or LAZARET_CONFIG), then LAZARET_*
+// environment variables, then flags.
+type Config struct {
+	RedisURL    string        `json:"redis_url"`
+	Ledger      string        `json:"ledger"`
+	Concurrency int           `json:"concurrency"`
+	MaxRetry    int           `json:"max_retry"`
+	RetryBase   time.Duration `json:"retry_base"`
+	RetryMax    time.Duration `json:"retry_max"`
+	PoisonCap   int           `json:"poison_cap"`
+	PixelBudget int64         `json:"pixel_budget"`
+	MinDPI      float64       `json:"min_dpi"`
+	RequireICC  bool          `json:"require_icc"`
+	PrivateTags string        `json:"private_tags"`
+	Undecodable string        `json:"undecodable"`
+	LogLevel    string        `json:"log_level"`
+}
+
+func defaultConfig() Config {
+	p := ingest.DefaultPolicy()
+	m := validate.DefaultMasterPolicy()
+	return Config{
+		RedisURL: "redis://127.0.0.1:6379/0", Ledger: "lazaret-ledger.db", Concurrency: 2,
+		MaxRetry: p.MaxRetry, RetryBase: p.RetryBase, RetryMax: p.RetryMax, PoisonCap: p.PoisonCap,
+		PixelBudget: m.PixelBudget, MinDPI: m.Rules.MinDPI, RequireICC: m.Rules.RequireICC,
+		PrivateTags: m.PrivateTags, Undecodable: m.Undecodable, LogLevel: "info",
+	}
+}
+
+// bind loads the file and environment layers into c and registers flags for
+// the fields a command uses.
+func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
+	cfgFile := os.Getenv("LAZARET_CONFIG")
+	for i, a := range args {
+		if (a == "--config" || a == "-config") && i+1 < len(args) {
+			cfgFile = args[i+1]
+		} else if v, ok := strings.CutPrefix(a, "--config="); ok {
+			cfgFile = v
+		}
+	}
+	fs.String("config", cfgFile, "JSON config file")
+	if cfgFile != "" {
+		b, err := os.ReadFile(cfgFile)
+		if err != nil {
+			return usageErr("config: %v", err)
+		}
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(b, &raw); err != nil {
+			return usageErr("config %s: %v", cfgFile, err)
+		}
+		if err := c.applyJSON(raw); err != nil {
+			return usageErr("config %s: %v", cfgFile, err)
+		}
+	}
+	env := func(name string, set func(string) error) error {
+		if v, ok := os.LookupEnv(name); ok && v != "" {
+			if err := set(v); err != nil {
+				return usageErr("%s: %v", name, err)
+			}
+		}
+		return nil
+	}
+	for _, f := range fields {
+		switch f {
+		case "redis":
+			if err := env("LAZARET_REDIS_URL", func(v string) error { c.RedisURL = v; return nil }); err != nil {
+				return err
+			}
+			fs.StringVar(&c.RedisURL, "redis", c.RedisURL, "Redis URL (redis://[:password@]host:port/db); env LAZARET_REDIS_URL")
+		case "ledger":
+			if err := env("LAZARET_LEDGER", func(v string) error { c.Ledger = v; return nil }); err != nil {
+				return err
+			}
+			fs.StringVar(&c.Ledger, "ledger", c.Ledger, "ledger: an SQLite file path; env LAZARET_LEDGER")
+		case "worker":
+			fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "tasks processed at once")
+		case "policy":
+			fs.IntVar(&c.MaxRetry, "max-retry", c.MaxRetry, "retries for transient failures")
+			fs.DurationVar(&c.RetryBase, "retry-base", c.RetryBase, "backoff ceiling of the first retry")
+			fs.DurationVar(&c.RetryMax, "retry-max", c.RetryMax, "largest backoff ceiling")
+			fs.IntVar(&c.PoisonCap, "poison-cap", c.PoisonCap, "attempt at which any failure goes to audit-hold")
+			fallthrough
+		case "master":
+			fs.Int64Var(&c.PixelBudget, "pixel-budget", c.PixelBudget, "pixels per page that may be decoded")
+			fs.Float64Var(&c.MinDPI, "min-dpi", c.MinDPI, "lowest resolution_dpi a manifest may declare")
+			fs.BoolVar(&c.RequireICC, "require-icc", c.RequireICC, "color_profile must match an embedded ICC profile")
+			fs.StringVar(&c.PrivateTags, "private-tags", c.PrivateTags, "unrecognised TIFF tags: tolerate or reject")
+			fs.StringVar(&c.Undecodable, "undecodable", c.Undecodable, "encodings the decoder cannot read: warn or reject")
+		}
+	}
+	if err := env("LAZARET_LOG_LEVEL", func(v string) error { c.LogLevel = v; return nil }); err != nil {
+		return err
+	}
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &exitError{code: 0}
+		}
+		return &exitError{code: 2, err: err}
+	}
+	if err := c.Validate(); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("configuration: %w", err)}
+	}
+	return nil
+}
+
+func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
+	known := map[string]any{
+		"redis_url": &c.RedisURL, "ledger": &c.Ledger, "concurrency": &c.Concurrency, "max_retry": &c.MaxRetry,
+		"poison_cap": &c.PoisonCap, "pixel_budget": &c.PixelBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
+		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel,
+	}
+	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax}
+	var errs []error
+	for k, v := range raw {
+		if d, ok := durations[k]; ok {
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				errs = append(errs, fmt.Errorf("%s: want a duration string like \"2s\"", k))
+				continue
+			}
+			dd, err := time.ParseDuration(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %v", k, err))
+				continue
+			}
+			*d = dd
+			continue
+		}
+		dst, ok := known[k]
+		if !ok {
+			errs = append(errs, fmt.Errorf("unknown setting %q", k))
+			continue
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %v", k, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate returns every problem with the configuration at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Concurrency < 1 || c.Concurrency > 1024 {
+		errs = append(errs, fmt.Errorf("concurrency %d: want 1..1024", c.Concurrency))
+	}
+	if err := c.policy().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.master().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MinDPI < 0 {
+		errs = append(errs, fmt.Errorf("min dpi %v: want >= 0", c.MinDPI))
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) policy() ingest.Policy {
+	return ingest.Policy{MaxRetry: c.MaxRetry, RetryBase: c.RetryBase, RetryMax: c.RetryMax, PoisonCap: c.PoisonCap}
+}
+
+func (c *Config) master() validate.MasterPolicy {
+	m := validate.DefaultMasterPolicy()
+	m.PixelBudget, m.PrivateTags, m.Undecodable = c.PixelBudget, c.PrivateTags, c.Undecodable
+	m.Rules.MinDPI, m.Rules.RequireICC = c.MinDPI, c.RequireICC
+	return m
+}
+
+func (c *Config) redis() (asynq.RedisConnOpt, error) {
+	opt, err := asynq.ParseRedisURI(c.RedisURL)
+	if err != nil {
+		return nil, usageErr("redis URL %q: %v", c.RedisURL, err)
+	}
+	return opt, nil
+}
+
+func (c *Config) openLedger(ctx context.Context) (premis.Ledger, error) {
+	if strings.HasPrefix(c.Ledger, "postgres://") || strings.HasPrefix(c.Ledger, "postgresql://") {
+		return nil, usageErr("ledger %q: the PostgreSQL ledger is not in this build yet; use an SQLite file path", c.Ledger)
+	}
+	return sqlite.Open(ctx, strings.TrimPrefix(c.Ledger, "sqlite://"))
+}
+
+func (c *Config) logger(w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.LogLevel))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
+}
+
+var software = premis.Software{Name: "lazaret", Version: version}
+
+func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *ingest.Worker {
+	return &ingest.Worker{Ledger: l, Broker: b, Policy: c.policy(), Master: c.master(), Software: software, Logger: log}
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/hibiken/asynq"
+
+	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/validate"
+)
+
+// runDemo runs the whole archive lane in one process on the embedded
+// default: Redis in-process (miniredis) and an SQLite ledger in a data
+// folder. It submits the generated fixture batch, waits until every item has
+// settled, prints where each went, writes the PREMIS XML, and exits 0 only if
+// every fixture landed where it must.
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", "", "data folder (default: a new temporary folder)")
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up if items have not settled by then")
+	cfg := defaultConfig()
+	cfg.RetryBase, cfg.LogLevel = 200*time.Millisecond, "warn"
+	if err := cfg.bind(fs, args, "worker", "policy"); err != nil {
+		return err
+	}
+	if *data == "" {
+		d, err := os.MkdirTemp("", "lazaret-demo-")
+		if err != nil {
+			return err
+		}
+		*data = d
+	}
+	if err := os.MkdirAll(*data, 0o755); err != nil {
+		return err
+	}
+	logFile, err := os.Create(filepath.Join(*data, "lazaret.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	log := cfg.logger(logFile)
+
+	mr := miniredis.NewMiniRedis()
+	if err := mr.Start(); err != nil {
+		return fmt.Errorf("embedded redis: %w", err)
+	}
+	defer mr.Close()
+	ffCtx, stopFF := context.WithCancel(ctx)
+	defer stopFF()
+	go fastForward(ffCtx, mr) // miniredis keeps no clock of its own: TTLs expire only when told
+	opt := asynq.RedisClientOpt{Addr: mr.Addr()}
+
+	cfg.Ledger = filepath.Join(*data, "ledger.db")
+	ledger, err := cfg.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer ledger.Close()
+
+	batch, err := fixtures.WriteArchiveBatch(filepath.Join(*data, "batch"))
+	if err != nil {
+		return fmt.Errorf("fixtures: %w", err)
+	}
+	fmt.Fprintf(stdout, "lazaret %s demo\n  data folder: %s\n  embedded redis: %s\n  ledger: %s\n  batch: %s (%d items)\n\n",
+		version, *data, mr.Addr(), cfg.Ledger, batch.Manifest, len(batch.Order))
+
+	m, dir, err := validate.ReadManifest(batch.Manifest)
+	if err != nil {
+		return err
+	}
+	stop, err := startWorkers(ctx, &cfg, opt, ledger, log, ingest.ServerConfig{Concurrency: cfg.Concurrency, PollInterval: 100 * time.Millisecond}, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	res, err := ingest.Submit(ctx, client, m, dir, ingest.SubmitOptions{Policy: cfg.policy()})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "submitted %d items; waiting for every item to settle...\n\n", len(res.Enqueued))
+
+	corr := map[string]string{}
+	for _, it := range m.Items {
+		corr[it.ObjectID] = ingest.CorrelationID(m.BatchID, it.ObjectID, it.SHA256)
+	}
+	final, err := waitSettled(ctx, ledger, corr, *timeout)
+	if err != nil {
+		return err
+	}
+	insp := asynq.NewInspector(opt)
+	defer insp.Close()
+	brokerOK := brokerPlacement(insp)
+
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ITEM\tCLASS\tDESTINATION\tCODE\tPAGE\tOFFSET\tCHECK")
+	bad := 0
+	for _, id := range batch.Order {
+		e, want := final[id], batch.Expect[id]
+		check := "ok"
+		switch {
+		case string(e.Destination) != want.Destination || string(e.Class) != want.Class || e.Code != want.Code:
+			check = fmt.Sprintf("WRONG: want %s/%s/%s", want.Destination, dash(want.Class), dash(want.Code))
+		case want.Page != 0 && (e.Page == nil || *e.Page != want.Page):
+			check = fmt.Sprintf("WRONG: want page %d", want.Page)
+		case !brokerOK(e):
+			check = "WRONG: broker does not hold it where the ledger says"
+		}
+		if check != "ok" {
+			bad++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, dash(string(e.Class)), e.Destination, dash(e.Code), intOrDash(e.Page), int64OrDash(e.Offset), check)
+	}
+	tw.Flush()
+
+	evs, err := ledger.Events(ctx, premis.Filter{BatchID: batch.BatchID})
+	if err != nil {
+		return err
+	}
+	xmlPath := filepath.Join(*data, "premis.xml")
+	f, err := os.Create(xmlPath)
+	if err != nil {
+		return err
+	}
+	if err := premis.WriteXML(f, evs, software); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\n%d PREMIS events in the ledger; PREMIS XML: %s\nlog: %s\n", len(evs), xmlPath, logFile.Name())
+	if bad > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d items did not land where they should", bad, len(batch.Order))}
+	}
+	fmt.Fprintf(stdout, "all %d items landed where they should.\n", len(batch.Order))
+	return nil
+}
+
+func fastForward(ctx context.Context, mr *miniredis.Miniredis) {
+	const step = 100 * time.Millisecond
+	t := time.NewTicker(step)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			mr.FastForward(step)
+		}
+	}
+}
+
+// waitSettled polls the ledger until every item has a terminal event and
+// returns that event per object id.
+func waitSettled(ctx context.Context, l premis.Ledger, corr map[string]string, timeout time.Duration) (map[string]premis.Event, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		final := map[string]premis.Event{}
+		for obj, c := range corr {
+			evs, err := l.Events(ctx, premis.Filter{CorrelationID: c})
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range evs {
+				if e.Destination.Terminal() {
+					final[obj] = e
+				}
+			}
+		}
+		if len(final) == len(corr) {
+			return final, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d items settled within %s", len(final), len(corr), timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// brokerPlacement returns a check that the broker holds an item where its
+// ledger event says: archived for the DLQ, a parked task for quarantine and
+// audit-hold.
+func brokerPlacement(insp *asynq.Inspector) func(premis.Event) bool {
+	return func(e premis.Event) bool {
+		switch e.Destination {
+		case premis.DeadLetter:
+			ti, err := insp.GetTaskInfo(ingest.QueueIngest, e.TaskID)
+			return err == nil && ti.State == asynq.TaskStateArchived
+		case premis.Quarantined, premis.AuditHold:
+			q := ingest.QueueQuarantine
+			if e.Destination == premis.AuditHold {
+				q = ingest.QueueAuditHold
+			}
+			ti, err := insp.GetTaskInfo(q, ingest.HeldTaskID(e.Key))
+			return err == nil && ti.State == asynq.TaskStatePending
+		case premis.Accepted:
+			ti, err := insp.GetTaskInfo(ingest.QueueIngest, e.TaskID)
+			return errors.Is(err, asynq.ErrTaskNotFound) || (err == nil && ti.State == asynq.TaskStateCompleted)
+		}
+		return false
+	}
+}

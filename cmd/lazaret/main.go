@@ -1,0 +1,93 @@
+// Command lazaret validates TIFF preservation masters (and, later, UN/EDIFACT
+// interchanges) on asynq workers, routes every failure to exactly one place,
+// and records it as a PREMIS event in a durable ledger.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// exitError carries an exit code out of a subcommand.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		if ee == nil || ee.err != nil {
+			fmt.Fprintln(os.Stderr, "lazaret:", err)
+		}
+		os.Exit(code)
+	}
+}
+
+const usage = `lazaret: failure-handling ingest for TIFF masters and UN/EDIFACT interchanges
+
+Usage:
+  lazaret inspect [--json] [--batch MANIFEST] [FILE...]   validate files locally, no queue
+  lazaret submit  [--redis URL] MANIFEST                  check a batch manifest and enqueue it
+  lazaret worker  [--redis URL] [--ledger DSN]            run workers until SIGINT/SIGTERM
+  lazaret events export [--ledger DSN] --format premis-xml [--object ID | --batch ID] [-o FILE]
+  lazaret events ls [--ledger DSN] [--batch ID | --object ID] [--json]
+  lazaret demo    [--data DIR]                            everything in one process, embedded Redis + SQLite
+  lazaret version
+
+Every command reads LAZARET_REDIS_URL and LAZARET_LEDGER; flags win. Run a
+command with -h for its flags.
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{code: 2}
+	}
+	switch args[0] {
+	case "inspect":
+		return runInspect(ctx, args[1:], stdout, stderr)
+	case "submit":
+		return runSubmit(ctx, args[1:], stdout, stderr)
+	case "worker":
+		return runWorker(ctx, args[1:], stdout, stderr)
+	case "events":
+		return runEvents(ctx, args[1:], stdout, stderr)
+	case "demo":
+		return runDemo(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "lazaret", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return usageErr("unknown command %q", args[0])
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/premis"
+)
+
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := defaultConfig()
+	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger")
+	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy"); err != nil {
+		return err
+	}
+	log := cfg.logger(os.Stderr)
+	opt, err := cfg.redis()
+	if err != nil {
+		return err
+	}
+	ledger, err := cfg.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer ledger.Close()
+	stop, err := startWorkers(ctx, &cfg, opt, ledger, log, ingest.ServerConfig{Concurrency: cfg.Concurrency}, *reconcileEvery)
+	if err != nil {
+		return err
+	}
+	log.Info("worker running", slog.String("redis", redactURL(cfg.RedisURL)), slog.String("ledger", cfg.Ledger),
+		slog.Int("concurrency", cfg.Concurrency), slog.String("version", version))
+	<-ctx.Done()
+	log.Info("shutting down: draining running tasks")
+	stop()
+	log.Info("worker stopped")
+	return nil
+}
+
+// startWorkers starts the asynq server and the broker reconciler. stop drains
+// running tasks and returns when everything has stopped.
+func startWorkers(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger premis.Ledger, log *slog.Logger, sc ingest.ServerConfig, reconcileEvery time.Duration) (stop func(), err error) {
+	client := asynq.NewClient(opt)
+	w := cfg.worker(ledger, client, log)
+	srv, mux := ingest.NewServer(opt, w, sc)
+	if err := srv.Start(mux); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("start workers: %w", err)
+	}
+	insp := asynq.NewInspector(opt)
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(reconcileEvery)
+		defer t.Stop()
+		for {
+			if n, err := w.ReconcileArchived(rctx, insp); err != nil && rctx.Err() == nil {
+				log.Warn("broker reconciliation failed", slog.String("error", err.Error()))
+			} else if n > 0 {
+				log.Warn("broker reconciliation recorded archived tasks", slog.Int("events", n))
+			}
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		srv.Shutdown()
+		insp.Close()
+		client.Close()
+	}, nil
+}
+
+// redactURL hides a password in a Redis URL for logs.
+func redactURL(u string) string {
+	opt, err := asynq.ParseRedisURI(u)
+	if err != nil {
+		return "(unparsable)"
+	}
+	if c, ok := opt.(asynq.RedisClientOpt); ok {
+		return fmt.Sprintf("redis://%s/%d", c.Addr, c.DB)
+	}
+	return "(redis)"
+}
