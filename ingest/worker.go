@@ -47,7 +47,13 @@ type Worker struct {
 	Logger   *slog.Logger
 	// Observe, when set, is told of every routing decision (metrics).
 	Observe func(Decision)
+	// Validators adds or overrides validators by item kind; "tiff" is
+	// built in.
+	Validators map[string]Validator
 }
+
+// Validator checks one item. It returns what it found and a typed error.
+type Validator func(ctx context.Context, env *Envelope) (*validate.Report, error)
 
 // Decision is one routing decision, as logged and observed.
 type Decision struct {
@@ -135,6 +141,9 @@ func (w *Worker) check(ctx context.Context, env *Envelope) (rep *validate.Report
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
+	if v, ok := w.Validators[env.Kind]; ok {
+		return v(ctx, env)
+	}
 	switch env.Kind {
 	case "tiff":
 		it := env.Item

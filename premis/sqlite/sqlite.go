@@ -286,3 +286,4 @@ func mapErr(err error) error {
 	}
 	return err
 }
+

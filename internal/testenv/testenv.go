@@ -1,0 +1,103 @@
+// Package testenv finds what tests need outside the repository: the shared
+// third-party corpus, a real Redis, xmllint. Where a service is missing, a
+// test fails under CI (CI=true) and skips, saying why, elsewhere.
+package testenv
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// InCI reports whether the tests run under CI.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// RepoRoot is the folder holding go.mod.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testenv: no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+// Corpus returns ../shared/corpus/<sub> beside the repository, or skips the
+// test with a clear message when the shared corpus is absent.
+func Corpus(t testing.TB, sub ...string) string {
+	t.Helper()
+	p := filepath.Join(append([]string{RepoRoot(t), "..", "shared", "corpus"}, sub...)...)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared corpus not found at %s (it lives beside the repository as ../shared): %v", p, err)
+	}
+	return p
+}
+
+// RedisAddr is the test Redis address: LAZARET_TEST_REDIS or 127.0.0.1:6379.
+func RedisAddr() string {
+	if a := os.Getenv("LAZARET_TEST_REDIS"); a != "" {
+		return a
+	}
+	return "127.0.0.1:6379"
+}
+
+// Redis checks that the test Redis answers and empties database db, which
+// belongs to the calling package's tests alone (packages run in parallel).
+func Redis(t testing.TB, db int) string {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: RedisAddr(), DB: db})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		if InCI() {
+			t.Fatalf("redis at %s is required in CI: %v", RedisAddr(), err)
+		}
+		t.Skipf("no redis at %s (set LAZARET_TEST_REDIS): %v", RedisAddr(), err)
+	}
+	if err := c.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return "redis://" + RedisAddr() + "/" + strconv.Itoa(db)
+}
+
+// XMLLint returns the path of xmllint, failing under CI and skipping
+// elsewhere when it is not installed.
+func XMLLint(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("xmllint")
+	if err != nil {
+		if InCI() {
+			t.Fatal("xmllint (Debian libxml2-utils) is required in CI")
+		}
+		t.Skip("xmllint not installed (apt-get install libxml2-utils)")
+	}
+	return p
+}
+
+// ValidatePREMIS validates the XML file at path against the official
+// premis.xsd from the shared corpus.
+func ValidatePREMIS(t testing.TB, path string) {
+	t.Helper()
+	lint := XMLLint(t)
+	xsd := filepath.Join(Corpus(t, "premis"), "premis.xsd")
+	out, err := exec.Command(lint, "--noout", "--schema", xsd, path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s does not validate against premis.xsd: %v\n%s", path, err, out)
+	}
+}

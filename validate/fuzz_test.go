@@ -1,0 +1,71 @@
+package validate_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/validate"
+)
+
+// FuzzTIFF: whatever the bytes, the walk and the page decoding never panic,
+// every error is typed (or the pixel budget's), and every offset lies in
+// the file.
+func FuzzTIFF(f *testing.F) {
+	for _, pages := range [][]fixtures.Page{
+		{grey(8, 8)},
+		{grey(8, 8), {Width: 9, Height: 5, Samples: 3, Deflate: true, RowsPerStrip: 2}},
+	} {
+		var buf bytes.Buffer
+		fixtures.WriteTIFF(&buf, pages)
+		f.Add(buf.Bytes())
+	}
+	f.Add(fixtures.DimensionBomb())
+	if files, err := filepath.Glob(filepath.Join("..", "..", "shared", "corpus", "tiff", "bad", "*")); err == nil {
+		for _, p := range files {
+			if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		start := time.Now()
+		defer func() {
+			// A slow input is a denial of service: fail so the fuzzer keeps it.
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("took %s on %d bytes", d, len(data))
+			}
+		}()
+		info, err := validate.WalkTIFF(bytes.NewReader(data), int64(len(data)), validate.DefaultLimits)
+		if err != nil {
+			checkTyped(t, err, len(data))
+			return
+		}
+		_, err = validate.DecodePages(bytes.NewReader(data), info, 1<<20, func() error { return nil })
+		if err != nil {
+			var le *validate.LimitError
+			if errors.As(err, &le) {
+				return
+			}
+			checkTyped(t, err, len(data))
+		}
+	})
+}
+
+func checkTyped(t *testing.T, err error, size int) {
+	t.Helper()
+	var te *validate.TIFFError
+	if !errors.As(err, &te) {
+		t.Fatalf("untyped error %T: %v", err, err)
+	}
+	if te.Offset < 0 || te.Offset > int64(size)+8 {
+		t.Fatalf("offset %d outside the %d-byte input: %v", te.Offset, size, err)
+	}
+	if te.Code == "" {
+		t.Fatalf("no code: %v", err)
+	}
+}

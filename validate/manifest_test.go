@@ -1,0 +1,202 @@
+package validate_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/validate"
+)
+
+func codes(err error) []string {
+	var out []string
+	var walk func(error)
+	walk = func(e error) {
+		switch x := e.(type) {
+		case nil:
+		case *validate.FieldError:
+			out = append(out, x.ObjectID+":"+x.Code())
+		case interface{ Unwrap() []error }:
+			for _, y := range x.Unwrap() {
+				walk(y)
+			}
+		case interface{ Unwrap() error }:
+			walk(x.Unwrap())
+		}
+	}
+	walk(err)
+	sort.Strings(out)
+	return out
+}
+
+func TestManifestReportsEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	js := `{"batch_id": "b1", "submitter": "",
+	 "items": [
+	  {"object_id": "a", "kind": "tiff", "path": "a.tif", "sha256": "XYZ"},
+	  {"object_id": "a", "kind": "pdf", "path": "../escape.tif", "sha256": "` + strings.Repeat("a", 64) + `"},
+	  {"object_id": "", "kind": "tiff", "path": "/abs.tif", "sha256": "` + strings.Repeat("b", 64) + `", "resolution_dpi": "abc"}
+	 ]}`
+	path := filepath.Join(dir, "manifest.json")
+	os.WriteFile(path, []byte(js), 0o644)
+	_, _, err := validate.ReadManifest(path)
+	// One problem per field and rule; the validator reports the first rule a
+	// field breaks (sha256 "XYZ" fails len before hexadecimal).
+	want := []string{
+		":manifest.submitter.required",
+		"a:manifest.kind.oneof", "a:manifest.object_id.unique", "a:manifest.path.inside", "a:manifest.sha256.len",
+		"items[2]:manifest.object_id.required",
+		":manifest.path.inside",
+	}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, codes(err)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+func TestManifestRejectsUnknownFieldsAndTrailingData(t *testing.T) {
+	t.Parallel()
+	for _, js := range []string{`{"batch_id":"b","submitter":"s","items":[],"extra":1}`, `{"batch_id":"b"} {}`, `[1,2]`, ``} {
+		if _, err := validate.ParseManifest([]byte(js)); err == nil {
+			t.Errorf("%q parsed", js)
+		}
+	}
+}
+
+func master(t *testing.T, name string, pages ...fixtures.Page) (string, string) {
+	t.Helper()
+	data, _ := encode(t, pages...)
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := validate.CheckMaster(context.Background(), path, nil, validate.DefaultMasterPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, rep.SHA256
+}
+
+func TestItemRules(t *testing.T) {
+	t.Parallel()
+	icc := fixtures.ICCProfile("Adobe RGB (1998)")
+	rgb := fixtures.Page{Width: 8, Height: 8, Samples: 3, DPI: 400, ICC: icc}
+	path, sha := master(t, "m.tif", rgb)
+	noICC, shaNoICC := master(t, "n.tif", fixtures.Page{Width: 8, Height: 8, Samples: 3})
+	strict := validate.DefaultMasterPolicy()
+	strict.Rules.RequireICC = true
+	cases := []struct {
+		name   string
+		path   string
+		item   validate.Item
+		policy validate.MasterPolicy
+		want   []string
+	}{
+		{"all good", path, validate.Item{ColorProfile: "AdobeRGB1998", ResolutionDPI: "400"}, strict, nil},
+		{"missing profile and dpi", path, validate.Item{}, validate.DefaultMasterPolicy(),
+			[]string{"x:manifest.color_profile.required", "x:manifest.resolution_dpi.required"}},
+		{"dpi abc", path, validate.Item{ColorProfile: "sRGB", ResolutionDPI: "abc"}, validate.DefaultMasterPolicy(),
+			[]string{"x:manifest.resolution_dpi.numeric"}},
+		{"dpi below policy", path, validate.Item{ColorProfile: "sRGB", ResolutionDPI: "150"}, validate.DefaultMasterPolicy(),
+			[]string{"x:manifest.resolution_dpi.min"}},
+		{"dpi disagrees with file", path, validate.Item{ColorProfile: "sRGB", ResolutionDPI: "600"}, validate.DefaultMasterPolicy(),
+			[]string{"x:manifest.resolution_dpi.matches_file"}},
+		{"profile disagrees with ICC", path, validate.Item{ColorProfile: "sRGB IEC61966-2.1", ResolutionDPI: "400"}, strict,
+			[]string{"x:manifest.color_profile.matches_file"}},
+		{"no ICC where required, no resolution in file", noICC, validate.Item{ColorProfile: "sRGB", ResolutionDPI: "400"}, strict,
+			[]string{"x:manifest.color_profile.embedded", "x:manifest.resolution_dpi.matches_file"}},
+	}
+	for _, tc := range cases {
+		it := tc.item
+		it.ObjectID, it.Kind, it.Path = "x", "tiff", filepath.Base(tc.path)
+		it.SHA256 = sha
+		if tc.path == noICC {
+			it.SHA256 = shaNoICC
+		}
+		_, err := validate.CheckMaster(context.Background(), tc.path, &it, tc.policy)
+		var se *validate.StageError
+		if err != nil && (!errors.As(err, &se) || se.Stage != validate.StageRules) {
+			t.Errorf("%s: %v is not a rules-stage error", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, codes(err)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+func TestFixityAndFormat(t *testing.T) {
+	t.Parallel()
+	path, sha := master(t, "m.tif", grey(8, 8))
+	ctx := context.Background()
+	pol := validate.DefaultMasterPolicy()
+	ok := validate.Item{ObjectID: "x", ColorProfile: "sRGB", ResolutionDPI: "400", SHA256: sha}
+
+	bad := ok
+	bad.SHA256 = strings.Repeat("0", 64)
+	rep, err := validate.CheckMaster(ctx, path, &bad, pol)
+	var fe *validate.FixityError
+	if !errors.As(err, &fe) || fe.Have != sha || rep.SHA256 != sha {
+		t.Errorf("sha mismatch: %v; report digest %s want %s", err, rep.SHA256, sha)
+	}
+	sized := ok
+	sized.Size = 5
+	if _, err := validate.CheckMaster(ctx, path, &sized, pol); !errors.As(err, &fe) || fe.Field != "size" {
+		t.Errorf("size mismatch: %v", err)
+	}
+	declared := ok
+	declared.Format = "image/jp2"
+	var fmtErr *validate.FormatError
+	if _, err := validate.CheckMaster(ctx, path, &declared, pol); !errors.As(err, &fmtErr) || fmtErr.Source != "manifest" {
+		t.Errorf("declared format conflict: %v", err)
+	}
+	jpg := filepath.Join(t.TempDir(), "m.jpg")
+	b, _ := os.ReadFile(path)
+	os.WriteFile(jpg, b, 0o644)
+	if _, err := validate.CheckMaster(ctx, jpg, nil, pol); !errors.As(err, &fmtErr) || fmtErr.Source != "extension" {
+		t.Errorf("extension conflict: %v", err)
+	}
+	png := filepath.Join(t.TempDir(), "m.tif")
+	os.WriteFile(png, []byte("\x89PNG\r\n\x1a\n0000000000"), 0o644)
+	if _, err := validate.CheckMaster(ctx, png, nil, pol); !errors.As(err, &fmtErr) {
+		t.Errorf("PNG named .tif: %v", err)
+	}
+	if _, err := validate.CheckMaster(ctx, filepath.Join(t.TempDir(), "missing.tif"), nil, pol); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := validate.CheckMaster(ctx, t.TempDir(), nil, pol); !errors.Is(err, validate.ErrNotRegular) {
+		t.Errorf("directory: %v", err)
+	}
+}
+
+func TestPolicies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(testCorpusOrSkip(t, "good"), "libtiff-custom_dir_EXIF_GPS.tiff")
+	pol := validate.DefaultMasterPolicy()
+	rep, err := validate.CheckMaster(ctx, path, nil, pol)
+	if err != nil || len(rep.Warnings) == 0 {
+		t.Fatalf("tolerated private tags: %v, warnings %v", err, rep.Warnings)
+	}
+	pol.PrivateTags = "reject"
+	var pe *validate.PolicyError
+	if _, err := validate.CheckMaster(ctx, path, nil, pol); !errors.As(err, &pe) || pe.Code != "policy.private-tag" {
+		t.Errorf("rejected private tags: %v", err)
+	}
+	jpeg := filepath.Join(testCorpusOrSkip(t, "good"), "libtiffpic-quad-jpeg.tif")
+	pol = validate.DefaultMasterPolicy()
+	pol.Undecodable = "reject"
+	if _, err := validate.CheckMaster(ctx, jpeg, nil, pol); !errors.As(err, &pe) || pe.Code != "policy.undecodable" {
+		t.Errorf("rejected undecodable: %v", err)
+	}
+	if err := (validate.MasterPolicy{}).Validate(); err == nil {
+		t.Error("zero policy validated")
+	}
+}
