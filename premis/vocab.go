@@ -88,9 +88,9 @@ func (o Outcome) Label() string {
 
 // Vocabulary roots.
 const (
-	EventTypeAuthority = "http://id.loc.gov/vocabulary/preservation/eventType/"
-	OutcomeAuthority   = "http://id.loc.gov/vocabulary/preservation/eventOutcome/"
-	AgentRoleAuthority = "http://id.loc.gov/vocabulary/preservation/eventRelatedAgentRole/"
+	EventTypeAuthority  = "http://id.loc.gov/vocabulary/preservation/eventType/"
+	OutcomeAuthority    = "http://id.loc.gov/vocabulary/preservation/eventOutcome/"
+	AgentRoleAuthority  = "http://id.loc.gov/vocabulary/preservation/eventRelatedAgentRole/"
 	ObjectRoleAuthority = "http://id.loc.gov/vocabulary/preservation/eventRelatedObjectRole/"
 )
 

@@ -42,8 +42,8 @@ func WriteXML(w io.Writer, events []Event, sw Software) error {
 
 	type object struct {
 		id, sha, puid, path string
-		size               int64
-		events             []string
+		size                int64
+		events              []string
 	}
 	objects := map[string]*object{}
 	var order []string

@@ -286,4 +286,3 @@ func mapErr(err error) error {
 	}
 	return err
 }
-
