@@ -286,7 +286,7 @@ func (w *Worker) poison(ctx context.Context, t *asynq.Task, taskID string, retri
 	ev := &premis.Event{
 		Key: premis.EventKey(id, sha, premis.Validation, retried+1), Type: premis.Validation, Outcome: premis.Failure,
 		Class: Classify(perr), Code: Code(perr), Message: perr.Error(), Destination: premis.DeadLetter,
-		ObjectID: id, Kind: "task", SHA256: sha, Size: int64(len(t.Payload())), Attempt: retried + 1, Retries: retried,
+		ObjectID: id, CorrelationID: id, Kind: "task", SHA256: sha, Size: int64(len(t.Payload())), Attempt: retried + 1, Retries: retried,
 		TaskID: taskID, Agent: w.Software.ID(), Detail: "task payload did not decode into a lazaret envelope",
 		Envelope: capped(t.Payload()),
 	}
