@@ -151,4 +151,3 @@ func (b *bundle) stateOK(queue, id string) asynq.TaskState {
 	}
 	return ti.State
 }
-
