@@ -102,7 +102,6 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 			fs.DurationVar(&c.RetryBase, "retry-base", c.RetryBase, "backoff ceiling of the first retry")
 			fs.DurationVar(&c.RetryMax, "retry-max", c.RetryMax, "largest backoff ceiling")
 			fs.IntVar(&c.PoisonCap, "poison-cap", c.PoisonCap, "attempt at which any failure goes to audit-hold")
-			fallthrough
 		case "master":
 			fs.Int64Var(&c.PixelBudget, "pixel-budget", c.PixelBudget, "pixels per page that may be decoded")
 			fs.Float64Var(&c.MinDPI, "min-dpi", c.MinDPI, "lowest resolution_dpi a manifest may declare")

@@ -32,7 +32,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up if items have not settled by then")
 	cfg := defaultConfig()
 	cfg.RetryBase, cfg.LogLevel = 200*time.Millisecond, "warn"
-	if err := cfg.bind(fs, args, "worker", "policy"); err != nil {
+	if err := cfg.bind(fs, args, "worker", "policy", "master"); err != nil {
 		return err
 	}
 	if *data == "" {

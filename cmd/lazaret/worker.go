@@ -20,7 +20,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	cfg := defaultConfig()
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger")
-	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy"); err != nil {
+	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master"); err != nil {
 		return err
 	}
 	log := cfg.logger(os.Stderr)

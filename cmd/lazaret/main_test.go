@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/sqlite"
+)
+
+const redisDB = 12
+
+func runCmd(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, &out, &errb)
+	code := 0
+	if err != nil {
+		code = 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		if ee == nil || ee.err != nil {
+			errb.WriteString(err.Error())
+		}
+	}
+	return out.String(), errb.String(), code
+}
+
+func jsonLines(t *testing.T, s string) []inspectResult {
+	t.Helper()
+	var rs []inspectResult
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var r inspectResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("not JSON: %s: %v", sc.Text(), err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func TestInspectBatch(t *testing.T) {
+	t.Parallel()
+	b, err := fixtures.WriteArchiveBatch(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCmd(t, "inspect", "--json", "--batch", b.Manifest)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (some items fail): %s", code, stderr)
+	}
+	rs := jsonLines(t, out)
+	if len(rs) != len(b.Order) {
+		t.Fatalf("%d lines for %d items", len(rs), len(b.Order))
+	}
+	for _, r := range rs {
+		want := b.Expect[r.ObjectID]
+		if r.Verdict != want.Destination || r.Class != want.Class || r.Code != want.Code {
+			t.Errorf("%s: %s/%s/%s, want %s/%s/%s", r.ObjectID, r.Verdict, r.Class, r.Code, want.Destination, want.Class, want.Code)
+		}
+		if want.Page != 0 && (r.Page == nil || *r.Page != want.Page || r.Offset == nil) {
+			t.Errorf("%s: page %v offset %v, want page %d with an offset", r.ObjectID, r.Page, r.Offset, want.Page)
+		}
+		if len(r.SHA256) != 64 {
+			t.Errorf("%s: sha256 %q", r.ObjectID, r.SHA256)
+		}
+	}
+}
+
+func TestInspectExitCodes(t *testing.T) {
+	t.Parallel()
+	b, err := fixtures.WriteArchiveBatch(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(b.Dir, "good-single.tif")
+	if out, _, code := runCmd(t, "inspect", good); code != 0 || !strings.Contains(out, "accept") {
+		t.Errorf("good file: exit %d\n%s", code, out)
+	}
+	if _, _, code := runCmd(t, "inspect", good, filepath.Join(b.Dir, "ifd-loop.tif")); code != 1 {
+		t.Errorf("one bad file: exit %d, want 1", code)
+	}
+	for _, args := range [][]string{{"inspect"}, {"inspect", "--nope", good}, {"inspect", "--pixel-budget", "0", good}, {"frobnicate"}} {
+		if _, _, code := runCmd(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	out, _, code := runCmd(t, "inspect", "--json", filepath.Join(b.Dir, "nope.tif"), b.Dir)
+	rs := jsonLines(t, out)
+	if code != 1 || len(rs) != 2 || rs[0].Verdict != "retry" || rs[1].Verdict != "dead-letter" {
+		t.Errorf("missing file and a folder: exit %d %+v", code, rs)
+	}
+}
+
+// TestInspectCorpusNeverCrashes runs the CLI over every third-party TIFF:
+// one JSON line each, good accepted, bad dead-lettered with an offset.
+func TestInspectCorpusNeverCrashes(t *testing.T) {
+	t.Parallel()
+	root := testenv.Corpus(t, "tiff")
+	for _, sub := range []string{"good", "edge", "bad"} {
+		files, _ := filepath.Glob(filepath.Join(root, sub, "*"))
+		args := append([]string{"inspect", "--json"}, files...)
+		out, stderr, code := runCmd(t, args...)
+		rs := jsonLines(t, out)
+		if len(rs) != len(files) {
+			t.Fatalf("%s: %d lines for %d files (stderr %s)", sub, len(rs), len(files), stderr)
+		}
+		for _, r := range rs {
+			switch sub {
+			case "good":
+				if r.Verdict != "accept" {
+					t.Errorf("%s: %s %s", r.File, r.Verdict, r.Message)
+				}
+			case "bad":
+				if r.Verdict != "dead-letter" || r.Offset == nil || r.Class != "structural" {
+					t.Errorf("%s: %s %s offset %v", r.File, r.Verdict, r.Class, r.Offset)
+				}
+			}
+		}
+		if sub == "good" && code != 0 {
+			t.Errorf("good: exit %d", code)
+		}
+	}
+}
+
+func TestDemoAndExport(t *testing.T) {
+	data := t.TempDir()
+	out, stderr, code := runCmd(t, "demo", "--data", data)
+	if code != 0 {
+		t.Fatalf("demo exit %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "all 10 items landed where they should") {
+		t.Fatalf("demo output:\n%s", out)
+	}
+	testenv.ValidatePREMIS(t, filepath.Join(data, "premis.xml"))
+	ledger := filepath.Join(data, "ledger.db")
+	xmlPath := filepath.Join(t.TempDir(), "object.xml")
+	if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "--format", "premis-xml", "--object", "master-truncated-p3", "-o", xmlPath); code != 0 {
+		t.Fatalf("export: exit %d %s", code, stderr)
+	}
+	testenv.ValidatePREMIS(t, xmlPath)
+	b, _ := os.ReadFile(xmlPath)
+	if !strings.Contains(string(b), `code="tiff.ifd-outside-file"`) || strings.Contains(string(b), "master-good-single") {
+		t.Errorf("object export has the wrong content:\n%s", b)
+	}
+	if _, _, code := runCmd(t, "events", "export", "--ledger", ledger, "--format", "premis-xml", "--object", "no-such-object"); code == 0 {
+		t.Error("an export that matches nothing must fail")
+	}
+	out, _, code = runCmd(t, "events", "ls", "--ledger", ledger, "--batch", fixtures.ArchiveBatchID, "--json")
+	if code != 0 || strings.Count(out, "\n") < 10 {
+		t.Errorf("events ls: exit %d, %d lines", code, strings.Count(out, "\n"))
+	}
+}
+
+// TestSubmitAndWorker drives the real commands against a real Redis.
+func TestSubmitAndWorker(t *testing.T) {
+	url := testenv.Redis(t, redisDB)
+	dir := t.TempDir()
+	b, err := fixtures.WriteArchiveBatch(filepath.Join(dir, "batch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger := filepath.Join(dir, "ledger.db")
+	if out, stderr, code := runCmd(t, "submit", "--redis", url, b.Manifest); code != 0 || !strings.Contains(out, "10 enqueued") {
+		t.Fatalf("submit: exit %d %s %s", code, out, stderr)
+	}
+	if out, _, _ := runCmd(t, "submit", "--redis", url, b.Manifest); !strings.Contains(out, "0 enqueued, 10 already") {
+		t.Errorf("resubmit: %s", out)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	t.Setenv("LAZARET_LOG_LEVEL", "error")
+	go func() {
+		done <- run(ctx, []string{"worker", "--redis", url, "--ledger", ledger, "--retry-base", "100ms"}, &bytes.Buffer{}, &bytes.Buffer{})
+	}()
+	l, err := sqlite.Open(context.Background(), ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		evs, err := l.Events(context.Background(), premis.Filter{BatchID: b.BatchID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		settled := map[string]premis.Destination{}
+		for _, e := range evs {
+			if e.Destination.Terminal() {
+				settled[e.ObjectID] = e.Destination
+			}
+		}
+		if len(settled) == len(b.Order) {
+			for id, d := range settled {
+				if string(d) != b.Expect[id].Destination {
+					t.Errorf("%s: %s, want %s", id, d, b.Expect[id].Destination)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d settled", len(settled), len(b.Order))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("worker: %v", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("worker did not stop on cancel")
+	}
+	_ = ingest.QueueIngest
+}
+
+func TestConfigFileAndEnv(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "lazaret.json")
+	os.WriteFile(cfgPath, []byte(`{"min_dpi": 600, "retry_base": "5s", "private_tags": "reject"}`), 0o644)
+	b, _ := fixtures.WriteArchiveBatch(filepath.Join(dir, "b"))
+	out, _, _ := runCmd(t, "inspect", "--json", "--config", cfgPath, "--batch", b.Manifest)
+	for _, r := range jsonLines(t, out) {
+		if r.ObjectID == "master-good-single" && r.Code != "manifest.resolution_dpi.min" {
+			t.Errorf("config min_dpi 600 not applied: %s %s", r.Verdict, r.Code)
+		}
+	}
+	os.WriteFile(cfgPath, []byte(`{"min_dpi": "x", "bogus": 1}`), 0o644)
+	if _, stderr, code := runCmd(t, "inspect", "--config", cfgPath, "x.tif"); code != 2 || !strings.Contains(stderr, "bogus") || !strings.Contains(stderr, "min_dpi") {
+		t.Errorf("bad config: exit %d, %s", code, stderr)
+	}
+	t.Setenv("LAZARET_REDIS_URL", "http://nope")
+	if _, stderr, code := runCmd(t, "submit", b.Manifest); code != 2 || !strings.Contains(stderr, "redis") {
+		t.Errorf("bad LAZARET_REDIS_URL: exit %d %s", code, stderr)
+	}
+}
