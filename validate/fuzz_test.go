@@ -45,7 +45,7 @@ func FuzzTIFF(f *testing.F) {
 			checkTyped(t, err, len(data))
 			return
 		}
-		_, err = validate.DecodePages(bytes.NewReader(data), info, 1<<20, func() error { return nil })
+		_, err = validate.DecodePages(bytes.NewReader(data), info, validate.DecodeOptions{PixelBudget: 1 << 20, DecodeUncompressed: true})
 		if err != nil {
 			var le *validate.LimitError
 			if errors.As(err, &le) {

@@ -49,6 +49,9 @@ type MasterPolicy struct {
 	// Undecodable is "warn" (pixel data the decoder cannot read is checked
 	// structurally and recorded with a warning) or "reject".
 	Undecodable string
+	// DecodeUncompressed also runs the image decoder over uncompressed
+	// pages (see DecodeOptions).
+	DecodeUncompressed bool
 }
 
 // DefaultMasterPolicy: 100 megapixels a page, 300 dpi minimum, 1% resolution
@@ -236,12 +239,13 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 			rep.ICC = icc
 		}
 	}
-	skipped, err := DecodePages(r, info, pol.PixelBudget, func() error {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		return nil
-	})
+	skipped, err := DecodePages(r, info, DecodeOptions{PixelBudget: pol.PixelBudget, DecodeUncompressed: pol.DecodeUncompressed,
+		Cancelled: func() error {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return nil
+		}})
 	rep.Decoded = len(info.Pages) - len(skipped)
 	if err != nil {
 		return &StageError{StageDecode, err}
