@@ -172,10 +172,9 @@ func fastPolicy() ingest.Policy {
 
 func TestCorruptMasterArchivedAfterOneAttempt(t *testing.T) {
 	b := setup(t, fastPolicy())
-	data := master(t, goodPage)
 	var buf bytes.Buffer
 	lay, _ := fixtures.WriteTIFF(&buf, []fixtures.Page{goodPage})
-	data = buf.Bytes()
+	data := buf.Bytes()
 	for i := int64(0); i < 6; i++ {
 		data[lay.StripOffsets[0][1]+2+i] ^= 0x5A
 	}
@@ -351,9 +350,8 @@ func TestUndecodablePayloadIsArchivedWithEvent(t *testing.T) {
 func TestPanicIsRecoveredAndQuarantined(t *testing.T) {
 	b := setup(t, fastPolicy())
 	b.worker.Validators = map[string]ingest.Validator{"boom": func(context.Context, *ingest.Envelope) (*validate.Report, error) {
-		var m map[string]int
-		m["x"]++ // nil map write: a real runtime panic
-		return nil, nil
+		var pages []int
+		return nil, fmt.Errorf("page %d", pages[len(os.Args)]) // index out of range: a real runtime panic
 	}}
 	env := b.envelope("panics", "/nowhere", strings.Repeat("b", 64))
 	env.Kind = "boom"

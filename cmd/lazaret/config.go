@@ -36,6 +36,7 @@ type Config struct {
 	RequireICC  bool          `json:"require_icc"`
 	PrivateTags string        `json:"private_tags"`
 	Undecodable string        `json:"undecodable"`
+	DecodeAll   bool          `json:"decode_uncompressed"`
 	LogLevel    string        `json:"log_level"`
 }
 
@@ -108,6 +109,7 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 			fs.BoolVar(&c.RequireICC, "require-icc", c.RequireICC, "color_profile must match an embedded ICC profile")
 			fs.StringVar(&c.PrivateTags, "private-tags", c.PrivateTags, "unrecognised TIFF tags: tolerate or reject")
 			fs.StringVar(&c.Undecodable, "undecodable", c.Undecodable, "encodings the decoder cannot read: warn or reject")
+			fs.BoolVar(&c.DecodeAll, "decode-uncompressed", c.DecodeAll, "run the image decoder over uncompressed pages too (slower; the walk already proves them)")
 		}
 	}
 	if err := env("LAZARET_LOG_LEVEL", func(v string) error { c.LogLevel = v; return nil }); err != nil {
@@ -130,7 +132,7 @@ func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 	known := map[string]any{
 		"redis_url": &c.RedisURL, "ledger": &c.Ledger, "concurrency": &c.Concurrency, "max_retry": &c.MaxRetry,
 		"poison_cap": &c.PoisonCap, "pixel_budget": &c.PixelBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
-		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel,
+		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax}
 	var errs []error
@@ -192,6 +194,7 @@ func (c *Config) master() validate.MasterPolicy {
 	m := validate.DefaultMasterPolicy()
 	m.PixelBudget, m.PrivateTags, m.Undecodable = c.PixelBudget, c.PrivateTags, c.Undecodable
 	m.Rules.MinDPI, m.Rules.RequireICC = c.MinDPI, c.RequireICC
+	m.DecodeUncompressed = c.DecodeAll
 	return m
 }
 

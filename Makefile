@@ -1,0 +1,45 @@
+# Lazaret. `make demo` runs the archive lane on the embedded default;
+# `make test` runs every test (needs Redis on 127.0.0.1:6379, and xmllint;
+# .ci/run installs and starts them).
+
+GO        ?= go
+FUZZTIME  ?= 10m
+SOAKITEMS ?= 5000
+BIN       := bin/lazaret
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: all build demo test unit lint fuzz fuzz-smoke soak bench generate clean
+
+all: lint test
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lazaret
+
+demo:
+	$(GO) run ./cmd/lazaret demo
+
+# The whole suite: unit and integration tests (real Redis, real SQLite, the
+# official PREMIS schema, the shared corpus), then a short fuzz smoke run.
+test: lint
+	$(GO) test -count=1 ./...
+	$(MAKE) fuzz-smoke FUZZTIME=15s
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; else echo "staticcheck not installed: skipped (go install honnef.co/go/tools/cmd/staticcheck@latest)"; fi
+
+fuzz-smoke fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZTIME) ./validate
+
+soak:
+	LAZARET_SOAK_ITEMS=$(SOAKITEMS) $(GO) test -count=1 -run='^TestSoak$$' -v ./ingest
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=5x ./validate
+
+generate:
+	$(GO) generate ./fixtures
+
+clean:
+	rm -rf bin
