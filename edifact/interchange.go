@@ -1,0 +1,462 @@
+package edifact
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Interchange is what the envelope of an interchange says.
+type Interchange struct {
+	SyntaxID      string // e.g. "UNOA"
+	SyntaxVersion int
+	Sender        string
+	Recipient     string
+	Reference     string // UNB 0020
+	Date, Time    string
+	Delimiters    Delimiters
+	HasUNA        bool
+	Offset        int64 // of UNB
+	Groups        int
+	Messages      int
+	Segments      int
+	Bytes         int64
+	// Unsupported is set when the syntax identifier or a message's agency is
+	// not one Lazaret supports; the envelope may still be well-formed.
+	Unsupported string
+}
+
+// Message is one message (UNH .. UNT) with its segments.
+type Message struct {
+	Ref      string // UNH 0062
+	Type     string // S009 0065, e.g. "IFTMIN"
+	Version  string // 0052, e.g. "D"
+	Release  string // 0054, e.g. "95B"
+	Agency   string // 0051, e.g. "UN"
+	Assoc    string // 0057, e.g. "SMDG20"
+	Offset   int64  // of UNH
+	Index    int    // position of UNH in the interchange
+	Number   int    // 1-based message number in the interchange
+	Group    string // UNG reference, "" outside groups
+	Segments []Segment
+	// Charset is the first byte the declared syntax identifier does not
+	// allow, or nil.
+	Charset *CharsetIssue
+}
+
+// CharsetIssue is a byte outside the declared character repertoire.
+type CharsetIssue struct {
+	Offset  int64
+	Segment int // position in the message, UNH = 1
+	Byte    byte
+}
+
+// Parse reads a whole interchange, checks its envelope and control counts,
+// and calls onMessage for every complete message (UNH .. UNT) in order. The
+// *Message passed is reused after onMessage returns. Pass onMessage nil for
+// an envelope check in constant memory. An error from onMessage stops the
+// parse and is returned unchanged; envelope faults are *SyntaxError; an
+// unsupported syntax identifier with an otherwise sound envelope is an
+// *UnsupportedError returned with the filled Interchange.
+func Parse(r io.Reader, lim Limits, onMessage func(*Message) error) (*Interchange, error) {
+	lim = lim.withDefaults()
+	rd := NewReader(r, lim)
+	p := &parser{rd: rd, lim: lim, onMessage: onMessage, ic: &Interchange{}}
+	err := p.run()
+	p.ic.Bytes = rd.Offset()
+	p.ic.Delimiters, p.ic.HasUNA = rd.Delimiters(), rd.HasUNA()
+	if err == nil && p.ic.Unsupported != "" {
+		err = &UnsupportedError{Offset: p.ic.Offset, What: p.ic.Unsupported}
+	}
+	return p.ic, err
+}
+
+type parser struct {
+	rd        *Reader
+	lim       Limits
+	onMessage func(*Message) error
+	ic        *Interchange
+
+	msg        Message
+	inMsg      bool
+	msgSegs    int
+	inGroup    bool
+	groupRef   string
+	groupMsgs  int
+	groupAt    *Segment
+	outside    int // messages outside groups
+	allowed    *[256]bool
+	unicode    bool
+	segments   int64
+	lastIndex  int
+	lastOffset int64
+	interned   map[string]string
+}
+
+func (p *parser) fail(s *Segment, code int, elem, comp int, err error, format string, args ...any) *SyntaxError {
+	if format != "" {
+		err = fmt.Errorf("%w: %s", err, fmt.Sprintf(format, args...))
+	}
+	se := &SyntaxError{Offset: s.Offset, Index: s.Index, Tag: s.Tag, Element: elem, Component: comp, Code: code, Err: err}
+	if elem > 0 {
+		se.Offset = s.ValueOffset(elem, max(comp, 1))
+	}
+	if p.inMsg {
+		se.Segment, se.Message = p.msgSegs, p.msg.Ref
+	}
+	return se
+}
+
+func (p *parser) run() error {
+	first := true
+	for {
+		s, err := p.rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var se *SyntaxError
+			if errors.As(err, &se) && p.inMsg {
+				se.Segment, se.Message = p.msgSegs+1, p.msg.Ref
+			}
+			return err
+		}
+		p.segments++
+		p.lastIndex, p.lastOffset = s.Index, s.Offset
+		if p.segments > p.lim.MaxSegments {
+			return p.fail(s, CodeUnspecified, 0, 0, ErrTooManySegments, "%d", p.lim.MaxSegments)
+		}
+		if first {
+			first = false
+			if s.Tag != "UNB" {
+				return &SyntaxError{Offset: s.Offset, Index: s.Index, Tag: s.Tag, Code: CodeMissing, Err: fmt.Errorf("%w: first segment is %s", ErrMissingUNB, s.Tag)}
+			}
+			if err := p.unb(s); err != nil {
+				return err
+			}
+			continue
+		}
+		if p.inMsg {
+			p.msgSegs++
+			if p.allowed != nil || p.unicode {
+				p.checkCharset(s)
+			}
+		}
+		switch s.Tag {
+		case "UNB":
+			return p.fail(s, CodeOutsideMessage, 0, 0, ErrAfterUNZ, "a second UNB before UNZ")
+		case "UNG":
+			if err := p.ung(s); err != nil {
+				return err
+			}
+		case "UNE":
+			if err := p.une(s); err != nil {
+				return err
+			}
+		case "UNH":
+			if err := p.unh(s); err != nil {
+				return err
+			}
+		case "UNT":
+			if err := p.unt(s); err != nil {
+				return err
+			}
+		case "UNZ":
+			if err := p.unz(s); err != nil {
+				return err
+			}
+			return p.afterUNZ()
+		default:
+			if !p.inMsg {
+				return p.fail(s, CodeOutsideMessage, 0, 0, ErrOutsideMessage, "%s", s.Tag)
+			}
+			if err := p.keep(s); err != nil {
+				return err
+			}
+		}
+	}
+	// End of input without UNZ.
+	if first {
+		return &SyntaxError{Offset: 0, Code: CodeMissing, Err: fmt.Errorf("%w: the input is empty", ErrMissingUNB)}
+	}
+	if p.inMsg {
+		return &SyntaxError{Offset: p.msg.Offset, Index: p.msg.Index, Segment: 1, Message: p.msg.Ref, Tag: "UNH", Code: CodeMissing,
+			Err: fmt.Errorf("%w: message %s", ErrMissingUNT, p.msg.Ref)}
+	}
+	if p.inGroup {
+		return &SyntaxError{Offset: p.groupAt.Offset, Index: p.groupAt.Index, Tag: "UNG", Code: CodeMissing, Err: ErrMissingUNE}
+	}
+	return &SyntaxError{Offset: p.rd.Offset(), Index: p.lastIndex + 1, Tag: "UNZ", Code: CodeMissing, Err: ErrMissingUNZ}
+}
+
+func (p *parser) afterUNZ() error {
+	s, err := p.rd.Next()
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err != nil {
+		var se *SyntaxError
+		if errors.As(err, &se) {
+			se.Err = fmt.Errorf("%w: %w", ErrAfterUNZ, se.Err)
+			se.Code = CodeOutsideMessage
+		}
+		return err
+	}
+	return p.fail(s, CodeOutsideMessage, 0, 0, ErrAfterUNZ, "%s after UNZ", s.Tag)
+}
+
+// UN/EDIFACT character repertoires by syntax identifier (ISO 9735 level A, B,
+// ISO 8859 parts, ISO 10646).
+var (
+	levelA = repertoire("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,-()/='+:?!\"%&*;<>")
+	levelB = func() *[256]bool {
+		var t [256]bool
+		for c := 0x20; c < 0x7f; c++ {
+			t[c] = true
+		}
+		return &t
+	}()
+	latin = func() *[256]bool {
+		t := *levelB
+		for c := 0xa0; c <= 0xff; c++ {
+			t[c] = true
+		}
+		return &t
+	}()
+)
+
+// unicodeFirstPass flags non-ASCII bytes so that only those segments are
+// checked for valid UTF-8.
+var unicodeFirstPass = func() *[256]bool {
+	var t [256]bool
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = true
+	}
+	return &t
+}()
+
+func repertoire(s string) *[256]bool {
+	var t [256]bool
+	for i := 0; i < len(s); i++ {
+		t[s[i]] = true
+	}
+	return &t
+}
+
+func (p *parser) unb(s *Segment) error {
+	id, ver := s.Value(1, 1), s.Value(1, 2)
+	if id == "" {
+		return p.fail(s, CodeMissing, 1, 1, ErrMissingElement, "syntax identifier (S001/0001)")
+	}
+	n, err := strconv.Atoi(ver)
+	if err != nil || n < 1 || n > 4 {
+		return p.fail(s, CodeSyntaxVersion, 1, 2, fmt.Errorf("syntax version %q", ver), "")
+	}
+	p.ic.SyntaxID, p.ic.SyntaxVersion = id, n
+	p.ic.Sender, p.ic.Recipient = s.Value(2, 1), s.Value(3, 1)
+	p.ic.Date, p.ic.Time = s.Value(4, 1), s.Value(4, 2)
+	p.ic.Reference, p.ic.Offset = s.Value(5, 1), s.Offset
+	if p.ic.Sender == "" {
+		return p.fail(s, CodeMissing, 2, 1, ErrMissingElement, "interchange sender (S002)")
+	}
+	if p.ic.Recipient == "" {
+		return p.fail(s, CodeMissing, 3, 1, ErrMissingElement, "interchange recipient (S003)")
+	}
+	if p.ic.Reference == "" {
+		return p.fail(s, CodeMissing, 5, 1, ErrMissingElement, "interchange control reference (0020)")
+	}
+	switch {
+	case id == "UNOA":
+		p.allowed = levelA
+	case id == "UNOB":
+		p.allowed = levelB
+	case len(id) == 4 && strings.HasPrefix(id, "UNO") && id[3] >= 'C' && id[3] <= 'K':
+		p.allowed = latin
+	case id == "UNOW" || id == "UNOX" || id == "UNOY":
+		p.unicode = true
+		p.allowed = unicodeFirstPass
+	default:
+		p.ic.Unsupported = fmt.Sprintf("syntax identifier %q", id)
+	}
+	if n == 4 && !p.rd.HasUNA() {
+		p.rd.SetRepetition('*')
+	}
+	p.rd.SetRepertoire(p.allowed)
+	return nil
+}
+
+func (p *parser) checkCharset(s *Segment) {
+	if p.msg.Charset != nil {
+		return
+	}
+	off, c, bad := s.BadByte()
+	if !bad {
+		return
+	}
+	if !p.unicode {
+		p.msg.Charset = &CharsetIssue{Offset: off, Segment: p.msgSegs, Byte: c}
+		return
+	}
+	raw := s.Raw()
+	if p.unicode {
+		if !utf8.Valid(raw) {
+			for i := 0; i < len(raw); {
+				r, n := utf8.DecodeRune(raw[i:])
+				if r == utf8.RuneError && n <= 1 {
+					p.msg.Charset = &CharsetIssue{Offset: s.inputOffset(int32(i)), Segment: p.msgSegs, Byte: raw[i]}
+					return
+				}
+				i += n
+			}
+		}
+		return
+	}
+}
+
+func (p *parser) ung(s *Segment) error {
+	if p.inMsg {
+		return p.fail(s, CodeMissing, 0, 0, ErrMissingUNT, "UNG inside message %s", p.msg.Ref)
+	}
+	if p.inGroup {
+		return p.fail(s, CodeMissing, 0, 0, ErrMissingUNE, "UNG inside group %s", p.groupRef)
+	}
+	if p.outside > 0 {
+		return p.fail(s, CodeGroupsMixed, 0, 0, ErrGroupsMixed, "")
+	}
+	p.inGroup, p.groupRef, p.groupMsgs = true, s.Value(5, 1), 0
+	c := s.Clone()
+	p.groupAt = &c
+	if p.groupRef == "" {
+		return p.fail(s, CodeMissing, 5, 1, ErrMissingElement, "group reference (0048)")
+	}
+	p.ic.Groups++
+	return nil
+}
+
+func (p *parser) une(s *Segment) error {
+	if p.inMsg {
+		return p.fail(s, CodeMissing, 0, 0, ErrMissingUNT, "UNE inside message %s", p.msg.Ref)
+	}
+	if !p.inGroup {
+		return p.fail(s, CodeOutsideMessage, 0, 0, ErrOutsideMessage, "UNE without UNG")
+	}
+	if ref := s.Value(2, 1); ref != p.groupRef {
+		return p.fail(s, CodeReferenceMismatch, 2, 1, ErrReference, "UNE %q, UNG %q", ref, p.groupRef)
+	}
+	if n, err := strconv.Atoi(s.Value(1, 1)); err != nil || n != p.groupMsgs {
+		return p.fail(s, CodeCountMismatch, 1, 1, ErrCount, "UNE counts %q messages, the group has %d", s.Value(1, 1), p.groupMsgs)
+	}
+	p.inGroup = false
+	return nil
+}
+
+func (p *parser) unh(s *Segment) error {
+	if p.inMsg {
+		return p.fail(s, CodeMissing, 0, 0, ErrMissingUNT, "UNH of a new message before UNT of message %s", p.msg.Ref)
+	}
+	if !p.inGroup {
+		if p.ic.Groups > 0 {
+			return p.fail(s, CodeGroupsMixed, 0, 0, ErrGroupsMixed, "")
+		}
+		p.outside++
+	} else {
+		p.groupMsgs++
+	}
+	p.ic.Messages++
+	p.inMsg, p.msgSegs = true, 1
+	m := &p.msg
+	*m = Message{Ref: s.Value(1, 1), Type: p.intern(s, 2, 1), Version: p.intern(s, 2, 2), Release: p.intern(s, 2, 3), Agency: p.intern(s, 2, 4),
+		Assoc: p.intern(s, 2, 5), Offset: s.Offset, Index: s.Index, Number: p.ic.Messages, Group: p.groupRef, Segments: m.Segments[:0]}
+	if !p.inGroup {
+		m.Group = ""
+	}
+	if m.Ref == "" {
+		return p.fail(s, CodeMissing, 1, 1, ErrMissingElement, "message reference (0062)")
+	}
+	if m.Type == "" || m.Version == "" || m.Release == "" || m.Agency == "" {
+		return p.fail(s, CodeMissing, 2, 0, ErrMissingElement, "message identifier (S009) needs type, version, release and agency")
+	}
+	if p.allowed != nil || p.unicode {
+		p.checkCharset(s)
+	}
+	return p.keep(s)
+}
+
+// intern returns a value that repeats from message to message (type,
+// version, agency) without allocating it again each time.
+func (p *parser) intern(s *Segment, e, c int) string {
+	b := s.rawValue(e, c)
+	if b == nil {
+		return s.Value(e, c)
+	}
+	if v, ok := p.interned[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	if len(p.interned) < 256 {
+		if p.interned == nil {
+			p.interned = map[string]string{}
+		}
+		p.interned[v] = v
+	}
+	return v
+}
+
+func (p *parser) keep(s *Segment) error {
+	if p.onMessage == nil {
+		return nil
+	}
+	if len(p.msg.Segments) >= p.lim.MaxMessageSegments {
+		return p.fail(s, CodeUnspecified, 0, 0, ErrTooManySegments, "message %s has more than %d segments", p.msg.Ref, p.lim.MaxMessageSegments)
+	}
+	p.msg.Segments = append(p.msg.Segments, s.Clone())
+	return nil
+}
+
+func (p *parser) unt(s *Segment) error {
+	if !p.inMsg {
+		return p.fail(s, CodeOutsideMessage, 0, 0, ErrOutsideMessage, "UNT without UNH")
+	}
+	if !s.ValueIs(2, 1, p.msg.Ref) {
+		return p.fail(s, CodeReferenceMismatch, 2, 1, ErrReference, "UNT %q, UNH %q", s.Value(2, 1), p.msg.Ref)
+	}
+	if n, ok := s.Int(1, 1); !ok || n != p.msgSegs {
+		return p.fail(s, CodeCountMismatch, 1, 1, ErrCount, "UNT counts %q segments, message %s has %d", s.Value(1, 1), p.msg.Ref, p.msgSegs)
+	}
+	if err := p.keep(s); err != nil {
+		return err
+	}
+	p.inMsg = false
+	if p.onMessage != nil {
+		return p.onMessage(&p.msg)
+	}
+	return nil
+}
+
+func (p *parser) unz(s *Segment) error {
+	if p.inMsg {
+		return p.fail(s, CodeMissing, 0, 0, ErrMissingUNT, "UNZ before UNT of message %s", p.msg.Ref)
+	}
+	if p.inGroup {
+		return p.fail(s, CodeMissing, 0, 0, ErrMissingUNE, "UNZ before UNE of group %s", p.groupRef)
+	}
+	if ref := s.Value(2, 1); ref != p.ic.Reference {
+		return p.fail(s, CodeReferenceMismatch, 2, 1, ErrReference, "UNZ %q, UNB %q", ref, p.ic.Reference)
+	}
+	want := p.ic.Messages
+	what := "messages"
+	if p.ic.Groups > 0 {
+		want, what = p.ic.Groups, "groups"
+	}
+	if n, err := strconv.Atoi(s.Value(1, 1)); err != nil || n != want {
+		return p.fail(s, CodeCountMismatch, 1, 1, ErrCount, "UNZ counts %q, the interchange has %d %s", s.Value(1, 1), want, what)
+	}
+	if p.ic.Messages == 0 {
+		return p.fail(s, CodeLowerLevelEmpty, 0, 0, ErrEmpty, "")
+	}
+	p.ic.Segments = int(p.segments)
+	return nil
+}

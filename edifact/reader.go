@@ -1,0 +1,550 @@
+package edifact
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Delimiters are an interchange's service characters.
+type Delimiters struct {
+	Component  byte // default ':'
+	Element    byte // default '+'
+	Decimal    byte // default '.'
+	Release    byte // default '?'; 0 when UNA declares none
+	Repetition byte // default ' ' (none) before syntax 4, '*' in syntax 4; 0 = none
+	Terminator byte // default '\''
+}
+
+// DefaultDelimiters are the separators of an interchange without UNA.
+var DefaultDelimiters = Delimiters{Component: ':', Element: '+', Decimal: '.', Release: '?', Repetition: 0, Terminator: '\''}
+
+// Limits bound what a reader accepts. Zero fields take the defaults.
+type Limits struct {
+	MaxSegmentBytes    int   // default 64 KiB
+	MaxComponents      int   // components in one segment, default 4096
+	MaxSegments        int64 // segments in one interchange, default 50 million
+	MaxMessageSegments int   // segments kept for one message, default 1 million
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxSegmentBytes <= 0 {
+		l.MaxSegmentBytes = 64 << 10
+	}
+	if l.MaxComponents <= 0 {
+		l.MaxComponents = 4096
+	}
+	if l.MaxSegments <= 0 {
+		l.MaxSegments = 50_000_000
+	}
+	if l.MaxMessageSegments <= 0 {
+		l.MaxMessageSegments = 1_000_000
+	}
+	return l
+}
+
+type span struct {
+	start, end      int32  // in raw
+	elem, comp, rep uint16 // element (0 = tag), component (1-based), repetition (0-based)
+	escaped         bool   // holds release characters
+}
+
+// Segment is one segment. A Segment returned by Reader.Next is valid until
+// the next call; Clone keeps it.
+type Segment struct {
+	Tag    string
+	Offset int64 // byte offset of the tag's first byte
+	Index  int   // 1-based position in the interchange (UNB = 1)
+	raw    []byte
+	holes  []int32 // positions in raw where CR/LF bytes were dropped
+	spans  []span
+	rel    byte
+	bad    int32 // first byte outside the repertoire set with SetRepertoire, or -1
+}
+
+// BadByte is the input offset and value of the segment's first byte outside
+// the repertoire (see Reader.SetRepertoire); ok is false when there is none.
+func (s *Segment) BadByte() (offset int64, b byte, ok bool) {
+	if s.bad < 0 {
+		return 0, 0, false
+	}
+	return s.inputOffset(s.bad), s.raw[s.bad], true
+}
+
+// Raw is the segment's bytes without terminator (and without CR/LF).
+func (s *Segment) Raw() []byte { return s.raw }
+
+// Elements is the number of data elements (the tag not counted).
+func (s *Segment) Elements() int {
+	if len(s.spans) == 0 {
+		return 0
+	}
+	return int(s.spans[len(s.spans)-1].elem)
+}
+
+// Components is the number of components of data element e (first repetition).
+func (s *Segment) Components(e int) int {
+	n := 0
+	for _, sp := range s.spans {
+		if int(sp.elem) == e && sp.rep == 0 {
+			n = int(sp.comp)
+		}
+	}
+	return n
+}
+
+func (s *Segment) find(e, c int) (span, bool) {
+	for _, sp := range s.spans {
+		if int(sp.elem) == e && int(sp.comp) == c && sp.rep == 0 {
+			return sp, true
+		}
+		if int(sp.elem) > e {
+			break
+		}
+	}
+	return span{}, false
+}
+
+// Value is component c (1-based) of data element e (1-based; 0 is the tag)
+// in its first repetition, with release characters removed; "" if absent.
+func (s *Segment) Value(e, c int) string {
+	sp, ok := s.find(e, c)
+	if !ok {
+		return ""
+	}
+	v := s.raw[sp.start:sp.end]
+	if !sp.escaped {
+		return string(v)
+	}
+	out := make([]byte, 0, len(v))
+	for i := 0; i < len(v); i++ {
+		if v[i] == s.rel && i+1 < len(v) {
+			i++
+		}
+		out = append(out, v[i])
+	}
+	return string(out)
+}
+
+// Offset of component c of element e in the input (the segment's offset
+// when it is absent).
+func (s *Segment) ValueOffset(e, c int) int64 {
+	sp, ok := s.find(e, c)
+	if !ok {
+		return s.Offset
+	}
+	return s.inputOffset(sp.start)
+}
+
+func (s *Segment) inputOffset(i int32) int64 {
+	n := int64(i)
+	for _, h := range s.holes {
+		if h <= i {
+			n++
+		}
+	}
+	return s.Offset + n
+}
+
+// Clone returns a copy that stays valid.
+func (s *Segment) Clone() Segment {
+	c := *s
+	c.raw = bytes.Clone(s.raw)
+	c.holes = append([]int32(nil), s.holes...)
+	c.spans = append([]span(nil), s.spans...)
+	return c
+}
+
+// Reader reads segments from an interchange.
+type Reader struct {
+	br       *bufio.Reader
+	lim      Limits
+	d        Delimiters
+	class    [256]byte
+	pos      int64 // offset of the next unread byte
+	index    int
+	acc      []byte
+	seg      Segment
+	started  bool
+	hasUNA   bool
+	unaErr   error
+	tags       [1024]struct{ t string }
+	repertoire *[256]bool
+}
+
+// SetRepertoire marks the bytes data may hold; Segment.BadByte reports the
+// first other byte. nil turns the check off.
+func (r *Reader) SetRepertoire(allowed *[256]bool) {
+	r.repertoire = allowed
+	r.setClasses()
+}
+
+const (
+	clData = iota
+	clElem
+	clComp
+	clRel
+	clRep
+	clCRLF
+	clOther // outside the declared repertoire: noted, not an error here
+)
+
+// NewReader reads an interchange from r.
+func NewReader(r io.Reader, lim Limits) *Reader {
+	lim = lim.withDefaults()
+	rd := &Reader{br: bufio.NewReaderSize(r, 64<<10), lim: lim, d: DefaultDelimiters}
+	rd.setClasses()
+	return rd
+}
+
+func (r *Reader) setClasses() {
+	r.class = [256]byte{}
+	if r.repertoire != nil {
+		for c := range r.class {
+			if !r.repertoire[c] {
+				r.class[c] = clOther
+			}
+		}
+	}
+	r.class['\r'], r.class['\n'] = clCRLF, clCRLF
+	r.class[r.d.Element] = clElem
+	r.class[r.d.Component] = clComp
+	if r.d.Release != 0 {
+		r.class[r.d.Release] = clRel
+	}
+	if r.d.Repetition != 0 {
+		r.class[r.d.Repetition] = clRep
+	}
+}
+
+// Delimiters are the service characters in force.
+func (r *Reader) Delimiters() Delimiters { return r.d }
+
+// HasUNA reports whether the interchange declared its separators.
+func (r *Reader) HasUNA() bool { return r.hasUNA }
+
+// SetRepetition sets the repetition separator (syntax 4 without UNA uses '*').
+func (r *Reader) SetRepetition(c byte) {
+	r.d.Repetition = c
+	r.setClasses()
+}
+
+// Offset is the number of bytes consumed so far.
+func (r *Reader) Offset() int64 { return r.pos }
+
+func (r *Reader) start() error {
+	r.started = true
+	head, _ := r.br.Peek(3)
+	if bytes.Equal(head, []byte("\xef\xbb\xbf")) {
+		r.br.Discard(3)
+		r.pos += 3
+	}
+	head, _ = r.br.Peek(9)
+	if len(head) < 3 || string(head[:3]) != "UNA" {
+		return nil
+	}
+	if len(head) < 9 {
+		return &SyntaxError{Offset: r.pos, Tag: "UNA", Code: CodeInvalidServiceChar, Err: fmt.Errorf("%w: %d bytes, want 9", ErrBadUNA, len(head))}
+	}
+	d := Delimiters{Component: head[3], Element: head[4], Decimal: head[5], Release: head[6], Repetition: head[7], Terminator: head[8]}
+	if d.Release == ' ' {
+		d.Release = 0
+	}
+	if d.Repetition == ' ' {
+		d.Repetition = 0
+	}
+	bad := func(c byte) bool {
+		return c == ' ' || c == '\r' || c == '\n' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+	}
+	seen := map[byte]bool{}
+	for i, c := range []byte{d.Component, d.Element, d.Release, d.Repetition, d.Terminator} {
+		if c == 0 && (i == 2 || i == 3) {
+			continue
+		}
+		if bad(c) || seen[c] {
+			return &SyntaxError{Offset: r.pos + 3 + int64(i), Tag: "UNA", Code: CodeInvalidServiceChar, Err: fmt.Errorf("%w: service character %q", ErrBadUNA, c)}
+		}
+		seen[c] = true
+	}
+	r.d, r.hasUNA = d, true
+	r.setClasses()
+	r.br.Discard(9)
+	r.pos += 9
+	return nil
+}
+
+// Next returns the next segment, or io.EOF after the last one. Errors are
+// *SyntaxError, or an I/O error from the underlying reader unchanged.
+func (r *Reader) Next() (*Segment, error) {
+	if !r.started {
+		if err := r.start(); err != nil {
+			return nil, err
+		}
+	}
+	raw, start, err := r.readRaw()
+	if err != nil {
+		return nil, err
+	}
+	r.index++
+	s := &r.seg
+	s.Offset, s.Index, s.rel, s.bad = start, r.index, r.d.Release, -1
+	s.holes = s.holes[:0]
+	s.spans = s.spans[:0]
+	s.raw = raw
+	if len(raw) < 3 || !isTagChar(raw[0]) || !isTagChar(raw[1]) || !isTagChar(raw[2]) || (len(raw) > 3 && r.class[raw[3]] != clElem) {
+		if r.stripCRLF(s) {
+			raw = s.raw
+		}
+		if len(raw) < 3 || !isTagChar(raw[0]) || !isTagChar(raw[1]) || !isTagChar(raw[2]) || (len(raw) > 3 && r.class[raw[3]] != clElem) {
+			n := min(len(raw), 3)
+			return nil, &SyntaxError{Offset: start, Index: r.index, Tag: string(raw[:n]), Code: CodeInvalidValue, Err: fmt.Errorf("%w: %q", ErrBadTag, truncate(raw, 12))}
+		}
+	}
+	s.Tag = r.tag(raw[:3])
+	if err := r.split(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// tag interns segment tags in a small direct-mapped cache.
+func (r *Reader) tag(b []byte) string {
+	h := (uint(b[0])*31+uint(b[1]))*31 + uint(b[2])
+	slot := &r.tags[h%uint(len(r.tags))]
+	if slot.t != "" && slot.t[0] == b[0] && slot.t[1] == b[1] && slot.t[2] == b[2] {
+		return slot.t
+	}
+	slot.t = string(b)
+	return slot.t
+}
+
+// stripCRLF drops CR and LF bytes inside the segment (hard-wrapped files),
+// remembering where, so offsets still point into the input. It reports
+// whether it found any.
+func (r *Reader) stripCRLF(s *Segment) bool {
+	raw := s.raw
+	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
+		return false
+	}
+	out := raw[:0]
+	for _, c := range raw {
+		if c == '\n' || c == '\r' {
+			s.holes = append(s.holes, int32(len(out)))
+			continue
+		}
+		out = append(out, c)
+	}
+	s.raw = out
+	return true
+}
+
+func (r *Reader) split(s *Segment) error {
+	if len(s.raw) == 3 {
+		return nil
+	}
+	for {
+		retry, err := r.splitOnce(s)
+		if !retry {
+			return err
+		}
+		// A CR or LF inside the segment: drop them and split again.
+		s.spans = s.spans[:0]
+		r.stripCRLF(s)
+	}
+}
+
+func (r *Reader) splitOnce(s *Segment) (retry bool, err error) {
+	raw := s.raw
+	elem, comp, rep := uint16(1), uint16(1), uint16(0)
+	start := int32(4)
+	escaped := false
+	limit := min(r.lim.MaxComponents, 65535)
+	spans := s.spans
+	class := &r.class
+	skipAt := -1 // the byte after a release character is data
+	for j, c := range raw[4:] {
+		cl := class[c]
+		if cl == clData || j == skipAt {
+			continue
+		}
+		i := int32(j + 4)
+		switch cl {
+		case clOther:
+			if s.bad < 0 {
+				s.bad = i
+			}
+			continue
+		case clCRLF:
+			return true, nil
+		case clRel:
+			if int(i)+1 >= len(raw) {
+				s.spans = spans
+				return false, &SyntaxError{Offset: s.inputOffset(i), Index: s.Index, Tag: s.Tag, Element: int(elem), Component: int(comp), Code: CodeInvalidCharacter, Err: ErrDanglingRelease}
+			}
+			if class[raw[i+1]] == clCRLF {
+				return true, nil
+			}
+			if class[raw[i+1]] == clOther && s.bad < 0 {
+				s.bad = i + 1
+			}
+			escaped, skipAt = true, j+1
+			continue
+		}
+		if len(spans) >= limit {
+			s.spans = spans
+			return false, &SyntaxError{Offset: s.Offset, Index: s.Index, Tag: s.Tag, Element: int(elem), Code: CodeTooManyConstituent,
+				Err: fmt.Errorf("%w: more than %d", ErrTooManyElements, limit)}
+		}
+		spans = append(spans, span{elem: elem, comp: comp, rep: rep, start: start, end: i, escaped: escaped})
+		start, escaped = i+1, false
+		switch cl {
+		case clElem:
+			elem, comp, rep = elem+1, 1, 0
+		case clComp:
+			comp++
+		case clRep:
+			comp, rep = 1, rep+1
+		}
+	}
+	if len(spans) >= limit {
+		s.spans = spans
+		return false, &SyntaxError{Offset: s.Offset, Index: s.Index, Tag: s.Tag, Element: int(elem), Code: CodeTooManyConstituent,
+			Err: fmt.Errorf("%w: more than %d", ErrTooManyElements, limit)}
+	}
+	s.spans = append(spans, span{elem: elem, comp: comp, rep: rep, start: start, end: int32(len(raw)), escaped: escaped})
+	return false, nil
+}
+
+func isTagChar(c byte) bool { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') }
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+// readRaw returns the next segment's bytes (without terminator, leading
+// whitespace skipped) and the offset of its first byte.
+func (r *Reader) readRaw() ([]byte, int64, error) {
+	term := r.d.Terminator
+	r.acc = r.acc[:0]
+	// Skip whitespace between segments.
+	for {
+		b, err := r.br.Peek(1)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, r.pos, io.EOF
+			}
+			return nil, r.pos, err
+		}
+		if b[0] != '\r' && b[0] != '\n' && b[0] != '\t' && b[0] != ' ' {
+			break
+		}
+		n := 1
+		if buf, _ := r.br.Peek(r.br.Buffered()); len(buf) > 1 {
+			for n < len(buf) && (buf[n] == '\r' || buf[n] == '\n' || buf[n] == '\t' || buf[n] == ' ') {
+				n++
+			}
+		}
+		r.br.Discard(n)
+		r.pos += int64(n)
+	}
+	start := r.pos
+	for {
+		chunk, err := r.br.ReadSlice(term)
+		r.pos += int64(len(chunk))
+		switch {
+		case err == nil:
+		case errors.Is(err, bufio.ErrBufferFull):
+			r.acc = append(r.acc, chunk...)
+			if len(r.acc) > r.lim.MaxSegmentBytes {
+				return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(r.acc, 3)), Code: CodeTooLong,
+					Err: fmt.Errorf("%w of %d bytes", ErrSegmentTooLong, r.lim.MaxSegmentBytes)}
+			}
+			continue
+		case errors.Is(err, io.EOF):
+			rest := append(r.acc, chunk...)
+			if len(bytes.TrimSpace(rest)) == 0 {
+				return nil, start, io.EOF
+			}
+			return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(rest, 3)), Code: CodeMissing, Err: ErrUnterminated}
+		default:
+			return nil, start, err
+		}
+		var seg []byte
+		if len(r.acc) == 0 {
+			seg = chunk
+		} else {
+			r.acc = append(r.acc, chunk...)
+			seg = r.acc
+		}
+		if len(seg)-1 > r.lim.MaxSegmentBytes {
+			return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(seg, 3)), Code: CodeTooLong,
+				Err: fmt.Errorf("%w of %d bytes", ErrSegmentTooLong, r.lim.MaxSegmentBytes)}
+		}
+		// An odd run of release characters before the terminator escapes it.
+		if r.d.Release != 0 {
+			n := 0
+			for i := len(seg) - 2; i >= 0 && seg[i] == r.d.Release; i-- {
+				n++
+			}
+			if n%2 == 1 {
+				if len(r.acc) == 0 {
+					r.acc = append(r.acc, chunk...)
+				}
+				continue
+			}
+		}
+		return seg[:len(seg)-1], start, nil
+	}
+}
+
+// SetDelimiters sets the service characters for an input without UNA, such
+// as a single segment taken out of an interchange.
+func (r *Reader) SetDelimiters(d Delimiters) {
+	r.d = d
+	r.started = true
+	r.setClasses()
+}
+
+// ValueIs reports whether component c of element e equals v, without
+// allocating.
+func (s *Segment) ValueIs(e, c int, v string) bool {
+	sp, ok := s.find(e, c)
+	if !ok {
+		return v == ""
+	}
+	if sp.escaped {
+		return s.Value(e, c) == v
+	}
+	return string(s.raw[sp.start:sp.end]) == v
+}
+
+// Int parses component c of element e as a non-negative decimal integer.
+func (s *Segment) Int(e, c int) (int, bool) {
+	sp, ok := s.find(e, c)
+	if !ok || sp.end == sp.start || sp.end-sp.start > 18 {
+		return 0, false
+	}
+	n := 0
+	for _, d := range s.raw[sp.start:sp.end] {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		n = n*10 + int(d-'0')
+	}
+	return n, true
+}
+
+// rawValue is the bytes of a component without release characters, or nil
+// when it is absent or escaped (use Value).
+func (s *Segment) rawValue(e, c int) []byte {
+	sp, ok := s.find(e, c)
+	if !ok || sp.escaped {
+		return nil
+	}
+	return s.raw[sp.start:sp.end]
+}

@@ -1,0 +1,108 @@
+package edifact
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+)
+
+// Writer writes segments with a set of delimiters, escaping service
+// characters in values with the release character.
+type Writer struct {
+	w       *bufio.Writer
+	d       Delimiters
+	Newline bool // write "\n" after each terminator, for readability
+	n       int  // segments written
+}
+
+// NewWriter writes to w with delimiters d (DefaultDelimiters when zero).
+func NewWriter(w io.Writer, d Delimiters) *Writer {
+	if d.Terminator == 0 {
+		d = DefaultDelimiters
+	}
+	return &Writer{w: bufio.NewWriter(w), d: d}
+}
+
+// WriteUNA writes the service string advice for the writer's delimiters.
+func (w *Writer) WriteUNA() error {
+	rel, rep := w.d.Release, w.d.Repetition
+	if rel == 0 {
+		rel = ' '
+	}
+	if rep == 0 {
+		rep = ' '
+	}
+	_, err := w.w.Write([]byte{'U', 'N', 'A', w.d.Component, w.d.Element, w.d.Decimal, rel, rep, w.d.Terminator})
+	if err == nil && w.Newline {
+		err = w.w.WriteByte('\n')
+	}
+	return err
+}
+
+// WriteSegment writes one segment: each element is a list of components.
+// Values containing service characters are escaped; without a release
+// character they are refused.
+func (w *Writer) WriteSegment(tag string, elements ...[]string) error {
+	if len(tag) != 3 || !isTagChar(tag[0]) || !isTagChar(tag[1]) || !isTagChar(tag[2]) {
+		return fmt.Errorf("edifact: write: bad tag %q", tag)
+	}
+	w.w.WriteString(tag)
+	// Trailing empty elements and components are omitted.
+	last := len(elements)
+	for last > 0 && allEmpty(elements[last-1]) {
+		last--
+	}
+	for _, el := range elements[:last] {
+		w.w.WriteByte(w.d.Element)
+		lc := len(el)
+		for lc > 0 && el[lc-1] == "" {
+			lc--
+		}
+		for j, c := range el[:lc] {
+			if j > 0 {
+				w.w.WriteByte(w.d.Component)
+			}
+			if err := w.value(c); err != nil {
+				return err
+			}
+		}
+	}
+	w.w.WriteByte(w.d.Terminator)
+	if w.Newline {
+		w.w.WriteByte('\n')
+	}
+	w.n++
+	return nil
+}
+
+func (w *Writer) value(v string) error {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c == w.d.Component || c == w.d.Element || c == w.d.Terminator || (w.d.Release != 0 && c == w.d.Release) || (w.d.Repetition != 0 && c == w.d.Repetition) {
+			if w.d.Release == 0 {
+				return fmt.Errorf("edifact: write: value %q holds a service character and there is no release character", v)
+			}
+			w.w.WriteByte(w.d.Release)
+		}
+		w.w.WriteByte(c)
+	}
+	return nil
+}
+
+func allEmpty(el []string) bool {
+	for _, c := range el {
+		if c != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// Segments is the number of segments written.
+func (w *Writer) Segments() int { return w.n }
+
+// Flush writes buffered data.
+func (w *Writer) Flush() error { return w.w.Flush() }
+
+// E builds an element from components, for WriteSegment.
+func E(components ...string) []string { return components }

@@ -1,0 +1,68 @@
+package validate
+
+import "fmt"
+
+// ContainerCheckDigit computes the ISO 6346 check digit of the first ten
+// characters of a container number (owner code, category U/J/Z, serial):
+// letters map to 10..38 skipping multiples of 11, each value is weighted by
+// 2^position, and the sum is taken mod 11, then mod 10.
+func ContainerCheckDigit(s string) (int, error) {
+	if len(s) < 10 {
+		return 0, fmt.Errorf("container number %q is shorter than 10 characters", s)
+	}
+	sum := 0
+	for i := 0; i < 10; i++ {
+		c := s[i]
+		var v int
+		switch {
+		case i < 4 && c >= 'A' && c <= 'Z':
+			v = letterValue(c)
+		case i >= 4 && c >= '0' && c <= '9':
+			v = int(c - '0')
+		default:
+			return 0, fmt.Errorf("container number %q: character %d (%q) is not allowed there", s, i+1, c)
+		}
+		sum += v << i
+	}
+	return sum % 11 % 10, nil
+}
+
+func letterValue(c byte) int {
+	v := 10
+	for l := byte('A'); l < c; l++ {
+		v++
+		if v%11 == 0 {
+			v++
+		}
+	}
+	return v
+}
+
+// ContainerError says why a container number is not valid ISO 6346.
+type ContainerError struct {
+	Number string
+	Reason string
+}
+
+func (e *ContainerError) Error() string { return fmt.Sprintf("container %s: %s", e.Number, e.Reason) }
+
+// CheckContainer validates an ISO 6346 container number: 3-letter owner
+// code, category U, J or Z, 6-digit serial, check digit.
+func CheckContainer(s string) error {
+	if len(s) != 11 {
+		return &ContainerError{s, fmt.Sprintf("%d characters, want 11", len(s))}
+	}
+	switch s[3] {
+	case 'U', 'J', 'Z':
+	default:
+		return &ContainerError{s, fmt.Sprintf("category %q, want U, J or Z", s[3])}
+	}
+	d, err := ContainerCheckDigit(s)
+	if err != nil {
+		return &ContainerError{s, err.Error()}
+	}
+	if c := s[10]; c < '0' || c > '9' || int(c-'0') != d {
+		return &ContainerError{s, fmt.Sprintf("check digit %q, want %d", c, d)}
+	}
+	return nil
+}
