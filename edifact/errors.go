@@ -115,3 +115,30 @@ type UnsupportedError struct {
 func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("edifact: at byte %d: unsupported: %s", e.Offset, e.What)
 }
+
+var causeNames = []struct {
+	err  error
+	name string
+}{
+	{ErrUnterminated, "unterminated"}, {ErrSegmentTooLong, "segment-too-long"}, {ErrTooManyElements, "too-many-elements"},
+	{ErrBadTag, "bad-tag"}, {ErrBadUNA, "bad-una"}, {ErrDanglingRelease, "dangling-release"}, {ErrMissingUNB, "unb-missing"},
+	{ErrMissingUNZ, "unz-missing"}, {ErrMissingUNT, "unt-missing"}, {ErrMissingUNE, "une-missing"},
+	{ErrMissingSegment, "segment-missing"}, {ErrMissingElement, "element-missing"}, {ErrOutsideMessage, "outside-message"},
+	{ErrAfterUNZ, "data-after-unz"}, {ErrReference, "reference-mismatch"}, {ErrCount, "count-mismatch"},
+	{ErrGroupsMixed, "groups-mixed"}, {ErrEmpty, "empty"}, {ErrInvalidCharacter, "invalid-character"},
+	{ErrTooManySegments, "too-many-segments"},
+}
+
+// Name is a stable machine code for the error's cause, e.g.
+// "edifact.count-mismatch".
+func (e *SyntaxError) Name() string {
+	for _, c := range causeNames {
+		if errors.Is(e.Err, c.err) {
+			return "edifact." + c.name
+		}
+	}
+	if e.Code == CodeSyntaxVersion {
+		return "edifact.syntax-version"
+	}
+	return "edifact.syntax"
+}

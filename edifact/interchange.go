@@ -24,6 +24,9 @@ type Interchange struct {
 	Messages      int
 	Segments      int
 	Bytes         int64
+	// Open is the header (no segments) of the message being read when the
+	// parse stopped inside one, for reports; nil otherwise.
+	Open *Message
 	// Unsupported is set when the syntax identifier or a message's agency is
 	// not one Lazaret supports; the envelope may still be well-formed.
 	Unsupported string
@@ -66,6 +69,11 @@ func Parse(r io.Reader, lim Limits, onMessage func(*Message) error) (*Interchang
 	rd := NewReader(r, lim)
 	p := &parser{rd: rd, lim: lim, onMessage: onMessage, ic: &Interchange{}}
 	err := p.run()
+	if err != nil && p.inMsg {
+		open := p.msg
+		open.Segments = nil
+		p.ic.Open = &open
+	}
 	p.ic.Bytes = rd.Offset()
 	p.ic.Delimiters, p.ic.HasUNA = rd.Delimiters(), rd.HasUNA()
 	if err == nil && p.ic.Unsupported != "" {

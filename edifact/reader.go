@@ -169,7 +169,6 @@ type Reader struct {
 	seg      Segment
 	started  bool
 	hasUNA   bool
-	unaErr   error
 	tags       [1024]struct{ t string }
 	repertoire *[256]bool
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/validate"
 )
@@ -50,6 +51,9 @@ func Classify(err error) premis.Class {
 		field    *validate.FieldError
 		policy   *validate.PolicyError
 		limit    *validate.LimitError
+		rule     *validate.RuleError
+		syntax   *edifact.SyntaxError
+		unsupp   *edifact.UnsupportedError
 		netErr   net.Error
 	)
 	switch {
@@ -59,8 +63,18 @@ func Classify(err error) premis.Class {
 		return premis.Transient
 	case errors.As(err, &panicErr):
 		return premis.Unknown
-	case errors.As(err, &poison):
+	case errors.As(err, &poison), errors.As(err, &syntax):
 		return premis.Structural
+	case errors.As(err, &rule):
+		switch rule.Tier {
+		case validate.TierStructural:
+			return premis.Structural
+		case validate.TierRegulatory:
+			return premis.Regulatory
+		}
+		return premis.Semantic
+	case errors.As(err, &unsupp):
+		return premis.Semantic
 	case errors.As(err, &fixity), errors.As(err, &tiffErr):
 		return premis.Structural
 	case errors.As(err, &format), errors.As(err, &field), errors.As(err, &policy), errors.As(err, &limit):
@@ -94,12 +108,21 @@ func Code(err error) string {
 		field    *validate.FieldError
 		policy   *validate.PolicyError
 		limit    *validate.LimitError
+		rule     *validate.RuleError
+		syntax   *edifact.SyntaxError
+		unsupp   *edifact.UnsupportedError
 	)
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &routing):
 		return "routing." + string(routing.Destination)
+	case errors.As(err, &syntax):
+		return syntax.Name()
+	case errors.As(err, &rule):
+		return rule.Code
+	case errors.As(err, &unsupp):
+		return "edifact.unsupported"
 	case errors.As(err, &panicErr):
 		return "panic"
 	case errors.As(err, &poison):
@@ -133,27 +156,52 @@ func Code(err error) string {
 	return "unclassified"
 }
 
-// Position extracts the byte offset and page of a failure, when it has them.
-func Position(err error) (offset *int64, page *int) {
+// Location is where in the payload a failure is.
+type Location struct {
+	Offset    *int64 // byte, 0-based
+	Page      *int   // TIFF page, 1-based
+	Segment   int    // EDIFACT segment in its message, UNH = 1
+	Element   int
+	Component int
+	Tag       string // TIFF tag name or EDIFACT segment tag
+	Message   string // EDIFACT message reference
+}
+
+// Locate extracts the position of a failure, when it has one.
+func Locate(err error) Location {
 	var (
+		l       Location
 		tiffErr *validate.TIFFError
 		policy  *validate.PolicyError
 		limit   *validate.LimitError
+		rule    *validate.RuleError
+		syntax  *edifact.SyntaxError
 	)
+	ptr64 := func(v int64) *int64 { return &v }
+	ptr := func(v int) *int { return &v }
 	switch {
+	case errors.As(err, &syntax):
+		l = Location{Offset: ptr64(syntax.Offset), Segment: syntax.Segment, Element: syntax.Element, Component: syntax.Component, Tag: syntax.Tag, Message: syntax.Message}
+	case errors.As(err, &rule):
+		l = Location{Offset: ptr64(rule.Offset), Segment: rule.Segment, Element: rule.Element, Component: rule.Component, Tag: rule.Tag, Message: rule.Message}
 	case errors.As(err, &tiffErr):
-		o := tiffErr.Offset
-		offset = &o
+		l.Offset = ptr64(tiffErr.Offset)
 		if tiffErr.Page > 0 {
-			p := tiffErr.Page
-			page = &p
+			l.Page = ptr(tiffErr.Page)
+		}
+		if tiffErr.Tag != 0 {
+			l.Tag = validate.TagName(tiffErr.Tag)
 		}
 	case errors.As(err, &policy):
-		o, p := policy.Offset, policy.Page
-		offset, page = &o, &p
+		l.Offset, l.Page = ptr64(policy.Offset), ptr(policy.Page)
 	case errors.As(err, &limit):
-		o, p := limit.Offset, limit.Page
-		offset, page = &o, &p
+		l.Offset, l.Page = ptr64(limit.Offset), ptr(limit.Page)
 	}
-	return offset, page
+	return l
+}
+
+// Position is the byte offset and page of a failure, when it has them.
+func Position(err error) (offset *int64, page *int) {
+	l := Locate(err)
+	return l.Offset, l.Page
 }

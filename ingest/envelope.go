@@ -54,6 +54,9 @@ type Envelope struct {
 	Size          int64         `json:"size"`
 	Item          validate.Item `json:"manifest"`
 	Attempt       int           `json:"attempt"` // 1 for a first submission, +1 per replay
+	// Message, for an interchange, restricts the task to one message (UNH
+	// reference): a parked message replayed alone.
+	Message string `json:"message,omitempty"`
 	ReplayOf      string        `json:"replay_of,omitempty"`
 	SubmittedAt   time.Time     `json:"submitted_at"`
 }

@@ -47,9 +47,16 @@ type Worker struct {
 	Logger   *slog.Logger
 	// Observe, when set, is told of every routing decision (metrics).
 	Observe func(Decision)
-	// Validators adds or overrides validators by item kind; "tiff" is
-	// built in.
+	// Validators adds or overrides validators by item kind; "tiff" and
+	// "edifact" are built in.
 	Validators map[string]Validator
+	// Registries are the code lists the logistics rules check against
+	// (built-in when nil); EDI are those rules.
+	Registries *validate.RegistryStore
+	EDI        validate.EDIRules
+	// Outbox, when set, receives a CONTRL report for every interchange
+	// rejected for its syntax or structure.
+	Outbox string
 }
 
 // Validator checks one item. It returns what it found and a typed error.
@@ -86,11 +93,14 @@ func (w *Worker) HandleValidate(ctx context.Context, t *asynq.Task) (err error) 
 		return w.poison(ctx, t, taskID, retried, derr)
 	}
 	attempt := env.Attempt + retried
-	rep, verr := w.check(ctx, env)
+	rep, ires, verr := w.check(ctx, env)
 	if verr != nil && ctx.Err() != nil {
 		// Shutdown or task timeout, not a verdict on the data: the broker
 		// keeps the task; nothing is recorded for an attempt that did not end.
 		return context.Cause(ctx)
+	}
+	if verr == nil && ires != nil {
+		return w.routeMessages(ctx, env, rep, ires, attempt, retried, maxRetry, taskID, start)
 	}
 	if verr == nil {
 		return w.accept(ctx, env, rep, attempt, retried, taskID, start)
@@ -109,6 +119,11 @@ func (w *Worker) HandleValidate(ctx context.Context, t *asynq.Task) (err error) 
 		}
 	case premis.AuditHold:
 		ev.Note = fmt.Sprintf("poison cap reached at attempt %d (cap %d): %s", attempt, w.Policy.PoisonCap, verr)
+	}
+	if ires != nil && class == premis.Structural {
+		if err := w.writeContrl(env, ires, verr, attempt); err != nil {
+			return &RoutingError{Destination: dest, Err: fmt.Errorf("CONTRL outbox: %w", err)}
+		}
 	}
 	if _, err := w.Ledger.Append(ctx, ev); err != nil {
 		return &RoutingError{Destination: dest, Err: fmt.Errorf("ledger: %w", err)}
@@ -135,22 +150,34 @@ func toBroker(dest premis.Destination, delay time.Duration, err error) error {
 }
 
 // check runs validation for one item, turning a panic into a *PanicError.
-func (w *Worker) check(ctx context.Context, env *Envelope) (rep *validate.Report, err error) {
+// For an interchange it also returns the per-message verdicts.
+func (w *Worker) check(ctx context.Context, env *Envelope) (rep *validate.Report, ires *validate.InterchangeResult, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
+			rep, ires, err = nil, nil, &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	if v, ok := w.Validators[env.Kind]; ok {
-		return v(ctx, env)
+		rep, err = v(ctx, env)
+		return rep, nil, err
 	}
+	it := env.Item
+	it.SHA256, it.Size = env.SHA256, env.Size
 	switch env.Kind {
 	case "tiff":
-		it := env.Item
-		it.SHA256, it.Size = env.SHA256, env.Size
-		return validate.CheckMaster(ctx, env.Path, &it, w.Master)
+		rep, err = validate.CheckMaster(ctx, env.Path, &it, w.Master)
+		return rep, nil, err
+	case "edifact":
+		return validate.CheckInterchange(ctx, env.Path, &it, w.registries(), w.EDI, env.Message)
 	}
-	return nil, &validate.PolicyError{Page: 0, Code: "kind.unsupported", Reason: fmt.Sprintf("kind %q has no validator in this build", env.Kind)}
+	return nil, nil, &validate.PolicyError{Page: 0, Code: "kind.unsupported", Reason: fmt.Sprintf("kind %q has no validator in this build", env.Kind)}
+}
+
+func (w *Worker) registries() *validate.Registries {
+	if w.Registries == nil {
+		return validate.Builtin()
+	}
+	return w.Registries.Current()
 }
 
 func (w *Worker) base(env *Envelope, t premis.EventType, attempt, retried int, taskID string) *premis.Event {
@@ -229,11 +256,8 @@ func (w *Worker) failureEvent(env *Envelope, rep *validate.Report, err error, cl
 	ev := w.base(env, t, attempt, retried, taskID)
 	ev.Outcome = premis.Failure
 	ev.Class, ev.Destination, ev.Code, ev.Message = class, dest, Code(err), err.Error()
-	ev.Offset, ev.Page = Position(err)
-	var te *validate.TIFFError
-	if errors.As(err, &te) && te.Tag != 0 {
-		ev.Tag = validate.TagName(te.Tag)
-	}
+	loc := Locate(err)
+	ev.Offset, ev.Page, ev.Segment, ev.Element, ev.Component, ev.Tag = loc.Offset, loc.Page, loc.Segment, loc.Element, loc.Component, loc.Tag
 	if rep != nil {
 		if rep.SHA256 != "" {
 			ev.SHA256 = rep.SHA256 // the digest of the bytes actually read
@@ -248,6 +272,10 @@ func (w *Worker) failureEvent(env *Envelope, rep *validate.Report, err error, cl
 		stage = string(se.Stage)
 	}
 	ev.Detail = fmt.Sprintf("%s stage failed; class %s routed to %s (%s)", stage, class, dest, w.Software.ID())
+	var rule *validate.RuleError
+	if errors.As(err, &rule) && rule.Registry != "" {
+		ev.Detail += "; registry " + rule.Registry
+	}
 	return ev
 }
 

@@ -37,6 +37,12 @@ type Config struct {
 	PrivateTags string        `json:"private_tags"`
 	Undecodable string        `json:"undecodable"`
 	DecodeAll   bool          `json:"decode_uncompressed"`
+	LOCODE      []string      `json:"locode_files"`
+	HS          []string      `json:"hs_files"`
+	VGMFloor    float64       `json:"vgm_floor_kg"`
+	VGMMax      float64       `json:"vgm_max_kg"`
+	Strict      bool          `json:"strict_charset"`
+	Outbox      string        `json:"contrl_outbox"`
 	LogLevel    string        `json:"log_level"`
 }
 
@@ -48,6 +54,7 @@ func defaultConfig() Config {
 		MaxRetry: p.MaxRetry, RetryBase: p.RetryBase, RetryMax: p.RetryMax, PoisonCap: p.PoisonCap,
 		PixelBudget: m.PixelBudget, MinDPI: m.Rules.MinDPI, RequireICC: m.Rules.RequireICC,
 		PrivateTags: m.PrivateTags, Undecodable: m.Undecodable, LogLevel: "info",
+		VGMFloor: validate.DefaultEDIRules().VGMFloorKg, VGMMax: validate.DefaultEDIRules().VGMMaxKg,
 	}
 }
 
@@ -98,6 +105,13 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 			fs.StringVar(&c.Ledger, "ledger", c.Ledger, "ledger: an SQLite file path; env LAZARET_LEDGER")
 		case "worker":
 			fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "tasks processed at once")
+		case "edi":
+			fs.Var((*listFlag)(&c.LOCODE), "locode", "UN/LOCODE code list (UNECE CSV, .bz2 too); repeat for several files")
+			fs.Var((*listFlag)(&c.HS), "hs", "HS nomenclature CSV with an hscode column; repeat for several files")
+			fs.Float64Var(&c.VGMFloor, "vgm-floor", c.VGMFloor, "lowest plausible VGM in kg when the container size is unknown")
+			fs.Float64Var(&c.VGMMax, "vgm-max", c.VGMMax, "highest plausible VGM in kg when the container size is unknown")
+			fs.BoolVar(&c.Strict, "strict-charset", c.Strict, "quarantine messages with characters outside the declared syntax identifier")
+			fs.StringVar(&c.Outbox, "contrl-outbox", c.Outbox, "folder for CONTRL reports of rejected interchanges")
 		case "policy":
 			fs.IntVar(&c.MaxRetry, "max-retry", c.MaxRetry, "retries for transient failures")
 			fs.DurationVar(&c.RetryBase, "retry-base", c.RetryBase, "backoff ceiling of the first retry")
@@ -133,6 +147,8 @@ func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 		"redis_url": &c.RedisURL, "ledger": &c.Ledger, "concurrency": &c.Concurrency, "max_retry": &c.MaxRetry,
 		"poison_cap": &c.PoisonCap, "pixel_budget": &c.PixelBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
 		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll,
+		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict,
+		"contrl_outbox": &c.Outbox,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax}
 	var errs []error
@@ -174,6 +190,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.master().Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.VGMFloor < 0 || c.VGMMax <= c.VGMFloor {
+		errs = append(errs, fmt.Errorf("VGM range %v..%v kg: want 0 <= floor < max", c.VGMFloor, c.VGMMax))
 	}
 	if c.MinDPI < 0 {
 		errs = append(errs, fmt.Errorf("min dpi %v: want >= 0", c.MinDPI))
@@ -222,5 +241,25 @@ func (c *Config) logger(w io.Writer) *slog.Logger {
 var software = premis.Software{Name: "lazaret", Version: version}
 
 func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *ingest.Worker {
-	return &ingest.Worker{Ledger: l, Broker: b, Policy: c.policy(), Master: c.master(), Software: software, Logger: log}
+	return &ingest.Worker{Ledger: l, Broker: b, Policy: c.policy(), Master: c.master(), Software: software, Logger: log,
+		Registries: c.registryStore(), EDI: c.ediRules(), Outbox: c.Outbox}
+}
+
+func (c *Config) ediRules() validate.EDIRules {
+	r := validate.DefaultEDIRules()
+	r.VGMFloorKg, r.VGMMaxKg, r.StrictCharset = c.VGMFloor, c.VGMMax, c.Strict
+	return r
+}
+
+func (c *Config) registryStore() *validate.RegistryStore {
+	return &validate.RegistryStore{LOCODEFiles: c.LOCODE, HSFiles: c.HS}
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -32,7 +33,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up if items have not settled by then")
 	cfg := defaultConfig()
 	cfg.RetryBase, cfg.LogLevel = 200*time.Millisecond, "warn"
-	if err := cfg.bind(fs, args, "worker", "policy", "master"); err != nil {
+	if err := cfg.bind(fs, args, "worker", "policy", "master", "edi"); err != nil {
 		return err
 	}
 	if *data == "" {
@@ -69,34 +70,52 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer ledger.Close()
 
-	batch, err := fixtures.WriteArchiveBatch(filepath.Join(*data, "batch"))
+	archive, err := fixtures.WriteArchiveBatch(filepath.Join(*data, "archive"))
 	if err != nil {
 		return fmt.Errorf("fixtures: %w", err)
 	}
-	fmt.Fprintf(stdout, "lazaret %s demo\n  data folder: %s\n  embedded redis: %s\n  ledger: %s\n  batch: %s (%d items)\n\n",
-		version, *data, mr.Addr(), cfg.Ledger, batch.Manifest, len(batch.Order))
-
-	m, dir, err := validate.ReadManifest(batch.Manifest)
+	logistics, err := fixtures.WriteLogisticsBatch(filepath.Join(*data, "logistics"))
 	if err != nil {
-		return err
+		return fmt.Errorf("fixtures: %w", err)
 	}
-	stop, err := startWorkers(ctx, &cfg, opt, ledger, log, ingest.ServerConfig{Concurrency: cfg.Concurrency, PollInterval: 100 * time.Millisecond}, 5*time.Second)
+	outbox := filepath.Join(*data, "contrl-outbox")
+	fmt.Fprintf(stdout, "lazaret %s demo\n  data folder: %s\n  embedded redis: %s\n  ledger: %s\n  batches: %s, %s\n  CONTRL outbox: %s\n\n",
+		version, *data, mr.Addr(), cfg.Ledger, archive.Manifest, logistics.Manifest, outbox)
+
+	stop, err := startWorkers(ctx, &cfg, opt, ledger, log, ingest.ServerConfig{Concurrency: cfg.Concurrency, PollInterval: 100 * time.Millisecond}, 5*time.Second,
+		func(w *ingest.Worker) { w.Outbox = outbox })
 	if err != nil {
 		return err
 	}
 	defer stop()
 	client := asynq.NewClient(opt)
 	defer client.Close()
-	res, err := ingest.Submit(ctx, client, m, dir, ingest.SubmitOptions{Policy: cfg.policy()})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "submitted %d items; waiting for every item to settle...\n\n", len(res.Enqueued))
-
 	corr := map[string]string{}
-	for _, it := range m.Items {
-		corr[it.ObjectID] = ingest.CorrelationID(m.BatchID, it.ObjectID, it.SHA256)
+	expect := map[string]fixtures.Expectation{}
+	var order []string
+	submitted := 0
+	for _, batch := range []*fixtures.Batch{archive, logistics} {
+		m, dir, err := validate.ReadManifest(batch.Manifest)
+		if err != nil {
+			return err
+		}
+		res, err := ingest.Submit(ctx, client, m, dir, ingest.SubmitOptions{Policy: cfg.policy()})
+		if err != nil {
+			return err
+		}
+		submitted += len(res.Enqueued)
+		sha := map[string]string{}
+		for _, it := range m.Items {
+			sha[it.ObjectID] = it.SHA256
+		}
+		for _, key := range batch.Order {
+			obj, _, _ := strings.Cut(key, "#")
+			corr[key] = ingest.CorrelationID(m.BatchID, key, sha[obj])
+			expect[key] = batch.Expect[key]
+			order = append(order, key)
+		}
 	}
+	fmt.Fprintf(stdout, "submitted %d items (%d outcomes expected, one per master, interchange or message); waiting for every one to settle...\n\n", submitted, len(order))
 	final, err := waitSettled(ctx, ledger, corr, *timeout)
 	if err != nil {
 		return err
@@ -108,8 +127,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ITEM\tCLASS\tDESTINATION\tCODE\tPAGE\tOFFSET\tCHECK")
 	bad := 0
-	for _, id := range batch.Order {
-		e, want := final[id], batch.Expect[id]
+	for _, id := range order {
+		e, want := final[id], expect[id]
 		check := "ok"
 		switch {
 		case string(e.Destination) != want.Destination || string(e.Class) != want.Class || e.Code != want.Code:
@@ -126,7 +145,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	tw.Flush()
 
-	evs, err := ledger.Events(ctx, premis.Filter{BatchID: batch.BatchID})
+	evs, err := ledger.Events(ctx, premis.Filter{})
 	if err != nil {
 		return err
 	}
@@ -142,11 +161,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := f.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\n%d PREMIS events in the ledger; PREMIS XML: %s\nlog: %s\n", len(evs), xmlPath, logFile.Name())
+	contrls, _ := filepath.Glob(filepath.Join(outbox, "*.edi"))
+	fmt.Fprintf(stdout, "\n%d PREMIS events in the ledger; PREMIS XML: %s\n%d CONTRL reports in %s\nlog: %s\n", len(evs), xmlPath, len(contrls), outbox, logFile.Name())
 	if bad > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d of %d items did not land where they should", bad, len(batch.Order))}
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d outcomes are not where they should be", bad, len(order))}
 	}
-	fmt.Fprintf(stdout, "all %d items landed where they should.\n", len(batch.Order))
+	fmt.Fprintf(stdout, "all %d outcomes landed where they should.\n", len(order))
 	return nil
 }
 

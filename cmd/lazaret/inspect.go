@@ -41,7 +41,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	batch := fs.String("batch", "", "a batch manifest: inspect its items with fixity and manifest rules")
 	kind := fs.String("kind", "", "force the kind (tiff) instead of detecting it")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args, "master", "policy"); err != nil {
+	if err := cfg.bind(fs, args, "master", "policy", "edi"); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 && *batch == "" {

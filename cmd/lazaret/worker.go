@@ -20,7 +20,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	cfg := defaultConfig()
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger")
-	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master"); err != nil {
+	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master", "edi"); err != nil {
 		return err
 	}
 	log := cfg.logger(os.Stderr)
@@ -48,9 +48,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // startWorkers starts the asynq server and the broker reconciler. stop drains
 // running tasks and returns when everything has stopped.
-func startWorkers(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger premis.Ledger, log *slog.Logger, sc ingest.ServerConfig, reconcileEvery time.Duration) (stop func(), err error) {
+func startWorkers(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger premis.Ledger, log *slog.Logger, sc ingest.ServerConfig, reconcileEvery time.Duration, tune ...func(*ingest.Worker)) (stop func(), err error) {
 	client := asynq.NewClient(opt)
 	w := cfg.worker(ledger, client, log)
+	for _, t := range tune {
+		t(w)
+	}
 	srv, mux := ingest.NewServer(opt, w, sc)
 	if err := srv.Start(mux); err != nil {
 		client.Close()
