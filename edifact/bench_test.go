@@ -101,4 +101,3 @@ func BenchmarkParseMessages(b *testing.B) {
 		}
 	})
 }
-

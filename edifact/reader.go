@@ -159,16 +159,16 @@ func (s *Segment) Clone() Segment {
 
 // Reader reads segments from an interchange.
 type Reader struct {
-	br       *bufio.Reader
-	lim      Limits
-	d        Delimiters
-	class    [256]byte
-	pos      int64 // offset of the next unread byte
-	index    int
-	acc      []byte
-	seg      Segment
-	started  bool
-	hasUNA   bool
+	br         *bufio.Reader
+	lim        Limits
+	d          Delimiters
+	class      [256]byte
+	pos        int64 // offset of the next unread byte
+	index      int
+	acc        []byte
+	seg        Segment
+	started    bool
+	hasUNA     bool
 	tags       [1024]struct{ t string }
 	repertoire *[256]bool
 }

@@ -56,9 +56,9 @@ type Envelope struct {
 	Attempt       int           `json:"attempt"` // 1 for a first submission, +1 per replay
 	// Message, for an interchange, restricts the task to one message (UNH
 	// reference): a parked message replayed alone.
-	Message string `json:"message,omitempty"`
-	ReplayOf      string        `json:"replay_of,omitempty"`
-	SubmittedAt   time.Time     `json:"submitted_at"`
+	Message     string    `json:"message,omitempty"`
+	ReplayOf    string    `json:"replay_of,omitempty"`
+	SubmittedAt time.Time `json:"submitted_at"`
 }
 
 // PoisonError: a task payload that does not decode into an Envelope
