@@ -274,7 +274,7 @@ func (p *parser) unb(s *Segment) error {
 		return p.fail(s, CodeMissing, 3, 1, ErrMissingElement, "interchange recipient (S003)")
 	}
 	if p.ic.Reference == "" {
-		return p.fail(s, CodeMissing, 5, 1, ErrMissingElement, "interchange control reference (0020)")
+		return p.fail(s, CodeMissing, 5, 0, ErrMissingElement, "interchange control reference (0020)")
 	}
 	switch {
 	case id == "UNOA":
@@ -338,7 +338,7 @@ func (p *parser) ung(s *Segment) error {
 	c := s.Clone()
 	p.groupAt = &c
 	if p.groupRef == "" {
-		return p.fail(s, CodeMissing, 5, 1, ErrMissingElement, "group reference (0048)")
+		return p.fail(s, CodeMissing, 5, 0, ErrMissingElement, "group reference (0048)")
 	}
 	p.ic.Groups++
 	return nil
@@ -352,10 +352,10 @@ func (p *parser) une(s *Segment) error {
 		return p.fail(s, CodeOutsideMessage, 0, 0, ErrOutsideMessage, "UNE without UNG")
 	}
 	if ref := s.Value(2, 1); ref != p.groupRef {
-		return p.fail(s, CodeReferenceMismatch, 2, 1, ErrReference, "UNE %q, UNG %q", ref, p.groupRef)
+		return p.fail(s, CodeReferenceMismatch, 2, 0, ErrReference, "UNE %q, UNG %q", ref, p.groupRef)
 	}
 	if n, err := strconv.Atoi(s.Value(1, 1)); err != nil || n != p.groupMsgs {
-		return p.fail(s, CodeCountMismatch, 1, 1, ErrCount, "UNE counts %q messages, the group has %d", s.Value(1, 1), p.groupMsgs)
+		return p.fail(s, CodeCountMismatch, 1, 0, ErrCount, "UNE counts %q messages, the group has %d", s.Value(1, 1), p.groupMsgs)
 	}
 	p.inGroup = false
 	return nil
@@ -382,7 +382,7 @@ func (p *parser) unh(s *Segment) error {
 		m.Group = ""
 	}
 	if m.Ref == "" {
-		return p.fail(s, CodeMissing, 1, 1, ErrMissingElement, "message reference (0062)")
+		return p.fail(s, CodeMissing, 1, 0, ErrMissingElement, "message reference (0062)")
 	}
 	if m.Type == "" || m.Version == "" || m.Release == "" || m.Agency == "" {
 		return p.fail(s, CodeMissing, 2, 0, ErrMissingElement, "message identifier (S009) needs type, version, release and agency")
@@ -429,10 +429,10 @@ func (p *parser) unt(s *Segment) error {
 		return p.fail(s, CodeOutsideMessage, 0, 0, ErrOutsideMessage, "UNT without UNH")
 	}
 	if !s.ValueIs(2, 1, p.msg.Ref) {
-		return p.fail(s, CodeReferenceMismatch, 2, 1, ErrReference, "UNT %q, UNH %q", s.Value(2, 1), p.msg.Ref)
+		return p.fail(s, CodeReferenceMismatch, 2, 0, ErrReference, "UNT %q, UNH %q", s.Value(2, 1), p.msg.Ref)
 	}
 	if n, ok := s.Int(1, 1); !ok || n != p.msgSegs {
-		return p.fail(s, CodeCountMismatch, 1, 1, ErrCount, "UNT counts %q segments, message %s has %d", s.Value(1, 1), p.msg.Ref, p.msgSegs)
+		return p.fail(s, CodeCountMismatch, 1, 0, ErrCount, "UNT counts %q segments, message %s has %d", s.Value(1, 1), p.msg.Ref, p.msgSegs)
 	}
 	if err := p.keep(s); err != nil {
 		return err
@@ -452,7 +452,7 @@ func (p *parser) unz(s *Segment) error {
 		return p.fail(s, CodeMissing, 0, 0, ErrMissingUNE, "UNZ before UNE of group %s", p.groupRef)
 	}
 	if ref := s.Value(2, 1); ref != p.ic.Reference {
-		return p.fail(s, CodeReferenceMismatch, 2, 1, ErrReference, "UNZ %q, UNB %q", ref, p.ic.Reference)
+		return p.fail(s, CodeReferenceMismatch, 2, 0, ErrReference, "UNZ %q, UNB %q", ref, p.ic.Reference)
 	}
 	want := p.ic.Messages
 	what := "messages"
@@ -460,7 +460,7 @@ func (p *parser) unz(s *Segment) error {
 		want, what = p.ic.Groups, "groups"
 	}
 	if n, err := strconv.Atoi(s.Value(1, 1)); err != nil || n != want {
-		return p.fail(s, CodeCountMismatch, 1, 1, ErrCount, "UNZ counts %q, the interchange has %d %s", s.Value(1, 1), want, what)
+		return p.fail(s, CodeCountMismatch, 1, 0, ErrCount, "UNZ counts %q, the interchange has %d %s", s.Value(1, 1), want, what)
 	}
 	if p.ic.Messages == 0 {
 		return p.fail(s, CodeLowerLevelEmpty, 0, 0, ErrEmpty, "")

@@ -89,7 +89,7 @@ func (w *Worker) routeMessages(ctx context.Context, env *Envelope, rep *validate
 		return &RoutingError{Destination: premis.Accepted, Err: fmt.Errorf("ledger: %w", err)}
 	}
 	for _, p := range park {
-		if err := w.park(ctx, p.env, p.ev, p.ev.Destination); err != nil {
+		if err := w.park(ctx, p.env, p.ev, p.ev.Destination, p.err); err != nil {
 			return err
 		}
 		w.log(ctx, p.env, p.ev, p.err)

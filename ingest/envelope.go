@@ -148,4 +148,8 @@ type Held struct {
 	Page        *int     `json:"page,omitempty"`
 	Destination string   `json:"destination"`
 	Attempt     int      `json:"attempt"`
+	// Registry is the registry version a registry-dependent failure was
+	// checked against (e.g. "UN/LOCODE@3f2a1c9d0b7e"); reconcile replays
+	// the item when the registry in force is another version.
+	Registry string `json:"registry,omitempty"`
 }

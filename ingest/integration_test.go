@@ -203,15 +203,15 @@ func TestCorruptMasterArchivedAfterOneAttempt(t *testing.T) {
 
 func TestTransientRetriedWithGrowingDelaysThenArchived(t *testing.T) {
 	p := fastPolicy()
-	// asynq polls an idle queue about once a second, so delays are made long
-	// enough to tell apart: 1 s, 2 s, 4 s.
-	p.RetryBase, p.RetryMax = time.Second, 10*time.Second
+	// asynq keeps retry times in whole seconds and polls an idle queue about
+	// once a second, so delays are made long enough to tell apart: 2, 4, 8 s.
+	p.RetryBase, p.RetryMax = 2*time.Second, 20*time.Second
 	p.Jitter = func(n int64) int64 { return n } // full jitter at its ceiling: predictable delays
 	b := setup(t, p)
 	env := b.envelope("not-yet-copied", filepath.Join(b.dir, "still-on-the-scanner.tif"), strings.Repeat("a", 64))
 	b.start()
 	b.enqueue(env)
-	ev := b.settled(env.CorrelationID, 30*time.Second)
+	ev := b.settled(env.CorrelationID, 40*time.Second)
 	calls := b.invocations(env.TaskID())
 	if len(calls) != 1+p.MaxRetry {
 		t.Fatalf("handler ran %d times, want %d", len(calls), 1+p.MaxRetry)

@@ -129,7 +129,7 @@ func (w *Worker) HandleValidate(ctx context.Context, t *asynq.Task) (err error) 
 		return &RoutingError{Destination: dest, Err: fmt.Errorf("ledger: %w", err)}
 	}
 	if dest == premis.Quarantined || dest == premis.AuditHold {
-		if err := w.park(ctx, env, ev, dest); err != nil {
+		if err := w.park(ctx, env, ev, dest, verr); err != nil {
 			return err
 		}
 	}
@@ -281,9 +281,13 @@ func (w *Worker) failureEvent(env *Envelope, rep *validate.Report, err error, cl
 
 // park hands a failed item to quarantine or audit-hold: a task with no
 // consumer, named after the event so that a redelivery does not park it twice.
-func (w *Worker) park(ctx context.Context, env *Envelope, ev *premis.Event, dest premis.Destination) error {
+func (w *Worker) park(ctx context.Context, env *Envelope, ev *premis.Event, dest premis.Destination, cause error) error {
 	h := Held{Envelope: *env, EventID: ev.ID, Class: string(ev.Class), Code: ev.Code, Message: ev.Message,
 		Offset: ev.Offset, Page: ev.Page, Destination: string(dest), Attempt: ev.Attempt}
+	var rule *validate.RuleError
+	if errors.As(cause, &rule) {
+		h.Registry = rule.Registry
+	}
 	b, err := json.Marshal(h)
 	if err != nil {
 		return &RoutingError{Destination: dest, Err: err}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,13 @@ type inspectResult struct {
 	Offset   *int64             `json:"offset"`
 	Page     *int               `json:"page"`
 	Tag      string             `json:"tag,omitempty"`
+	// UN/EDIFACT positions: segment in its message (UNH = 1), element and
+	// component as CONTRL counts them.
+	Segment     int    `json:"segment"`
+	Element     int    `json:"element"`
+	Component   int    `json:"component"`
+	MessageRef  string `json:"message_ref,omitempty"`
+	MessageType string `json:"message_type,omitempty"`
 	PUID     string             `json:"puid"`
 	SHA256   string             `json:"sha256"`
 	Size     int64              `json:"size"`
@@ -39,7 +47,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "one JSON object per file per line")
 	batch := fs.String("batch", "", "a batch manifest: inspect its items with fixity and manifest rules")
-	kind := fs.String("kind", "", "force the kind (tiff) instead of detecting it")
+	kind := fs.String("kind", "", "force the kind (tiff or edifact) instead of detecting it from the content")
 	cfg := defaultConfig()
 	if err := cfg.bind(fs, args, "master", "policy", "edi"); err != nil {
 		return err
@@ -47,8 +55,8 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() == 0 && *batch == "" {
 		return usageErr("inspect: name at least one FILE or --batch MANIFEST")
 	}
-	if *kind != "" && *kind != "tiff" {
-		return usageErr("inspect: --kind %q: this build inspects tiff", *kind)
+	if *kind != "" && *kind != "tiff" && *kind != "edifact" {
+		return usageErr("inspect: --kind %q: want tiff or edifact", *kind)
 	}
 	type job struct {
 		path string
@@ -76,7 +84,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var tw *tabwriter.Writer
 	if !*asJSON {
 		tw = tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "FILE\tVERDICT\tCLASS\tCODE\tPAGE\tOFFSET\tPUID\tMESSAGE")
+		fmt.Fprintln(tw, "FILE\tVERDICT\tCLASS\tCODE\tWHERE\tOFFSET\tPUID\tMESSAGE")
 	}
 	enc := json.NewEncoder(stdout)
 	failed := 0
@@ -84,21 +92,39 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		r := inspectOne(ctx, j.path, j.item, policy, master)
-		if r.Verdict != string(premis.Accepted) {
-			failed++
+		k := *kind
+		if k == "" && j.item != nil {
+			k = j.item.Kind
 		}
-		if *asJSON {
-			if err := enc.Encode(r); err != nil {
-				return err
+		if k == "" {
+			k = detectKind(j.path)
+		}
+		var results []inspectResult
+		if k == "edifact" {
+			results = inspectInterchange(ctx, j.path, j.item, policy, &cfg)
+		} else {
+			results = []inspectResult{inspectOne(ctx, j.path, j.item, policy, master)}
+		}
+		for _, r := range results {
+			if r.Verdict != string(premis.Accepted) {
+				failed++
 			}
-			continue
+			if *asJSON {
+				if err := enc.Encode(r); err != nil {
+					return err
+				}
+				continue
+			}
+			msg := r.Message
+			if msg == "" && len(r.Warnings) > 0 {
+				msg = fmt.Sprintf("%d warning(s): %s", len(r.Warnings), r.Warnings[0].Message)
+			}
+			file := r.File
+			if r.MessageRef != "" {
+				file += "#" + r.MessageRef
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", file, r.Verdict, dash(r.Class), dash(r.Code), where(r), int64OrDash(r.Offset), dash(r.PUID), msg)
 		}
-		msg := r.Message
-		if msg == "" && len(r.Warnings) > 0 {
-			msg = fmt.Sprintf("%d warning(s): %s", len(r.Warnings), r.Warnings[0].Message)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.File, r.Verdict, dash(r.Class), dash(r.Code), intOrDash(r.Page), int64OrDash(r.Offset), dash(r.PUID), msg)
 	}
 	if tw != nil {
 		tw.Flush()
@@ -168,4 +194,96 @@ func int64OrDash(p *int64) string {
 		return "-"
 	}
 	return fmt.Sprint(*p)
+}
+
+// where is a short human position: "page 3" or "seg 5 el 2:1".
+func where(r inspectResult) string {
+	switch {
+	case r.Page != nil:
+		return fmt.Sprintf("page %d", *r.Page)
+	case r.Segment > 0 && r.Element > 0:
+		return fmt.Sprintf("seg %d el %d:%d", r.Segment, r.Element, r.Component)
+	case r.Segment > 0:
+		return fmt.Sprintf("seg %d", r.Segment)
+	}
+	return "-"
+}
+
+// detectKind tells a UN/EDIFACT interchange from anything else by its
+// first bytes (after a byte-order mark and blank lines).
+func detectKind(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "tiff"
+	}
+	defer f.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	h := bytes.TrimLeft(bytes.TrimPrefix(head[:n], []byte("\xef\xbb\xbf")), " \t\r\n")
+	if bytes.HasPrefix(h, []byte("UNA")) || bytes.HasPrefix(h, []byte("UNB")) || bytes.HasPrefix(h, []byte("UNH")) {
+		return "edifact"
+	}
+	return "tiff"
+}
+
+// inspectInterchange validates an interchange as a worker would: one result
+// per message, plus one for the interchange when its envelope fails.
+func inspectInterchange(ctx context.Context, path string, item *validate.Item, policy ingest.Policy, cfg *Config) []inspectResult {
+	regs := cfg.registryStore()
+	if _, err := regs.Refresh(); err != nil {
+		return []inspectResult{{File: path, Kind: "edifact", Verdict: string(premis.Quarantined), Class: string(premis.Unknown), Code: "registry.unavailable",
+			Message: err.Error(), Warnings: []validate.Warning{}}}
+	}
+	var (
+		rep *validate.Report
+		res *validate.InterchangeResult
+		err error
+	)
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				err = &ingest.PanicError{Value: v}
+			}
+		}()
+		rep, res, err = validate.CheckInterchange(ctx, path, item, regs.Current(), cfg.ediRules(), "")
+	}()
+	base := inspectResult{File: path, Kind: "edifact", Warnings: []validate.Warning{}, PUID: ""}
+	if item != nil {
+		base.ObjectID = item.ObjectID
+	}
+	if rep != nil {
+		base.SHA256, base.Size = rep.SHA256, rep.Size
+	}
+	fill := func(r *inspectResult, err error) {
+		class := ingest.Classify(err)
+		r.Verdict = string(policy.Route(class, 1, 0, policy.MaxRetry))
+		if err != nil {
+			r.Class, r.Code, r.Message = string(class), ingest.Code(err), err.Error()
+			l := ingest.Locate(err)
+			r.Offset, r.Segment, r.Element, r.Component, r.Tag = l.Offset, l.Segment, l.Element, l.Component, l.Tag
+			if l.Message != "" {
+				r.MessageRef = l.Message
+			}
+		}
+	}
+	if err != nil || res == nil {
+		r := base
+		fill(&r, err)
+		return []inspectResult{r}
+	}
+	out := make([]inspectResult, 0, len(res.Messages))
+	for _, m := range res.Messages {
+		r := base
+		r.MessageRef, r.MessageType = m.Ref, m.Type
+		if m.Warnings != nil {
+			r.Warnings = m.Warnings
+		}
+		fill(&r, m.Err)
+		if m.Err == nil {
+			off := m.Offset
+			r.Offset, r.Segment, r.Tag = &off, 1, "UNH"
+		}
+		out = append(out, r)
+	}
+	return out
 }

@@ -58,6 +58,9 @@ Usage:
   lazaret worker  [--redis URL] [--ledger DSN]            run workers until SIGINT/SIGTERM
   lazaret events export [--ledger DSN] --format premis-xml [--object ID | --batch ID] [-o FILE]
   lazaret events ls [--ledger DSN] [--batch ID | --object ID] [--json]
+  lazaret quarantine ls|reconcile [--redis URL] [--ledger DSN] [--locode FILE] [--hs FILE] [--dry-run]
+  lazaret hold ls [--redis URL]
+  lazaret contrl  FILE.edi                                print the CONTRL report for an interchange
   lazaret demo    [--data DIR]                            everything in one process, embedded Redis + SQLite
   lazaret version
 
@@ -81,6 +84,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runEvents(ctx, args[1:], stdout, stderr)
 	case "demo":
 		return runDemo(ctx, args[1:], stdout, stderr)
+	case "contrl":
+		return runContrl(ctx, args[1:], stdout, stderr)
+	case "quarantine":
+		return runParked(ctx, "quarantine", args[1:], stdout, stderr)
+	case "hold":
+		return runParked(ctx, "audit-hold", args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "lazaret", version)
 		return nil
@@ -90,4 +99,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(stderr, usage)
 	return usageErr("unknown command %q", args[0])
+}
+
+// asAny reports whether err matches any of the targets (errors.As).
+func asAny(err error, targets ...any) bool {
+	for _, t := range targets {
+		if errors.As(err, t) {
+			return true
+		}
+	}
+	return false
 }

@@ -144,7 +144,7 @@ func TestDemoAndExport(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo exit %d\n%s\n%s", code, out, stderr)
 	}
-	if !strings.Contains(out, "all 10 items landed where they should") {
+	if !strings.Contains(out, "all 25 outcomes landed where they should") {
 		t.Fatalf("demo output:\n%s", out)
 	}
 	testenv.ValidatePREMIS(t, filepath.Join(data, "premis.xml"))
@@ -248,5 +248,70 @@ func TestConfigFileAndEnv(t *testing.T) {
 	t.Setenv("LAZARET_REDIS_URL", "http://nope")
 	if _, stderr, code := runCmd(t, "submit", b.Manifest); code != 2 || !strings.Contains(stderr, "redis") {
 		t.Errorf("bad LAZARET_REDIS_URL: exit %d %s", code, stderr)
+	}
+}
+
+// TestInspectEDICorpus: one line per message, plus one for a failed
+// envelope, and the verdicts agree with the corpus README's envelope column.
+func TestInspectEDICorpus(t *testing.T) {
+	t.Parallel()
+	dir := testenv.Corpus(t, "edifact")
+	broken := map[string]bool{"d00b_iftsta.edi": true, "d95b_coprar.edi": true, "example_multiline.edi": true, "orders-with-group.edi": true,
+		"order.edi": true, "aperak.edi": true, "VIFTSAI0000001.txt": true, "VIFTSAI0000002.txt": true, "VIFTSAI0000003.txt": true,
+		"simple.edi": true, "edifact-sample.edi": true}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	out, stderr, _ := runCmd(t, append([]string{"inspect", "--json", "--kind", "edifact"}, files...)...)
+	rs := jsonLines(t, out)
+	seen := map[string]bool{}
+	for _, r := range rs {
+		name := filepath.Base(r.File)
+		seen[name] = true
+		dead := r.Verdict == "dead-letter"
+		if broken[name] != dead {
+			t.Errorf("%s: verdict %s (%s), README says broken=%v", name, r.Verdict, r.Code, broken[name])
+		}
+		if dead && (r.Offset == nil || r.Code == "" || r.Class != "structural") {
+			t.Errorf("%s: dead-letter without offset/code: %+v", name, r)
+		}
+		if r.Kind != "edifact" {
+			t.Errorf("%s: kind %s", name, r.Kind)
+		}
+	}
+	if len(seen) != len(files) {
+		t.Errorf("%d of %d files reported (stderr %s)", len(seen), len(files), stderr)
+	}
+}
+
+func TestInspectLogisticsFixtures(t *testing.T) {
+	t.Parallel()
+	b, err := fixtures.WriteLogisticsBatch(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runCmd(t, "inspect", "--json", "--batch", b.Manifest)
+	if code != 1 {
+		t.Errorf("exit %d", code)
+	}
+	got := map[string]inspectResult{}
+	for _, r := range jsonLines(t, out) {
+		key := r.ObjectID
+		if r.MessageRef != "" && r.Verdict != "dead-letter" {
+			key += "#" + r.MessageRef
+		}
+		got[key] = r
+	}
+	for key, want := range b.Expect {
+		r, ok := got[key]
+		if !ok {
+			t.Errorf("%s: no line", key)
+			continue
+		}
+		if r.Verdict != want.Destination || r.Code != want.Code {
+			t.Errorf("%s: %s %s, want %s %s", key, r.Verdict, r.Code, want.Destination, want.Code)
+		}
+	}
+	contrl, _, code := runCmd(t, "contrl", filepath.Join(b.Dir, "unt-count.edi"))
+	if code != 0 || !strings.Contains(contrl, "UCM+1+IFTMIN:D:99B:UN+4+29+UNT'") {
+		t.Errorf("contrl: exit %d\n%s", code, contrl)
 	}
 }

@@ -1,0 +1,167 @@
+package ingest_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/validate"
+)
+
+// logistics writes the EDI fixture batch and returns the envelope of one of
+// its interchanges.
+func (b *bundle) logistics(object string) *ingest.Envelope {
+	b.t.Helper()
+	batch, err := fixtures.WriteLogisticsBatch(filepath.Join(b.dir, "logistics"))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	m, dir, err := validate.ReadManifest(batch.Manifest)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	for _, it := range m.Items {
+		if it.ObjectID == object {
+			path, _ := validate.ResolvePath(dir, it.Path)
+			return &ingest.Envelope{V: ingest.EnvelopeVersion, CorrelationID: ingest.CorrelationID(m.BatchID, it.ObjectID, it.SHA256),
+				BatchID: m.BatchID, ObjectID: it.ObjectID, Kind: "edifact", Path: path, SHA256: it.SHA256, Item: it, Attempt: 1}
+		}
+	}
+	b.t.Fatalf("no fixture %s", object)
+	return nil
+}
+
+func messageCorr(env *ingest.Envelope, ref string) string {
+	return ingest.CorrelationID(env.BatchID, ingest.MessageObjectID(env.ObjectID, ref), env.SHA256)
+}
+
+func TestBrokenEnvelopeIsArchivedOnceWithOffsetAndCONTRL(t *testing.T) {
+	b := setup(t, fastPolicy())
+	b.worker.Outbox = filepath.Join(b.dir, "outbox")
+	env := b.logistics("edi-unz-mismatch")
+	b.start()
+	b.enqueue(env)
+	ev := b.settled(env.CorrelationID, 10*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	if n := len(b.invocations(env.TaskID())); n != 1 {
+		t.Fatalf("handler ran %d times", n)
+	}
+	data, _ := os.ReadFile(env.Path)
+	want := int64(strings.Index(string(data), "UNZ+1+IC0999")) + int64(len("UNZ+1+"))
+	if ev.Destination != premis.DeadLetter || ev.Code != "edifact.reference-mismatch" || ev.Offset == nil || *ev.Offset != want || ev.Tag != "UNZ" || ev.Element != 2 {
+		t.Fatalf("event %s %s offset %v (want %d) tag %s element %d", ev.Destination, ev.Code, ev.Offset, want, ev.Tag, ev.Element)
+	}
+	if s := b.state(ingest.QueueIngest, env.TaskID()); s != asynq.TaskStateArchived {
+		t.Errorf("state %s", s)
+	}
+	files, _ := filepath.Glob(filepath.Join(b.worker.Outbox, "*.contrl.edi"))
+	if len(files) != 1 {
+		t.Fatalf("%d CONTRL files", len(files))
+	}
+	contrl, _ := os.ReadFile(files[0])
+	if !strings.Contains(string(contrl), "UCI+IC0004+CARRIER1+LAZARET+4+28+UNZ+2'") {
+		t.Errorf("CONTRL:\n%s", contrl)
+	}
+}
+
+func TestMixedInterchangeQuarantinesOnlyTheBadMessage(t *testing.T) {
+	b := setup(t, fastPolicy())
+	env := b.logistics("edi-mixed")
+	b.start()
+	b.enqueue(env)
+	for ref, want := range map[string]premis.Destination{"1": premis.Accepted, "2": premis.Quarantined, "3": premis.Accepted} {
+		ev := b.settled(messageCorr(env, ref), 10*time.Second)
+		if ev.Destination != want {
+			t.Errorf("message %s: %s, want %s", ref, ev.Destination, want)
+		}
+		if ref == "2" && (ev.Code != "edifact.locode.unknown" || ev.Segment != 6 || ev.Offset == nil) {
+			t.Errorf("message 2: %s segment %d offset %v", ev.Code, ev.Segment, ev.Offset)
+		}
+	}
+	parked, err := ingest.ListParked(b.insp, ingest.QueueQuarantine)
+	if err != nil || len(parked) != 1 || parked[0].Held.Envelope.Message != "2" {
+		t.Fatalf("parked %+v %v", parked, err)
+	}
+	if s := b.state(ingest.QueueIngest, env.TaskID()); s != asynq.TaskStateCompleted {
+		t.Errorf("interchange task %s, want completed", s)
+	}
+}
+
+func TestReconcileReplaysOnceTheRegistryKnowsTheCode(t *testing.T) {
+	part2 := filepath.Join(testenv.Corpus(t, "registries", "unlocode"), "2024-2_UNLOCODE_CodeListPart2.csv")
+	b := setup(t, fastPolicy())
+	env := b.logistics("edi-unknown-locode")
+	b.start()
+	b.enqueue(env)
+	corr := messageCorr(env, "1")
+	qua := b.settled(corr, 10*time.Second)
+	if qua.Code != "edifact.locode.unknown" || !strings.Contains(qua.Detail, "UN/LOCODE@") {
+		t.Fatalf("first outcome %s %q", qua.Code, qua.Detail)
+	}
+	ctx := context.Background()
+	// Same registry: nothing to do.
+	ds, err := b.worker.ReconcileQuarantine(ctx, b.insp, false)
+	if err != nil || len(ds) != 1 || ds[0].Action != "unchanged-registry" {
+		t.Fatalf("reconcile before the refresh: %+v %v", ds, err)
+	}
+	// The refreshed UN/LOCODE list has NLVLI.
+	b.worker.Registries = &validate.RegistryStore{LOCODEFiles: []string{part2}}
+	ds, err = b.worker.ReconcileQuarantine(ctx, b.insp, false)
+	if err != nil || len(ds) != 1 || ds[0].Action != "replayed" {
+		t.Fatalf("reconcile after the refresh: %+v %v", ds, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var types []premis.EventType
+	for time.Now().Before(deadline) {
+		types = types[:0]
+		for _, e := range b.events(corr) {
+			types = append(types, e.Type)
+		}
+		if len(types) > 0 && types[len(types)-1] == premis.Ingestion {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	want := []premis.EventType{premis.Quarantine, premis.Unquarantine, premis.Validation, premis.Ingestion}
+	if strings.Join(toStrings(types), ",") != strings.Join(toStrings(want), ",") {
+		t.Fatalf("chain %v, want %v", types, want)
+	}
+	evs := b.events(corr)
+	if evs[1].ReplayOf != qua.ID || evs[3].Attempt != 2 || evs[3].ReplayOf != qua.ID {
+		t.Errorf("lineage: unq replay_of %s, ing attempt %d replay_of %s, want %s", evs[1].ReplayOf, evs[3].Attempt, evs[3].ReplayOf, qua.ID)
+	}
+	if parked, _ := ingest.ListParked(b.insp, ingest.QueueQuarantine); len(parked) != 0 {
+		t.Errorf("%d still parked", len(parked))
+	}
+	// Running it again replays nothing: accepted exactly once.
+	if ds, err := b.worker.ReconcileQuarantine(ctx, b.insp, false); err != nil || len(ds) != 0 {
+		t.Errorf("second reconcile: %+v %v", ds, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	ings := 0
+	for _, e := range b.events(corr) {
+		if e.Type == premis.Ingestion {
+			ings++
+		}
+	}
+	if ings != 1 {
+		t.Errorf("%d ing events, want exactly 1", ings)
+	}
+}
+
+func toStrings(ts []premis.EventType) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
+}
