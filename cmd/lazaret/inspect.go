@@ -18,28 +18,28 @@ import (
 
 // inspectResult is one line of `lazaret inspect --json`.
 type inspectResult struct {
-	File     string             `json:"file"`
-	ObjectID string             `json:"object_id,omitempty"`
-	Kind     string             `json:"kind"`
-	Verdict  string             `json:"verdict"`
-	Class    string             `json:"class"`
-	Code     string             `json:"code"`
-	Message  string             `json:"message"`
-	Offset   *int64             `json:"offset"`
-	Page     *int               `json:"page"`
-	Tag      string             `json:"tag,omitempty"`
+	File     string `json:"file"`
+	ObjectID string `json:"object_id,omitempty"`
+	Kind     string `json:"kind"`
+	Verdict  string `json:"verdict"`
+	Class    string `json:"class"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Offset   *int64 `json:"offset"`
+	Page     *int   `json:"page"`
+	Tag      string `json:"tag,omitempty"`
 	// UN/EDIFACT positions: segment in its message (UNH = 1), element and
 	// component as CONTRL counts them.
-	Segment     int    `json:"segment"`
-	Element     int    `json:"element"`
-	Component   int    `json:"component"`
-	MessageRef  string `json:"message_ref,omitempty"`
-	MessageType string `json:"message_type,omitempty"`
-	PUID     string             `json:"puid"`
-	SHA256   string             `json:"sha256"`
-	Size     int64              `json:"size"`
-	Pages    int                `json:"pages"`
-	Warnings []validate.Warning `json:"warnings"`
+	Segment     int                `json:"segment"`
+	Element     int                `json:"element"`
+	Component   int                `json:"component"`
+	MessageRef  string             `json:"message_ref,omitempty"`
+	MessageType string             `json:"message_type,omitempty"`
+	PUID        string             `json:"puid"`
+	SHA256      string             `json:"sha256"`
+	Size        int64              `json:"size"`
+	Pages       int                `json:"pages"`
+	Warnings    []validate.Warning `json:"warnings"`
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
