@@ -141,10 +141,13 @@ func LoadHS(paths ...string) (*Registry, error) {
 			rc.Close()
 			return nil, fmt.Errorf("HS %s: header: %w", p, err)
 		}
-		col := -1
+		col, section := -1, -1
 		for i, h := range head {
-			if strings.EqualFold(strings.TrimSpace(h), "hscode") {
+			switch strings.ToLower(strings.TrimSpace(h)) {
+			case "hscode":
 				col = i
+			case "section":
+				section = i
 			}
 		}
 		if col < 0 {
@@ -159,6 +162,9 @@ func LoadHS(paths ...string) (*Registry, error) {
 			if err != nil {
 				rc.Close()
 				return nil, fmt.Errorf("HS %s: %w", p, err)
+			}
+			if section >= 0 && section < len(rec) && rec[section] == "TOTAL" {
+				continue // the statistical "commodities not specified" line, not a tariff heading
 			}
 			if col < len(rec) && isDigits(rec[col]) {
 				codes[rec[col]] = struct{}{}

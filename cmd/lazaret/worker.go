@@ -19,7 +19,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := defaultConfig()
-	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger")
+	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger and registry files for changes")
 	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master", "edi"); err != nil {
 		return err
 	}
@@ -67,6 +67,15 @@ func startWorkers(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledg
 		t := time.NewTicker(reconcileEvery)
 		defer t.Stop()
 		for {
+			if w.Registries != nil {
+				if changed, err := w.Registries.Refresh(); err != nil {
+					log.Warn("registry refresh failed; the previous version stays in force", slog.String("error", err.Error()))
+				} else if changed {
+					r := w.Registries.Current()
+					log.Info("registries loaded", slog.String("locode", r.LOCODE.Version()), slog.Int("locode_codes", r.LOCODE.Len()),
+						slog.String("hs", r.HS.Version()), slog.Int("hs_codes", r.HS.Len()))
+				}
+			}
 			if n, err := w.ReconcileArchived(rctx, insp); err != nil && rctx.Err() == nil {
 				log.Warn("broker reconciliation failed", slog.String("error", err.Error()))
 			} else if n > 0 {
