@@ -1,0 +1,262 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/premis"
+)
+
+func (b *bundle) ops() *ingest.Operations {
+	return &ingest.Operations{Worker: b.worker, Inspector: b.insp}
+}
+
+// deadLetters enqueues n items whose files do not exist yet, with no
+// retries, and waits until all are dead letters. It returns their
+// envelopes and the data to write later.
+func (b *bundle) deadLetters(n int, attempt int, prefix string) []*ingest.Envelope {
+	b.t.Helper()
+	data := master(b.t, goodPage)
+	_, sha := b.file("template.tif", data)
+	var envs []*ingest.Envelope
+	for i := 0; i < n; i++ {
+		env := b.envelope(fmt.Sprintf("%s-%03d", prefix, i), filepath.Join(b.dir, fmt.Sprintf("%s-%03d.tif", prefix, i)), sha)
+		env.Attempt = attempt
+		b.enqueue(env)
+		envs = append(envs, env)
+	}
+	for _, env := range envs {
+		if ev := b.settled(env.CorrelationID, 30*time.Second); ev.Destination != premis.DeadLetter {
+			b.t.Fatalf("%s: %s", env.ObjectID, ev.Destination)
+		}
+	}
+	return envs
+}
+
+func TestFilteredListing(t *testing.T) {
+	p := fastPolicy()
+	p.MaxRetry = 0
+	b := setup(t, p)
+	b.start()
+	b.deadLetters(3, 1, "missing")
+	path, sha := b.file("m.tif", master(t, goodPage))
+	q := b.envelope("no-profile", path, sha)
+	q.Item.ColorProfile = ""
+	b.enqueue(q)
+	b.settled(q.CorrelationID, 10*time.Second)
+	ctx := context.Background()
+	cases := []struct {
+		f    ingest.FailureFilter
+		want int
+	}{
+		{ingest.FailureFilter{}, 4},
+		{ingest.FailureFilter{Class: premis.Transient}, 3},
+		{ingest.FailureFilter{Destination: premis.Quarantined}, 1},
+		{ingest.FailureFilter{Code: "manifest.color_profile.required"}, 1},
+		{ingest.FailureFilter{Kind: "edifact"}, 0},
+		{ingest.FailureFilter{BatchID: "batch-t", Class: premis.Semantic}, 1},
+		{ingest.FailureFilter{Since: time.Now().Add(time.Minute)}, 0},
+		{ingest.FailureFilter{Limit: 2}, 2},
+	}
+	for _, tc := range cases {
+		fs, err := ingest.Failures(ctx, b.ledger, tc.f)
+		if err != nil || len(fs) != tc.want {
+			t.Errorf("%+v: %d failures (err %v), want %d", tc.f, len(fs), err, tc.want)
+		}
+	}
+}
+
+func TestReplayAndDiscard(t *testing.T) {
+	b := setup(t, fastPolicy())
+	b.start()
+	ctx := context.Background()
+	data := master(t, goodPage)
+	path, sha := b.file("m.tif", data)
+	// A quarantined item, replayed after its manifest was fixed upstream:
+	// the replay carries the envelope; here the fix is a corrected file.
+	q := b.envelope("dpi-abc", path, sha)
+	q.Item.ResolutionDPI = "abc"
+	b.enqueue(q)
+	qua := b.settled(q.CorrelationID, 10*time.Second)
+	if _, err := b.ops().Replay(ctx, qua.ID, ingest.ReplayOptions{Operator: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	// It fails again the same way (the manifest still says abc): a second
+	// qua, attempt 2, linked to the first by replay_of.
+	deadline := time.Now().Add(10 * time.Second)
+	var chain []string
+	for time.Now().Before(deadline) {
+		chain = chain[:0]
+		for _, e := range b.events(q.CorrelationID) {
+			chain = append(chain, fmt.Sprintf("%s/%d", e.Type, e.Attempt))
+		}
+		if len(chain) >= 3 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if strings.Join(chain, ",") != "qua/1,unq/2,qua/2" {
+		t.Fatalf("chain %v", chain)
+	}
+	if _, err := b.ops().Replay(ctx, qua.ID, ingest.ReplayOptions{Operator: "ana"}); !errors.Is(err, ingest.ErrNotOpen) {
+		t.Errorf("replaying a replayed failure: %v", err)
+	}
+	// Discard the second one with a reason.
+	fs, _ := ingest.Failures(ctx, b.ledger, ingest.FailureFilter{Code: "manifest.resolution_dpi.numeric"})
+	if len(fs) != 1 || fs[0].Attempt != 2 {
+		t.Fatalf("open failures %+v", fs)
+	}
+	if _, err := b.ops().Discard(ctx, fs[0].ID, "ana", ""); err == nil {
+		t.Error("a discard without a reason was accepted")
+	}
+	del, err := b.ops().Discard(ctx, fs[0].ID, "ana", "duplicate scan, the 2026-11-29 batch holds the master")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if del.Type != premis.Deletion || del.Operator != "ana" || !strings.Contains(del.Note, "duplicate scan") {
+		t.Errorf("del event %+v", del)
+	}
+	if q, _ := b.insp.ListPendingTasks(ingest.QueueQuarantine); len(q) != 0 {
+		t.Errorf("%d parked after discard", len(q))
+	}
+	if fs, _ := ingest.Failures(ctx, b.ledger, ingest.FailureFilter{}); len(fs) != 0 {
+		t.Errorf("%d open failures after discard", len(fs))
+	}
+}
+
+// TestArchivedReplaySucceedsOnceEvenAfterRedisLostIt: a dead letter whose
+// archived task was deleted behind Lazaret's back is still listed (from the
+// ledger) and replayable (from the envelope in its event).
+func TestArchivedReplaySucceedsOnceEvenAfterRedisLostIt(t *testing.T) {
+	p := fastPolicy()
+	p.MaxRetry = 0
+	b := setup(t, p)
+	b.start()
+	envs := b.deadLetters(1, 1, "lost")
+	env := envs[0]
+	if err := b.insp.DeleteTask(ingest.QueueIngest, env.TaskID()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	fs, err := ingest.Failures(ctx, b.ledger, ingest.FailureFilter{Destination: premis.DeadLetter})
+	if err != nil || len(fs) != 1 {
+		t.Fatalf("listing after Redis lost the task: %+v %v", fs, err)
+	}
+	if state := b.ops().BrokerState(fs[0]); !strings.Contains(state, "missing") {
+		t.Errorf("broker state %q", state)
+	}
+	// The file arrives; replay from the ledger.
+	data := master(t, goodPage)
+	b.file(filepath.Base(env.Path), data)
+	if _, err := b.ops().Replay(ctx, fs[0].ID, ingest.ReplayOptions{Operator: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := b.settledAfter(env.CorrelationID, premis.Accepted, 10*time.Second)
+	if ev.Attempt != 2 || ev.ReplayOf != fs[0].ID {
+		t.Errorf("accepted attempt %d replay_of %s", ev.Attempt, ev.ReplayOf)
+	}
+	ings := 0
+	for _, e := range b.events(env.CorrelationID) {
+		if e.Type == premis.Ingestion {
+			ings++
+		}
+	}
+	if ings != 1 {
+		t.Errorf("%d ing events", ings)
+	}
+}
+
+func (b *bundle) settledAfter(corr string, want premis.Destination, timeout time.Duration) premis.Event {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		evs := b.events(corr)
+		if len(evs) > 0 && evs[len(evs)-1].Destination == want {
+			return evs[len(evs)-1]
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	b.t.Fatalf("%s never reached %s", corr, want)
+	return premis.Event{}
+}
+
+func TestRedriveIsThrottledAndRespectsTheCeiling(t *testing.T) {
+	p := fastPolicy()
+	p.MaxRetry = 0
+	b := setup(t, p)
+	b.start()
+	envs := b.deadLetters(200, 1, "outage")
+	ceiling := b.deadLetters(5, 4, "tired") // attempt 4: the next would be the cap (5)
+	ctx := context.Background()
+	// Nothing changed yet: a redrive refuses to repeat the outage.
+	ds, err := b.ops().Redrive(ctx, ingest.RedriveOptions{Rate: 1000, Operator: "ops", DryRun: true, Filter: ingest.FailureFilter{Code: "io.not-found"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unchanged := 0
+	for _, d := range ds {
+		if d.Action == "unchanged" {
+			unchanged++
+		}
+	}
+	if unchanged != 200 {
+		t.Fatalf("%d unchanged before the files arrived, want 200", unchanged)
+	}
+	// The storage comes back.
+	data := master(t, goodPage)
+	for _, env := range append(envs, ceiling...) {
+		b.file(filepath.Base(env.Path), data)
+	}
+	start := time.Now()
+	ds, err = b.ops().Redrive(ctx, ingest.RedriveOptions{Rate: 50, Operator: "ops"})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, d := range ds {
+		counts[d.Action]++
+	}
+	if counts["redriven"] != 200 || counts["held"] != 5 {
+		t.Fatalf("decisions %v", counts)
+	}
+	if took < 3500*time.Millisecond || took > 8*time.Second {
+		t.Errorf("200 items at 50/s took %s, want about 4 s", took)
+	}
+	// Not all at once: in any 1-second window at most ~50 replays.
+	var at []time.Time
+	for _, d := range ds {
+		if d.Action == "redriven" {
+			at = append(at, d.At)
+		}
+	}
+	for i := range at {
+		j := i
+		for j < len(at) && at[j].Sub(at[i]) < time.Second {
+			j++
+		}
+		if j-i > 52 {
+			t.Fatalf("%d replays within one second starting at #%d", j-i, i)
+		}
+	}
+	for _, env := range envs[:5] {
+		b.settledAfter(env.CorrelationID, premis.Accepted, 20*time.Second)
+	}
+	for _, env := range ceiling {
+		evs := b.events(env.CorrelationID)
+		last := evs[len(evs)-1]
+		if last.Destination != premis.AuditHold || last.Operator != "ops" {
+			t.Errorf("%s at the ceiling: %s", env.ObjectID, last.Destination)
+		}
+	}
+	if info, err := b.insp.GetQueueInfo(ingest.QueueAuditHold); err != nil || info.Pending != 5 {
+		t.Errorf("audit-hold %+v %v", info, err)
+	}
+}
