@@ -404,4 +404,3 @@ func BatchStatus(ctx context.Context, l premis.Ledger, batchID string) ([]ItemSt
 	}
 	return out, nil
 }
-

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
 )
