@@ -58,8 +58,11 @@ Usage:
   lazaret worker  [--redis URL] [--ledger DSN]            run workers until SIGINT/SIGTERM
   lazaret events export [--ledger DSN] --format premis-xml [--object ID | --batch ID] [-o FILE]
   lazaret events ls [--ledger DSN] [--batch ID | --object ID] [--json]
-  lazaret quarantine ls|reconcile [--redis URL] [--ledger DSN] [--locode FILE] [--hs FILE] [--dry-run]
-  lazaret hold ls [--redis URL]
+  lazaret dlq        ls|show|replay|redrive|discard         dead letters (asynq's archived set)
+  lazaret quarantine ls|show|replay|discard|reconcile       parked for reconciliation
+  lazaret hold       ls|show|release|reject                 audit-hold: a person decides
+  lazaret batch status ID                                   every item's latest outcome
+  lazaret reconcile-broker                                  ledger vs broker: record and report gaps
   lazaret contrl  FILE.edi                                print the CONTRL report for an interchange
   lazaret demo    [--data DIR]                            everything in one process, embedded Redis + SQLite
   lazaret version
@@ -86,10 +89,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDemo(ctx, args[1:], stdout, stderr)
 	case "contrl":
 		return runContrl(ctx, args[1:], stdout, stderr)
-	case "quarantine":
-		return runParked(ctx, "quarantine", args[1:], stdout, stderr)
-	case "hold":
-		return runParked(ctx, "audit-hold", args[1:], stdout, stderr)
+	case "dlq", "quarantine", "hold":
+		return runFailures(ctx, failureCommands[args[0]], args[1:], stdout, stderr)
+	case "batch":
+		return runBatch(ctx, args[1:], stdout, stderr)
+	case "reconcile-broker":
+		return runReconcileBroker(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "lazaret", version)
 		return nil

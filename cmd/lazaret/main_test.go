@@ -218,6 +218,42 @@ func TestSubmitAndWorker(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The operator's view of the same batch.
+	out, _, code := runCmd(t, "dlq", "ls", "--redis", url, "--ledger", ledger, "--json")
+	var dead []ingest.Failure
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var f ingest.Failure
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("dlq ls: %q: %v", line, err)
+		}
+		dead = append(dead, f)
+	}
+	if code != 0 || len(dead) != 4 {
+		t.Fatalf("dlq ls: exit %d, %d dead letters, want 4", code, len(dead))
+	}
+	out, _, _ = runCmd(t, "quarantine", "ls", "--redis", url, "--ledger", ledger, "--code", "limit.pixels")
+	if !strings.Contains(out, "master-dimension-bomb") || strings.Count(out, "\n") != 2 {
+		t.Errorf("quarantine ls --code:\n%s", out)
+	}
+	out, _, code = runCmd(t, "dlq", "show", "--redis", url, "--ledger", ledger, dead[0].ID)
+	if code != 0 || !strings.Contains(out, "archived in ingest") || !strings.Contains(out, "history:") {
+		t.Errorf("dlq show: exit %d\n%s", code, out)
+	}
+	if _, stderr, code := runCmd(t, "dlq", "discard", "--redis", url, "--ledger", ledger, dead[0].ID); code != 2 || !strings.Contains(stderr, "--reason") {
+		t.Errorf("discard without reason: exit %d %s", code, stderr)
+	}
+	out, _, code = runCmd(t, "dlq", "discard", "--redis", url, "--ledger", ledger, "--operator", "ana", "--reason", "rescanned", dead[0].ID)
+	if code != 0 || !strings.Contains(out, "operator ana") {
+		t.Errorf("dlq discard: exit %d %s", code, out)
+	}
+	out, _, code = runCmd(t, "batch", "status", "--ledger", ledger, b.BatchID)
+	if code != 0 || !strings.Contains(out, "10 items: 2 accepted") || !strings.Contains(out, "1 discarded") {
+		t.Errorf("batch status: exit %d\n%s", code, out)
+	}
+	out, _, code = runCmd(t, "reconcile-broker", "--redis", url, "--ledger", ledger)
+	if code != 0 || !strings.Contains(out, "0 archived task(s) recorded") {
+		t.Errorf("reconcile-broker: exit %d %s", code, out)
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -227,7 +263,6 @@ func TestSubmitAndWorker(t *testing.T) {
 	case <-time.After(40 * time.Second):
 		t.Fatal("worker did not stop on cancel")
 	}
-	_ = ingest.QueueIngest
 }
 
 func TestConfigFileAndEnv(t *testing.T) {

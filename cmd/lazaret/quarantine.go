@@ -7,66 +7,186 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"text/tabwriter"
+	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/premis"
 )
 
-// runParked serves `lazaret quarantine ...` and `lazaret hold ...`.
-func runParked(ctx context.Context, queue string, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageErr("%s: want a subcommand: ls or reconcile", queue)
+// failureCommand describes `lazaret dlq|quarantine|hold`.
+type failureCommand struct {
+	name        string
+	destination premis.Destination
+	queue       string
+	subcommands map[string]bool
+}
+
+var failureCommands = map[string]failureCommand{
+	"dlq":        {"dlq", premis.DeadLetter, ingest.QueueIngest, map[string]bool{"ls": true, "show": true, "replay": true, "redrive": true, "discard": true}},
+	"quarantine": {"quarantine", premis.Quarantined, ingest.QueueQuarantine, map[string]bool{"ls": true, "show": true, "replay": true, "discard": true, "reconcile": true}},
+	"hold":       {"hold", premis.AuditHold, ingest.QueueAuditHold, map[string]bool{"ls": true, "show": true, "release": true, "reject": true}},
+}
+
+func defaultOperator() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
 	}
-	fs := flag.NewFlagSet(queue+" "+args[0], flag.ContinueOnError)
+	return "unknown"
+}
+
+func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || !fc.subcommands[args[0]] {
+		return usageErr("%s: want one of %v", fc.name, keys(fc.subcommands))
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet(fc.name+" "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "one JSON object per line")
-	dry := fs.Bool("dry-run", false, "say what would be replayed, replay nothing")
+	class := fs.String("class", "", "only this class")
+	code := fs.String("code", "", "only this failure code")
+	kind := fs.String("kind", "", "only this kind (tiff, edifact)")
+	batch := fs.String("batch", "", "only this batch")
+	since := fs.Duration("since", 0, "only failures newer than this (e.g. 24h)")
+	limit := fs.Int("limit", 0, "at most this many")
+	operator := fs.String("operator", defaultOperator(), "who acts (recorded in the PREMIS event)")
+	reason := fs.String("reason", "", "why (recorded in the PREMIS event)")
+	file := fs.String("file", "", "replay with this corrected file")
+	rate := fs.Float64("rate", 10, "redrive: items per second")
+	force := fs.Bool("force", false, "redrive: even items that still fail the same way")
+	dry := fs.Bool("dry-run", false, "say what would happen, change nothing")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args[1:], "redis", "ledger", "policy", "edi"); err != nil {
+	if err := cfg.bind(fs, args[1:], "redis", "ledger", "policy", "master", "edi"); err != nil {
 		return err
 	}
 	opt, err := cfg.redis()
 	if err != nil {
 		return err
 	}
+	ledger, err := cfg.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer ledger.Close()
 	insp := asynq.NewInspector(opt)
 	defer insp.Close()
-	switch args[0] {
-	case "ls":
-		parked, err := ingest.ListParked(insp, queue)
-		printParked(stdout, parked, *asJSON)
-		return err
-	case "reconcile":
-		if queue != ingest.QueueQuarantine {
-			return usageErr("reconcile works on the quarantine queue")
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	w := cfg.worker(ledger, client, cfg.logger(stderr))
+	ops := &ingest.Operations{Worker: w, Inspector: insp}
+	filter := ingest.FailureFilter{Class: premis.Class(*class), Code: *code, Kind: *kind, BatchID: *batch, Destination: fc.destination, Limit: *limit}
+	if *since > 0 {
+		filter.Since = time.Now().Add(-*since)
+	}
+	needID := func() (string, error) {
+		if fs.NArg() != 1 {
+			return "", usageErr("%s %s: want exactly one ID (from %s ls)", fc.name, sub, fc.name)
 		}
-		ledger, err := cfg.openLedger(ctx)
+		return fs.Arg(0), nil
+	}
+	enc := json.NewEncoder(stdout)
+	switch sub {
+	case "ls":
+		list, err := ingest.Failures(ctx, ledger, filter)
 		if err != nil {
 			return err
 		}
-		defer ledger.Close()
-		client := asynq.NewClient(opt)
-		defer client.Close()
-		w := cfg.worker(ledger, client, cfg.logger(os.Stderr))
-		ds, err := w.ReconcileQuarantine(ctx, insp, *dry)
-		enc := json.NewEncoder(stdout)
-		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		if !*asJSON {
-			fmt.Fprintln(tw, "ID\tOBJECT\tCODE\tACTION\tDETAIL")
+		if *asJSON {
+			for _, f := range list {
+				enc.Encode(f)
+			}
+			return nil
 		}
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tOBJECT\tKIND\tCLASS\tCODE\tOFFSET\tATTEMPT\tAT")
+		for _, f := range list {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", f.ID, f.ObjectID, f.Kind, f.Class, f.Code, int64OrDash(f.Offset), f.Attempt, f.At.Format(time.RFC3339))
+		}
+		return tw.Flush()
+	case "show":
+		id, err := needID()
+		if err != nil {
+			return err
+		}
+		f, history, ferr := ingest.GetFailure(ctx, ledger, id)
+		if history == nil {
+			return &exitError{code: 1, err: ferr}
+		}
+		state := ops.BrokerState(f)
+		if *asJSON {
+			for i := range history {
+				history[i].Envelope = nil
+			}
+			return enc.Encode(map[string]any{"failure": f, "open": ferr == nil, "broker": state, "history": history})
+		}
+		fmt.Fprintf(stdout, "failure %s\n  object   %s (batch %s, %s)\n  class    %s\n  code     %s\n  where    offset %s page %s segment %d element %d:%d\n  message  %s\n  broker   %s\n",
+			f.ID, f.ObjectID, f.BatchID, f.Kind, f.Class, f.Code, int64OrDash(f.Offset), intOrDash(f.Page), f.Segment, f.Element, f.Component, f.Message, state)
+		if ferr != nil {
+			fmt.Fprintf(stdout, "  status   %v\n", ferr)
+		}
+		fmt.Fprintln(stdout, "history:")
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		for _, e := range history {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\tattempt %d\t%s\t%s\n", e.DateTime.Format(time.RFC3339), e.Type, e.Outcome, dash(string(e.Destination)), dash(e.Code), e.Attempt, dash(e.Operator), e.Note)
+		}
+		return tw.Flush()
+	case "replay", "release":
+		id, err := needID()
+		if err != nil {
+			return err
+		}
+		env, err := ops.Replay(ctx, id, ingest.ReplayOptions{Operator: *operator, Reason: *reason, File: *file})
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		fmt.Fprintf(stdout, "replayed %s as task %s (attempt %d, replay of %s)\n", env.ObjectID, env.TaskID(), env.Attempt, env.ReplayOf)
+		return nil
+	case "discard", "reject":
+		id, err := needID()
+		if err != nil {
+			return err
+		}
+		if *reason == "" {
+			return usageErr("%s %s: --reason is required", fc.name, sub)
+		}
+		del, err := ops.Discard(ctx, id, *operator, *reason)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		fmt.Fprintf(stdout, "discarded %s (event %s, operator %s)\n", del.ObjectID, del.ID, del.Operator)
+		return nil
+	case "redrive":
+		counts := map[string]int{}
+		_, err := ops.Redrive(ctx, ingest.RedriveOptions{Filter: filter, Rate: *rate, Limit: *limit, Force: *force, Operator: *operator, DryRun: *dry,
+			Progress: func(d ingest.RedriveDecision) {
+				counts[d.Action]++
+				if *asJSON {
+					enc.Encode(map[string]any{"id": d.Failure.ID, "object_id": d.Failure.ObjectID, "action": d.Action, "detail": d.Detail, "dry_run": *dry})
+				} else {
+					fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\n", d.Failure.ID, d.Failure.ObjectID, d.Action, d.Detail)
+				}
+			}})
+		if !*asJSON {
+			fmt.Fprintf(stdout, "redriven %d, held at the ceiling %d, unchanged %d, errors %d\n", counts["redriven"], counts["held"], counts["unchanged"], counts["error"])
+		}
+		return err
+	case "reconcile":
+		ds, err := w.ReconcileQuarantine(ctx, insp, *dry)
 		replayed := 0
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 		for _, d := range ds {
 			if d.Action == "replayed" {
 				replayed++
 			}
 			if *asJSON {
-				enc.Encode(map[string]any{"id": d.Parked.TaskID, "object_id": d.Parked.Held.Envelope.ObjectID, "code": d.Parked.Held.Code,
-					"action": d.Action, "detail": d.Detail, "dry_run": *dry})
+				enc.Encode(map[string]any{"id": d.Parked.Held.EventID, "task_id": d.Parked.TaskID, "object_id": d.Parked.Held.Envelope.ObjectID,
+					"code": d.Parked.Held.Code, "action": d.Action, "detail": d.Detail, "dry_run": *dry})
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Parked.TaskID, d.Parked.Held.Envelope.ObjectID, d.Parked.Held.Code, d.Action, d.Detail)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Parked.Held.EventID, d.Parked.Held.Envelope.ObjectID, d.Parked.Held.Code, d.Action, d.Detail)
 		}
 		tw.Flush()
 		if !*asJSON {
@@ -74,23 +194,107 @@ func runParked(ctx context.Context, queue string, args []string, stdout, stderr 
 		}
 		return err
 	}
-	return usageErr("%s: unknown subcommand %q", queue, args[0])
+	return nil
 }
 
-func printParked(w io.Writer, parked []ingest.Parked, asJSON bool) {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		for _, p := range parked {
-			enc.Encode(map[string]any{"id": p.TaskID, "queue": p.Queue, "object_id": p.Held.Envelope.ObjectID, "batch_id": p.Held.Envelope.BatchID,
-				"class": p.Held.Class, "code": p.Held.Code, "offset": p.Held.Offset, "page": p.Held.Page, "attempt": p.Held.Attempt,
-				"event_id": p.Held.EventID, "registry": p.Held.Registry, "message": p.Held.Message})
-		}
-		return
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
 	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tOBJECT\tCLASS\tCODE\tOFFSET\tATTEMPT")
-	for _, p := range parked {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", p.TaskID, p.Held.Envelope.ObjectID, p.Held.Class, p.Held.Code, int64OrDash(p.Held.Offset), p.Held.Attempt)
+	return out
+}
+
+// runBatch serves `lazaret batch status ID`.
+func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "status" {
+		return usageErr("batch: want: batch status ID")
+	}
+	fs := flag.NewFlagSet("batch status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	cfg := defaultConfig()
+	if err := cfg.bind(fs, args[1:], "ledger"); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErr("batch status: want exactly one batch ID")
+	}
+	if _, err := os.Stat(cfg.Ledger); err != nil {
+		return usageErr("ledger %s: %v", cfg.Ledger, err)
+	}
+	l, err := cfg.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	items, err := ingest.BatchStatus(ctx, l, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return &exitError{code: 1, err: fmt.Errorf("batch %s: nothing in the ledger", fs.Arg(0))}
+	}
+	counts := map[premis.Destination]int{}
+	enc := json.NewEncoder(stdout)
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	if !*asJSON {
+		fmt.Fprintln(tw, "OBJECT\tKIND\tDESTINATION\tCLASS\tCODE\tATTEMPT\tEVENT")
+	}
+	for _, it := range items {
+		counts[it.Destination]++
+		if *asJSON {
+			enc.Encode(it)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", it.ObjectID, it.Kind, it.Destination, dash(string(it.Class)), dash(it.Code), it.Attempt, it.EventID)
 	}
 	tw.Flush()
+	if !*asJSON {
+		fmt.Fprintf(stdout, "%d items: %d accepted, %d retrying, %d dead-letter, %d quarantine, %d audit-hold, %d replayed, %d discarded\n", len(items),
+			counts[premis.Accepted], counts[premis.Retry], counts[premis.DeadLetter], counts[premis.Quarantined], counts[premis.AuditHold], counts[premis.Replayed], counts[premis.Discarded])
+	}
+	return nil
+}
+
+// runReconcileBroker serves `lazaret reconcile-broker`: archived tasks with
+// no ledger event are recorded; ledger dead letters whose task the broker no
+// longer holds are reported (they stay listable and replayable).
+func runReconcileBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("reconcile-broker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := defaultConfig()
+	if err := cfg.bind(fs, args, "redis", "ledger"); err != nil {
+		return err
+	}
+	opt, err := cfg.redis()
+	if err != nil {
+		return err
+	}
+	ledger, err := cfg.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer ledger.Close()
+	insp := asynq.NewInspector(opt)
+	defer insp.Close()
+	w := cfg.worker(ledger, nil, cfg.logger(stderr))
+	n, err := w.ReconcileArchived(ctx, insp)
+	if err != nil {
+		return err
+	}
+	ops := &ingest.Operations{Worker: w, Inspector: insp}
+	fsl, err := ingest.Failures(ctx, ledger, ingest.FailureFilter{})
+	if err != nil {
+		return err
+	}
+	missing := 0
+	for _, f := range fsl {
+		if st := ops.BrokerState(f); len(st) >= 7 && st[:7] == "missing" {
+			missing++
+			fmt.Fprintf(stdout, "%s\t%s\t%s\tnot in the broker: replayable from the ledger\n", f.ID, f.ObjectID, f.Destination)
+		}
+	}
+	fmt.Fprintf(stdout, "%d archived task(s) recorded in the ledger; %d open failure(s) no longer in the broker\n", n, missing)
+	return nil
 }
