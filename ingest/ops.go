@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/validate"
 )
 
 // Failure is an item whose latest outcome in the ledger is a failure
@@ -403,4 +404,53 @@ func BatchStatus(ctx context.Context, l premis.Ledger, batchID string) ([]ItemSt
 			EventID: e.ID, Attempt: e.Attempt, At: e.DateTime})
 	}
 	return out, nil
+}
+
+// QueueStats is the size of each of Lazaret's queues by task state.
+type QueueStats struct {
+	Queue                                                 string
+	Pending, Active, Scheduled, Retry, Archived, Complete int
+}
+
+// Stats reads the depth of the ingest, quarantine and audit-hold queues. A
+// queue that was never used reads as empty.
+func (o *Operations) Stats() ([]QueueStats, error) {
+	var out []QueueStats
+	known, err := o.Inspector.Queues()
+	if err != nil {
+		return nil, err
+	}
+	exists := map[string]bool{}
+	for _, q := range known {
+		exists[q] = true
+	}
+	for _, q := range []string{QueueIngest, QueueQuarantine, QueueAuditHold} {
+		if !exists[q] {
+			out = append(out, QueueStats{Queue: q})
+			continue
+		}
+		info, err := o.Inspector.GetQueueInfo(q)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, QueueStats{Queue: q, Pending: info.Pending, Active: info.Active, Scheduled: info.Scheduled,
+			Retry: info.Retry, Archived: info.Archived, Complete: info.Completed})
+	}
+	return out, nil
+}
+
+// Ping reports whether the broker answers.
+func (o *Operations) Ping() error {
+	_, err := o.Inspector.Queues()
+	return err
+}
+
+// Submit checks and enqueues the manifest at path (read where the server
+// runs: payloads travel by reference).
+func (o *Operations) Submit(ctx context.Context, manifestPath string) (*SubmitResult, error) {
+	m, dir, err := validate.ReadManifest(manifestPath)
+	if err != nil {
+		return nil, err
+	}
+	return Submit(ctx, o.Worker.Broker, m, dir, SubmitOptions{Policy: o.Worker.Policy})
 }

@@ -135,7 +135,7 @@ func (w *Worker) HandleValidate(ctx context.Context, t *asynq.Task) (err error) 
 	}
 	w.log(ctx, env, ev, verr)
 	w.observe(env.Kind, class, dest, ev.Code, start, ev)
-	return toBroker(dest, delay, verr)
+	return toBroker(dest, delay, &summarized{ev: ev, err: verr})
 }
 
 // toBroker is the one adapter from a routing decision to what asynq expects.
@@ -148,6 +148,23 @@ func toBroker(dest premis.Destination, delay time.Duration, err error) error {
 	}
 	return fmt.Errorf("%w: %w", asynq.SkipRetry, err) // archived: the DLQ
 }
+
+// summarized puts class, code and offset in front of the message asynq
+// keeps as the task's last error, so asynqmon and asynq's own tools show
+// them too.
+type summarized struct {
+	ev  *premis.Event
+	err error
+}
+
+func (s *summarized) Error() string {
+	off := "-"
+	if s.ev.Offset != nil {
+		off = fmt.Sprint(*s.ev.Offset)
+	}
+	return fmt.Sprintf("[class=%s code=%s offset=%s event=%s] %v", s.ev.Class, s.ev.Code, off, s.ev.ID, s.err)
+}
+func (s *summarized) Unwrap() error { return s.err }
 
 // check runs validation for one item, turning a panic into a *PanicError.
 // For an interchange it also returns the per-message verdicts.

@@ -56,6 +56,7 @@ Usage:
   lazaret inspect [--json] [--batch MANIFEST] [FILE...]   validate files locally, no queue
   lazaret submit  [--redis URL] MANIFEST                  check a batch manifest and enqueue it
   lazaret worker  [--redis URL] [--ledger DSN]            run workers until SIGINT/SIGTERM
+  lazaret serve   [--listen 127.0.0.1:8080] [--no-worker]  workers + asynqmon + /metrics + /v1/ API
   lazaret events export [--ledger DSN] --format premis-xml [--object ID | --batch ID] [-o FILE]
   lazaret events ls [--ledger DSN] [--batch ID | --object ID] [--json]
   lazaret dlq        ls|show|replay|redrive|discard         dead letters (asynq's archived set)
@@ -91,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runContrl(ctx, args[1:], stdout, stderr)
 	case "dlq", "quarantine", "hold":
 		return runFailures(ctx, failureCommands[args[0]], args[1:], stdout, stderr)
+	case "serve":
+		return runServe(ctx, args[1:], stdout, stderr)
 	case "batch":
 		return runBatch(ctx, args[1:], stdout, stderr)
 	case "reconcile-broker":

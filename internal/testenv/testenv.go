@@ -101,3 +101,38 @@ func ValidatePREMIS(t testing.TB, path string) {
 		t.Fatalf("%s does not validate against premis.xsd: %v\n%s", path, err, out)
 	}
 }
+
+// Chromium returns the path of a headless-capable Chromium, failing under
+// CI and skipping elsewhere when it is not installed.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if InCI() {
+		t.Fatal("chromium (Debian package chromium) is required in CI")
+	}
+	t.Skip("chromium not installed (apt-get install chromium)")
+	return ""
+}
+
+// Headless runs Chromium headless on url with extra arguments (such as
+// --dump-dom or --screenshot=PATH), letting the page's scripts run for up
+// to budget of virtual time, and returns standard output.
+func Headless(t testing.TB, url string, budget time.Duration, args ...string) []byte {
+	t.Helper()
+	bin := Chromium(t)
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+		"--user-data-dir=" + t.TempDir(), "--virtual-time-budget=" + strconv.Itoa(int(budget/time.Millisecond)), "--window-size=1400,1000"}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(append(base, args...), url)...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %v: %v", args, err)
+	}
+	return out
+}

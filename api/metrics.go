@@ -1,0 +1,89 @@
+// Package api is Lazaret's HTTP face: the JSON API under /v1/, health
+// checks, Prometheus metrics and dead-letter alerts. It acts through
+// ingest.Operations; the broker stays behind that seam.
+package api
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/lazaret/lazaret/ingest"
+)
+
+// Metrics are Lazaret's Prometheus series.
+type Metrics struct {
+	Registry   *prometheus.Registry
+	failures   *prometheus.CounterVec
+	outcomes   *prometheus.CounterVec
+	events     *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	alertsSent *prometheus.CounterVec
+	alertsDrop prometheus.Counter
+}
+
+// NewMetrics registers the series, plus queue depths read from ops on each
+// scrape, and Go and process collectors.
+func NewMetrics(ops *ingest.Operations) *Metrics {
+	m := &Metrics{Registry: prometheus.NewRegistry()}
+	m.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lazaret_failures_total",
+		Help: "Failures routed, by class, destination and kind."}, []string{"class", "destination", "kind"})
+	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lazaret_outcomes_total",
+		Help: "Routing decisions, by destination and kind (accept included)."}, []string{"destination", "kind"})
+	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lazaret_events_total",
+		Help: "PREMIS events written, by event type and outcome."}, []string{"type", "outcome"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lazaret_processing_seconds",
+		Help: "Time from task start to routing decision.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}, []string{"kind", "destination"})
+	m.alertsSent = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lazaret_alerts_total",
+		Help: "Webhook alerts, by result (sent, failed)."}, []string{"result"})
+	m.alertsDrop = prometheus.NewCounter(prometheus.CounterOpts{Name: "lazaret_alerts_dropped_total",
+		Help: "Alerts not sent because the alert queue was full or the rate limit held them back too long."})
+	m.Registry.MustRegister(m.failures, m.outcomes, m.events, m.duration, m.alertsSent, m.alertsDrop,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if ops != nil {
+		m.Registry.MustRegister(&queueCollector{ops: ops})
+	}
+	return m
+}
+
+// Observe is the ingest.Worker Observe hook.
+func (m *Metrics) Observe(d ingest.Decision) {
+	kind := d.Kind
+	if kind == "" {
+		kind = "unknown"
+	}
+	m.outcomes.WithLabelValues(string(d.Destination), kind).Inc()
+	if d.Class != "" {
+		m.failures.WithLabelValues(string(d.Class), string(d.Destination), kind).Inc()
+	}
+	m.duration.WithLabelValues(kind, string(d.Destination)).Observe(d.Duration.Seconds())
+	for _, e := range d.Events {
+		m.events.WithLabelValues(string(e.Type), string(e.Outcome)).Inc()
+	}
+}
+
+var queueDepth = prometheus.NewDesc("lazaret_queue_depth", "Tasks in Lazaret's queues by state (archived = the dead-letter queue).",
+	[]string{"queue", "state"}, nil)
+
+var brokerUp = prometheus.NewDesc("lazaret_broker_up", "1 when the broker answered the last scrape.", nil, nil)
+
+// queueCollector reads queue depths from the broker at scrape time.
+type queueCollector struct{ ops *ingest.Operations }
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueDepth
+	ch <- brokerUp
+}
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	stats, err := c.ops.Stats()
+	up := 1.0
+	if err != nil {
+		up = 0
+	}
+	ch <- prometheus.MustNewConstMetric(brokerUp, prometheus.GaugeValue, up)
+	for _, s := range stats {
+		for state, n := range map[string]int{"pending": s.Pending, "active": s.Active, "scheduled": s.Scheduled, "retry": s.Retry, "archived": s.Archived} {
+			ch <- prometheus.MustNewConstMetric(queueDepth, prometheus.GaugeValue, float64(n), s.Queue, state)
+		}
+	}
+}

@@ -1,0 +1,286 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/premis"
+)
+
+// Server is the HTTP API.
+type Server struct {
+	Ops      *ingest.Operations
+	Metrics  *Metrics
+	Token    string // bearer token for mutating calls; empty disables them
+	Software premis.Software
+	Logger   *slog.Logger
+	// Monitoring, when set, is mounted at /monitoring/ (asynqmon).
+	Monitoring http.Handler
+}
+
+// Handler returns the routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.ready)
+	if s.Metrics != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
+	}
+	if s.Monitoring != nil {
+		mux.Handle("/monitoring/", s.Monitoring)
+	}
+	mux.HandleFunc("POST /v1/batches", s.mutating(s.submit))
+	mux.HandleFunc("GET /v1/batches/{id}", s.batch)
+	mux.HandleFunc("GET /v1/batches/{id}/premis", s.premisXML("batch"))
+	mux.HandleFunc("GET /v1/objects/{id}/premis", s.premisXML("object"))
+	mux.HandleFunc("GET /v1/failures", s.failures)
+	mux.HandleFunc("GET /v1/failures/{id}", s.failure)
+	mux.HandleFunc("POST /v1/failures/{id}/replay", s.mutating(s.replay))
+	mux.HandleFunc("POST /v1/failures/{id}/discard", s.mutating(s.discard))
+	mux.HandleFunc("GET /v1/queues", s.queues)
+	return mux
+}
+
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
+	if code >= 500 && s.Logger != nil {
+		s.Logger.Error("api error", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	}
+	writeJSON(w, code, apiError{Error: err.Error()})
+}
+
+// mutating requires the configured bearer token.
+func (s *Server) mutating(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.Token == "" {
+			s.fail(w, r, http.StatusForbidden, errors.New("mutating calls are disabled: configure api_token"))
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lazaret"`)
+			s.fail(w, r, http.StatusUnauthorized, errors.New("missing or wrong bearer token"))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		h(w, r)
+	}
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	status := map[string]string{"broker": "ok", "ledger": "ok"}
+	code := http.StatusOK
+	if err := s.Ops.Ping(); err != nil {
+		status["broker"], code = err.Error(), http.StatusServiceUnavailable
+	}
+	if err := s.Ops.Worker.Ledger.Ping(ctx); err != nil {
+		status["ledger"], code = err.Error(), http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, status)
+}
+
+func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Manifest string `json:"manifest"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Manifest == "" {
+		s.fail(w, r, http.StatusBadRequest, errors.New(`want {"manifest": "/path/to/manifest.json"} (the manifest and its files are read where the server runs)`))
+		return
+	}
+	res, err := s.Ops.Submit(r.Context(), req.Manifest)
+	if err != nil {
+		s.fail(w, r, http.StatusUnprocessableEntity, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, res)
+}
+
+func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
+	items, err := ingest.BatchStatus(r.Context(), s.Ops.Worker.Ledger, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if len(items) == 0 {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("batch %s: nothing in the ledger", r.PathValue("id")))
+		return
+	}
+	counts := map[premis.Destination]int{}
+	for _, it := range items {
+		counts[it.Destination]++
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"batch_id": r.PathValue("id"), "items": items, "counts": counts})
+}
+
+func (s *Server) premisXML(by string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f := premis.Filter{ObjectID: r.PathValue("id")}
+		if by == "batch" {
+			f = premis.Filter{BatchID: r.PathValue("id")}
+		}
+		evs, err := s.Ops.Worker.Ledger.Events(r.Context(), f)
+		if err != nil {
+			s.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		if len(evs) == 0 {
+			s.fail(w, r, http.StatusNotFound, fmt.Errorf("%s %s: no events", by, r.PathValue("id")))
+			return
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		if err := premis.WriteXML(w, evs, s.Software); err != nil && s.Logger != nil {
+			s.Logger.Error("premis export", slog.String("error", err.Error()))
+		}
+	}
+}
+
+func (s *Server) failures(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := ingest.FailureFilter{Class: premis.Class(q.Get("class")), Code: q.Get("code"), Kind: q.Get("kind"), BatchID: q.Get("batch"),
+		Destination: premis.Destination(q.Get("destination"))}
+	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				s.fail(w, r, http.StatusBadRequest, fmt.Errorf("%s: want RFC 3339 time: %v", name, err))
+				return
+			}
+			*dst = t
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			s.fail(w, r, http.StatusBadRequest, fmt.Errorf("limit %q", v))
+			return
+		}
+		f.Limit = n
+	}
+	if f.Class != "" && !f.Class.Valid() {
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("class %q: want one of %v", f.Class, premis.Classes()))
+		return
+	}
+	list, err := ingest.Failures(r.Context(), s.Ops.Worker.Ledger, f)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if list == nil {
+		list = []ingest.Failure{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"failures": list, "count": len(list)})
+}
+
+func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
+	f, history, err := ingest.GetFailure(r.Context(), s.Ops.Worker.Ledger, r.PathValue("id"))
+	if history == nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, premis.ErrNotFound) {
+			code = http.StatusNotFound
+		}
+		s.fail(w, r, code, err)
+		return
+	}
+	for i := range history {
+		history[i].Envelope = nil
+	}
+	out := map[string]any{"failure": f, "open": err == nil, "broker": s.Ops.BrokerState(f), "history": history}
+	if err != nil {
+		out["status"] = err.Error()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type actionRequest struct {
+	Operator string `json:"operator"`
+	Reason   string `json:"reason"`
+	File     string `json:"file,omitempty"`
+}
+
+func (s *Server) action(w http.ResponseWriter, r *http.Request) (actionRequest, bool) {
+	var req actionRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf(`want {"operator": "...", "reason": "..."}: %v`, err))
+		return req, false
+	}
+	if req.Operator == "" {
+		s.fail(w, r, http.StatusBadRequest, errors.New("operator is required: every action is a PREMIS event naming who did it"))
+		return req, false
+	}
+	return req, true
+}
+
+func (s *Server) actionErr(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, premis.ErrNotFound):
+		s.fail(w, r, http.StatusNotFound, err)
+	case errors.Is(err, ingest.ErrNotOpen):
+		s.fail(w, r, http.StatusConflict, err)
+	default:
+		s.fail(w, r, http.StatusUnprocessableEntity, err)
+	}
+}
+
+func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
+	req, ok := s.action(w, r)
+	if !ok {
+		return
+	}
+	env, err := s.Ops.Replay(r.Context(), r.PathValue("id"), ingest.ReplayOptions{Operator: req.Operator, Reason: req.Reason, File: req.File})
+	if err != nil {
+		s.actionErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"task_id": env.TaskID(), "object_id": env.ObjectID, "attempt": env.Attempt, "replay_of": env.ReplayOf})
+}
+
+func (s *Server) discard(w http.ResponseWriter, r *http.Request) {
+	req, ok := s.action(w, r)
+	if !ok {
+		return
+	}
+	if req.Reason == "" {
+		s.fail(w, r, http.StatusBadRequest, errors.New("reason is required"))
+		return
+	}
+	ev, err := s.Ops.Discard(r.Context(), r.PathValue("id"), req.Operator, req.Reason)
+	if err != nil {
+		s.actionErr(w, r, err)
+		return
+	}
+	ev.Envelope = nil
+	writeJSON(w, http.StatusOK, ev)
+}
+
+func (s *Server) queues(w http.ResponseWriter, r *http.Request) {
+	stats, err := s.Ops.Stats()
+	if err != nil {
+		s.fail(w, r, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, stats)
+}

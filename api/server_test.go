@@ -1,0 +1,287 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/lazaret/lazaret/api"
+	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/sqlite"
+	"github.com/lazaret/lazaret/validate"
+)
+
+const redisDB = 14
+
+type env struct {
+	t       *testing.T
+	srv     *httptest.Server
+	ops     *ingest.Operations
+	metrics *api.Metrics
+	ledger  premis.Ledger
+	batch   *fixtures.Batch
+	alerts  chan api.Alert
+}
+
+func setup(t *testing.T, token string) *env {
+	t.Helper()
+	url := testenv.Redis(t, redisDB)
+	ro, _ := asynq.ParseRedisURI(url)
+	dir := t.TempDir()
+	l, err := sqlite.Open(context.Background(), filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, insp := asynq.NewClient(ro), asynq.NewInspector(ro)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := ingest.DefaultPolicy()
+	p.RetryBase = 100 * time.Millisecond
+	w := &ingest.Worker{Ledger: l, Broker: client, Policy: p, Master: validate.DefaultMasterPolicy(), EDI: validate.DefaultEDIRules(),
+		Software: premis.Software{Name: "lazaret", Version: "test"}, Logger: log}
+	ops := &ingest.Operations{Worker: w, Inspector: insp}
+	e := &env{t: t, ops: ops, ledger: l, metrics: api.NewMetrics(ops), alerts: make(chan api.Alert, 100)}
+	hook := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var a api.Alert
+		json.NewDecoder(r.Body).Decode(&a)
+		e.alerts <- a
+	}))
+	alerter := &api.Alerter{URL: hook.URL, Limit: 100, Logger: log, Metrics: e.metrics}
+	alerter.Start(context.Background())
+	w.Observe = func(d ingest.Decision) { e.metrics.Observe(d); alerter.Observe(d) }
+	srv, mux := ingest.NewServer(ro, w, ingest.ServerConfig{Concurrency: 2, PollInterval: 50 * time.Millisecond})
+	if err := srv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	s := &api.Server{Ops: ops, Metrics: e.metrics, Token: token, Software: w.Software, Logger: log}
+	e.srv = httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		e.srv.Close()
+		srv.Shutdown()
+		alerter.Stop()
+		hook.Close()
+		client.Close()
+		insp.Close()
+		l.Close()
+	})
+	if e.batch, err = fixtures.WriteArchiveBatch(filepath.Join(dir, "batch")); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) do(method, path, token string, body any) (int, map[string]any) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, e.srv.URL+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func (e *env) waitSettled() {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		items, _ := ingest.BatchStatus(context.Background(), e.ledger, e.batch.BatchID)
+		done := 0
+		for _, it := range items {
+			if it.Destination.Terminal() {
+				done++
+			}
+		}
+		if done == len(e.batch.Order) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.t.Fatal("batch did not settle")
+}
+
+// scrape returns the value of one series in /metrics.
+func (e *env) scrape(series string) float64 {
+	e.t.Helper()
+	resp, err := http.Get(e.srv.URL + "/metrics")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if name, v, ok := strings.Cut(sc.Text(), " "); ok && name == series {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
+}
+
+func TestAPI(t *testing.T) {
+	const token = "s3cret"
+	e := setup(t, token)
+	if code, _ := e.do("GET", "/healthz", "", nil); code != 200 {
+		t.Fatalf("healthz %d", code)
+	}
+	if code, body := e.do("GET", "/readyz", "", nil); code != 200 {
+		t.Fatalf("readyz %d %v", code, body)
+	}
+	structural := `lazaret_failures_total{class="structural",destination="dead-letter",kind="tiff"}`
+	before := e.scrape(structural)
+	if code, _ := e.do("POST", "/v1/batches", "", map[string]string{"manifest": e.batch.Manifest}); code != http.StatusUnauthorized {
+		t.Errorf("submit without token: %d", code)
+	}
+	if code, body := e.do("POST", "/v1/batches", token, map[string]string{"manifest": e.batch.Manifest}); code != http.StatusAccepted {
+		t.Fatalf("submit: %d %v", code, body)
+	}
+	e.waitSettled()
+	if after := e.scrape(structural); after-before != 4 {
+		t.Errorf("%s moved by %v, want 4", structural, after-before)
+	}
+	if v := e.scrape(`lazaret_queue_depth{queue="quarantine",state="pending"}`); v != 4 {
+		t.Errorf("quarantine depth %v", v)
+	}
+	if v := e.scrape(`lazaret_events_total{outcome="suc",type="ing"}`); v != 2 {
+		t.Errorf("ing events %v", v)
+	}
+
+	code, body := e.do("GET", "/v1/failures?class=structural&kind=tiff", "", nil)
+	if code != 200 || body["count"].(float64) != 4 {
+		t.Fatalf("failures: %d %v", code, body["count"])
+	}
+	code, body = e.do("GET", "/v1/failures?code=limit.pixels&destination=quarantine", "", nil)
+	fs := body["failures"].([]any)
+	if code != 200 || len(fs) != 1 {
+		t.Fatalf("failures by code: %d %v", code, body)
+	}
+	bomb := fs[0].(map[string]any)
+	id := bomb["id"].(string)
+	if bomb["offset"].(float64) != 8 || bomb["page"].(float64) != 1 {
+		t.Errorf("bomb position %v %v", bomb["offset"], bomb["page"])
+	}
+	if code, _ := e.do("GET", "/v1/failures?class=nonsense", "", nil); code != 400 {
+		t.Errorf("bad class: %d", code)
+	}
+	code, body = e.do("GET", "/v1/failures/"+id, "", nil)
+	if code != 200 || !strings.Contains(body["broker"].(string), "pending in quarantine") || len(body["history"].([]any)) != 1 {
+		t.Errorf("failure detail: %d %v", code, body)
+	}
+	if code, _ := e.do("GET", "/v1/failures/no-such-id", "", nil); code != 404 {
+		t.Errorf("unknown id: %d", code)
+	}
+	if code, _ := e.do("POST", "/v1/failures/"+id+"/discard", "wrong", map[string]string{"operator": "ana", "reason": "x"}); code != 401 {
+		t.Errorf("wrong token: %d", code)
+	}
+	if code, _ := e.do("POST", "/v1/failures/"+id+"/discard", token, map[string]string{"operator": "ana"}); code != 400 {
+		t.Errorf("discard without reason: %d", code)
+	}
+	code, body = e.do("POST", "/v1/failures/"+id+"/discard", token, map[string]string{"operator": "ana", "reason": "a test scan, not a master"})
+	if code != 200 || body["Type"] != "del" || body["Operator"] != "ana" {
+		t.Errorf("discard: %d %v", code, body)
+	}
+	if code, _ := e.do("POST", "/v1/failures/"+id+"/discard", token, map[string]string{"operator": "ana", "reason": "again"}); code != 409 {
+		t.Errorf("second discard: %d, want 409", code)
+	}
+	// Replay the missing-profile item (it fails the same way again: a new qua).
+	_, body = e.do("GET", "/v1/failures?code=manifest.color_profile.required", "", nil)
+	rid := body["failures"].([]any)[0].(map[string]any)["id"].(string)
+	code, body = e.do("POST", "/v1/failures/"+rid+"/replay", token, map[string]string{"operator": "ana", "reason": "profile added upstream"})
+	if code != 202 || body["attempt"].(float64) != 2 {
+		t.Errorf("replay: %d %v", code, body)
+	}
+	code, body = e.do("GET", "/v1/batches/"+e.batch.BatchID, "", nil)
+	if code != 200 || len(body["items"].([]any)) != 10 {
+		t.Errorf("batch: %d %v", code, body)
+	}
+	resp, err := http.Get(e.srv.URL + "/v1/objects/master-truncated-p3/premis")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("premis: %v %v", err, resp)
+	}
+	xmlPath := filepath.Join(t.TempDir(), "o.xml")
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	os.WriteFile(xmlPath, b, 0o644)
+	testenv.ValidatePREMIS(t, xmlPath)
+
+	// Every dead letter and quarantine arrival reached the webhook.
+	got := map[string]int{}
+	timeout := time.After(10 * time.Second)
+	for got["dead-letter"] < 4 || got["quarantine"] < 4 {
+		select {
+		case a := <-e.alerts:
+			got[string(a.Destination)]++
+		case <-timeout:
+			t.Fatalf("alerts received %v", got)
+		}
+	}
+}
+
+func TestMutationsAreOffWithoutAToken(t *testing.T) {
+	e := setup(t, "")
+	if code, body := e.do("POST", "/v1/batches", "anything", map[string]string{"manifest": e.batch.Manifest}); code != http.StatusForbidden {
+		t.Errorf("submit with no token configured: %d %v", code, body)
+	}
+}
+
+func TestAlerterNeverBlocks(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	hook := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond)
+		mu.Lock()
+		n++
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	m := api.NewMetrics(nil)
+	a := &api.Alerter{URL: hook.URL, Limit: 1000, Metrics: m}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.Start(ctx)
+	start := time.Now()
+	for i := 0; i < 3000; i++ {
+		a.Observe(ingest.Decision{Events: []*premis.Event{{ID: strconv.Itoa(i), Destination: premis.DeadLetter}}})
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("3000 alerts took %s to hand over: the worker would block", d)
+	}
+	cancel() // abandon what is queued: Stop must not wait for 3000 slow posts
+	a.Stop()
+	mfs, _ := m.Registry.Gather()
+	dropped := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == "lazaret_alerts_dropped_total" {
+			dropped = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if dropped == 0 {
+		t.Error("a full alert queue must count what it drops")
+	}
+}

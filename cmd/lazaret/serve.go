@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
+
+	"github.com/lazaret/lazaret/api"
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/premis"
+)
+
+// runServe runs the workers (unless --no-worker) and the HTTP server:
+// asynqmon at /monitoring/, /metrics, /healthz, /readyz and the /v1/ API.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on (loopback unless told otherwise)")
+	noWorker := fs.Bool("no-worker", false, "serve the API and monitoring only")
+	token := fs.String("api-token", os.Getenv("LAZARET_API_TOKEN"), "bearer token for mutating API calls (env LAZARET_API_TOKEN); empty disables them")
+	webhook := fs.String("webhook", os.Getenv("LAZARET_WEBHOOK_URL"), "POST a JSON alert here for every dead letter, quarantine and audit-hold arrival")
+	writable := fs.Bool("monitoring-writable", false, "let asynqmon change tasks (it is read-only by default)")
+	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often the broker is reconciled with the ledger and registries reloaded")
+	cfg := defaultConfig()
+	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master", "edi"); err != nil {
+		return err
+	}
+	log := cfg.logger(os.Stderr)
+	opt, err := cfg.redis()
+	if err != nil {
+		return err
+	}
+	ledger, err := cfg.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer ledger.Close()
+	srv, stop, err := newServer(ctx, &cfg, opt, ledger, log, serveOptions{token: *token, webhook: *webhook, writable: *writable,
+		worker: !*noWorker, reconcileEvery: *reconcileEvery})
+	if err != nil {
+		return err
+	}
+	defer stop()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("serving", slog.String("listen", ln.Addr().String()), slog.Bool("worker", !*noWorker), slog.Bool("api_writable", *token != ""),
+		slog.String("version", version))
+	fmt.Fprintf(stdout, "lazaret serving on http://%s (monitoring at /monitoring/)\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}
+
+type serveOptions struct {
+	token, webhook string
+	writable       bool
+	worker         bool
+	reconcileEvery time.Duration
+}
+
+// newServer wires the HTTP handler and, with o.worker, the workers.
+func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger premis.Ledger, log *slog.Logger, o serveOptions) (http.Handler, func(), error) {
+	insp := asynq.NewInspector(opt)
+	client := asynq.NewClient(opt)
+	w := cfg.worker(ledger, client, log)
+	ops := &ingest.Operations{Worker: w, Inspector: insp}
+	metrics := api.NewMetrics(ops)
+	observers := []func(ingest.Decision){metrics.Observe}
+	var alerter *api.Alerter
+	if o.webhook != "" {
+		alerter = &api.Alerter{URL: o.webhook, Logger: log, Metrics: metrics}
+		alerter.Start(context.WithoutCancel(ctx))
+		observers = append(observers, alerter.Observe)
+	}
+	observe := func(d ingest.Decision) {
+		for _, f := range observers {
+			f(d)
+		}
+	}
+	stopWorkers := func() {}
+	if o.worker {
+		var err error
+		stopWorkers, err = startWorkers(ctx, cfg, opt, ledger, log, ingest.ServerConfig{Concurrency: cfg.Concurrency}, o.reconcileEvery,
+			func(wk *ingest.Worker) { wk.Observe = observe })
+		if err != nil {
+			insp.Close()
+			client.Close()
+			return nil, nil, err
+		}
+	}
+	mon := asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: opt, ReadOnly: !o.writable,
+		PayloadFormatter: asynqmon.PayloadFormatterFunc(api.PayloadFormatter(ledger))})
+	s := &api.Server{Ops: ops, Metrics: metrics, Token: o.token, Software: software, Logger: log, Monitoring: mon}
+	return s.Handler(), func() {
+		stopWorkers()
+		if alerter != nil {
+			alerter.Stop()
+		}
+		mon.Close()
+		insp.Close()
+		client.Close()
+	}, nil
+}
