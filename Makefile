@@ -22,21 +22,24 @@ demo:
 # official PREMIS schema, the shared corpus), then a short fuzz smoke run.
 test: lint
 	$(GO) test -count=1 ./...
-	$(MAKE) fuzz-smoke FUZZTIME=15s
+	$(MAKE) fuzz-smoke FUZZTIME=10s
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; else echo "staticcheck not installed: skipped (go install honnef.co/go/tools/cmd/staticcheck@latest)"; fi
 
+# Every fuzz target for FUZZTIME each (go test fuzzes one target at a time).
 fuzz-smoke fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZTIME) ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./edifact
+	$(GO) test -run='^$$' -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZTIME) ./edifact
 
 soak:
 	LAZARET_SOAK_ITEMS=$(SOAKITEMS) $(GO) test -count=1 -run='^TestSoak$$' -v ./ingest
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=5x ./validate
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=5x ./validate ./edifact
 
 generate:
 	$(GO) generate ./fixtures

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/postgres"
 	"github.com/lazaret/lazaret/premis/sqlite"
 	"github.com/lazaret/lazaret/validate"
 )
@@ -102,7 +103,7 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 			if err := env("LAZARET_LEDGER", func(v string) error { c.Ledger = v; return nil }); err != nil {
 				return err
 			}
-			fs.StringVar(&c.Ledger, "ledger", c.Ledger, "ledger: an SQLite file path; env LAZARET_LEDGER")
+			fs.StringVar(&c.Ledger, "ledger", c.Ledger, "ledger: an SQLite file path, or postgres://user@host/db for several machines; env LAZARET_LEDGER")
 		case "worker":
 			fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "tasks processed at once")
 		case "edi":
@@ -225,11 +226,27 @@ func (c *Config) redis() (asynq.RedisConnOpt, error) {
 	return opt, nil
 }
 
+func (c *Config) isPostgres() bool {
+	return strings.HasPrefix(c.Ledger, "postgres://") || strings.HasPrefix(c.Ledger, "postgresql://")
+}
+
+// openLedger opens the ledger: a postgres:// URL, or an SQLite file path.
 func (c *Config) openLedger(ctx context.Context) (premis.Ledger, error) {
-	if strings.HasPrefix(c.Ledger, "postgres://") || strings.HasPrefix(c.Ledger, "postgresql://") {
-		return nil, usageErr("ledger %q: the PostgreSQL ledger is not in this build yet; use an SQLite file path", c.Ledger)
+	if c.isPostgres() {
+		return postgres.Open(ctx, c.Ledger)
 	}
 	return sqlite.Open(ctx, strings.TrimPrefix(c.Ledger, "sqlite://"))
+}
+
+// openExistingLedger opens a ledger for reading: an SQLite file must exist
+// already (a typo must not create an empty ledger and report nothing).
+func (c *Config) openExistingLedger(ctx context.Context) (premis.Ledger, error) {
+	if !c.isPostgres() {
+		if _, err := os.Stat(strings.TrimPrefix(c.Ledger, "sqlite://")); err != nil {
+			return nil, usageErr("ledger %s: %v", c.Ledger, err)
+		}
+	}
+	return c.openLedger(ctx)
 }
 
 func (c *Config) logger(w io.Writer) *slog.Logger {

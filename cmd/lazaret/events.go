@@ -83,10 +83,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func queryEvents(ctx context.Context, cfg *Config, f premis.Filter) ([]premis.Event, error) {
-	if _, err := os.Stat(cfg.Ledger); err != nil {
-		return nil, usageErr("ledger %s: %v", cfg.Ledger, err)
-	}
-	l, err := cfg.openLedger(ctx)
+	l, err := cfg.openExistingLedger(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -350,3 +350,43 @@ func TestInspectLogisticsFixtures(t *testing.T) {
 		t.Errorf("contrl: exit %d\n%s", code, contrl)
 	}
 }
+
+// TestWorkerOnPostgres runs submit and worker with the PostgreSQL ledger,
+// as a multi-node deployment would, then exports PREMIS from it.
+func TestWorkerOnPostgres(t *testing.T) {
+	url := testenv.Redis(t, 13)
+	dsn := testenv.Postgres(t)
+	b, err := fixtures.WriteArchiveBatch(filepath.Join(t.TempDir(), "batch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCmd(t, "submit", "--redis", url, b.Manifest); code != 0 {
+		t.Fatalf("submit: %s", stderr)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	t.Setenv("LAZARET_LOG_LEVEL", "error")
+	go func() {
+		done <- run(ctx, []string{"worker", "--redis", url, "--ledger", dsn, "--retry-base", "100ms"}, &bytes.Buffer{}, &bytes.Buffer{})
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _, code := runCmd(t, "batch", "status", "--ledger", dsn, b.BatchID)
+		if code == 0 && strings.Contains(out, "10 items: 2 accepted, 0 retrying, 4 dead-letter, 4 quarantine") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("batch status on PostgreSQL:\n%s", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	xmlPath := filepath.Join(t.TempDir(), "batch.xml")
+	if _, stderr, code := runCmd(t, "events", "export", "--ledger", dsn, "--batch", b.BatchID, "-o", xmlPath); code != 0 {
+		t.Fatalf("export: %s", stderr)
+	}
+	testenv.ValidatePREMIS(t, xmlPath)
+}

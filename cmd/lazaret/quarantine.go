@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/user"
 	"text/tabwriter"
 	"time"
@@ -220,10 +219,7 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() != 1 {
 		return usageErr("batch status: want exactly one batch ID")
 	}
-	if _, err := os.Stat(cfg.Ledger); err != nil {
-		return usageErr("ledger %s: %v", cfg.Ledger, err)
-	}
-	l, err := cfg.openLedger(ctx)
+	l, err := cfg.openExistingLedger(ctx)
 	if err != nil {
 		return err
 	}

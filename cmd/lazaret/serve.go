@@ -35,7 +35,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master", "edi"); err != nil {
 		return err
 	}
-	log := cfg.logger(os.Stderr)
+	log := cfg.logger(stderr)
 	opt, err := cfg.redis()
 	if err != nil {
 		return err

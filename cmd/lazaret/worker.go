@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -23,7 +22,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master", "edi"); err != nil {
 		return err
 	}
-	log := cfg.logger(os.Stderr)
+	log := cfg.logger(stderr)
 	opt, err := cfg.redis()
 	if err != nil {
 		return err

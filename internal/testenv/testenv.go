@@ -5,13 +5,16 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -135,4 +138,46 @@ func Headless(t testing.TB, url string, budget time.Duration, args ...string) []
 		t.Fatalf("chromium %v: %v", args, err)
 	}
 	return out
+}
+
+// PostgresDSN is the test PostgreSQL: LAZARET_TEST_POSTGRES or the local
+// server with trust authentication.
+func PostgresDSN() string {
+	if d := os.Getenv("LAZARET_TEST_POSTGRES"); d != "" {
+		return d
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+// Postgres creates a fresh schema for one test and returns a DSN whose
+// search_path points at it; the schema is dropped afterwards. Fails under CI
+// and skips elsewhere when PostgreSQL does not answer.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, PostgresDSN())
+	if err != nil {
+		if InCI() {
+			t.Fatalf("PostgreSQL (%s) is required in CI: %v", PostgresDSN(), err)
+		}
+		t.Skipf("no PostgreSQL at %s (set LAZARET_TEST_POSTGRES): %v", PostgresDSN(), err)
+	}
+	defer conn.Close(context.Background())
+	name := fmt.Sprintf("lazaret_test_%d_%d", os.Getpid(), time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), PostgresDSN())
+		if err == nil {
+			c.Exec(context.Background(), "DROP SCHEMA "+name+" CASCADE")
+			c.Close(context.Background())
+		}
+	})
+	sep := "?"
+	if strings.Contains(PostgresDSN(), "?") {
+		sep = "&"
+	}
+	return PostgresDSN() + sep + "search_path=" + name
 }

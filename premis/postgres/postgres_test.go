@@ -1,0 +1,82 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/ledgertest"
+	"github.com/lazaret/lazaret/premis/postgres"
+)
+
+func open(t *testing.T) premis.Ledger {
+	t.Helper()
+	l, err := postgres.Open(context.Background(), testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestConformance(t *testing.T) { ledgertest.Run(t, open) }
+
+func TestAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	l, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Append(ctx, ledgertest.Event("obj", premis.Validation, 1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{"UPDATE lazaret_events SET outcome = 'suc'", "DELETE FROM lazaret_events"} {
+		if err := postgres.Exec(ctx, l, stmt); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: err = %v, want the append-only refusal", stmt, err)
+		}
+	}
+}
+
+// TestManyProcessesOneLedger: several ledgers (as on several machines) open
+// the same database at once and append the same redelivered events; each
+// key is stored once.
+func TestManyProcessesOneLedger(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for n := 0; n < 4; n++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := postgres.Open(ctx, dsn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer l.Close()
+			for i := 0; i < 20; i++ {
+				if _, err := l.Append(ctx, ledgertest.Event("shared", premis.Validation, i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	l, _ := postgres.Open(ctx, dsn)
+	defer l.Close()
+	evs, err := l.Events(ctx, premis.Filter{ObjectID: "shared"})
+	if err != nil || len(evs) != 20 {
+		t.Fatalf("%d events (err %v), want 20", len(evs), err)
+	}
+}
