@@ -41,6 +41,19 @@ func (e *RoutingError) Unwrap() error { return e.Err }
 // ordered switch over error types; anything it does not recognise is Unknown
 // (quarantined, so it is seen), never "retry forever".
 func Classify(err error) premis.Class {
+	c, _ := classify(err)
+	return c
+}
+
+// Code is the stable machine code recorded with a failure.
+func Code(err error) string {
+	_, code := classify(err)
+	return code
+}
+
+// classify is the one ordered switch behind Classify and Code, so a class
+// and its code can never disagree.
+func classify(err error) (premis.Class, string) {
 	var (
 		poison   *PoisonError
 		panicErr *PanicError
@@ -58,102 +71,58 @@ func Classify(err error) premis.Class {
 	)
 	switch {
 	case err == nil:
-		return ""
+		return "", ""
 	case errors.As(err, &routing):
-		return premis.Transient
+		return premis.Transient, "routing." + string(routing.Destination)
 	case errors.As(err, &panicErr):
-		return premis.Unknown
-	case errors.As(err, &poison), errors.As(err, &syntax):
-		return premis.Structural
+		return premis.Unknown, "panic"
+	case errors.As(err, &poison):
+		return premis.Structural, "task.undecodable"
+	case errors.As(err, &syntax):
+		return premis.Structural, syntax.Name()
 	case errors.As(err, &rule):
 		switch rule.Tier {
 		case validate.TierStructural:
-			return premis.Structural
+			return premis.Structural, rule.Code
 		case validate.TierRegulatory:
-			return premis.Regulatory
+			return premis.Regulatory, rule.Code
 		}
-		return premis.Semantic
+		return premis.Semantic, rule.Code
 	case errors.As(err, &unsupp):
-		return premis.Semantic
-	case errors.As(err, &fixity), errors.As(err, &tiffErr):
-		return premis.Structural
-	case errors.As(err, &format), errors.As(err, &field), errors.As(err, &policy), errors.As(err, &limit):
-		return premis.Semantic
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return premis.Transient
-	case errors.Is(err, premis.ErrBusy), errors.Is(err, validate.ErrFileChanged):
-		return premis.Transient
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission), errors.Is(err, os.ErrDeadlineExceeded):
-		// The storage is not there yet (mount, copy in progress) or not
-		// readable yet: bounded retries, then the DLQ.
-		return premis.Transient
+		return premis.Semantic, "edifact.unsupported"
+	case errors.As(err, &fixity):
+		return premis.Structural, "fixity." + fixity.Field + "-mismatch"
+	case errors.As(err, &tiffErr):
+		return premis.Structural, tiffErr.Code
+	case errors.As(err, &format):
+		return premis.Semantic, "format.conflict-" + format.Source
+	case errors.As(err, &field):
+		return premis.Semantic, field.Code()
+	case errors.As(err, &policy):
+		return premis.Semantic, policy.Code
+	case errors.As(err, &limit):
+		return premis.Semantic, "limit." + limit.What
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return premis.Transient, "timeout"
+	case errors.Is(err, context.Canceled):
+		return premis.Transient, "canceled"
+	case errors.Is(err, premis.ErrBusy):
+		return premis.Transient, "ledger.busy"
+	case errors.Is(err, validate.ErrFileChanged):
+		return premis.Transient, "io.file-changed"
+	case errors.Is(err, fs.ErrNotExist):
+		// The storage is not there yet (a mount, a copy in progress):
+		// bounded retries, then the DLQ.
+		return premis.Transient, "io.not-found"
+	case errors.Is(err, fs.ErrPermission):
+		return premis.Transient, "io.permission"
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EIO),
 		errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.ESTALE), errors.Is(err, syscall.ETIMEDOUT):
-		return premis.Transient
+		return premis.Transient, "io.unavailable"
 	case errors.As(err, &netErr) && netErr.Timeout():
-		return premis.Transient
+		return premis.Transient, "io.unavailable"
 	}
-	return premis.Unknown
-}
-
-// Code is the stable machine code recorded with a failure.
-func Code(err error) string {
-	var (
-		poison   *PoisonError
-		panicErr *PanicError
-		routing  *RoutingError
-		tiffErr  *validate.TIFFError
-		fixity   *validate.FixityError
-		format   *validate.FormatError
-		field    *validate.FieldError
-		policy   *validate.PolicyError
-		limit    *validate.LimitError
-		rule     *validate.RuleError
-		syntax   *edifact.SyntaxError
-		unsupp   *edifact.UnsupportedError
-	)
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &routing):
-		return "routing." + string(routing.Destination)
-	case errors.As(err, &syntax):
-		return syntax.Name()
-	case errors.As(err, &rule):
-		return rule.Code
-	case errors.As(err, &unsupp):
-		return "edifact.unsupported"
-	case errors.As(err, &panicErr):
-		return "panic"
-	case errors.As(err, &poison):
-		return "task.undecodable"
-	case errors.As(err, &fixity):
-		return "fixity." + fixity.Field + "-mismatch"
-	case errors.As(err, &tiffErr):
-		return tiffErr.Code
-	case errors.As(err, &format):
-		return "format.conflict-" + format.Source
-	case errors.As(err, &field):
-		return field.Code()
-	case errors.As(err, &policy):
-		return policy.Code
-	case errors.As(err, &limit):
-		return "limit." + limit.What
-	case errors.Is(err, fs.ErrNotExist):
-		return "io.not-found"
-	case errors.Is(err, fs.ErrPermission):
-		return "io.permission"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, premis.ErrBusy):
-		return "ledger.busy"
-	case errors.Is(err, validate.ErrFileChanged):
-		return "io.file-changed"
-	}
-	if c := Classify(err); c == premis.Transient {
-		return "io.unavailable"
-	}
-	return "unclassified"
+	return premis.Unknown, "unclassified"
 }
 
 // Location is where in the payload a failure is.

@@ -226,6 +226,19 @@ func (c *Config) redis() (asynq.RedisConnOpt, error) {
 	return opt, nil
 }
 
+// connect parses the Redis URL and opens the ledger.
+func (c *Config) connect(ctx context.Context) (asynq.RedisConnOpt, premis.Ledger, error) {
+	opt, err := c.redis()
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := c.openLedger(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return opt, l, nil
+}
+
 func (c *Config) isPostgres() bool {
 	return strings.HasPrefix(c.Ledger, "postgres://") || strings.HasPrefix(c.Ledger, "postgresql://")
 }

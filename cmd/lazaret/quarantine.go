@@ -61,11 +61,7 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 	if err := cfg.bind(fs, args[1:], "redis", "ledger", "policy", "master", "edi"); err != nil {
 		return err
 	}
-	opt, err := cfg.redis()
-	if err != nil {
-		return err
-	}
-	ledger, err := cfg.openLedger(ctx)
+	opt, ledger, err := cfg.connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -263,11 +259,7 @@ func runReconcileBroker(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err := cfg.bind(fs, args, "redis", "ledger"); err != nil {
 		return err
 	}
-	opt, err := cfg.redis()
-	if err != nil {
-		return err
-	}
-	ledger, err := cfg.openLedger(ctx)
+	opt, ledger, err := cfg.connect(ctx)
 	if err != nil {
 		return err
 	}

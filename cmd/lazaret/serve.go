@@ -36,11 +36,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := cfg.logger(stderr)
-	opt, err := cfg.redis()
-	if err != nil {
-		return err
-	}
-	ledger, err := cfg.openLedger(ctx)
+	opt, ledger, err := cfg.connect(ctx)
 	if err != nil {
 		return err
 	}

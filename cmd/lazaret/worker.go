@@ -23,11 +23,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	log := cfg.logger(stderr)
-	opt, err := cfg.redis()
-	if err != nil {
-		return err
-	}
-	ledger, err := cfg.openLedger(ctx)
+	opt, ledger, err := cfg.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/ledgersql"
 )
 
 var _ premis.Ledger = (*Ledger)(nil)
@@ -95,9 +95,7 @@ func Open(ctx context.Context, dsn string) (*Ledger, error) {
 	return &Ledger{pool: pool}, nil
 }
 
-const columns = `id, key, type, datetime, detail, outcome, note, class, code, message, byte_offset, page,
-	segment, element, component, tag, destination, object_id, batch_id, correlation_id, kind, sha256, size,
-	puid, path, attempt, retries, task_id, replay_of, agent, operator, envelope`
+const columns = ledgersql.Columns
 
 // Append implements premis.Ledger.
 func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, error) {
@@ -121,11 +119,7 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 		return nil, fmt.Errorf("postgres ledger: begin: %w", mapErr(err))
 	}
 	defer tx.Rollback(ctx)
-	ph := make([]string, 32)
-	for i := range ph {
-		ph[i] = fmt.Sprintf("$%d", i+1)
-	}
-	insert := `INSERT INTO lazaret_events (` + columns + `) VALUES (` + strings.Join(ph, ",") + `) ON CONFLICT (key) DO NOTHING`
+	insert := ledgersql.Insert("lazaret_events", pgPlaceholder)
 	inserted := make([]bool, len(events))
 	for i, e := range events {
 		tag, err := tx.Exec(ctx, insert, e.ID, e.Key, string(e.Type), e.DateTime, e.Detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
@@ -149,60 +143,11 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	return inserted, nil
 }
 
+func pgPlaceholder(n int) string { return fmt.Sprintf("$%d", n) }
+
 // Events implements premis.Ledger.
 func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, error) {
-	var where []string
-	var args []any
-	add := func(col string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf("%s $%d", col, len(args)))
-	}
-	if f.ObjectID != "" {
-		add("object_id =", f.ObjectID)
-	}
-	if f.BatchID != "" {
-		add("batch_id =", f.BatchID)
-	}
-	if f.CorrelationID != "" {
-		add("correlation_id =", f.CorrelationID)
-	}
-	if f.Kind != "" {
-		add("kind =", f.Kind)
-	}
-	if f.Code != "" {
-		add("code =", f.Code)
-	}
-	if f.Outcome != "" {
-		add("outcome =", string(f.Outcome))
-	}
-	if f.Class != "" {
-		add("class =", string(f.Class))
-	}
-	if f.Destination != "" {
-		add("destination =", string(f.Destination))
-	}
-	if !f.Since.IsZero() {
-		add("datetime >=", f.Since.UTC())
-	}
-	if !f.Until.IsZero() {
-		add("datetime <", f.Until.UTC())
-	}
-	if len(f.Types) > 0 {
-		ts := make([]string, len(f.Types))
-		for i, t := range f.Types {
-			ts[i] = string(t)
-		}
-		add("type = ANY(", ts)
-		where[len(where)-1] += ")"
-	}
-	q := `SELECT ` + columns + ` FROM lazaret_events`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY seq"
-	if f.Limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", f.Limit)
-	}
+	q, args := ledgersql.Query("lazaret_events", f, pgPlaceholder, func(t time.Time) any { return t })
 	rows, err := l.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres ledger: query: %w", mapErr(err))

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,6 +17,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/ledgersql"
 )
 
 var _ premis.Ledger = (*Ledger)(nil)
@@ -100,9 +100,7 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 	return &Ledger{db: db}, nil
 }
 
-const columns = `id, key, type, datetime, detail, outcome, note, class, code, message, byte_offset, page,
-	segment, element, component, tag, destination, object_id, batch_id, correlation_id, kind, sha256, size,
-	puid, path, attempt, retries, task_id, replay_of, agent, operator, envelope`
+const columns = ledgersql.Columns
 
 // Append implements premis.Ledger.
 func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, error) {
@@ -126,7 +124,7 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 		return nil, fmt.Errorf("sqlite ledger: begin: %w", mapErr(err))
 	}
 	defer tx.Rollback()
-	insert := `INSERT INTO events (` + columns + `) VALUES (` + strings.TrimSuffix(strings.Repeat("?,", 32), ",") + `) ON CONFLICT(key) DO NOTHING`
+	insert := ledgersql.Insert("events", sqlitePlaceholder)
 	inserted := make([]bool, len(events))
 	for i, e := range events {
 		res, err := tx.ExecContext(ctx, insert, e.ID, e.Key, e.Type, e.DateTime.Format(time.RFC3339Nano), e.Detail, e.Outcome,
@@ -152,59 +150,11 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	return inserted, nil
 }
 
+func sqlitePlaceholder(int) string { return "?" }
+
 // Events implements premis.Ledger.
 func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, error) {
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		where = append(where, cond)
-		args = append(args, v)
-	}
-	if f.ObjectID != "" {
-		add("object_id = ?", f.ObjectID)
-	}
-	if f.BatchID != "" {
-		add("batch_id = ?", f.BatchID)
-	}
-	if f.CorrelationID != "" {
-		add("correlation_id = ?", f.CorrelationID)
-	}
-	if f.Kind != "" {
-		add("kind = ?", f.Kind)
-	}
-	if f.Code != "" {
-		add("code = ?", f.Code)
-	}
-	if f.Outcome != "" {
-		add("outcome = ?", f.Outcome)
-	}
-	if f.Class != "" {
-		add("class = ?", f.Class)
-	}
-	if f.Destination != "" {
-		add("destination = ?", f.Destination)
-	}
-	if !f.Since.IsZero() {
-		add("datetime >= ?", f.Since.UTC().Format(time.RFC3339Nano))
-	}
-	if !f.Until.IsZero() {
-		add("datetime < ?", f.Until.UTC().Format(time.RFC3339Nano))
-	}
-	if len(f.Types) > 0 {
-		ph := strings.TrimSuffix(strings.Repeat("?,", len(f.Types)), ",")
-		where = append(where, "type IN ("+ph+")")
-		for _, t := range f.Types {
-			args = append(args, t)
-		}
-	}
-	q := `SELECT ` + columns + ` FROM events`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY seq"
-	if f.Limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", f.Limit)
-	}
+	q, args := ledgersql.Query("events", f, sqlitePlaceholder, func(t time.Time) any { return t.Format(time.RFC3339Nano) })
 	rows, err := l.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: query: %w", mapErr(err))

@@ -1,0 +1,77 @@
+// Package ledgersql holds the SQL the SQLite and PostgreSQL ledgers share:
+// the column list and the translation of a premis.Filter into a WHERE
+// clause. Only the placeholder style and the time representation differ.
+package ledgersql
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lazaret/lazaret/premis"
+)
+
+// Columns lists the event columns in the order both ledgers insert and
+// scan them.
+const Columns = `id, key, type, datetime, detail, outcome, note, class, code, message, byte_offset, page,
+	segment, element, component, tag, destination, object_id, batch_id, correlation_id, kind, sha256, size,
+	puid, path, attempt, retries, task_id, replay_of, agent, operator, envelope`
+
+// NumColumns is the number of entries in Columns.
+const NumColumns = 32
+
+// Query renders a SELECT of Columns from table for f, oldest first.
+// placeholder returns the n-th (1-based) parameter marker; timeArg turns a
+// time into the value the database compares datetimes with.
+func Query(table string, f premis.Filter, placeholder func(n int) string, timeArg func(time.Time) any) (string, []any) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return placeholder(len(args))
+	}
+	eq := func(col, v string) {
+		if v != "" {
+			where = append(where, col+" = "+arg(v))
+		}
+	}
+	eq("object_id", f.ObjectID)
+	eq("batch_id", f.BatchID)
+	eq("correlation_id", f.CorrelationID)
+	eq("kind", f.Kind)
+	eq("code", f.Code)
+	eq("outcome", string(f.Outcome))
+	eq("class", string(f.Class))
+	eq("destination", string(f.Destination))
+	if !f.Since.IsZero() {
+		where = append(where, "datetime >= "+arg(timeArg(f.Since.UTC())))
+	}
+	if !f.Until.IsZero() {
+		where = append(where, "datetime < "+arg(timeArg(f.Until.UTC())))
+	}
+	if len(f.Types) > 0 {
+		ph := make([]string, len(f.Types))
+		for i, t := range f.Types {
+			ph[i] = arg(string(t))
+		}
+		where = append(where, "type IN ("+strings.Join(ph, ", ")+")")
+	}
+	q := "SELECT " + Columns + " FROM " + table
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY seq"
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	return q, args
+}
+
+// Insert renders the idempotent INSERT of one event into table.
+func Insert(table string, placeholder func(n int) string) string {
+	ph := make([]string, NumColumns)
+	for i := range ph {
+		ph[i] = placeholder(i + 1)
+	}
+	return "INSERT INTO " + table + " (" + Columns + ") VALUES (" + strings.Join(ph, ",") + ") ON CONFLICT (key) DO NOTHING"
+}
