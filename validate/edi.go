@@ -93,164 +93,116 @@ func partyName(q string) string {
 var messagesWithoutBGM = map[string]bool{"CONTRL": true, "PAORES": true}
 
 // CheckMessage applies the structural, semantic and regulatory rules to one
-// message. All problems come back joined, structural first, then
-// regulatory, then semantic; warnings are things worth a look that do not
-// fail the message.
+// message, through its view (see ViewOf). All problems come back joined,
+// structural first, then regulatory, then semantic; warnings are things
+// worth a look that do not fail the message.
 func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warnings []Warning, err error) {
+	v := ViewOf(m)
 	var errs []*RuleError
-	at := func(i int, s *edifact.Segment, e, c int) *RuleError {
-		off := s.Offset
-		if e > 0 {
-			off = s.ValueOffset(e, max(c, 1))
-		}
-		return &RuleError{Message: m.Ref, Segment: i + 1, Tag: s.Tag, Element: e, Component: c, Offset: off}
-	}
-	add := func(r *RuleError, tier Tier, code string, syntax int, format string, args ...any) {
-		r.Tier, r.Code, r.Syntax, r.Reason = tier, code, syntax, fmt.Sprintf(format, args...)
-		errs = append(errs, r)
+	add := func(f Field, tier Tier, code string, syntax int, registry string, format string, args ...any) {
+		errs = append(errs, &RuleError{Tier: tier, Code: code, Syntax: syntax, Message: m.Ref, Segment: f.Segment, Tag: f.Tag,
+			Element: f.Element, Component: f.Component, Offset: f.Offset, Registry: registry, Reason: fmt.Sprintf(format, args...)})
 	}
 	if m.Charset != nil {
 		msg := fmt.Sprintf("byte 0x%02x at %d is outside the declared character repertoire", m.Charset.Byte, m.Charset.Offset)
 		if rules.StrictCharset {
-			errs = append(errs, &RuleError{Tier: TierSemantic, Code: "edifact.charset", Syntax: edifact.CodeInvalidCharacter, Message: m.Ref,
-				Segment: m.Charset.Segment, Offset: m.Charset.Offset, Reason: msg})
+			add(Field{Segment: m.Charset.Segment, Offset: m.Charset.Offset}, TierSemantic, "edifact.charset", edifact.CodeInvalidCharacter, "", "%s", msg)
 		} else {
 			off := m.Charset.Offset
 			warnings = append(warnings, Warning{Code: "edifact.charset", Message: fmt.Sprintf("message %s: %s", m.Ref, msg), Offset: &off})
 		}
 	}
-	hasBGM := false
-	parties := map[string]int{}
-	var partyOrder []string
-	type equipment struct {
-		seg    int
-		number string
-		size   string
-		vgm    bool
-		s      *edifact.Segment
-	}
-	var eqd []*equipment
-	for i := range m.Segments {
-		s := &m.Segments[i]
-		switch s.Tag {
-		case "BGM":
-			hasBGM = true
-		case "NAD":
-			q := s.Value(1, 1)
-			if q == "" {
-				add(at(i, s, 1, 1), TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "NAD without a party function qualifier (3035)")
-				continue
-			}
-			if _, seen := parties[q]; !seen {
-				partyOrder = append(partyOrder, q)
-			}
-			parties[q] = i
-		case "LOC":
-			code, list, agency := s.Value(2, 1), s.Value(2, 2), s.Value(2, 3)
-			declared := list == "139" || agency == "6"
-			if !declared && (list != "" || agency != "" || !IsLOCODE(code)) {
-				continue // a terminal, berth or national code: not a UN/LOCODE
-			}
-			switch {
-			case code == "":
-				add(at(i, s, 2, 1), TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "LOC declares a UN/LOCODE but carries none")
-			case !IsLOCODE(code):
-				add(at(i, s, 2, 1), TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", code)
-			case !regs.LOCODE.Has(code):
-				r := at(i, s, 2, 1)
-				r.Registry = regs.LOCODE.Version()
-				add(r, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, "UN/LOCODE %s is not in the registry", code)
-			}
-		case "EQD":
-			if s.Value(1, 1) != "CN" {
-				continue
-			}
-			n := s.Value(2, 1)
-			eqd = append(eqd, &equipment{seg: i, number: n, size: s.Value(3, 1), s: s})
-			if looksLikeContainer(n) {
-				if err := CheckContainer(n); err != nil {
-					add(at(i, s, 2, 1), TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "%v", err)
-				}
-			}
-		case "MEA":
-			if s.Value(1, 1) != "AAE" || s.Value(2, 1) != "VGM" {
-				continue
-			}
-			var eq *equipment
-			if len(eqd) > 0 {
-				eq = eqd[len(eqd)-1]
-				eq.vgm = true
-			}
-			kg, err := massKg(s.Value(3, 1), s.Value(3, 2))
-			if err != nil {
-				add(at(i, s, 3, 2), TierRegulatory, "edifact.vgm.invalid", edifact.CodeInvalidValue, "VGM %v", err)
-				continue
-			}
-			floor, ceil, size := rules.VGMFloorKg, rules.VGMMaxKg, "unknown size"
-			if eq != nil {
-				if f, c, ok := sizeLimits(eq.size); ok {
-					floor, ceil, size = f, c, eq.size
-				}
-			}
-			if kg < floor || kg > ceil {
-				add(at(i, s, 3, 2), TierRegulatory, "edifact.vgm.implausible", edifact.CodeInvalidValue,
-					"VGM %.0f kg is outside %.0f..%.0f kg for %s (SOLAS VI/2)", kg, floor, ceil, size)
-			}
-		case "PIA":
-			for e := 2; e <= s.Elements(); e++ {
-				code, kind := s.Value(e, 1), s.Value(e, 2)
-				if kind != "HS" || code == "" {
-					continue
-				}
-				r := at(i, s, e, 1)
-				switch {
-				case !isDigits(code) || len(code) < 2 || len(code) > 10:
-					add(r, TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "HS code %q is not 2-10 digits", code)
-				case !regs.HS.Has(code[:min(len(code), 6)]):
-					r.Registry = regs.HS.Version()
-					add(r, TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, "HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)])
-				}
-			}
-		case "DTM":
-			if v, f := s.Value(1, 2), s.Value(1, 3); v != "" && !validDate(v, f) {
-				add(at(i, s, 1, 2), TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "date %q does not match format %s", v, f)
-			}
-		}
-	}
-	if !hasBGM && !messagesWithoutBGM[m.Type] {
-		s := &m.Segments[0]
-		r := &RuleError{Message: m.Ref, Segment: 2, Tag: "BGM", Offset: s.Offset}
+	if v.Document == nil && !messagesWithoutBGM[m.Type] {
+		f := Field{Segment: 2, Tag: "BGM", Offset: m.Offset}
 		if len(m.Segments) > 1 {
-			r.Offset = m.Segments[1].Offset
+			f.Offset = m.Segments[1].Offset
 		}
-		add(r, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "mandatory BGM (beginning of message) missing")
+		add(f, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "", "mandatory BGM (beginning of message) missing")
 	}
-	for _, q := range rules.RequiredParties[m.Type] {
-		if _, ok := parties[q]; ok {
+	seen := map[string]bool{}
+	var named []string
+	for _, p := range v.Parties {
+		if p.Qualifier.Value == "" {
+			add(p.Qualifier, TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "", "NAD without a party function qualifier (3035)")
 			continue
 		}
-		r := &RuleError{Message: m.Ref, Segment: 1, Tag: "NAD", Offset: m.Offset}
-		found := []string{}
-		for _, other := range partyOrder {
-			found = append(found, partyName(other))
+		if !seen[p.Qualifier.Value] {
+			named = append(named, partyName(p.Qualifier.Value))
 		}
-		if len(partyOrder) > 0 {
-			i := parties[partyOrder[len(partyOrder)-1]]
-			r = at(i, &m.Segments[i], 1, 1)
-		}
-		add(r, TierSemantic, "edifact.party.missing", edifact.CodeMissing, "%s requires a %s; the message names %s",
-			m.Type, partyName(q), strings.Join(orNone(found), ", "))
+		seen[p.Qualifier.Value] = true
 	}
-	if m.Type == "VERMAS" {
-		if len(eqd) == 0 {
-			add(&RuleError{Message: m.Ref, Segment: 1, Tag: "EQD", Offset: m.Offset}, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing,
-				"VERMAS declares no container")
+	for _, q := range rules.RequiredParties[m.Type] {
+		if seen[q] {
+			continue
 		}
-		for _, eq := range eqd {
-			if !eq.vgm {
-				add(at(eq.seg, eq.s, 2, 1), TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing,
-					"container %s has no verified gross mass (MEA+AAE+VGM)", eq.number)
+		f := Field{Segment: 1, Tag: "NAD", Offset: m.Offset}
+		if len(v.Parties) > 0 {
+			f = v.Parties[len(v.Parties)-1].Qualifier
+		}
+		add(f, TierSemantic, "edifact.party.missing", edifact.CodeMissing, "", "%s requires a %s; the message names %s",
+			m.Type, partyName(q), strings.Join(orNone(named), ", "))
+	}
+	for _, l := range v.Locations {
+		declared := l.CodeList == "139" || l.Agency == "6"
+		code := l.Code.Value
+		if !declared && (l.CodeList != "" || l.Agency != "" || !IsLOCODE(code)) {
+			continue // a terminal, berth or national code: not a UN/LOCODE
+		}
+		switch {
+		case code == "":
+			add(l.Code, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none")
+		case !IsLOCODE(code):
+			add(l.Code, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", code)
+		case !regs.LOCODE.Has(code):
+			add(l.Code, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, regs.LOCODE.Version(), "UN/LOCODE %s is not in the registry", code)
+		}
+	}
+	for _, eq := range v.Equipment {
+		if looksLikeContainer(eq.Number.Value) {
+			if err := CheckContainer(eq.Number.Value); err != nil {
+				add(eq.Number, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err)
 			}
+		}
+		if m.Type == "VERMAS" && len(eq.VGM) == 0 {
+			add(eq.Number, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "container %s has no verified gross mass (MEA+AAE+VGM)", eq.Number.Value)
+		}
+	}
+	if m.Type == "VERMAS" && len(v.Equipment) == 0 {
+		add(Field{Segment: 1, Tag: "EQD", Offset: m.Offset}, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "VERMAS declares no container")
+	}
+	for _, w := range v.Weights {
+		if w.Dimension != "VGM" {
+			continue
+		}
+		kg, err := massKg(w.Unit, w.Value.Value)
+		if err != nil {
+			add(w.Value, TierRegulatory, "edifact.vgm.invalid", edifact.CodeInvalidValue, "", "VGM %v", err)
+			continue
+		}
+		floor, ceil, size := rules.VGMFloorKg, rules.VGMMaxKg, "unknown size"
+		if w.Equipment != nil {
+			if f, c, ok := sizeLimits(w.Equipment.SizeType.Value); ok {
+				floor, ceil, size = f, c, w.Equipment.SizeType.Value
+			}
+		}
+		if kg < floor || kg > ceil {
+			add(w.Value, TierRegulatory, "edifact.vgm.implausible", edifact.CodeInvalidValue, "",
+				"VGM %.0f kg is outside %.0f..%.0f kg for %s (SOLAS VI/2)", kg, floor, ceil, size)
+		}
+	}
+	for _, hs := range v.HSCodes {
+		code := hs.Value
+		switch {
+		case !isDigits(code) || len(code) < 2 || len(code) > 10:
+			add(hs, TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code)
+		case !regs.HS.Has(code[:min(len(code), 6)]):
+			add(hs, TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, regs.HS.Version(),
+				"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)])
+		}
+	}
+	for _, d := range v.Dates {
+		if d.Value.Value != "" && !validDate(d.Value.Value, d.Format) {
+			add(d.Value, TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", d.Value.Value, d.Format)
 		}
 	}
 	rank := map[Tier]int{TierStructural: 0, TierRegulatory: 1, TierSemantic: 2}

@@ -1,0 +1,113 @@
+package validate
+
+import "github.com/lazaret/lazaret/edifact"
+
+// Field is one value taken out of a message, with where it stands:
+// Segment is 1-based in the message (UNH = 1), Element and Component as
+// CONTRL counts them, Offset the byte in the interchange.
+type Field struct {
+	Value     string `json:"value"`
+	Segment   int    `json:"segment"`
+	Tag       string `json:"tag"`
+	Element   int    `json:"element"`
+	Component int    `json:"component,omitempty"`
+	Offset    int64  `json:"offset"`
+}
+
+// Party is a NAD segment: its function (code list 3035) and identification.
+type Party struct {
+	Qualifier Field `json:"qualifier"`
+	ID        Field `json:"id"`
+}
+
+// Location is a LOC segment: its function (3227) and place, with the code
+// list (1131) and agency (3055) that say whether it is a UN/LOCODE.
+type Location struct {
+	Qualifier Field  `json:"qualifier"`
+	Code      Field  `json:"code"`
+	CodeList  string `json:"code_list,omitempty"`
+	Agency    string `json:"agency,omitempty"`
+}
+
+// Equipment is an EQD segment for a container (8053 = CN), with the
+// verified gross masses that follow it.
+type Equipment struct {
+	Number   Field    `json:"number"`
+	SizeType Field    `json:"size_type"`
+	VGM      []Weight `json:"vgm,omitempty"`
+}
+
+// Weight is a MEA segment: purpose (6311), dimension (6313), unit and value.
+type Weight struct {
+	Purpose   string     `json:"purpose"`
+	Dimension string     `json:"dimension"`
+	Unit      string     `json:"unit"`
+	Value     Field      `json:"value"`
+	Equipment *Equipment `json:"-"` // the container it follows, if any
+}
+
+// Date is a DTM segment: qualifier (2005), value and format (2379).
+type Date struct {
+	Qualifier string `json:"qualifier"`
+	Value     Field  `json:"value"`
+	Format    string `json:"format"`
+}
+
+// MessageView is what the logistics rules need from a message (IFTMIN,
+// IFCSUM, COPRAR, CODECO, BAPLIE, CUSCAR, IFTSTA, VERMAS and the like),
+// every value with its position.
+type MessageView struct {
+	Ref       string       `json:"ref"`
+	Type      string       `json:"type"`
+	Offset    int64        `json:"offset"`
+	Document  *Field       `json:"document,omitempty"` // BGM document number (C106/1004); nil without BGM
+	Name      string       `json:"document_name,omitempty"`
+	Parties   []Party      `json:"parties,omitempty"`
+	Locations []Location   `json:"locations,omitempty"`
+	Equipment []*Equipment `json:"equipment,omitempty"`
+	Weights   []Weight     `json:"weights,omitempty"`
+	HSCodes   []Field      `json:"hs_codes,omitempty"` // PIA codes of item type HS
+	Dates     []Date       `json:"dates,omitempty"`
+}
+
+// ViewOf extracts the view of a message.
+func ViewOf(m *edifact.Message) *MessageView {
+	v := &MessageView{Ref: m.Ref, Type: m.Type, Offset: m.Offset}
+	field := func(i int, s *edifact.Segment, e, c int) Field {
+		return Field{Value: s.Value(e, c), Segment: i + 1, Tag: s.Tag, Element: e, Component: c, Offset: s.ValueOffset(e, c)}
+	}
+	var current *Equipment
+	for i := range m.Segments {
+		s := &m.Segments[i]
+		switch s.Tag {
+		case "BGM":
+			f := field(i, s, 2, 1)
+			v.Document, v.Name = &f, s.Value(1, 1)
+		case "NAD":
+			v.Parties = append(v.Parties, Party{Qualifier: field(i, s, 1, 1), ID: field(i, s, 2, 1)})
+		case "LOC":
+			v.Locations = append(v.Locations, Location{Qualifier: field(i, s, 1, 1), Code: field(i, s, 2, 1), CodeList: s.Value(2, 2), Agency: s.Value(2, 3)})
+		case "EQD":
+			current = nil
+			if s.Value(1, 1) == "CN" {
+				current = &Equipment{Number: field(i, s, 2, 1), SizeType: field(i, s, 3, 1)}
+				v.Equipment = append(v.Equipment, current)
+			}
+		case "MEA":
+			w := Weight{Purpose: s.Value(1, 1), Dimension: s.Value(2, 1), Unit: s.Value(3, 1), Value: field(i, s, 3, 2), Equipment: current}
+			v.Weights = append(v.Weights, w)
+			if current != nil && w.Purpose == "AAE" && w.Dimension == "VGM" {
+				current.VGM = append(current.VGM, w)
+			}
+		case "PIA":
+			for e := 2; e <= s.Elements(); e++ {
+				if s.Value(e, 2) == "HS" && s.Value(e, 1) != "" {
+					v.HSCodes = append(v.HSCodes, field(i, s, e, 1))
+				}
+			}
+		case "DTM":
+			v.Dates = append(v.Dates, Date{Qualifier: s.Value(1, 1), Value: field(i, s, 1, 2), Format: s.Value(1, 3)})
+		}
+	}
+	return v
+}
