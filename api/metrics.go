@@ -64,14 +64,23 @@ func (m *Metrics) Observe(d ingest.Decision) {
 var queueDepth = prometheus.NewDesc("lazaret_queue_depth", "Tasks in Lazaret's queues by state (archived = the dead-letter queue).",
 	[]string{"queue", "state"}, nil)
 
+var (
+	queueLatency   = prometheus.NewDesc("lazaret_queue_latency_seconds", "Age of the oldest pending task (asynq).", []string{"queue"}, nil)
+	queueProcessed = prometheus.NewDesc("lazaret_queue_processed_total", "Tasks processed since the queue was created (asynq).", []string{"queue"}, nil)
+	queueFailed    = prometheus.NewDesc("lazaret_queue_failed_total", "Task attempts that failed since the queue was created (asynq).", []string{"queue"}, nil)
+	queueMemory    = prometheus.NewDesc("lazaret_queue_memory_bytes", "Redis memory used by the queue (asynq's estimate).", []string{"queue"}, nil)
+	queuePaused    = prometheus.NewDesc("lazaret_queue_paused", "1 when the queue is paused.", []string{"queue"}, nil)
+)
+
 var brokerUp = prometheus.NewDesc("lazaret_broker_up", "1 when the broker answered the last scrape.", nil, nil)
 
 // queueCollector reads queue depths from the broker at scrape time.
 type queueCollector struct{ ops *ingest.Operations }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- queueDepth
-	ch <- brokerUp
+	for _, d := range []*prometheus.Desc{queueDepth, brokerUp, queueLatency, queueProcessed, queueFailed, queueMemory, queuePaused} {
+		ch <- d
+	}
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
@@ -82,6 +91,15 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(brokerUp, prometheus.GaugeValue, up)
 	for _, s := range stats {
+		paused := 0.0
+		if s.Paused {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(queueLatency, prometheus.GaugeValue, s.Latency.Seconds(), s.Queue)
+		ch <- prometheus.MustNewConstMetric(queueProcessed, prometheus.CounterValue, float64(s.ProcessedTotal), s.Queue)
+		ch <- prometheus.MustNewConstMetric(queueFailed, prometheus.CounterValue, float64(s.FailedTotal), s.Queue)
+		ch <- prometheus.MustNewConstMetric(queueMemory, prometheus.GaugeValue, float64(s.MemoryBytes), s.Queue)
+		ch <- prometheus.MustNewConstMetric(queuePaused, prometheus.GaugeValue, paused, s.Queue)
 		for state, n := range map[string]int{"pending": s.Pending, "active": s.Active, "scheduled": s.Scheduled, "retry": s.Retry, "archived": s.Archived} {
 			ch <- prometheus.MustNewConstMetric(queueDepth, prometheus.GaugeValue, float64(n), s.Queue, state)
 		}

@@ -172,6 +172,9 @@ func TestAPI(t *testing.T) {
 	if v := e.scrape(`lazaret_events_total{outcome="suc",type="ing"}`); v != 2 {
 		t.Errorf("ing events %v", v)
 	}
+	if v := e.scrape(`lazaret_queue_processed_total{queue="ingest"}`); v < 10 {
+		t.Errorf("asynq's processed count for ingest: %v", v)
+	}
 
 	code, body := e.do("GET", "/v1/failures?class=structural&kind=tiff", "", nil)
 	if code != 200 || body["count"].(float64) != 4 {

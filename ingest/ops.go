@@ -410,6 +410,10 @@ func BatchStatus(ctx context.Context, l premis.Ledger, batchID string) ([]ItemSt
 type QueueStats struct {
 	Queue                                                 string
 	Pending, Active, Scheduled, Retry, Archived, Complete int
+	Latency                                               time.Duration // age of the oldest pending task
+	ProcessedTotal, FailedTotal                           int           // as asynq counts them, since the queue was created
+	MemoryBytes                                           int64
+	Paused                                                bool
 }
 
 // Stats reads the depth of the ingest, quarantine and audit-hold queues. A
@@ -434,7 +438,8 @@ func (o *Operations) Stats() ([]QueueStats, error) {
 			return out, err
 		}
 		out = append(out, QueueStats{Queue: q, Pending: info.Pending, Active: info.Active, Scheduled: info.Scheduled,
-			Retry: info.Retry, Archived: info.Archived, Complete: info.Completed})
+			Retry: info.Retry, Archived: info.Archived, Complete: info.Completed, Latency: info.Latency,
+			ProcessedTotal: info.ProcessedTotal, FailedTotal: info.FailedTotal, MemoryBytes: info.MemoryUsage, Paused: info.Paused})
 	}
 	return out, nil
 }
