@@ -85,7 +85,9 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 		return nil, fmt.Errorf("sqlite ledger: %w", err)
 	}
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "synchronous(FULL)", "foreign_keys(ON)"} {
+	// busy_timeout first: switching to WAL takes a lock, and another process
+	// may be opening the same ledger.
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(ON)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -93,9 +95,20 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: open %s: %w", path, err)
 	}
-	if _, err := db.ExecContext(ctx, schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite ledger: schema %s: %w", path, mapErr(err))
+	// Another process creating the schema at the same moment holds the
+	// write lock for a moment: wait for it rather than fail.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := db.ExecContext(ctx, schema)
+		if err == nil {
+			break
+		}
+		err = mapErr(err)
+		if !errors.Is(err, premis.ErrBusy) || time.Now().After(deadline) || ctx.Err() != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite ledger: schema %s: %w", path, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	return &Ledger{db: db}, nil
 }

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,5 +62,28 @@ func TestSurvivesReopen(t *testing.T) {
 	got, err := l.Event(ctx, e.ID)
 	if err != nil || got.Key != e.Key {
 		t.Fatalf("after reopen: %+v, %v", got, err)
+	}
+}
+
+// TestOpenedByManyAtOnce: a worker and a CLI command (or several workers on
+// one machine) open the same ledger file at the same moment.
+func TestOpenedByManyAtOnce(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func(i int) {
+			l, err := sqlite.Open(ctx, path)
+			if err == nil {
+				_, err = l.Append(ctx, ledgertest.Event(fmt.Sprint("obj-", i), premis.Validation, 1))
+				l.Close()
+			}
+			errs <- err
+		}(i)
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
