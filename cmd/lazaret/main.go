@@ -66,6 +66,7 @@ Usage:
   lazaret reconcile-broker                                  ledger vs broker: record and report gaps
   lazaret contrl  FILE.edi                                print the CONTRL report for an interchange
   lazaret demo    [--data DIR]                            everything in one process, embedded Redis + SQLite
+  lazaret bench   [--dir DIR]                             measure validation speed on this machine
   lazaret version
 
 Every command reads LAZARET_REDIS_URL and LAZARET_LEDGER; flags win. Run a
@@ -98,6 +99,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBatch(ctx, args[1:], stdout, stderr)
 	case "reconcile-broker":
 		return runReconcileBroker(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return runBench(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "lazaret", version)
 		return nil

@@ -390,3 +390,11 @@ func TestWorkerOnPostgres(t *testing.T) {
 	}
 	testenv.ValidatePREMIS(t, xmlPath)
 }
+
+func TestBenchCommand(t *testing.T) {
+	t.Parallel()
+	out, stderr, code := runCmd(t, "bench", "--dir", t.TempDir(), "--width", "400", "--height", "300", "--edi-mb", "1", "--rounds", "1")
+	if code != 0 || strings.Count(out, "\n") != 5 || !strings.Contains(out, "EDIFACT parse") {
+		t.Fatalf("bench: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
