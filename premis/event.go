@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Event is one PREMIS event: what ran on which object, when, with what
@@ -87,6 +89,25 @@ func (e *Event) Validate() error {
 		errs = append(errs, errors.New("key is empty"))
 	}
 	return errors.Join(errs...)
+}
+
+// Prepare readies events for a ledger: a new UUID where the id is empty,
+// now where the time is zero, times in UTC truncated to the microsecond
+// (what every ledger stores), and Validate.
+func Prepare(events ...*Event) error {
+	for _, e := range events {
+		if e.ID == "" {
+			e.ID = uuid.NewString()
+		}
+		if e.DateTime.IsZero() {
+			e.DateTime = time.Now()
+		}
+		e.DateTime = e.DateTime.UTC().Truncate(time.Microsecond)
+		if err := e.Validate(); err != nil {
+			return fmt.Errorf("invalid %s event for %s: %w", e.Type, e.ObjectID, err)
+		}
+	}
+	return nil
 }
 
 // Filter selects events. Zero fields match everything.

@@ -102,17 +102,8 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
-	for _, e := range events {
-		if e.ID == "" {
-			e.ID = uuid.NewString()
-		}
-		if e.DateTime.IsZero() {
-			e.DateTime = time.Now().UTC()
-		}
-		e.DateTime = e.DateTime.UTC().Truncate(time.Microsecond)
-		if err := e.Validate(); err != nil {
-			return nil, fmt.Errorf("postgres ledger: invalid event: %w", err)
-		}
+	if err := premis.Prepare(events...); err != nil {
+		return nil, fmt.Errorf("postgres ledger: %w", err)
 	}
 	tx, err := l.pool.Begin(ctx)
 	if err != nil {

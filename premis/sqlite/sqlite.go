@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/google/uuid"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -120,17 +119,8 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
-	for _, e := range events {
-		if e.ID == "" {
-			e.ID = uuid.NewString()
-		}
-		if e.DateTime.IsZero() {
-			e.DateTime = time.Now().UTC()
-		}
-		e.DateTime = e.DateTime.UTC()
-		if err := e.Validate(); err != nil {
-			return nil, fmt.Errorf("sqlite ledger: invalid event: %w", err)
-		}
+	if err := premis.Prepare(events...); err != nil {
+		return nil, fmt.Errorf("sqlite ledger: %w", err)
 	}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
