@@ -17,6 +17,7 @@ import (
 	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/premis/sqlite"
+	"github.com/lazaret/lazaret/validate"
 )
 
 const redisDB = 12
@@ -396,5 +397,69 @@ func TestBenchCommand(t *testing.T) {
 	out, stderr, code := runCmd(t, "bench", "--dir", t.TempDir(), "--width", "400", "--height", "300", "--edi-mb", "1", "--rounds", "1")
 	if code != 0 || strings.Count(out, "\n") != 5 || !strings.Contains(out, "EDIFACT parse") {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// TestQuarantineClearsItselfWhenTheRegistryChanges: a worker watching its
+// UN/LOCODE file replays the parked message once the file gains the code.
+func TestQuarantineClearsItselfWhenTheRegistryChanges(t *testing.T) {
+	url := testenv.Redis(t, 12)
+	dir := t.TempDir()
+	b, err := fixtures.WriteLogisticsBatch(filepath.Join(dir, "batch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := validate.ReadManifest(b.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Submit only the interchange with the unknown LOCODE.
+	var only []validate.Item
+	for _, it := range m.Items {
+		if it.ObjectID == "edi-unknown-locode" {
+			only = append(only, it)
+		}
+	}
+	m.Items = only
+	js, _ := json.Marshal(m)
+	manifest := filepath.Join(b.Dir, "one.json")
+	os.WriteFile(manifest, js, 0o644)
+	locode := filepath.Join(dir, "locode.csv")
+	os.WriteFile(locode, []byte(",\"NL\",\"RTM\",\"Rotterdam\",,,,,,,,\n"), 0o644)
+	ledger := filepath.Join(dir, "ledger.db")
+	if _, stderr, code := runCmd(t, "submit", "--redis", url, manifest); code != 0 {
+		t.Fatal(stderr)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	t.Setenv("LAZARET_LOG_LEVEL", "error")
+	go func() {
+		done <- run(ctx, []string{"worker", "--redis", url, "--ledger", ledger, "--locode", locode, "--reconcile-every", "200ms"}, &bytes.Buffer{}, &bytes.Buffer{})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	status := func() string {
+		out, _, _ := runCmd(t, "batch", "status", "--ledger", ledger, b.BatchID)
+		return out
+	}
+	waitFor := func(want string) {
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(status(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %q:\n%s", want, status())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor("1 quarantine")
+	os.WriteFile(locode, []byte(",\"NL\",\"RTM\",\"Rotterdam\",,,,,,,,\n,\"NL\",\"VLI\",\"Vlissingen\",,,,,,,,\n"), 0o644)
+	waitFor("1 items: 1 accepted")
+	out, _, _ := runCmd(t, "events", "ls", "--ledger", ledger, "--object", "edi-unknown-locode#1")
+	for _, want := range []string{"qua", "unq", "ing"} {
+		if !strings.Contains(out, " "+want+" ") {
+			t.Errorf("history lacks %s:\n%s", want, out)
+		}
 	}
 }

@@ -18,7 +18,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := defaultConfig()
-	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger and registry files for changes")
+	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
 	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master", "edi"); err != nil {
 		return err
 	}
@@ -69,6 +69,18 @@ func startWorkers(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledg
 					r := w.Registries.Current()
 					log.Info("registries loaded", slog.String("locode", r.LOCODE.Version()), slog.Int("locode_codes", r.LOCODE.Len()),
 						slog.String("hs", r.HS.Version()), slog.Int("hs_codes", r.HS.Len()))
+					// A new registry version may clear parked messages: re-check
+					// those that failed against another version, replay what passes.
+					ds, err := w.ReconcileQuarantine(rctx, insp, false)
+					if err != nil && rctx.Err() == nil {
+						log.Warn("quarantine reconciliation failed", slog.String("error", err.Error()))
+					}
+					for _, d := range ds {
+						if d.Action == "replayed" {
+							log.Info("quarantined item replayed after a registry change", slog.String(ingest.AttrObjectID, d.Parked.Held.Envelope.ObjectID),
+								slog.String("detail", d.Detail))
+						}
+					}
 				}
 			}
 			if n, err := w.ReconcileArchived(rctx, insp); err != nil && rctx.Err() == nil {
