@@ -32,26 +32,63 @@ func messageEnvelope(env *Envelope, ref string) *Envelope {
 	return &m
 }
 
+// messagesPerAppend bounds how many messages' events are held and written
+// in one ledger transaction, so a huge interchange does not hold them all.
+const messagesPerAppend = 256
+
 // routeMessages routes every message of a sound interchange on its own:
 // accepted messages get val and ing events, failing ones go to quarantine
 // (or audit-hold at the poison cap) each with its own event and parked task.
+// Events are written a chunk of messages at a time; every event and parked
+// task is idempotent, so a retry after a partial failure repeats nothing.
 func (w *Worker) routeMessages(ctx context.Context, env *Envelope, rep *validate.Report, res *validate.InterchangeResult, attempt, retried, maxRetry int, taskID string, start time.Time) error {
 	regs := w.registries()
 	detail := fmt.Sprintf("UN/EDIFACT envelope, structural, semantic and regulatory rules (%s; %s; %s)", w.Software.ID(), regs.LOCODE.Version(), regs.HS.Version())
+	type parked struct {
+		env *Envelope
+		ev  *premis.Event
+		err error
+	}
 	var events []*premis.Event
+	var park []parked
+	accepted, parkedN := 0, 0
+	flush := func() error {
+		if len(events) == 0 {
+			return nil
+		}
+		if _, err := w.Ledger.Append(ctx, events...); err != nil {
+			return &RoutingError{Destination: premis.Accepted, Err: fmt.Errorf("ledger: %w", err)}
+		}
+		for _, p := range park {
+			if err := w.park(ctx, p.env, p.ev, p.ev.Destination, p.err); err != nil {
+				return err
+			}
+			w.log(ctx, p.env, p.ev, p.err)
+		}
+		for _, ev := range events {
+			if ev.Type == premis.Ingestion {
+				accepted++
+			}
+			if ev.Destination.Terminal() {
+				w.observe(env.Kind, ev.Class, ev.Destination, ev.Code, start, ev)
+			}
+		}
+		parkedN += len(park)
+		events, park = events[:0], park[:0]
+		return nil
+	}
 	if env.Message == "" {
 		fix := w.base(env, premis.FixityCheck, attempt, retried, taskID)
 		fix.Outcome, fix.SHA256, fix.Size = premis.Success, rep.SHA256, rep.Size
 		fix.Detail, fix.Note = "SHA-256 of the interchange compared with the manifest", "sha256 "+rep.SHA256
 		events = append(events, fix)
 	}
-	type parked struct {
-		env *Envelope
-		ev  *premis.Event
-		err error
-	}
-	var park []parked
-	for _, m := range res.Messages {
+	for i, m := range res.Messages {
+		if i > 0 && i%messagesPerAppend == 0 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
 		menv := messageEnvelope(env, m.Ref)
 		if m.Err == nil {
 			val := w.base(menv, premis.Validation, attempt, retried, taskID)
@@ -85,29 +122,12 @@ func (w *Worker) routeMessages(ctx context.Context, env *Envelope, rep *validate
 			park = append(park, parked{menv, ev, m.Err})
 		}
 	}
-	if _, err := w.Ledger.Append(ctx, events...); err != nil {
-		return &RoutingError{Destination: premis.Accepted, Err: fmt.Errorf("ledger: %w", err)}
-	}
-	for _, p := range park {
-		if err := w.park(ctx, p.env, p.ev, p.ev.Destination, p.err); err != nil {
-			return err
-		}
-		w.log(ctx, p.env, p.ev, p.err)
-	}
-	accepted := 0
-	for _, ev := range events {
-		if ev.Type == premis.Ingestion {
-			accepted++
-		}
+	if err := flush(); err != nil {
+		return err
 	}
 	w.Logger.LogAttrs(ctx, slog.LevelInfo, "interchange routed", slog.String(AttrCorrelationID, env.CorrelationID),
 		slog.String(AttrObjectID, env.ObjectID), slog.String(AttrBatchID, env.BatchID), slog.Int("messages", len(res.Messages)),
-		slog.Int("accepted", accepted), slog.Int("parked", len(park)), slog.Int(AttrAttempt, attempt))
-	for _, ev := range events {
-		if ev.Destination.Terminal() {
-			w.observe(env.Kind, ev.Class, ev.Destination, ev.Code, start, ev)
-		}
-	}
+		slog.Int("accepted", accepted), slog.Int("parked", parkedN), slog.Int(AttrAttempt, attempt))
 	return nil
 }
 

@@ -1,9 +1,11 @@
 package ingest_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +166,53 @@ func toStrings(ts []premis.EventType) []string {
 		out[i] = string(t)
 	}
 	return out
+}
+
+// TestLargeInterchangeIsRoutedInChunks: 600 messages, one bad one in the
+// middle; events are written a chunk at a time and every message settles
+// exactly once.
+func TestLargeInterchangeIsRoutedInChunks(t *testing.T) {
+	b := setup(t, fastPolicy())
+	var msgs []fixtures.Msg
+	for i := 1; i <= 600; i++ {
+		port := "SGSIN"
+		if i == 300 {
+			port = "NLZZZ"
+		}
+		msgs = append(msgs, fixtures.IFTMIN(strconv.Itoa(i), [2]string{"CZ", "CN"}, "NLRTM", port, fixtures.ContainerOK2, "847130"))
+	}
+	var buf bytes.Buffer
+	if err := fixtures.WriteInterchange(&buf, fixtures.Interchange{Sender: "S", Recipient: "R", Ref: "BIG", Msgs: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	path, sha := b.file("big.edi", buf.Bytes())
+	env := &ingest.Envelope{V: ingest.EnvelopeVersion, CorrelationID: ingest.CorrelationID("big", "big", sha), BatchID: "big", ObjectID: "big",
+		Kind: "edifact", Path: path, SHA256: sha, Attempt: 1, Item: validate.Item{ObjectID: "big", Kind: "edifact", Path: "big.edi", SHA256: sha}}
+	b.start()
+	b.enqueue(env)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		evs, err := b.ledger.Events(context.Background(), premis.Filter{BatchID: "big"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := map[premis.EventType]int{}
+		for _, e := range evs {
+			counts[e.Type]++
+		}
+		if counts[premis.Ingestion] == 599 && counts[premis.Quarantine] == 1 {
+			if counts[premis.Validation] != 599 || counts[premis.FixityCheck] != 1 {
+				t.Errorf("events %v", counts)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events %v", counts)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	parked, _ := ingest.ListParked(b.insp, ingest.QueueQuarantine)
+	if len(parked) != 1 || parked[0].Held.Envelope.Message != "300" {
+		t.Errorf("parked %+v", parked)
+	}
 }
