@@ -55,7 +55,7 @@ func TestCorpusGoodIsAccepted(t *testing.T) {
 			t.Errorf("%s: refused: %v", filepath.Base(f), err)
 			continue
 		}
-		if rep.PUID != "fmt/353" && rep.PUID != "fmt/1917" {
+		if rep.PUID != "fmt/353" && rep.PUID != "fmt/1917" && rep.PUID != "fmt/155" {
 			t.Errorf("%s: PUID %q", filepath.Base(f), rep.PUID)
 		}
 		if rep.Pages == 0 || len(rep.SHA256) != 64 {
@@ -113,4 +113,16 @@ func TestCorpusEdgeDecisions(t *testing.T) {
 
 func testCorpusOrSkip(t *testing.T, sub string) string {
 	return testenv.Corpus(t, "tiff", sub)
+}
+
+func TestGeoTIFFIsIdentified(t *testing.T) {
+	t.Parallel()
+	rep, err := validate.CheckMaster(context.Background(), filepath.Join(testCorpusOrSkip(t, "good"), "imagetiff-geo-5b.tif"), nil, validate.DefaultMasterPolicy())
+	if err != nil || rep.PUID != "fmt/155" || rep.Format != "GeoTIFF" {
+		t.Fatalf("GeoTIFF: %s %s %v", rep.PUID, rep.Format, err)
+	}
+	rep, err = validate.CheckMaster(context.Background(), filepath.Join(testCorpusOrSkip(t, "good"), "pillow-hopper.tif"), nil, validate.DefaultMasterPolicy())
+	if err != nil || rep.PUID != "fmt/353" {
+		t.Fatalf("plain TIFF: %s %v", rep.PUID, err)
+	}
 }

@@ -103,6 +103,22 @@ var tiffExtensions = map[string][]string{
 	"fmt/1917": {".tif", ".tiff", ".btf", ".tf8"},
 }
 
+// refinePUID applies the PRONOM priorities that need the structure: a
+// classic TIFF whose first IFD carries a GeoKeyDirectory is GeoTIFF
+// (fmt/155), one with a TIFF/EPStandardID is TIFF/EP (fmt/154); both take
+// priority over plain TIFF (fmt/353), as in DROID's signature file.
+func refinePUID(rep *Report, info *TIFFInfo) {
+	if rep.PUID != "fmt/353" || info == nil || len(info.Pages) == 0 {
+		return
+	}
+	switch {
+	case info.Pages[0].GeoKeys:
+		rep.PUID, rep.Format = "fmt/155", "GeoTIFF"
+	case info.Pages[0].EPStandard:
+		rep.PUID, rep.Format = "fmt/154", "TIFF/EP"
+	}
+}
+
 // CheckMaster validates the TIFF master at path: it computes the SHA-256
 // while it walks the structure and decodes every page, identifies the
 // format, and, when item is not nil, checks fixity and the manifest rules.
@@ -214,6 +230,7 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 	if err != nil {
 		return &StageError{StageStructure, err}
 	}
+	refinePUID(rep, info)
 	if pol.PrivateTags == "reject" {
 		for _, p := range info.Pages {
 			if len(p.UnknownTags) > 0 {
@@ -270,6 +287,8 @@ func declaredMatches(declared, puid string) bool {
 	switch d {
 	case puid, "tiff", "tif", "image/tiff", "image/tif":
 		return true
+	case "fmt/155", "geotiff", "fmt/154", "tiff/ep":
+		return puid == "fmt/353" // refined from the structure after the walk
 	case "bigtiff", "fmt/1917":
 		return puid == "fmt/1917"
 	}

@@ -41,6 +41,8 @@ type Page struct {
 	ICCLength      int64
 	UnknownTags    []uint16 // tags Lazaret does not recognise
 	DateTime       string
+	GeoKeys        bool // a GeoKeyDirectory (34735): GeoTIFF
+	EPStandard     bool // a TIFF/EPStandardID (37398): TIFF/EP
 }
 
 // Limits bound the work a structural walk may do.
@@ -451,6 +453,8 @@ func (w *walker) page_(off int64, entries map[uint16]entry) (*Page, error) {
 	if err := w.blocks(p, entries); err != nil {
 		return nil, err
 	}
+	_, p.GeoKeys = entries[tagGeoKeyDirectory]
+	_, p.EPStandard = entries[tagTIFFEPStandardID]
 	if e, ok := entries[tagSubIFDs]; ok {
 		w.warn("tiff.subifds", e.at, "%d SubIFD(s) (reduced-resolution or child images) are not validated", e.count)
 	}

@@ -31,6 +31,8 @@ const (
 	tagExtraSamples              = 338
 	tagSampleFormat              = 339
 	tagICCProfile                = 34675
+	tagGeoKeyDirectory           = 34735
+	tagTIFFEPStandardID          = 37398
 )
 
 var tagNames = map[uint16]string{
@@ -61,7 +63,7 @@ var tagNames = map[uint16]string{
 	34736: "GeoDoubleParams", 34737: "GeoAsciiParams", 34853: "GPSIFD", 34908: "FaxRecvParams",
 	34909: "FaxSubAddress", 34910: "FaxRecvTime", 37439: "StoNits", 37724: "ImageSourceData",
 	40965: "InteroperabilityIFD", 42112: "GDAL_METADATA", 42113: "GDAL_NODATA", 50341: "PrintImageMatching",
-	50706: "DNGVersion", 50707: "DNGBackwardVersion", 50708: "UniqueCameraModel",
+	37398: "TIFF/EPStandardID", 50706: "DNGVersion", 50707: "DNGBackwardVersion", 50708: "UniqueCameraModel",
 }
 
 // TagName is the tag's name with its number, e.g. "StripOffsets (273)".
