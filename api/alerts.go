@@ -3,6 +3,9 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -39,7 +42,11 @@ type Alert struct {
 // queue drops the alert and counts it; the failure itself is in the ledger
 // and the log regardless).
 type Alerter struct {
-	URL     string
+	URL string
+	// Secret, when set, signs every body: header X-Lazaret-Signature is
+	// "sha256=" + hex(HMAC-SHA256(Secret, body)), so the receiver can tell
+	// Lazaret's alerts from anyone else's POSTs.
+	Secret  string
 	Limit   rate.Limit // alerts per second; 0 = 5
 	Retries int        // per alert; 0 = 5
 	Client  *http.Client
@@ -144,6 +151,9 @@ func (a *Alerter) post(ctx context.Context, body []byte) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if a.Secret != "" {
+		req.Header.Set("X-Lazaret-Signature", Sign(a.Secret, body))
+	}
 	resp, err := a.Client.Do(req)
 	if err != nil {
 		return err
@@ -153,4 +163,11 @@ func (a *Alerter) post(ctx context.Context, body []byte) error {
 		return fmt.Errorf("webhook answered %s", resp.Status)
 	}
 	return nil
+}
+
+// Sign is the X-Lazaret-Signature value for body.
+func Sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }

@@ -58,11 +58,15 @@ func setup(t *testing.T, token string) *env {
 	ops := &ingest.Operations{Worker: w, Inspector: insp}
 	e := &env{t: t, ops: ops, ledger: l, metrics: api.NewMetrics(ops), alerts: make(chan api.Alert, 100)}
 	hook := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if got := r.Header.Get("X-Lazaret-Signature"); got != api.Sign("hook-secret", body) {
+			t.Errorf("alert signature %q does not match the body", got)
+		}
 		var a api.Alert
-		json.NewDecoder(r.Body).Decode(&a)
+		json.Unmarshal(body, &a)
 		e.alerts <- a
 	}))
-	alerter := &api.Alerter{URL: hook.URL, Limit: 100, Logger: log, Metrics: e.metrics}
+	alerter := &api.Alerter{URL: hook.URL, Secret: "hook-secret", Limit: 100, Logger: log, Metrics: e.metrics}
 	alerter.Start(context.Background())
 	w.Observe = func(d ingest.Decision) { e.metrics.Observe(d); alerter.Observe(d) }
 	srv, mux := ingest.NewServer(ro, w, ingest.ServerConfig{Concurrency: 2, PollInterval: 50 * time.Millisecond})

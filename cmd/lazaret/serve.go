@@ -29,6 +29,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	noWorker := fs.Bool("no-worker", false, "serve the API and monitoring only")
 	token := fs.String("api-token", os.Getenv("LAZARET_API_TOKEN"), "bearer token for mutating API calls (env LAZARET_API_TOKEN); empty disables them")
 	webhook := fs.String("webhook", os.Getenv("LAZARET_WEBHOOK_URL"), "POST a JSON alert here for every dead letter, quarantine and audit-hold arrival")
+	secret := fs.String("webhook-secret", os.Getenv("LAZARET_WEBHOOK_SECRET"), "sign alerts: X-Lazaret-Signature = sha256=HMAC(secret, body) (env LAZARET_WEBHOOK_SECRET)")
 	writable := fs.Bool("monitoring-writable", false, "let asynqmon change tasks (it is read-only by default)")
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often the broker is reconciled with the ledger and registries reloaded")
 	cfg := defaultConfig()
@@ -41,7 +42,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer ledger.Close()
-	srv, stop, err := newServer(ctx, &cfg, opt, ledger, log, serveOptions{token: *token, webhook: *webhook, writable: *writable,
+	srv, stop, err := newServer(ctx, &cfg, opt, ledger, log, serveOptions{token: *token, webhook: *webhook, secret: *secret, writable: *writable,
 		worker: !*noWorker, reconcileEvery: *reconcileEvery})
 	if err != nil {
 		return err
@@ -70,10 +71,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 type serveOptions struct {
-	token, webhook string
-	writable       bool
-	worker         bool
-	reconcileEvery time.Duration
+	token, webhook, secret string
+	writable               bool
+	worker                 bool
+	reconcileEvery         time.Duration
 }
 
 // newServer wires the HTTP handler and, with o.worker, the workers.
@@ -86,7 +87,7 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	observers := []func(ingest.Decision){metrics.Observe}
 	var alerter *api.Alerter
 	if o.webhook != "" {
-		alerter = &api.Alerter{URL: o.webhook, Logger: log, Metrics: metrics}
+		alerter = &api.Alerter{URL: o.webhook, Secret: o.secret, Logger: log, Metrics: metrics}
 		alerter.Start(context.WithoutCancel(ctx))
 		observers = append(observers, alerter.Observe)
 	}
