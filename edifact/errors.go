@@ -33,26 +33,24 @@ const (
 
 // Causes of a SyntaxError, for errors.Is.
 var (
-	ErrUnterminated     = errors.New("segment has no terminator before the end of input")
-	ErrSegmentTooLong   = errors.New("segment longer than the limit")
-	ErrTooManyElements  = errors.New("too many data elements or components")
-	ErrBadTag           = errors.New("segment tag is not three upper-case letters or digits")
-	ErrBadUNA           = errors.New("invalid service string advice (UNA)")
-	ErrDanglingRelease  = errors.New("release character at the end of a segment")
-	ErrMissingUNB       = errors.New("interchange does not start with UNB")
-	ErrMissingUNZ       = errors.New("interchange ends without UNZ")
-	ErrMissingUNT       = errors.New("message ends without UNT")
-	ErrMissingUNE       = errors.New("group ends without UNE")
-	ErrMissingSegment   = errors.New("mandatory segment missing")
-	ErrMissingElement   = errors.New("mandatory data element missing")
-	ErrOutsideMessage   = errors.New("segment outside a message")
-	ErrAfterUNZ         = errors.New("data after UNZ")
-	ErrReference        = errors.New("control reference does not match")
-	ErrCount            = errors.New("control count does not match")
-	ErrGroupsMixed      = errors.New("groups and messages outside groups are mixed")
-	ErrEmpty            = errors.New("no messages")
-	ErrInvalidCharacter = errors.New("character not allowed by the declared syntax identifier")
-	ErrTooManySegments  = errors.New("more segments than the limit")
+	ErrUnterminated    = errors.New("segment has no terminator before the end of input")
+	ErrSegmentTooLong  = errors.New("segment longer than the limit")
+	ErrTooManyElements = errors.New("too many data elements or components")
+	ErrBadTag          = errors.New("segment tag is not three upper-case letters or digits")
+	ErrBadUNA          = errors.New("invalid service string advice (UNA)")
+	ErrDanglingRelease = errors.New("release character at the end of a segment")
+	ErrMissingUNB      = errors.New("interchange does not start with UNB")
+	ErrMissingUNZ      = errors.New("interchange ends without UNZ")
+	ErrMissingUNT      = errors.New("message ends without UNT")
+	ErrMissingUNE      = errors.New("group ends without UNE")
+	ErrMissingElement  = errors.New("mandatory data element missing")
+	ErrOutsideMessage  = errors.New("segment outside a message")
+	ErrAfterUNZ        = errors.New("data after UNZ")
+	ErrReference       = errors.New("control reference does not match")
+	ErrCount           = errors.New("control count does not match")
+	ErrGroupsMixed     = errors.New("groups and messages outside groups are mixed")
+	ErrEmpty           = errors.New("no messages")
+	ErrTooManySegments = errors.New("more segments than the limit")
 )
 
 // SyntaxError is a fault in an interchange. Offset is the 0-based byte offset
@@ -123,9 +121,9 @@ var causeNames = []struct {
 	{ErrUnterminated, "unterminated"}, {ErrSegmentTooLong, "segment-too-long"}, {ErrTooManyElements, "too-many-elements"},
 	{ErrBadTag, "bad-tag"}, {ErrBadUNA, "bad-una"}, {ErrDanglingRelease, "dangling-release"}, {ErrMissingUNB, "unb-missing"},
 	{ErrMissingUNZ, "unz-missing"}, {ErrMissingUNT, "unt-missing"}, {ErrMissingUNE, "une-missing"},
-	{ErrMissingSegment, "segment-missing"}, {ErrMissingElement, "element-missing"}, {ErrOutsideMessage, "outside-message"},
+	{ErrMissingElement, "element-missing"}, {ErrOutsideMessage, "outside-message"},
 	{ErrAfterUNZ, "data-after-unz"}, {ErrReference, "reference-mismatch"}, {ErrCount, "count-mismatch"},
-	{ErrGroupsMixed, "groups-mixed"}, {ErrEmpty, "empty"}, {ErrInvalidCharacter, "invalid-character"},
+	{ErrGroupsMixed, "groups-mixed"}, {ErrEmpty, "empty"},
 	{ErrTooManySegments, "too-many-segments"},
 }
 

@@ -168,9 +168,3 @@ func Locate(err error) Location {
 	}
 	return l
 }
-
-// Position is the byte offset and page of a failure, when it has them.
-func Position(err error) (offset *int64, page *int) {
-	l := Locate(err)
-	return l.Offset, l.Page
-}

@@ -80,9 +80,9 @@ func TestClassify(t *testing.T) {
 	if IsFailure(&RoutingError{Err: errors.New("x")}) || !IsFailure(errors.New("x")) {
 		t.Error("IsFailure: routing failures must not consume the retry budget; others must")
 	}
-	off, page := Position(&validate.StageError{Err: &validate.TIFFError{Page: 3, Offset: 77}})
-	if off == nil || *off != 77 || page == nil || *page != 3 {
-		t.Errorf("Position = %v %v", off, page)
+	l := Locate(&validate.StageError{Err: &validate.TIFFError{Page: 3, Offset: 77}})
+	if l.Offset == nil || *l.Offset != 77 || l.Page == nil || *l.Page != 3 {
+		t.Errorf("Locate = %v %v", l.Offset, l.Page)
 	}
 }
 

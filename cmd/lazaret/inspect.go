@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -88,6 +87,8 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	enc := json.NewEncoder(stdout)
 	failed := 0
+	var regs *validate.Registries // loaded on the first interchange, once
+	var regErr error
 	for _, j := range jobs {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
@@ -101,7 +102,18 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		var results []inspectResult
 		if k == "edifact" {
-			results = inspectInterchange(ctx, j.path, j.item, policy, &cfg)
+			if regs == nil && regErr == nil {
+				store := cfg.registryStore()
+				if _, regErr = store.Refresh(); regErr == nil {
+					regs = store.Current()
+				}
+			}
+			if regErr != nil {
+				results = []inspectResult{{File: j.path, Kind: "edifact", Verdict: string(premis.Quarantined), Class: string(premis.Unknown),
+					Code: "registry.unavailable", Message: regErr.Error(), Warnings: []validate.Warning{}}}
+			} else {
+				results = inspectInterchange(ctx, j.path, j.item, policy, regs, cfg.ediRules())
+			}
 		} else {
 			results = []inspectResult{inspectOne(ctx, j.path, j.item, policy, master)}
 		}
@@ -142,37 +154,46 @@ func inspectOne(ctx context.Context, path string, item *validate.Item, policy in
 	if item != nil {
 		r.ObjectID = item.ObjectID
 	}
-	rep, err := safeCheck(ctx, path, item, master)
+	var rep *validate.Report
+	err := guarded(func() (err error) {
+		rep, err = validate.CheckMaster(ctx, path, item, master)
+		return err
+	})
 	if rep != nil {
 		r.PUID, r.SHA256, r.Size, r.Pages = rep.PUID, rep.SHA256, rep.Size, rep.Pages
 		if rep.Warnings != nil {
 			r.Warnings = rep.Warnings
 		}
 	}
-	class := ingest.Classify(err)
-	r.Verdict = string(policy.Route(class, 1, 0, policy.MaxRetry))
-	if err != nil {
-		r.Class, r.Code, r.Message = string(class), ingest.Code(err), err.Error()
-		r.Offset, r.Page = ingest.Position(err)
-		var te *validate.TIFFError
-		if errors.As(err, &te) && te.Tag != 0 {
-			r.Tag = validate.TagName(te.Tag)
-		}
-	}
+	r.verdict(err, policy)
 	return r
 }
 
-// safeCheck never lets a file crash the command.
-func safeCheck(ctx context.Context, path string, item *validate.Item, master validate.MasterPolicy) (rep *validate.Report, err error) {
+// verdict records where a first attempt failing with err would be routed,
+// and the failure's class, code, message and position.
+func (r *inspectResult) verdict(err error, policy ingest.Policy) {
+	class := ingest.Classify(err)
+	r.Verdict = string(policy.Route(class, 1, 0, policy.MaxRetry))
+	if err == nil {
+		return
+	}
+	r.Class, r.Code, r.Message = string(class), ingest.Code(err), err.Error()
+	l := ingest.Locate(err)
+	r.Offset, r.Page, r.Segment, r.Element, r.Component, r.Tag = l.Offset, l.Page, l.Segment, l.Element, l.Component, l.Tag
+	if l.Message != "" {
+		r.MessageRef = l.Message
+	}
+}
+
+// guarded runs fn, turning a panic into a *ingest.PanicError: no file may
+// crash the command.
+func guarded(fn func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &ingest.PanicError{Value: v}
 		}
 	}()
-	if st, serr := os.Stat(path); serr == nil && st.IsDir() {
-		return nil, &validate.StageError{Stage: validate.StageOpen, Err: &validate.TIFFError{Code: "file.not-regular", Err: fmt.Errorf("%w: a directory", validate.ErrNotRegular)}}
-	}
-	return validate.CheckMaster(ctx, path, item, master)
+	return fn()
 }
 
 func dash(s string) string {
@@ -228,25 +249,15 @@ func detectKind(path string) string {
 
 // inspectInterchange validates an interchange as a worker would: one result
 // per message, plus one for the interchange when its envelope fails.
-func inspectInterchange(ctx context.Context, path string, item *validate.Item, policy ingest.Policy, cfg *Config) []inspectResult {
-	regs := cfg.registryStore()
-	if _, err := regs.Refresh(); err != nil {
-		return []inspectResult{{File: path, Kind: "edifact", Verdict: string(premis.Quarantined), Class: string(premis.Unknown), Code: "registry.unavailable",
-			Message: err.Error(), Warnings: []validate.Warning{}}}
-	}
+func inspectInterchange(ctx context.Context, path string, item *validate.Item, policy ingest.Policy, regs *validate.Registries, rules validate.EDIRules) []inspectResult {
 	var (
 		rep *validate.Report
 		res *validate.InterchangeResult
-		err error
 	)
-	func() {
-		defer func() {
-			if v := recover(); v != nil {
-				err = &ingest.PanicError{Value: v}
-			}
-		}()
-		rep, res, err = validate.CheckInterchange(ctx, path, item, regs.Current(), cfg.ediRules(), "")
-	}()
+	err := guarded(func() (err error) {
+		rep, res, err = validate.CheckInterchange(ctx, path, item, regs, rules, "")
+		return err
+	})
 	base := inspectResult{File: path, Kind: "edifact", Warnings: []validate.Warning{}, PUID: ""}
 	if item != nil {
 		base.ObjectID = item.ObjectID
@@ -254,21 +265,9 @@ func inspectInterchange(ctx context.Context, path string, item *validate.Item, p
 	if rep != nil {
 		base.SHA256, base.Size = rep.SHA256, rep.Size
 	}
-	fill := func(r *inspectResult, err error) {
-		class := ingest.Classify(err)
-		r.Verdict = string(policy.Route(class, 1, 0, policy.MaxRetry))
-		if err != nil {
-			r.Class, r.Code, r.Message = string(class), ingest.Code(err), err.Error()
-			l := ingest.Locate(err)
-			r.Offset, r.Segment, r.Element, r.Component, r.Tag = l.Offset, l.Segment, l.Element, l.Component, l.Tag
-			if l.Message != "" {
-				r.MessageRef = l.Message
-			}
-		}
-	}
 	if err != nil || res == nil {
 		r := base
-		fill(&r, err)
+		r.verdict(err, policy)
 		return []inspectResult{r}
 	}
 	out := make([]inspectResult, 0, len(res.Messages))
@@ -278,7 +277,7 @@ func inspectInterchange(ctx context.Context, path string, item *validate.Item, p
 		if m.Warnings != nil {
 			r.Warnings = m.Warnings
 		}
-		fill(&r, m.Err)
+		r.verdict(m.Err, policy)
 		if m.Err == nil {
 			off := m.Offset
 			r.Offset, r.Segment, r.Tag = &off, 1, "UNH"
