@@ -1,16 +1,23 @@
 // Package testenv finds what tests need outside the repository: the shared
-// third-party corpus, a real Redis, xmllint. Where a service is missing, a
-// test fails under CI (CI=true) and skips, saying why, elsewhere.
+// third-party corpus, a real Redis (a redis-server of the test binary's
+// own, or LAZARET_TEST_REDIS), PostgreSQL, xmllint, Chromium. Where one is
+// missing, a test fails under CI (CI=true) and skips, saying why, elsewhere.
 package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,43 +47,377 @@ func RepoRoot(t testing.TB) string {
 	}
 }
 
-// Corpus returns ../shared/corpus/<sub> beside the repository, or skips the
-// test with a clear message when the shared corpus is absent.
+// Corpus returns ../shared/corpus/<sub> beside the repository. When the
+// shared corpus is absent the test fails under CI and skips, saying why,
+// elsewhere.
 func Corpus(t testing.TB, sub ...string) string {
 	t.Helper()
 	p := filepath.Join(append([]string{RepoRoot(t), "..", "shared", "corpus"}, sub...)...)
 	if _, err := os.Stat(p); err != nil {
+		if InCI() {
+			t.Fatalf("shared corpus is required in CI, not found at %s (it lives beside the repository as ../shared): %v", p, err)
+		}
 		t.Skipf("shared corpus not found at %s (it lives beside the repository as ../shared): %v", p, err)
 	}
 	return p
 }
 
-// RedisAddr is the test Redis address: LAZARET_TEST_REDIS or 127.0.0.1:6379.
+// The tests' Redis. Unless LAZARET_TEST_REDIS names a server, each test
+// binary starts its own redis-server (once, on a free loopback port, with no
+// persistence) and may empty its databases at will. A server named by
+// LAZARET_TEST_REDIS is someone else's: testenv never flushes a database
+// there that it did not fill itself (see Redis).
+
+// EnvRedis names an existing Redis (host:port) for the tests to use instead
+// of a private redis-server.
+const EnvRedis = "LAZARET_TEST_REDIS"
+
+// ownerKey marks a database of a LAZARET_TEST_REDIS server as filled by a
+// lazaret test binary; its value is "host pid" of that binary.
+const ownerKey = "lazaret:testenv:owner"
+
+var (
+	sharedOnce sync.Once
+	shared     *redisProc
+	sharedErr  error
+
+	claimedMu sync.Mutex
+	claimed   = map[int]bool{} // databases of the LAZARET_TEST_REDIS server this binary owns
+)
+
+// RedisAddr is the tests' Redis address: LAZARET_TEST_REDIS if set, else the
+// private redis-server of this test binary, started on first use. It is ""
+// when that server cannot be started; Redis says why.
 func RedisAddr() string {
-	if a := os.Getenv("LAZARET_TEST_REDIS"); a != "" {
+	if a := os.Getenv(EnvRedis); a != "" {
 		return a
 	}
-	return "127.0.0.1:6379"
+	if p, err := privateRedis(); err == nil {
+		return p.addr
+	}
+	return ""
 }
 
-// Redis checks that the test Redis answers and empties database db, which
-// belongs to the calling package's tests alone (packages run in parallel).
+func privateRedis() (*redisProc, error) {
+	sharedOnce.Do(func() {
+		reapStaleDirs()
+		var dir string
+		dir, sharedErr = os.MkdirTemp("", fmt.Sprintf("%s%d-", sharedDirPrefix, os.Getpid()))
+		if sharedErr != nil {
+			return
+		}
+		shared, sharedErr = startRedis(dir, nil)
+		if sharedErr != nil {
+			os.RemoveAll(dir)
+		}
+	})
+	return shared, sharedErr
+}
+
+// Redis returns redis://host:port/db for database db, empty, which belongs
+// to the calling package's tests alone (packages run in parallel against
+// one LAZARET_TEST_REDIS server, each in its own database).
+//
+// On the private redis-server the database is flushed. On a
+// LAZARET_TEST_REDIS server the first call in a test binary requires db to
+// be empty, or to hold only what an earlier, finished lazaret test run on
+// this host left there; anything else fails the test instead of being
+// flushed. Later calls flush what this binary wrote.
 func Redis(t testing.TB, db int) string {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: RedisAddr(), DB: db})
+	addr := os.Getenv(EnvRedis)
+	if addr == "" {
+		p, err := privateRedis()
+		if err != nil {
+			if errors.Is(err, exec.ErrNotFound) {
+				if InCI() {
+					t.Fatalf("redis-server is required in CI: %v", err)
+				}
+				t.Skipf("redis-server not installed (apt-get install redis-server, or set %s=host:port): %v", EnvRedis, err)
+			}
+			t.Fatalf("testenv: starting a private redis-server: %v", err)
+		}
+		addr = p.addr
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, DB: db})
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
 		if InCI() {
-			t.Fatalf("redis at %s is required in CI: %v", RedisAddr(), err)
+			t.Fatalf("redis at %s is required in CI: %v", addr, err)
 		}
-		t.Skipf("no redis at %s (set LAZARET_TEST_REDIS): %v", RedisAddr(), err)
+		t.Skipf("no redis at %s (%s): %v", addr, EnvRedis, err)
+	}
+	if os.Getenv(EnvRedis) == "" {
+		if err := c.FlushDB(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		claimDB(ctx, t, c, addr, db)
+	}
+	return "redis://" + addr + "/" + strconv.Itoa(db)
+}
+
+// claimDB empties database db of the LAZARET_TEST_REDIS server only when
+// this binary, or an earlier finished lazaret test run on this host, filled
+// it; otherwise it fails the test.
+func claimDB(ctx context.Context, t testing.TB, c *redis.Client, addr string, db int) {
+	t.Helper()
+	host, _ := os.Hostname()
+	me := host + " " + strconv.Itoa(os.Getpid())
+	claimedMu.Lock()
+	defer claimedMu.Unlock()
+	if !claimed[db] {
+		n, err := c.DBSize(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			owner, err := c.Get(ctx, ownerKey).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				t.Fatal(err)
+			}
+			if !leftover(owner, host) {
+				why := "keys testenv did not create"
+				if owner != "" {
+					why = "keys of the lazaret test run " + strconv.Quote(owner) + ", still running or on another host"
+				}
+				t.Fatalf("redis %s database %d holds %d %s; testenv will not flush it. "+
+					"Empty it yourself, point %s at a free server, or unset %s to let the tests start their own redis-server",
+					addr, db, n, why, EnvRedis, EnvRedis)
+			}
+			t.Logf("testenv: redis %s database %d: flushing what the finished test run %q left", addr, db, owner)
+		}
+		claimed[db] = true
 	}
 	if err := c.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	return "redis://" + RedisAddr() + "/" + strconv.Itoa(db)
+	if err := c.Set(ctx, ownerKey, me, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leftover reports whether owner ("host pid", from ownerKey) names a lazaret
+// test binary on this host that has exited.
+func leftover(owner, host string) bool {
+	h, pid, ok := strings.Cut(owner, " ")
+	if !ok || h != host {
+		return false
+	}
+	n, err := strconv.Atoi(pid)
+	return err == nil && n != os.Getpid() && !alive(n)
+}
+
+// RedisServer starts a fresh redis-server for one test alone (fault tests
+// that kill or restart Redis), on a free loopback port with no persistence
+// and its own t.TempDir as --dir, then args: later arguments override
+// earlier ones, so "--appendonly", "yes" turns the append-only file on, and
+// "--port", P with "--dir", D restarts a stopped server on its old port and
+// data. stop kills the server with SIGKILL, like a crash, and waits for it
+// to exit; it runs at the end of the test anyway. Fails under CI and skips
+// elsewhere when redis-server is not installed.
+func RedisServer(t testing.TB, args ...string) (addr string, stop func()) {
+	t.Helper()
+	p, err := startRedis(t.TempDir(), args)
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			if InCI() {
+				t.Fatalf("redis-server is required in CI: %v", err)
+			}
+			t.Skipf("redis-server not installed (apt-get install redis-server): %v", err)
+		}
+		t.Fatalf("testenv: starting redis-server %v: %v", args, err)
+	}
+	t.Cleanup(p.stop)
+	return p.addr, p.stop
+}
+
+// redisProc is a redis-server child of the test binary.
+type redisProc struct {
+	addr   string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the server has exited
+	log    *tailBuffer
+	once   sync.Once
+}
+
+func (p *redisProc) stop() {
+	p.once.Do(func() {
+		p.cmd.Process.Kill()
+		<-p.exited
+	})
+}
+
+// startRedis runs redis-server in the foreground on 127.0.0.1, on a free
+// port unless extra names one, and waits until it answers PING.
+func startRedis(dir string, extra []string) (*redisProc, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, err
+	}
+	fixedPort := argValue(extra, "--port")
+	var lastErr error
+	for try := 0; try < 5; try++ {
+		port := fixedPort
+		if port == "" {
+			if port, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
+		p, err := launchRedis(bin, port, dir, extra)
+		if err == nil {
+			return p, nil
+		}
+		lastErr = err
+		if fixedPort != "" {
+			break // the caller's port: nothing to retry with
+		}
+		// Another process may have taken the free port first: pick again.
+	}
+	return nil, lastErr
+}
+
+func launchRedis(bin, port, dir string, extra []string) (*redisProc, error) {
+	args := append([]string{
+		"--port", port, "--bind", "127.0.0.1", "--daemonize", "no",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", "",
+	}, extra...)
+	p := &redisProc{
+		addr:   net.JoinHostPort("127.0.0.1", port),
+		cmd:    exec.Command(bin, args...),
+		exited: make(chan struct{}),
+		log:    &tailBuffer{max: 8 << 10},
+	}
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{}
+	setDeathSignal(p.cmd.SysProcAttr)
+	started := make(chan error, 1)
+	go func() {
+		// The parent-death signal follows the thread that started the
+		// child, not the process: keep this goroutine on its thread for as
+		// long as the server runs, so the thread outlives it.
+		runtime.LockOSThread()
+		if err := p.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.cmd.Wait()
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	defer c.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		info, err := c.Info(ctx, "server").Result()
+		cancel()
+		if err == nil {
+			// Make sure the server answering is this one, not another that
+			// took the port between freePort and the bind.
+			if strings.Contains(info, "process_id:"+strconv.Itoa(p.cmd.Process.Pid)+"\r\n") {
+				return p, nil
+			}
+			err = fmt.Errorf("another server answers on port %s", port)
+		}
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("redis-server on port %s exited: %s", port, p.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("redis-server on port %s did not answer: %v\n%s", port, err, p.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// setDeathSignal asks the kernel to SIGKILL the child when the test binary
+// dies, however it dies. The field exists on Linux only; it is set by name
+// so that this file builds elsewhere too (where a crashed test binary may
+// leave its redis-server behind).
+func setDeathSignal(a *syscall.SysProcAttr) {
+	if f := reflect.ValueOf(a).Elem().FieldByName("Pdeathsig"); f.IsValid() && f.CanSet() {
+		f.Set(reflect.ValueOf(syscall.SIGKILL))
+	}
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
+}
+
+// argValue returns the value after the last occurrence of name in args.
+func argValue(args []string, name string) string {
+	v := ""
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == name {
+			v = args[i+1]
+		}
+	}
+	return v
+}
+
+// sharedDirPrefix names the folders of the private servers under
+// os.TempDir(), followed by the pid of the test binary.
+const sharedDirPrefix = "lazaret-test-redis-"
+
+// reapStaleDirs removes the (empty: no persistence) folders that private
+// servers of exited test binaries left: a test binary cannot run code at
+// its exit.
+func reapStaleDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), sharedDirPrefix+"*"))
+	for _, d := range dirs {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), sharedDirPrefix), "-")
+		if n, err := strconv.Atoi(pid); err == nil && n != os.Getpid() && !alive(n) {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// alive reports whether process pid exists (on this host).
+func alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// tailBuffer keeps the last max bytes written to it: a server's log for an
+// error message.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
 }
 
 // XMLLint returns the path of xmllint, failing under CI and skipping
