@@ -93,7 +93,10 @@ func (a *Alerter) Stop() {
 }
 
 // Observe is an ingest.Worker Observe hook.
-func (a *Alerter) Observe(d ingest.Decision) {
+func (a *Alerter) Observe(d ingest.Observation) {
+	if d.Redone {
+		return // counted when it was decided
+	}
 	for _, e := range d.Events {
 		switch e.Destination {
 		case premis.DeadLetter, premis.Quarantined, premis.AuditHold:

@@ -1,6 +1,6 @@
 // Package api is Lazaret's HTTP face: the JSON API under /v1/, health
 // checks, Prometheus metrics and dead-letter alerts. It acts through
-// ingest.Operations; the broker stays behind that seam.
+// ingest.Operator; the broker stays behind that seam.
 package api
 
 import (
@@ -23,7 +23,7 @@ type Metrics struct {
 
 // NewMetrics registers the series, plus queue depths read from ops on each
 // scrape, and Go and process collectors.
-func NewMetrics(ops *ingest.Operations) *Metrics {
+func NewMetrics(ops *ingest.Operator) *Metrics {
 	m := &Metrics{Registry: prometheus.NewRegistry()}
 	m.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lazaret_failures_total",
 		Help: "Failures routed, by class, destination and kind."}, []string{"class", "destination", "kind"})
@@ -46,7 +46,10 @@ func NewMetrics(ops *ingest.Operations) *Metrics {
 }
 
 // Observe is the ingest.Worker Observe hook.
-func (m *Metrics) Observe(d ingest.Decision) {
+func (m *Metrics) Observe(d ingest.Observation) {
+	if d.Redone {
+		return // counted when it was decided
+	}
 	kind := d.Kind
 	if kind == "" {
 		kind = "unknown"
@@ -75,7 +78,7 @@ var (
 var brokerUp = prometheus.NewDesc("lazaret_broker_up", "1 when the broker answered the last scrape.", nil, nil)
 
 // queueCollector reads queue depths from the broker at scrape time.
-type queueCollector struct{ ops *ingest.Operations }
+type queueCollector struct{ ops *ingest.Operator }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{queueDepth, brokerUp, queueLatency, queueProcessed, queueFailed, queueMemory, queuePaused} {
@@ -95,7 +98,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		if s.Paused {
 			paused = 1
 		}
-		ch <- prometheus.MustNewConstMetric(queueLatency, prometheus.GaugeValue, s.Latency.Seconds(), s.Queue)
+		ch <- prometheus.MustNewConstMetric(queueLatency, prometheus.GaugeValue, s.LatencySeconds, s.Queue)
 		ch <- prometheus.MustNewConstMetric(queueProcessed, prometheus.CounterValue, float64(s.ProcessedTotal), s.Queue)
 		ch <- prometheus.MustNewConstMetric(queueFailed, prometheus.CounterValue, float64(s.FailedTotal), s.Queue)
 		ch <- prometheus.MustNewConstMetric(queueMemory, prometheus.GaugeValue, float64(s.MemoryBytes), s.Queue)

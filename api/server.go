@@ -20,7 +20,7 @@ import (
 
 // Server is the HTTP API.
 type Server struct {
-	Ops      *ingest.Operations
+	Ops      *ingest.Operator
 	Metrics  *Metrics
 	Token    string // bearer token for mutating calls; empty disables them
 	Software premis.Software
@@ -97,7 +97,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	if err := s.Ops.Ping(); err != nil {
 		status["broker"], code = err.Error(), http.StatusServiceUnavailable
 	}
-	if err := s.Ops.Worker.Ledger.Ping(ctx); err != nil {
+	if err := s.Ops.Ledger.Ping(ctx); err != nil {
 		status["ledger"], code = err.Error(), http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, status)
@@ -106,21 +106,26 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Manifest string `json:"manifest"`
+		DryRun   bool   `json:"dry_run"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Manifest == "" {
 		s.fail(w, r, http.StatusBadRequest, errors.New(`want {"manifest": "/path/to/manifest.json"} (the manifest and its files are read where the server runs)`))
 		return
 	}
-	res, err := s.Ops.Submit(r.Context(), req.Manifest)
+	res, err := s.Ops.SubmitManifest(r.Context(), req.Manifest, req.DryRun)
 	if err != nil {
 		s.fail(w, r, http.StatusUnprocessableEntity, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, res)
+	status := http.StatusAccepted
+	if req.DryRun {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, res)
 }
 
 func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
-	items, err := ingest.BatchStatus(r.Context(), s.Ops.Worker.Ledger, r.PathValue("id"))
+	items, err := ingest.BatchStatus(r.Context(), s.Ops.Ledger, r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -142,7 +147,7 @@ func (s *Server) premisXML(by string) http.HandlerFunc {
 		if by == "batch" {
 			f = premis.Filter{BatchID: r.PathValue("id")}
 		}
-		evs, err := s.Ops.Worker.Ledger.Events(r.Context(), f)
+		evs, err := s.Ops.Ledger.Events(r.Context(), f)
 		if err != nil {
 			s.fail(w, r, http.StatusInternalServerError, err)
 			return
@@ -184,7 +189,7 @@ func (s *Server) failures(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("class %q: want one of %v", f.Class, premis.Classes()))
 		return
 	}
-	list, err := ingest.Failures(r.Context(), s.Ops.Worker.Ledger, f)
+	list, err := ingest.Failures(r.Context(), s.Ops.Ledger, f)
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -196,7 +201,7 @@ func (s *Server) failures(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
-	f, history, err := ingest.GetFailure(r.Context(), s.Ops.Worker.Ledger, r.PathValue("id"))
+	f, history, err := ingest.GetFailure(r.Context(), s.Ops.Ledger, r.PathValue("id"))
 	if history == nil {
 		code := http.StatusInternalServerError
 		if errors.Is(err, premis.ErrNotFound) {
@@ -219,6 +224,7 @@ type actionRequest struct {
 	Operator string `json:"operator"`
 	Reason   string `json:"reason"`
 	File     string `json:"file,omitempty"`
+	DryRun   bool   `json:"dry_run"`
 }
 
 func (s *Server) action(w http.ResponseWriter, r *http.Request) (actionRequest, bool) {
@@ -238,7 +244,7 @@ func (s *Server) actionErr(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, premis.ErrNotFound):
 		s.fail(w, r, http.StatusNotFound, err)
-	case errors.Is(err, ingest.ErrNotOpen):
+	case errors.Is(err, ingest.ErrNotOpen), errors.Is(err, ingest.ErrConflict):
 		s.fail(w, r, http.StatusConflict, err)
 	default:
 		s.fail(w, r, http.StatusUnprocessableEntity, err)
@@ -250,12 +256,16 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	env, err := s.Ops.Replay(r.Context(), r.PathValue("id"), ingest.ReplayOptions{Operator: req.Operator, Reason: req.Reason, File: req.File})
+	res, err := s.Ops.Replay(r.Context(), r.PathValue("id"), ingest.ReplayOptions{Operator: req.Operator, Reason: req.Reason, File: req.File, DryRun: req.DryRun})
 	if err != nil {
 		s.actionErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"task_id": env.TaskID(), "object_id": env.ObjectID, "attempt": env.Attempt, "replay_of": env.ReplayOf})
+	status := http.StatusAccepted
+	if req.DryRun {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, actionJSON(res))
 }
 
 func (s *Server) discard(w http.ResponseWriter, r *http.Request) {
@@ -267,13 +277,23 @@ func (s *Server) discard(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, errors.New("reason is required"))
 		return
 	}
-	ev, err := s.Ops.Discard(r.Context(), r.PathValue("id"), req.Operator, req.Reason)
+	res, err := s.Ops.Discard(r.Context(), r.PathValue("id"), req.Operator, req.Reason, req.DryRun)
 	if err != nil {
 		s.actionErr(w, r, err)
 		return
 	}
-	ev.Envelope = nil
-	writeJSON(w, http.StatusOK, ev)
+	writeJSON(w, http.StatusOK, actionJSON(res))
+}
+
+// actionJSON is the answer to an operator action: what was (or with
+// dry_run would be) done, the event, and the replay's task.
+func actionJSON(res *ingest.ActionResult) map[string]any {
+	out := map[string]any{"action": res.Action, "dry_run": res.DryRun, "failure_id": res.Failure.ID, "object_id": res.Failure.ObjectID,
+		"event": res.Event, "steps": res.Steps, "already": res.Already}
+	if res.Replay != nil {
+		out["task_id"], out["attempt"], out["replay_of"] = res.TaskID, res.Replay.Attempt, res.Replay.ReplayOf
+	}
+	return out
 }
 
 func (s *Server) queues(w http.ResponseWriter, r *http.Request) {

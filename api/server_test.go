@@ -33,11 +33,20 @@ const redisDB = 14
 type env struct {
 	t       *testing.T
 	srv     *httptest.Server
-	ops     *ingest.Operations
+	ops     *ingest.Operator
 	metrics *api.Metrics
 	ledger  premis.Ledger
 	batch   *fixtures.Batch
 	alerts  chan api.Alert
+}
+
+// rid0 is the id of the open missing-profile failure.
+func rid0(e *env) string {
+	fs, err := ingest.Failures(context.Background(), e.ledger, ingest.FailureFilter{Code: "manifest.color_profile.required"})
+	if err != nil || len(fs) != 1 {
+		e.t.Fatalf("missing-profile failure: %v %v", fs, err)
+	}
+	return fs[0].ID
 }
 
 func setup(t *testing.T, token string) *env {
@@ -55,7 +64,7 @@ func setup(t *testing.T, token string) *env {
 	p.RetryBase = 100 * time.Millisecond
 	w := &ingest.Worker{Ledger: l, Broker: client, Policy: p, Master: validate.DefaultMasterPolicy(), EDI: validate.DefaultEDIRules(),
 		Software: premis.Software{Name: "lazaret", Version: "test"}, Logger: log}
-	ops := &ingest.Operations{Worker: w, Inspector: insp}
+	ops := &ingest.Operator{Ledger: l, Enqueuer: client, Broker: insp, Policy: p, Software: w.Software, Logger: log, Check: w.Check}
 	e := &env{t: t, ops: ops, ledger: l, metrics: api.NewMetrics(ops), alerts: make(chan api.Alert, 100)}
 	hook := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -68,7 +77,7 @@ func setup(t *testing.T, token string) *env {
 	}))
 	alerter := &api.Alerter{URL: hook.URL, Secret: "hook-secret", Limit: 100, Logger: log, Metrics: e.metrics}
 	alerter.Start(context.Background())
-	w.Observe = func(d ingest.Decision) { e.metrics.Observe(d); alerter.Observe(d) }
+	w.Observe = func(d ingest.Observation) { e.metrics.Observe(d); alerter.Observe(d) }
 	srv, mux := ingest.NewServer(ro, w, ingest.ServerConfig{Concurrency: 2, PollInterval: 50 * time.Millisecond})
 	if err := srv.Start(mux); err != nil {
 		t.Fatal(err)
@@ -198,7 +207,7 @@ func TestAPI(t *testing.T) {
 		t.Errorf("bad class: %d", code)
 	}
 	code, body = e.do("GET", "/v1/failures/"+id, "", nil)
-	if code != 200 || !strings.Contains(body["broker"].(string), "pending in quarantine") || len(body["history"].([]any)) != 1 {
+	if code != 200 || !strings.Contains(body["broker"].(string), "pending in quarantine") || len(body["history"].([]any)) != 2 { // ins, qua
 		t.Errorf("failure detail: %d %v", code, body)
 	}
 	if code, _ := e.do("GET", "/v1/failures/no-such-id", "", nil); code != 404 {
@@ -210,8 +219,29 @@ func TestAPI(t *testing.T) {
 	if code, _ := e.do("POST", "/v1/failures/"+id+"/discard", token, map[string]string{"operator": "ana"}); code != 400 {
 		t.Errorf("discard without reason: %d", code)
 	}
+	// A dry run says what would happen and changes nothing.
+	evsBefore, _ := e.ledger.Events(context.Background(), premis.Filter{})
+	code, body = e.do("POST", "/v1/failures/"+id+"/discard", token, map[string]any{"operator": "ana", "reason": "a test scan", "dry_run": true})
+	if code != 200 || body["dry_run"] != true || len(body["steps"].([]any)) != 2 {
+		t.Errorf("dry-run discard: %d %v", code, body)
+	}
+	code, body = e.do("POST", "/v1/failures/"+rid0(e)+"/replay", token, map[string]any{"operator": "ana", "dry_run": true})
+	if code != 200 || body["dry_run"] != true || body["attempt"].(float64) != 2 {
+		t.Errorf("dry-run replay: %d %v", code, body)
+	}
+	code, body = e.do("POST", "/v1/batches", token, map[string]any{"manifest": e.batch.Manifest, "dry_run": true})
+	if code != 200 || body["dry_run"] != true || len(body["skipped"].([]any)) == 0 {
+		t.Errorf("dry-run resubmit: %d %v", code, body)
+	}
+	evsAfter, _ := e.ledger.Events(context.Background(), premis.Filter{})
+	if len(evsAfter) != len(evsBefore) {
+		t.Errorf("dry runs wrote %d events", len(evsAfter)-len(evsBefore))
+	}
+	if q, _ := e.ops.Broker.ListPendingTasks(ingest.QueueQuarantine); len(q) != 4 {
+		t.Errorf("after dry runs %d parked, want the 4 quarantined", len(q))
+	}
 	code, body = e.do("POST", "/v1/failures/"+id+"/discard", token, map[string]string{"operator": "ana", "reason": "a test scan, not a master"})
-	if code != 200 || body["Type"] != "del" || body["Operator"] != "ana" {
+	if ev, _ := body["event"].(map[string]any); code != 200 || ev["type"] != "del" || ev["operator"] != "ana" {
 		t.Errorf("discard: %d %v", code, body)
 	}
 	if code, _ := e.do("POST", "/v1/failures/"+id+"/discard", token, map[string]string{"operator": "ana", "reason": "again"}); code != 409 {
@@ -274,7 +304,7 @@ func TestAlerterNeverBlocks(t *testing.T) {
 	a.Start(ctx)
 	start := time.Now()
 	for i := 0; i < 3000; i++ {
-		a.Observe(ingest.Decision{Events: []*premis.Event{{ID: strconv.Itoa(i), Destination: premis.DeadLetter}}})
+		a.Observe(ingest.Observation{Events: []*premis.Event{{ID: strconv.Itoa(i), Destination: premis.DeadLetter}}})
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("3000 alerts took %s to hand over: the worker would block", d)

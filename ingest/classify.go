@@ -23,17 +23,21 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
-// RoutingError: the failure was recorded but could not be handed to its
-// destination (Redis down, ledger busy). Transient: the task is retried and
-// nothing is acknowledged, so nothing is lost. It does not consume the retry
-// budget.
+// RoutingError: a decision could not be read, recorded or handed to its
+// destination (Redis down, ledger busy). Transient: the task is retried
+// and nothing is acknowledged, so nothing is lost. It spends the routing
+// budget, not the item's retry budget; Try counts from 1.
 type RoutingError struct {
 	Destination premis.Destination
+	Try         int
 	Err         error
 }
 
 func (e *RoutingError) Error() string {
-	return fmt.Sprintf("routing to %s failed: %v", e.Destination, e.Err)
+	if e.Destination == "" {
+		return fmt.Sprintf("routing try %d failed: %v", e.Try, e.Err)
+	}
+	return fmt.Sprintf("routing to %s failed (try %d): %v", e.Destination, e.Try, e.Err)
 }
 func (e *RoutingError) Unwrap() error { return e.Err }
 
@@ -125,15 +129,11 @@ func classify(err error) (premis.Class, string) {
 	return premis.Unknown, "unclassified"
 }
 
-// Location is where in the payload a failure is.
+// Location is where in the payload a failure is, and for an interchange
+// which message.
 type Location struct {
-	Offset    *int64 // byte, 0-based
-	Page      *int   // TIFF page, 1-based
-	Segment   int    // EDIFACT segment in its message, UNH = 1
-	Element   int
-	Component int
-	Tag       string // TIFF tag name or EDIFACT segment tag
-	Message   string // EDIFACT message reference
+	premis.Position
+	Message string // EDIFACT message reference
 }
 
 // Locate extracts the position of a failure, when it has one.
@@ -150,9 +150,9 @@ func Locate(err error) Location {
 	ptr := func(v int) *int { return &v }
 	switch {
 	case errors.As(err, &syntax):
-		l = Location{Offset: ptr64(syntax.Offset), Segment: syntax.Segment, Element: syntax.Element, Component: syntax.Component, Tag: syntax.Tag, Message: syntax.Message}
+		l = Location{premis.Position{Offset: ptr64(syntax.Offset), Segment: syntax.Segment, Element: syntax.Element, Component: syntax.Component, Tag: syntax.Tag}, syntax.Message}
 	case errors.As(err, &rule):
-		l = Location{Offset: ptr64(rule.Offset), Segment: rule.Segment, Element: rule.Element, Component: rule.Component, Tag: rule.Tag, Message: rule.Message}
+		l = Location{premis.Position{Offset: ptr64(rule.Offset), Segment: rule.Segment, Element: rule.Element, Component: rule.Component, Tag: rule.Tag}, rule.Message}
 	case errors.As(err, &tiffErr):
 		l.Offset = ptr64(tiffErr.Offset)
 		if tiffErr.Page > 0 {
@@ -168,3 +168,6 @@ func Locate(err error) Location {
 	}
 	return l
 }
+
+// positionOf is the position of a failure as an event records it.
+func positionOf(err error) premis.Position { return Locate(err).Position }

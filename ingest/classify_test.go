@@ -13,6 +13,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/validate"
 )
@@ -45,6 +46,17 @@ func TestClassify(t *testing.T) {
 		{"ledger busy", fmt.Errorf("append: %w", premis.ErrBusy), premis.Transient, premis.Retry, "ledger.busy"},
 		{"file still copying", stage(validate.StageOpen, fmt.Errorf("x: %w", validate.ErrFileChanged)), premis.Transient, premis.Retry, "io.file-changed"},
 		{"routing", &RoutingError{Destination: premis.Quarantined, Err: errors.New("redis down")}, premis.Transient, premis.Retry, "routing.quarantine"},
+		{"canceled", fmt.Errorf("read: %w", context.Canceled), premis.Transient, premis.Retry, "canceled"},
+		{"net timeout", fmt.Errorf("dial: %w", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}), premis.Transient, premis.Retry, "timeout"},
+		{"edifact syntax", fmt.Errorf("interchange: %w", &edifact.SyntaxError{Offset: 311, Segment: 12, Tag: "UNT", Err: edifact.ErrCount}),
+			premis.Structural, premis.DeadLetter, "edifact.count-mismatch"},
+		{"edifact unsupported", fmt.Errorf("interchange: %w", &edifact.UnsupportedError{Offset: 0, What: "IATB"}), premis.Semantic, premis.Quarantined, "edifact.unsupported"},
+		{"rule structural", fmt.Errorf("message 1: %w", &validate.RuleError{Tier: validate.TierStructural, Code: "edifact.bgm.missing"}),
+			premis.Structural, premis.DeadLetter, "edifact.bgm.missing"},
+		{"rule semantic", fmt.Errorf("message 1: %w", &validate.RuleError{Tier: validate.TierSemantic, Code: "edifact.locode.unknown"}),
+			premis.Semantic, premis.Quarantined, "edifact.locode.unknown"},
+		{"rule regulatory", fmt.Errorf("message 1: %w", &validate.RuleError{Tier: validate.TierRegulatory, Code: "edifact.vgm.missing"}),
+			premis.Regulatory, premis.Quarantined, "edifact.vgm.missing"},
 		{"panic", fmt.Errorf("handler: %w", &PanicError{Value: "boom"}), premis.Unknown, premis.Quarantined, "panic"},
 		{"anything else", errors.New("the unexpected"), premis.Unknown, premis.Quarantined, "unclassified"},
 	}
@@ -56,10 +68,11 @@ func TestClassify(t *testing.T) {
 		if got := Code(tc.err); got != tc.code {
 			t.Errorf("%s: Code = %q, want %q", tc.name, got, tc.code)
 		}
-		dest := p.Route(Classify(tc.err), 1, 0, p.MaxRetry)
-		if dest != tc.dest {
-			t.Errorf("%s: Route = %q, want %q", tc.name, dest, tc.dest)
+		d := p.Decide(tc.err, 1, 0)
+		if d.Class != tc.class || d.Code != tc.code || d.Destination != tc.dest {
+			t.Errorf("%s: Decide = %s/%s/%s, want %s/%s/%s", tc.name, d.Class, d.Code, d.Destination, tc.class, tc.code, tc.dest)
 		}
+		dest := d.Destination
 		// The asynq mapping of that destination.
 		got := toBroker(dest, time.Second, tc.err)
 		switch dest {
@@ -77,8 +90,8 @@ func TestClassify(t *testing.T) {
 			}
 		}
 	}
-	if IsFailure(&RoutingError{Err: errors.New("x")}) || !IsFailure(errors.New("x")) {
-		t.Error("IsFailure: routing failures must not consume the retry budget; others must")
+	if got := p.RetryDelay(7, &RoutingError{Try: 1, Err: errors.New("x")}, nil); got < p.RoutingBase/2 || got > p.RoutingBase {
+		t.Errorf("first routing retry waits %s, want within [%s, %s]", got, p.RoutingBase/2, p.RoutingBase)
 	}
 	l := Locate(&validate.StageError{Err: &validate.TIFFError{Page: 3, Offset: 77}})
 	if l.Offset == nil || *l.Offset != 77 || l.Page == nil || *l.Page != 3 {
@@ -107,8 +120,48 @@ func TestRoute(t *testing.T) {
 		{"", 9, 0, premis.Accepted},
 	}
 	for _, tc := range cases {
-		if got := p.Route(tc.class, tc.attempt, tc.retried, p.MaxRetry); got != tc.want {
+		if got := p.route(tc.class, tc.attempt, tc.retried); got != tc.want {
 			t.Errorf("Route(%s, attempt %d, retried %d) = %s, want %s", tc.class, tc.attempt, tc.retried, got, tc.want)
+		}
+	}
+}
+
+// TestDecideNotes: every decision says why in words, with the counts an
+// operator needs.
+func TestDecideNotes(t *testing.T) {
+	t.Parallel()
+	p := DefaultPolicy()
+	p.Jitter = func(n int64) int64 { return n }
+	timeout := fmt.Errorf("read: %w", context.DeadlineExceeded)
+	cases := []struct {
+		err              error
+		attempt, retries int
+		dest             premis.Destination
+		note             string
+	}{
+		{timeout, 1, 0, premis.Retry, "retry 1 of 3 in 2s (backoff ceiling 2s): read: context deadline exceeded"},
+		{timeout, 4, 3, premis.DeadLetter, "retries exhausted after 3 retries: read: context deadline exceeded"},
+		{errors.New("x"), 5, 0, premis.AuditHold, "poison cap reached at attempt 5 (cap 5): x"},
+		{&validate.TIFFError{Code: "tiff.ifd-loop"}, 1, 0, premis.DeadLetter, ""},
+	}
+	for _, tc := range cases {
+		d := p.Decide(tc.err, tc.attempt, tc.retries)
+		if d.Destination != tc.dest || d.Note != tc.note {
+			t.Errorf("Decide(%v, %d, %d) = %s %q, want %s %q", tc.err, tc.attempt, tc.retries, d.Destination, d.Note, tc.dest, tc.note)
+		}
+		if tc.dest == premis.Retry && d.Delay != 2*time.Second {
+			t.Errorf("retry delay %s, want the recorded 2s", d.Delay)
+		}
+	}
+}
+
+// TestBrokerRetriesReserveASlot: asynq's budget is always larger than what
+// Lazaret can spend, so asynq never archives before Lazaret decided.
+func TestBrokerRetriesReserveASlot(t *testing.T) {
+	t.Parallel()
+	for _, p := range []Policy{DefaultPolicy(), {MaxRetry: 0, RoutingBudget: 1}, {MaxRetry: 7, RoutingBudget: 3}} {
+		if got, spend := p.BrokerRetries(), p.MaxRetry+p.RoutingBudget; got <= spend {
+			t.Errorf("policy %+v: asynq gets %d retries, Lazaret may spend %d", p, got, spend)
 		}
 	}
 }

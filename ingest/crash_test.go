@@ -107,40 +107,69 @@ func TestWorkerKilledMidTaskLosesNothing(t *testing.T) {
 	}
 	b.start() // its recoverer hands the task back for a retry
 	ev := b.settled(env.CorrelationID, 15*time.Second)
-	if ev.Type != premis.Ingestion || ev.Destination != premis.Accepted || ev.Attempt != 2 || ev.Retries != 1 {
+	// The lease expiry is asynq's retry (retries 1), not one of Lazaret's
+	// attempts: the item is accepted at attempt 1.
+	if ev.Type != premis.Ingestion || ev.Destination != premis.Accepted || ev.Attempt != 1 || ev.Retries != 1 {
 		t.Fatalf("after the crash: %s %s attempt %d retries %d", ev.Type, ev.Destination, ev.Attempt, ev.Retries)
 	}
 }
 
-func TestLeaseExpiredOnLastTryIsReconciled(t *testing.T) {
+// TestLeaseExpiryOnTheLastTryIsDecidedByLazaret: with no retries left in
+// the policy, a worker killed mid-task used to let asynq archive the task
+// with no event. asynq's budget now has Lazaret's routing budget and a
+// reserve above the policy, so the task comes back to a handler, which
+// decides and records it.
+func TestLeaseExpiryOnTheLastTryIsDecidedByLazaret(t *testing.T) {
 	p := fastPolicy()
-	p.MaxRetry = 0 // the lease expiry spends the last try: asynq archives without a handler
+	p.MaxRetry = 0
 	b := setup(t, p)
 	url := testenv.Redis(t, redisDB)
 	env := b.envelope("killed-on-last-try", filepath.Join(b.dir, "hung.tif"), strings.Repeat("c", 64))
 	killedMidTask(t, b, env, url)
+	os.Remove(env.Path) // the storage is still not there: a transient failure, no retries left
 	b.start()
-	deadline := time.Now().Add(10 * time.Second)
-	for b.stateOK(ingest.QueueIngest, env.TaskID()) != asynq.TaskStateArchived {
-		if time.Now().After(deadline) {
-			t.Fatal("the task was not archived by the recoverer")
-		}
-		time.Sleep(50 * time.Millisecond)
+	ev := b.settled(env.CorrelationID, 15*time.Second)
+	if ev.Destination != premis.DeadLetter || ev.Code != "io.not-found" || ev.Attempt != 1 || ev.TaskID != env.TaskID() {
+		t.Fatalf("decided: %s %s attempt %d", ev.Destination, ev.Code, ev.Attempt)
 	}
-	if n := len(b.events(env.CorrelationID)); n != 0 {
-		t.Fatalf("%d events before reconciliation; asynq bypassed the handler, so want 0", n)
+	if !strings.Contains(ev.Note, "retries exhausted after 0 retries") {
+		t.Errorf("note %q", ev.Note)
 	}
-	ctx := context.Background()
-	n, err := b.worker.ReconcileArchived(ctx, b.insp)
-	if err != nil || n != 1 {
-		t.Fatalf("reconcile wrote %d events, err %v; want 1", n, err)
+	if s := b.stateOK(ingest.QueueIngest, env.TaskID()); s != asynq.TaskStateArchived {
+		t.Errorf("broker state %v, want archived", s)
 	}
-	evs := b.events(env.CorrelationID)
-	if len(evs) != 1 || evs[0].Code != "worker.lease-expired" || evs[0].Destination != premis.DeadLetter || evs[0].TaskID != env.TaskID() {
-		t.Fatalf("reconciled events: %+v", evs)
+	rep, err := b.ops().ReconcileBroker(context.Background(), false)
+	if err != nil || len(rep.ArchivedRecorded) != 0 {
+		t.Fatalf("reconcile recorded %v (err %v): the decision was already recorded", rep.ArchivedRecorded, err)
 	}
-	if n, err := b.worker.ReconcileArchived(ctx, b.insp); err != nil || n != 0 {
-		t.Fatalf("second reconcile wrote %d (err %v), want 0", n, err)
+	if n := len(b.events(env.CorrelationID)); n != 1 {
+		t.Errorf("%d events, want 1", n)
+	}
+}
+
+// TestAFileThatKillsTheWorkerEndsWithinTheRoutingBudget: a task whose every
+// delivery dies (an OOM-killed worker) is not validated forever: once the
+// routing budget is spent, the next delivery dead-letters it unvalidated.
+func TestAFileThatKillsTheWorkerEndsWithinTheRoutingBudget(t *testing.T) {
+	p := fastPolicy()
+	p.RoutingBudget = 1
+	b := setup(t, p)
+	url := testenv.Redis(t, redisDB)
+	env := b.envelope("kills-workers", filepath.Join(b.dir, "bomb.tif"), strings.Repeat("d", 64))
+	killedMidTask(t, b, env, url)
+	b.start()
+	ev := b.settled(env.CorrelationID, 15*time.Second)
+	if ev.Destination != premis.DeadLetter || ev.Code != "routing.exhausted" || ev.Class != premis.Transient {
+		t.Fatalf("decided: %s %s %s", ev.Destination, ev.Class, ev.Code)
+	}
+	if !strings.Contains(ev.Message, "1 deliveries ended without a recorded decision") {
+		t.Errorf("message %q", ev.Message)
+	}
+	if n := len(b.invocations(env.TaskID())); n != 1 {
+		t.Errorf("handler ran %d times after the crash, want 1", n)
+	}
+	if s := b.stateOK(ingest.QueueIngest, env.TaskID()); s != asynq.TaskStateArchived {
+		t.Errorf("broker state %v, want archived", s)
 	}
 }
 

@@ -1,14 +1,13 @@
 package ingest
 
 import (
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/premis"
@@ -36,53 +35,34 @@ func messageEnvelope(env *Envelope, ref string) *Envelope {
 // in one ledger transaction, so a huge interchange does not hold them all.
 const messagesPerAppend = 256
 
-// routeMessages routes every message of a sound interchange on its own:
-// accepted messages get val and ing events, failing ones go to quarantine
-// (or audit-hold at the poison cap) each with its own event and parked task.
-// Events are written a chunk of messages at a time; every event and parked
-// task is idempotent, so a retry after a partial failure repeats nothing.
-func (w *Worker) routeMessages(ctx context.Context, env *Envelope, rep *validate.Report, res *validate.InterchangeResult, attempt, retried, maxRetry int, taskID string, start time.Time) error {
+// planMessages yields the events of a sound interchange: a fixity event for
+// the interchange, val and ing for every accepted message, a failure event
+// (and a parked task) for every failing one, each message decided on its
+// own by Decide; and last, the interchange's own ing event, which tells a
+// later delivery that everything before it is recorded.
+func (w *Worker) planMessages(r *result, yield func([]*premis.Event, []parcel) error) error {
+	d, env, rep, res := r.d, r.d.env, r.rep, r.ires
 	regs := w.registries()
 	detail := fmt.Sprintf("UN/EDIFACT envelope, structural, semantic and regulatory rules (%s; %s; %s)", w.Software.ID(), regs.LOCODE.Version(), regs.HS.Version())
-	type parked struct {
-		env *Envelope
-		ev  *premis.Event
-		err error
-	}
 	var events []*premis.Event
-	var park []parked
-	accepted, parkedN := 0, 0
+	var parcels []parcel
 	flush := func() error {
 		if len(events) == 0 {
 			return nil
 		}
-		if _, err := w.Ledger.Append(ctx, events...); err != nil {
-			return &RoutingError{Destination: premis.Accepted, Err: fmt.Errorf("ledger: %w", err)}
+		if err := yield(events, parcels); err != nil {
+			return err
 		}
-		for _, p := range park {
-			if err := w.park(ctx, p.env, p.ev, p.ev.Destination, p.err); err != nil {
-				return err
-			}
-			w.log(ctx, p.env, p.ev, p.err)
-		}
-		for _, ev := range events {
-			if ev.Type == premis.Ingestion {
-				accepted++
-			}
-			if ev.Destination.Terminal() {
-				w.observe(env.Kind, ev.Class, ev.Destination, ev.Code, start, ev)
-			}
-		}
-		parkedN += len(park)
-		events, park = events[:0], park[:0]
+		events, parcels = events[:0], parcels[:0]
 		return nil
 	}
 	if env.Message == "" {
-		fix := w.base(env, premis.FixityCheck, attempt, retried, taskID)
+		fix := w.deliveryEvent(d, env, premis.FixityCheck)
 		fix.Outcome, fix.SHA256, fix.Size = premis.Success, rep.SHA256, rep.Size
 		fix.Detail, fix.Note = "SHA-256 of the interchange compared with the manifest", "sha256 "+rep.SHA256
 		events = append(events, fix)
 	}
+	r.messagesN = len(res.Messages)
 	for i, m := range res.Messages {
 		if i > 0 && i%messagesPerAppend == 0 {
 			if err := flush(); err != nil {
@@ -91,7 +71,7 @@ func (w *Worker) routeMessages(ctx context.Context, env *Envelope, rep *validate
 		}
 		menv := messageEnvelope(env, m.Ref)
 		if m.Err == nil {
-			val := w.base(menv, premis.Validation, attempt, retried, taskID)
+			val := w.deliveryEvent(d, menv, premis.Validation)
 			val.Outcome, val.SHA256, val.Detail = premis.Success, rep.SHA256, detail
 			off := m.Offset
 			val.Offset, val.Segment, val.Tag = &off, 1, "UNH"
@@ -102,40 +82,45 @@ func (w *Worker) routeMessages(ctx context.Context, env *Envelope, rep *validate
 					val.Note += "; " + wr.Code + ": " + wr.Message
 				}
 			}
-			ing := w.base(menv, premis.Ingestion, attempt, retried, taskID)
+			ing := w.deliveryEvent(d, menv, premis.Ingestion)
 			ing.Outcome, ing.SHA256, ing.Destination, ing.Detail = premis.Success, rep.SHA256, premis.Accepted, "message accepted by lazaret"
 			if menv.ReplayOf != "" {
 				ing.Note = "accepted on replay of event " + menv.ReplayOf
 			}
 			events = append(events, val, ing)
+			r.accepted++
 			continue
 		}
-		class := Classify(m.Err)
-		dest := w.Policy.Route(class, menv.Attempt+retried, retried, maxRetry)
-		ev := w.failureEvent(menv, rep, m.Err, class, dest, attempt, retried, taskID)
+		dec := w.Policy.Decide(m.Err, d.attempt, d.retries)
+		ev := w.failureEvent(d, menv, rep, m.Err, dec)
 		ev.Note = fmt.Sprintf("message %s (%s) at byte %d: %s", m.Ref, m.Type, m.Offset, m.Err)
-		if dest == premis.AuditHold {
-			ev.Note = fmt.Sprintf("poison cap reached at attempt %d (cap %d): %s", attempt, w.Policy.PoisonCap, ev.Note)
+		if dec.Note != "" {
+			ev.Note = dec.Note + "; " + ev.Note
 		}
 		events = append(events, ev)
-		if dest == premis.Quarantined || dest == premis.AuditHold {
-			park = append(park, parked{menv, ev, m.Err})
+		if dec.Destination == premis.Quarantined || dec.Destination == premis.AuditHold {
+			parcels = append(parcels, parcel{menv, ev})
+			r.parkedN++
 		}
 	}
-	if err := flush(); err != nil {
-		return err
+	if env.Message == "" {
+		ing := w.deliveryEvent(d, env, premis.Ingestion)
+		ing.Outcome, ing.SHA256, ing.Size, ing.Destination = premis.Success, rep.SHA256, rep.Size, premis.Accepted
+		ing.Detail = "interchange envelope accepted; its messages are routed one by one (" + w.Software.ID() + ")"
+		ing.Note = fmt.Sprintf("%d message(s): %d accepted, %d parked, %d other", len(res.Messages), r.accepted, r.parkedN, len(res.Messages)-r.accepted-r.parkedN)
+		events = append(events, ing)
 	}
-	w.Logger.LogAttrs(ctx, slog.LevelInfo, "interchange routed", slog.String(AttrCorrelationID, env.CorrelationID),
-		slog.String(AttrObjectID, env.ObjectID), slog.String(AttrBatchID, env.BatchID), slog.Int("messages", len(res.Messages)),
-		slog.Int("accepted", accepted), slog.Int("parked", parkedN), slog.Int(AttrAttempt, attempt))
-	return nil
+	return flush()
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // writeContrl writes the CONTRL report of a rejected interchange to the
 // outbox, named after batch, object and attempt so a redelivery overwrites
-// the same file.
+// the same file. It is written before the ledger event: the report exists
+// only while this delivery holds the validation result, and a redelivery
+// that finds the decision recorded must not have to validate again to
+// send it. Writing it twice writes the same bytes.
 func (w *Worker) writeContrl(env *Envelope, res *validate.InterchangeResult, err error, attempt int) error {
 	if w.Outbox == "" {
 		return nil
@@ -143,8 +128,7 @@ func (w *Worker) writeContrl(env *Envelope, res *validate.InterchangeResult, err
 	if err := os.MkdirAll(w.Outbox, 0o755); err != nil {
 		return err
 	}
-	name := unsafeName.ReplaceAllString(fmt.Sprintf("%s_%s_%d", env.BatchID, env.ObjectID, attempt), "_") + ".contrl.edi"
-	path := filepath.Join(w.Outbox, name)
+	path := filepath.Join(w.Outbox, contrlName(env, attempt))
 	tmp := path + ".partial"
 	f, ferr := os.Create(tmp)
 	if ferr != nil {
@@ -160,6 +144,19 @@ func (w *Worker) writeContrl(env *Envelope, res *validate.InterchangeResult, err
 		return cerr
 	}
 	return os.Rename(tmp, path)
+}
+
+// contrlName is the outbox file name of an item's CONTRL at attempt: a
+// readable prefix cut to fit any file system's NAME_MAX, and a digest of
+// the exact batch and object ids, so that ids differing only in characters
+// a file name cannot hold ("a/b", "a#b", "a b") never share a file.
+func contrlName(env *Envelope, attempt int) string {
+	readable := unsafeName.ReplaceAllString(env.BatchID+"_"+env.ObjectID, "_")
+	if len(readable) > 120 {
+		readable = readable[:120]
+	}
+	sum := sha256.Sum256([]byte(env.BatchID + "\x00" + env.ObjectID))
+	return fmt.Sprintf("%s_%s_%d.contrl.edi", readable, hex.EncodeToString(sum[:6]), attempt)
 }
 
 // contrlRef is a CONTRL control reference (max 14 characters), stable per

@@ -141,6 +141,7 @@ func CorrelationID(batchID, objectID, sha string) string {
 type Held struct {
 	Envelope    Envelope `json:"envelope"`
 	EventID     string   `json:"event_id"`
+	EventKey    string   `json:"event_key,omitempty"`
 	Class       string   `json:"class"`
 	Code        string   `json:"code"`
 	Message     string   `json:"message"`

@@ -167,6 +167,7 @@ func (b *bundle) state(queue, id string) asynq.TaskState {
 func fastPolicy() ingest.Policy {
 	p := ingest.DefaultPolicy()
 	p.RetryBase, p.RetryMax = 100*time.Millisecond, 2*time.Second
+	p.RoutingBase, p.RoutingMax = 100*time.Millisecond, 500*time.Millisecond
 	return p
 }
 
@@ -439,17 +440,17 @@ func TestSubmitIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	r1, err := ingest.Submit(ctx, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy})
+	r1, err := ingest.Submit(ctx, b.ledger, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy})
 	if err != nil || len(r1.Enqueued) != len(m.Items) {
 		t.Fatalf("first submit: %+v %v", r1, err)
 	}
-	r2, err := ingest.Submit(ctx, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy})
+	r2, err := ingest.Submit(ctx, b.ledger, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy})
 	if err != nil || len(r2.Enqueued) != 0 || len(r2.Duplicates) != len(m.Items) {
 		t.Fatalf("second submit: %+v %v", r2, err)
 	}
 	m.Items[0].Path = "missing.tif"
 	m.Items[1].Path = "also-missing.tif"
-	_, err = ingest.Submit(ctx, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy})
+	_, err = ingest.Submit(ctx, b.ledger, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy})
 	if err == nil || !strings.Contains(err.Error(), "missing.tif") || !strings.Contains(err.Error(), "also-missing.tif") {
 		t.Fatalf("submit with missing files: %v (want both named)", err)
 	}

@@ -9,7 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -19,30 +21,16 @@ import (
 )
 
 // Failure is an item whose latest outcome in the ledger is a failure
-// destination: dead-letter, quarantine or audit-hold. Its ID is the id of
-// the event that put it there. The ledger, not Redis, is the source: a
-// failure stays listable (and replayable from the envelope in its event)
-// after the broker trimmed or lost the task.
+// destination: dead-letter, quarantine or audit-hold. It is the event that
+// put it there (its ID is the failure's id). The ledger, not Redis, is the
+// source: a failure stays listable (and replayable from the envelope in its
+// event) after the broker trimmed or lost the task.
 type Failure struct {
-	ID            string             `json:"id"`
-	CorrelationID string             `json:"correlation_id"`
-	ObjectID      string             `json:"object_id"`
-	BatchID       string             `json:"batch_id"`
-	Kind          string             `json:"kind"`
-	Class         premis.Class       `json:"class"`
-	Code          string             `json:"code"`
-	Destination   premis.Destination `json:"destination"`
-	Message       string             `json:"message"`
-	Offset        *int64             `json:"offset"`
-	Page          *int               `json:"page,omitempty"`
-	Segment       int                `json:"segment,omitempty"`
-	Element       int                `json:"element,omitempty"`
-	Component     int                `json:"component,omitempty"`
-	Attempt       int                `json:"attempt"`
-	At            time.Time          `json:"at"`
-	TaskID        string             `json:"task_id"`
-	Event         premis.Event       `json:"-"`
+	premis.Event
 }
+
+// At is when the failure was recorded.
+func (f Failure) At() time.Time { return f.DateTime }
 
 // FailureFilter selects failures; zero fields match everything.
 type FailureFilter struct {
@@ -58,7 +46,26 @@ type FailureFilter struct {
 // outcomeDestinations are the destinations that say where an item is now.
 var outcomeDestinations = map[premis.Destination]bool{
 	premis.Accepted: true, premis.DeadLetter: true, premis.Quarantined: true, premis.AuditHold: true,
-	premis.Discarded: true, premis.Replayed: true,
+	premis.Discarded: true, premis.Replayed: true, premis.Submitted: true, premis.Retry: true,
+}
+
+// latestOutcomes returns, per correlation id in first-seen order, the
+// item's latest event that says where it is.
+func latestOutcomes(evs []premis.Event) []premis.Event {
+	latest := map[string]int{}
+	var out []premis.Event
+	for _, e := range evs {
+		if !outcomeDestinations[e.Destination] {
+			continue
+		}
+		if i, seen := latest[e.CorrelationID]; seen {
+			out[i] = e
+			continue
+		}
+		latest[e.CorrelationID] = len(out)
+		out = append(out, e)
+	}
+	return out
 }
 
 // Failures lists the open failures matching f, oldest first.
@@ -67,20 +74,8 @@ func Failures(ctx context.Context, l premis.Ledger, f FailureFilter) ([]Failure,
 	if err != nil {
 		return nil, err
 	}
-	latest := map[string]premis.Event{}
-	var order []string
-	for _, e := range evs {
-		if !outcomeDestinations[e.Destination] {
-			continue
-		}
-		if _, seen := latest[e.CorrelationID]; !seen {
-			order = append(order, e.CorrelationID)
-		}
-		latest[e.CorrelationID] = e
-	}
 	var out []Failure
-	for _, corr := range order {
-		e := latest[corr]
+	for _, e := range latestOutcomes(evs) {
 		switch e.Destination {
 		case premis.DeadLetter, premis.Quarantined, premis.AuditHold:
 		default:
@@ -90,28 +85,42 @@ func Failures(ctx context.Context, l premis.Ledger, f FailureFilter) ([]Failure,
 			(!f.Since.IsZero() && e.DateTime.Before(f.Since)) || (!f.Until.IsZero() && !e.DateTime.Before(f.Until)) {
 			continue
 		}
-		out = append(out, failureOf(e))
+		out = append(out, Failure{e})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].DateTime.Before(out[j].DateTime) })
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}
 	return out, nil
 }
 
-func failureOf(e premis.Event) Failure {
-	return Failure{ID: e.ID, CorrelationID: e.CorrelationID, ObjectID: e.ObjectID, BatchID: e.BatchID, Kind: e.Kind, Class: e.Class,
-		Code: e.Code, Destination: e.Destination, Message: e.Message, Offset: e.Offset, Page: e.Page, Segment: e.Segment,
-		Element: e.Element, Component: e.Component, Attempt: e.Attempt, At: e.DateTime, TaskID: e.TaskID, Event: e}
-}
-
 // ErrNotOpen: the failure was already replayed, discarded or accepted.
 var ErrNotOpen = errors.New("not an open failure")
 
-// Failure looks one failure up by its event id and returns it with the
-// item's whole history. The failure must still be open.
+// ErrConflict: another operator action on the same failure won.
+var ErrConflict = errors.New("another action on this failure was recorded first")
+
+// GetFailure looks one failure up by its event id, or by object id (its
+// open failure), and returns it with the item's whole history. The error
+// wraps ErrNotOpen (with the history) when the failure is no longer open.
 func GetFailure(ctx context.Context, l premis.Ledger, id string) (Failure, []premis.Event, error) {
 	e, err := l.Event(ctx, id)
+	if errors.Is(err, premis.ErrNotFound) {
+		// An object id: its latest failure.
+		evs, qerr := l.Events(ctx, premis.Filter{ObjectID: id})
+		if qerr != nil {
+			return Failure{}, nil, qerr
+		}
+		for i := len(evs) - 1; i >= 0 && err != nil; i-- {
+			switch evs[i].Destination {
+			case premis.DeadLetter, premis.Quarantined, premis.AuditHold:
+				e, err = evs[i], nil
+			}
+		}
+		if err != nil {
+			return Failure{}, nil, fmt.Errorf("%w (no event and no failing object has id %q; see dlq ls)", premis.ErrNotFound, id)
+		}
+	}
 	if err != nil {
 		return Failure{}, nil, err
 	}
@@ -125,124 +134,311 @@ func GetFailure(ctx context.Context, l premis.Ledger, id string) (Failure, []pre
 			last = h
 		}
 	}
-	f := failureOf(e)
+	f := Failure{e}
 	if last.ID != e.ID {
-		return f, history, fmt.Errorf("%w: %s; the item's latest outcome is %s (event %s)", ErrNotOpen, id, last.Destination, last.ID)
+		return f, history, fmt.Errorf("%w: %s; the item's latest outcome is %s (event %s)", ErrNotOpen, e.ID, last.Destination, last.ID)
+	}
+	switch e.Destination {
+	case premis.DeadLetter, premis.Quarantined, premis.AuditHold:
+	default:
+		return f, history, fmt.Errorf("%w: event %s is a %s event, not a failure", ErrNotOpen, e.ID, e.Destination)
 	}
 	return f, history, nil
 }
 
-// Operations are what operators do with failures.
-type Operations struct {
-	Worker    *Worker
-	Inspector *asynq.Inspector
+// Broker is what operators need of asynq; *asynq.Inspector satisfies it.
+type Broker interface {
+	GetTaskInfo(queue, id string) (*asynq.TaskInfo, error)
+	DeleteTask(queue, id string) error
+	ListPendingTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
+	ListArchivedTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
+	Queues() ([]string, error)
+	GetQueueInfo(queue string) (*asynq.QueueInfo, error)
+}
+
+// Operator is what people do with items: replay, discard, redrive,
+// reconcile. Every action is a recorded intent: the event first (a
+// compare-and-set on the failure: of two actions on one failure exactly
+// one is recorded), then the broker, then a rollback event if the broker
+// step failed. With DryRun nothing is written anywhere.
+type Operator struct {
+	Ledger   premis.Ledger
+	Enqueuer Enqueuer
+	Broker   Broker
+	Policy   Policy
+	Software premis.Software
+	Logger   *slog.Logger
+	Submit   SubmitOptions
+	// Check re-runs an item's validation (redrive's re-check, quarantine
+	// reconciliation): the worker's Check, so the rules exist once.
+	Check func(ctx context.Context, env *Envelope) Verdict
+	// Refresh reloads the registries before a quarantine reconciliation
+	// and says which versions are in force ("" when not applicable).
+	Refresh func() (locode, hs string, err error)
 }
 
 // brokerTask is where the broker holds a failure: the queue and task id.
 func brokerTask(f Failure) (queue, id string) {
 	switch f.Destination {
-	case premis.Quarantined:
-		return QueueQuarantine, HeldTaskID(f.Event.Key)
-	case premis.AuditHold:
-		return QueueAuditHold, HeldTaskID(f.Event.Key)
+	case premis.Quarantined, premis.AuditHold:
+		return QueueFor(f.Destination), HeldTaskID(f.Key)
 	}
 	return QueueIngest, f.TaskID
 }
 
 // BrokerState says whether the broker still holds the failure's task.
-func (o *Operations) BrokerState(f Failure) string {
+func (o *Operator) BrokerState(f Failure) string {
 	q, id := brokerTask(f)
-	ti, err := o.Inspector.GetTaskInfo(q, id)
+	ti, err := o.Broker.GetTaskInfo(q, id)
 	if err != nil {
 		return "missing from the broker (trimmed or lost): replayable from the ledger"
 	}
 	return fmt.Sprintf("%s in %s", ti.State, q)
 }
 
+// ActionResult is what an operator action did, or with DryRun would do.
+type ActionResult struct {
+	Action  string         `json:"action"` // replay, discard, hold
+	DryRun  bool           `json:"dry_run"`
+	Failure Failure        `json:"failure"`
+	Event   *premis.Event  `json:"event"`            // the event written (or that would be)
+	Replay  *Envelope      `json:"replay,omitempty"` // the fresh task, for a replay
+	TaskID  string         `json:"task_id,omitempty"`
+	Already bool           `json:"already,omitempty"` // recorded before; only the broker step was finished
+	Steps   []string       `json:"steps"`             // what happens, in order
+	Before  []premis.Event `json:"-"`
+}
+
 // ReplayOptions refine a replay.
 type ReplayOptions struct {
 	Operator, Reason string
 	// File, when set, replaces the item's file (a corrected master or
-	// interchange): its digest and size are taken from it.
-	File string
+	// interchange): resolved to an absolute path now, its digest and size
+	// taken now.
+	File   string
+	DryRun bool
 }
 
-// Replay hands an open failure back to ingest as a fresh task (new task id,
-// attempt + 1, replay_of = the failure's event), writing an unq event first
-// and removing the broker's copy after. It works from the ledger's
-// envelope, so a failure whose task Redis trimmed is replayable too.
-func (o *Operations) Replay(ctx context.Context, id string, opt ReplayOptions) (*Envelope, error) {
-	f, _, err := GetFailure(ctx, o.Worker.Ledger, id)
+// resolutionKey is the key every action that resolves failure f records
+// its event under: replay, discard, release, reject and a redrive's hold
+// share it, so the ledger's idempotency guard is the compare-and-set.
+func resolutionKey(f Failure) string {
+	return premis.EventKey(f.CorrelationID+"/resolve/"+f.ID, f.SHA256, premis.Unquarantine, f.Attempt)
+}
+
+// operatorEvent starts an event about failure f by a person.
+func (o *Operator) operatorEvent(f Failure, t premis.EventType, operator string) *premis.Event {
+	return &premis.Event{
+		Key: resolutionKey(f), Type: t, Outcome: premis.Success, ObjectID: f.ObjectID, BatchID: f.BatchID,
+		CorrelationID: f.CorrelationID, Kind: f.Kind, SHA256: f.SHA256, Size: f.Size, Path: f.Path, Attempt: f.Attempt,
+		TaskID: f.TaskID, ReplayOf: f.ID, Agent: o.Software.ID(), Operator: operator,
+	}
+}
+
+// record appends an operator's event as the resolution of its failure. If
+// another resolution was recorded first, it returns that event: the same
+// action means only the broker step is left to finish (already); another
+// action is ErrConflict.
+func (o *Operator) record(ctx context.Context, ev *premis.Event) (already bool, err error) {
+	want := ev.Destination
+	ins, err := o.Ledger.Append(ctx, ev)
 	if err != nil {
+		return false, fmt.Errorf("ledger: %w", err)
+	}
+	if ins[0] {
+		return false, nil
+	}
+	if ev.Destination != want {
+		return false, fmt.Errorf("%w: %s (event %s by %s at %s)", ErrConflict, ev.Destination, ev.ID, ev.Operator, ev.DateTime.Format(time.RFC3339))
+	}
+	return true, nil
+}
+
+// Replay hands an open failure back to ingest as a fresh task (new task
+// id, attempt + 1, replay_of = the failure's event): the unq event with the
+// new envelope first, then the enqueue, then the broker's old copy is
+// removed. If the enqueue fails, a rollback event puts the item back where
+// it was, open and listable; if even that cannot be written,
+// reconcile-broker finds the replay recorded but never enqueued and
+// enqueues it. It works from the ledger's envelope, so a failure whose
+// task Redis trimmed is replayable too.
+func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*ActionResult, error) {
+	f, history, err := GetFailure(ctx, o.Ledger, id)
+	if err != nil && !errors.Is(err, ErrNotOpen) {
 		return nil, err
 	}
-	env, err := DecodeEnvelope(f.Event.Envelope)
+	if errors.Is(err, ErrNotOpen) {
+		// A replay of this very failure recorded as the item's latest
+		// outcome may not have reached the broker: finish it, nothing else.
+		if last := latestOutcomes(history); len(last) == 1 && last[0].Key == resolutionKey(f) && last[0].Destination == premis.Replayed {
+			if res, ok := o.unfinishedReplay(ctx, f, last[0], opt); ok {
+				return res, nil
+			}
+		}
+		return nil, err
+	}
+	if opt.Operator == "" {
+		return nil, errors.New("a replay needs an operator")
+	}
+	env, err := DecodeEnvelope(f.Envelope)
 	if err != nil {
-		return nil, fmt.Errorf("failure %s has no replayable envelope: %w", id, err)
+		return nil, fmt.Errorf("failure %s has no replayable envelope: %w", f.ID, err)
 	}
 	if opt.File != "" {
-		sum, size, err := fileDigest(opt.File)
+		abs, sum, size, err := CorrectedFile(opt.File)
 		if err != nil {
 			return nil, fmt.Errorf("corrected file: %w", err)
 		}
-		env.Path, env.SHA256, env.Size = opt.File, sum, size
+		env.Path, env.SHA256, env.Size = abs, sum, size
 		env.Item.SHA256, env.Item.Size = sum, size
 	}
-	q, taskID := brokerTask(f)
-	held := Held{Envelope: *env, EventID: f.ID, Class: string(f.Class), Code: f.Code, Destination: string(f.Destination), Attempt: f.Attempt}
+	env.Attempt = max(f.Attempt, env.Attempt) + 1
+	env.ReplayOf = f.ID
+	env.SubmittedAt = time.Now().UTC()
 	reason := opt.Reason
 	if reason == "" {
 		reason = "replayed by " + opt.Operator
 	}
 	if opt.File != "" {
-		reason += fmt.Sprintf(" (with corrected file %s, sha256 %s)", opt.File, env.SHA256)
+		reason += fmt.Sprintf(" (with corrected file %s, sha256 %s)", env.Path, env.SHA256)
 	}
-	return o.Worker.Replay(ctx, o.Inspector, Parked{TaskID: taskID, Queue: q, Held: held}, opt.Operator, reason)
+	unq := o.operatorEvent(f, premis.Unquarantine, opt.Operator)
+	unq.Destination, unq.Note, unq.Envelope, unq.Attempt = premis.Replayed, reason, envelopeJSON(env), env.Attempt
+	unq.Detail = fmt.Sprintf("replayed from %s as attempt %d, task %s (%s)", f.Destination, env.Attempt, env.TaskID(), o.Software.ID())
+	q, old := brokerTask(f)
+	res := &ActionResult{Action: "replay", DryRun: opt.DryRun, Failure: f, Event: unq, Replay: env, TaskID: env.TaskID(),
+		Steps: []string{"ledger: unq event (destination replayed) on failure " + f.ID,
+			fmt.Sprintf("broker: enqueue task %s in %s (attempt %d)", env.TaskID(), QueueIngest, env.Attempt),
+			fmt.Sprintf("broker: delete task %s from %s", old, q)}}
+	if opt.DryRun {
+		return res, nil
+	}
+	already, err := o.record(ctx, unq)
+	if err != nil {
+		return nil, err
+	}
+	res.Already = already
+	if already {
+		if stored, derr := DecodeEnvelope(unq.Envelope); derr == nil {
+			res.Replay, res.TaskID = stored, stored.TaskID()
+		}
+	}
+	return res, o.finishReplay(ctx, f, res)
 }
 
-func fileDigest(path string) (string, int64, error) {
-	f, err := os.Open(path)
+// unfinishedReplay finds a replay of f that was recorded as its
+// resolution, and finishes its broker steps.
+func (o *Operator) unfinishedReplay(ctx context.Context, f Failure, unq premis.Event, opt ReplayOptions) (*ActionResult, bool) {
+	env, err := DecodeEnvelope(unq.Envelope)
 	if err != nil {
-		return "", 0, err
+		return nil, false
+	}
+	res := &ActionResult{Action: "replay", DryRun: opt.DryRun, Failure: f, Event: &unq, Replay: env, TaskID: env.TaskID(), Already: true,
+		Steps: []string{fmt.Sprintf("broker: make sure task %s is enqueued (the replay was recorded by %s)", env.TaskID(), unq.Operator)}}
+	if opt.DryRun {
+		return res, true
+	}
+	if err := o.finishReplay(ctx, f, res); err != nil {
+		return nil, false
+	}
+	return res, true
+}
+
+// finishReplay does a recorded replay's broker steps; on an enqueue
+// failure it rolls the item back to where it was.
+func (o *Operator) finishReplay(ctx context.Context, f Failure, res *ActionResult) error {
+	if _, err := Enqueue(ctx, o.Enqueuer, res.Replay, o.submitOptions()); err != nil {
+		if res.Already {
+			return fmt.Errorf("enqueue replay %s: %w (the replay stays recorded; reconcile-broker enqueues it)", res.TaskID, err)
+		}
+		back := f.Event
+		back.ID, back.DateTime, back.Operator = "", time.Time{}, res.Event.Operator
+		back.Key = premis.EventKey(f.CorrelationID+"/rollback/"+res.Event.ID, f.SHA256, f.Type, f.Attempt)
+		back.ReplayOf = res.Event.ID
+		back.Note = fmt.Sprintf("replay %s could not be enqueued (%v); the item is back in %s", res.Event.ID, err, f.Destination)
+		back.Detail = "operator action rolled back (" + o.Software.ID() + ")"
+		if _, lerr := o.Ledger.Append(ctx, &back); lerr != nil {
+			return fmt.Errorf("enqueue replay: %w; the rollback could not be recorded either (%v): reconcile-broker enqueues the replay", err, lerr)
+		}
+		return fmt.Errorf("enqueue replay: %w; rolled back: the item is open again as failure %s", err, back.ID)
+	}
+	q, old := brokerTask(f)
+	if err := o.Broker.DeleteTask(q, old); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
+		o.Logger.Warn("replayed, but the old broker copy could not be removed", slog.String(AttrTaskID, old), slog.String("error", err.Error()))
+	}
+	o.Logger.LogAttrs(ctx, slog.LevelInfo, "item replayed", slog.String(AttrCorrelationID, f.CorrelationID),
+		slog.String(AttrObjectID, f.ObjectID), slog.String("from", string(f.Destination)), slog.Int(AttrAttempt, res.Replay.Attempt),
+		slog.String("operator", res.Event.Operator), slog.String("replay_of", f.ID), slog.Bool("already", res.Already))
+	return nil
+}
+
+func (o *Operator) submitOptions() SubmitOptions {
+	opt := o.Submit
+	opt.Policy, opt.Software = o.Policy, o.Software
+	return opt
+}
+
+// CorrectedFile resolves a corrected file to an absolute, clean path and
+// reads its digest and size once. It must be a regular file.
+func CorrectedFile(path string) (abs, sha string, size int64, err error) {
+	abs, err = filepath.Abs(path)
+	if err != nil {
+		return "", "", 0, err
+	}
+	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", "", 0, err
 	}
 	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
+	st, err := f.Stat()
 	if err != nil {
-		return "", 0, err
+		return "", "", 0, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
+	if !st.Mode().IsRegular() {
+		return "", "", 0, fmt.Errorf("%s is not a regular file", abs)
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, st.Size()+1))
+	if err != nil {
+		return "", "", 0, err
+	}
+	if n != st.Size() {
+		return "", "", 0, fmt.Errorf("%s changed while it was read (%d bytes, then %d)", abs, st.Size(), n)
+	}
+	return abs, hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
 // Discard removes an open failure for good: a del event naming the
 // operator and the reason, then the broker's copy is deleted.
-func (o *Operations) Discard(ctx context.Context, id, operator, reason string) (*premis.Event, error) {
+func (o *Operator) Discard(ctx context.Context, id, operator, reason string, dryRun bool) (*ActionResult, error) {
 	if reason == "" {
 		return nil, errors.New("a discard needs a reason")
 	}
 	if operator == "" {
 		return nil, errors.New("a discard needs an operator")
 	}
-	f, _, err := GetFailure(ctx, o.Worker.Ledger, id)
+	f, _, err := GetFailure(ctx, o.Ledger, id)
 	if err != nil {
 		return nil, err
 	}
-	env := &Envelope{CorrelationID: f.CorrelationID, ObjectID: f.ObjectID, BatchID: f.BatchID, Kind: f.Kind, SHA256: f.Event.SHA256, Attempt: f.Attempt}
-	del := o.Worker.base(env, premis.Deletion, f.Attempt, 0, f.TaskID)
-	del.Key = premis.EventKey(f.CorrelationID+"/discard/"+f.ID, f.Event.SHA256, premis.Deletion, f.Attempt)
-	del.Outcome, del.Destination, del.Operator, del.Note = premis.Success, premis.Discarded, operator, reason
-	del.Detail = fmt.Sprintf("discarded from %s by %s (%s)", f.Destination, operator, o.Worker.Software.ID())
-	del.ReplayOf, del.Envelope = f.ID, f.Event.Envelope
-	if _, err := o.Worker.Ledger.Append(ctx, del); err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
-	}
+	del := o.operatorEvent(f, premis.Deletion, operator)
+	del.Destination, del.Note, del.Envelope = premis.Discarded, reason, f.Envelope
+	del.Detail = fmt.Sprintf("discarded from %s by %s (%s)", f.Destination, operator, o.Software.ID())
 	q, tid := brokerTask(f)
-	if err := o.Inspector.DeleteTask(q, tid); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
-		return del, fmt.Errorf("discarded in the ledger, but the broker task %s could not be deleted: %w", tid, err)
+	res := &ActionResult{Action: "discard", DryRun: dryRun, Failure: f, Event: del,
+		Steps: []string{"ledger: del event (destination discarded) on failure " + f.ID, fmt.Sprintf("broker: delete task %s from %s", tid, q)}}
+	if dryRun {
+		return res, nil
 	}
-	o.Worker.Logger.LogAttrs(ctx, slog.LevelWarn, "item discarded", slog.String(AttrCorrelationID, f.CorrelationID),
+	if res.Already, err = o.record(ctx, del); err != nil {
+		return nil, err
+	}
+	if err := o.Broker.DeleteTask(q, tid); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
+		return res, fmt.Errorf("discarded in the ledger, but the broker task %s could not be deleted: %w (reconcile-broker removes it)", tid, err)
+	}
+	o.Logger.LogAttrs(ctx, slog.LevelWarn, "item discarded", slog.String(AttrCorrelationID, f.CorrelationID),
 		slog.String(AttrObjectID, f.ObjectID), slog.String("operator", operator), slog.String("reason", reason))
-	return del, nil
+	return res, nil
 }
 
 // RedriveOptions bound a bulk redrive of the dead-letter queue.
@@ -259,10 +455,10 @@ type RedriveOptions struct {
 
 // RedriveDecision is what a redrive did with one dead letter.
 type RedriveDecision struct {
-	Failure Failure `json:"failure"`
-	Action  string  `json:"action"` // "redriven", "held" (attempt ceiling), "unchanged" (same failure), "error"
-	Detail  string  `json:"detail"`
-	At      time.Time
+	Failure Failure   `json:"failure"`
+	Action  string    `json:"action"` // "redriven", "held" (attempt ceiling), "unchanged" (same failure), "error"
+	Detail  string    `json:"detail"`
+	At      time.Time `json:"at"`
 }
 
 // Redrive replays dead letters, throttled to opt.Rate per second. Items
@@ -270,12 +466,12 @@ type RedriveDecision struct {
 // event instead. Unless Force is set, each item is re-checked first and
 // left alone when it still fails with the same code: a redrive should
 // follow a fix, not repeat an outage.
-func (o *Operations) Redrive(ctx context.Context, opt RedriveOptions) ([]RedriveDecision, error) {
+func (o *Operator) Redrive(ctx context.Context, opt RedriveOptions) ([]RedriveDecision, error) {
 	if opt.Rate <= 0 {
 		opt.Rate = 10
 	}
 	opt.Filter.Destination = premis.DeadLetter
-	fs, err := Failures(ctx, o.Worker.Ledger, opt.Filter)
+	fs, err := Failures(ctx, o.Ledger, opt.Filter)
 	if err != nil {
 		return nil, err
 	}
@@ -289,19 +485,17 @@ func (o *Operations) Redrive(ctx context.Context, opt RedriveOptions) ([]Redrive
 			break
 		}
 		d := RedriveDecision{Failure: f}
-		env, derr := DecodeEnvelope(f.Event.Envelope)
+		env, derr := DecodeEnvelope(f.Envelope)
 		switch {
 		case derr != nil:
 			d.Action, d.Detail = "error", "no replayable envelope: "+derr.Error()
-		case f.Attempt+1 >= o.Worker.Policy.PoisonCap:
-			d.Action, d.Detail = "held", fmt.Sprintf("attempt %d would reach the poison cap %d", f.Attempt+1, o.Worker.Policy.PoisonCap)
-			if !opt.DryRun {
-				if err := o.hold(ctx, f, env, opt.Operator, d.Detail); err != nil {
-					return out, err
-				}
+		case f.Attempt+1 >= o.Policy.PoisonCap:
+			d.Action, d.Detail = "held", fmt.Sprintf("attempt %d would reach the poison cap %d", f.Attempt+1, o.Policy.PoisonCap)
+			if _, err := o.hold(ctx, f, env, opt.Operator, d.Detail, opt.DryRun); err != nil {
+				d.Action, d.Detail = "error", err.Error()
 			}
 		default:
-			if !opt.Force {
+			if !opt.Force && o.Check != nil {
 				if same, detail := o.stillFails(ctx, env, f); same {
 					d.Action, d.Detail = "unchanged", detail
 					break
@@ -316,12 +510,8 @@ func (o *Operations) Redrive(ctx context.Context, opt RedriveOptions) ([]Redrive
 			}
 			first = false
 			d.Action = "redriven"
-			if !opt.DryRun {
-				if _, err := o.Replay(ctx, f.ID, ReplayOptions{Operator: opt.Operator, Reason: "dead-letter redrive"}); err != nil {
-					d.Action, d.Detail = "error", err.Error()
-				} else {
-					replayed++
-				}
+			if _, err := o.Replay(ctx, f.ID, ReplayOptions{Operator: opt.Operator, Reason: "dead-letter redrive", DryRun: opt.DryRun}); err != nil {
+				d.Action, d.Detail = "error", err.Error()
 			} else {
 				replayed++
 			}
@@ -337,35 +527,43 @@ func (o *Operations) Redrive(ctx context.Context, opt RedriveOptions) ([]Redrive
 
 // stillFails re-runs validation without a queue and reports whether the
 // item fails again with the same code.
-func (o *Operations) stillFails(ctx context.Context, env *Envelope, f Failure) (bool, string) {
-	_, _, err := o.Worker.check(ctx, env)
-	if err == nil {
+func (o *Operator) stillFails(ctx context.Context, env *Envelope, f Failure) (bool, string) {
+	v := o.Check(ctx, env)
+	if v.Err == nil {
 		return false, "passes now"
 	}
-	if code := Code(err); code == f.Code {
-		return true, "still fails with " + code + ": " + err.Error()
+	if v.Code == f.Code {
+		return true, "still fails with " + v.Code + ": " + v.Err.Error()
 	}
-	return false, "fails differently now: " + Code(err)
+	return false, "fails differently now: " + v.Code
 }
 
-// hold moves a dead letter at the attempt ceiling to audit-hold.
-func (o *Operations) hold(ctx context.Context, f Failure, env *Envelope, operator, why string) error {
-	ev := o.Worker.base(env, premis.Quarantine, f.Attempt, 0, f.TaskID)
-	ev.Key = premis.EventKey(f.CorrelationID+"/hold/"+f.ID, env.SHA256, premis.Quarantine, f.Attempt)
-	ev.Outcome, ev.Class, ev.Code, ev.Destination, ev.Message = premis.Failure, f.Class, f.Code, premis.AuditHold, f.Message
-	ev.Offset, ev.Page, ev.Operator, ev.ReplayOf = f.Offset, f.Page, operator, f.ID
-	ev.Detail = "redrive refused at the attempt ceiling; held for a person (" + o.Worker.Software.ID() + ")"
+// hold moves a dead letter at the attempt ceiling to audit-hold: the hold
+// event is the failure's resolution, and the new open failure.
+func (o *Operator) hold(ctx context.Context, f Failure, env *Envelope, operator, why string, dryRun bool) (*ActionResult, error) {
+	ev := o.operatorEvent(f, premis.Quarantine, operator)
+	ev.Outcome, ev.Class, ev.Code, ev.Destination, ev.Message, ev.Position = premis.Failure, f.Class, f.Code, premis.AuditHold, f.Message, f.Position
+	ev.Envelope = f.Envelope
+	ev.Detail = "redrive refused at the attempt ceiling; held for a person (" + o.Software.ID() + ")"
 	ev.Note = why
-	if _, err := o.Worker.Ledger.Append(ctx, ev); err != nil {
-		return fmt.Errorf("ledger: %w", err)
+	res := &ActionResult{Action: "hold", DryRun: dryRun, Failure: f, Event: ev,
+		Steps: []string{"ledger: qua event (destination audit-hold) on failure " + f.ID, "broker: park in " + QueueAuditHold,
+			fmt.Sprintf("broker: delete task %s from %s", f.TaskID, QueueIngest)}}
+	if dryRun {
+		return res, nil
 	}
-	if err := o.Worker.park(ctx, env, ev, premis.AuditHold, nil); err != nil {
-		return err
+	var err error
+	if res.Already, err = o.record(ctx, ev); err != nil {
+		return nil, err
 	}
-	if err := o.Inspector.DeleteTask(QueueIngest, f.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
-		return fmt.Errorf("held, but the archived task %s could not be deleted: %w", f.TaskID, err)
+	w := &Worker{Broker: o.Enqueuer}
+	if err := w.park(ctx, heldOf(env, ev)); err != nil {
+		return res, fmt.Errorf("held in the ledger, but parking failed: %w (reconcile-broker parks it)", err)
 	}
-	return nil
+	if err := o.Broker.DeleteTask(QueueIngest, f.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
+		return res, fmt.Errorf("held, but the archived task %s could not be deleted: %w", f.TaskID, err)
+	}
+	return res, nil
 }
 
 // ItemStatus is one item's latest outcome in a batch.
@@ -380,26 +578,16 @@ type ItemStatus struct {
 	At          time.Time          `json:"at"`
 }
 
-// BatchStatus is every item's latest outcome in a batch, from the ledger.
+// BatchStatus is every item's latest outcome in a batch, from the ledger:
+// submitted items that no worker has settled show as submitted.
 func BatchStatus(ctx context.Context, l premis.Ledger, batchID string) ([]ItemStatus, error) {
 	evs, err := l.Events(ctx, premis.Filter{BatchID: batchID})
 	if err != nil {
 		return nil, err
 	}
-	latest := map[string]premis.Event{}
-	var order []string
-	for _, e := range evs {
-		if e.Destination == "" {
-			continue
-		}
-		if _, seen := latest[e.CorrelationID]; !seen {
-			order = append(order, e.CorrelationID)
-		}
-		latest[e.CorrelationID] = e
-	}
-	out := make([]ItemStatus, 0, len(order))
-	for _, c := range order {
-		e := latest[c]
+	latest := latestOutcomes(evs)
+	out := make([]ItemStatus, 0, len(latest))
+	for _, e := range latest {
 		out = append(out, ItemStatus{ObjectID: e.ObjectID, Kind: e.Kind, Destination: e.Destination, Class: e.Class, Code: e.Code,
 			EventID: e.ID, Attempt: e.Attempt, At: e.DateTime})
 	}
@@ -408,19 +596,25 @@ func BatchStatus(ctx context.Context, l premis.Ledger, batchID string) ([]ItemSt
 
 // QueueStats is the size of each of Lazaret's queues by task state.
 type QueueStats struct {
-	Queue                                                 string
-	Pending, Active, Scheduled, Retry, Archived, Complete int
-	Latency                                               time.Duration // age of the oldest pending task
-	ProcessedTotal, FailedTotal                           int           // as asynq counts them, since the queue was created
-	MemoryBytes                                           int64
-	Paused                                                bool
+	Queue          string  `json:"queue"`
+	Pending        int     `json:"pending"`
+	Active         int     `json:"active"`
+	Scheduled      int     `json:"scheduled"`
+	Retry          int     `json:"retry"`
+	Archived       int     `json:"archived"`
+	Complete       int     `json:"completed"`
+	LatencySeconds float64 `json:"latency_seconds"` // age of the oldest pending task
+	ProcessedTotal int     `json:"processed_total"` // as asynq counts them, since the queue was created
+	FailedTotal    int     `json:"failed_total"`
+	MemoryBytes    int64   `json:"memory_bytes"`
+	Paused         bool    `json:"paused"`
 }
 
 // Stats reads the depth of the ingest, quarantine and audit-hold queues. A
 // queue that was never used reads as empty.
-func (o *Operations) Stats() ([]QueueStats, error) {
+func (o *Operator) Stats() ([]QueueStats, error) {
 	var out []QueueStats
-	known, err := o.Inspector.Queues()
+	known, err := o.Broker.Queues()
 	if err != nil {
 		return nil, err
 	}
@@ -433,29 +627,31 @@ func (o *Operations) Stats() ([]QueueStats, error) {
 			out = append(out, QueueStats{Queue: q})
 			continue
 		}
-		info, err := o.Inspector.GetQueueInfo(q)
+		info, err := o.Broker.GetQueueInfo(q)
 		if err != nil {
 			return out, err
 		}
 		out = append(out, QueueStats{Queue: q, Pending: info.Pending, Active: info.Active, Scheduled: info.Scheduled,
-			Retry: info.Retry, Archived: info.Archived, Complete: info.Completed, Latency: info.Latency,
+			Retry: info.Retry, Archived: info.Archived, Complete: info.Completed, LatencySeconds: info.Latency.Seconds(),
 			ProcessedTotal: info.ProcessedTotal, FailedTotal: info.FailedTotal, MemoryBytes: info.MemoryUsage, Paused: info.Paused})
 	}
 	return out, nil
 }
 
 // Ping reports whether the broker answers.
-func (o *Operations) Ping() error {
-	_, err := o.Inspector.Queues()
+func (o *Operator) Ping() error {
+	_, err := o.Broker.Queues()
 	return err
 }
 
-// Submit checks and enqueues the manifest at path (read where the server
-// runs: payloads travel by reference).
-func (o *Operations) Submit(ctx context.Context, manifestPath string) (*SubmitResult, error) {
+// SubmitManifest checks, records and enqueues the manifest at path (read
+// where the server runs: payloads travel by reference).
+func (o *Operator) SubmitManifest(ctx context.Context, manifestPath string, dryRun bool) (*SubmitResult, error) {
 	m, dir, err := validate.ReadManifest(manifestPath)
 	if err != nil {
 		return nil, err
 	}
-	return Submit(ctx, o.Worker.Broker, m, dir, SubmitOptions{Policy: o.Worker.Policy})
+	opt := o.submitOptions()
+	opt.DryRun = dryRun
+	return Submit(ctx, o.Ledger, o.Enqueuer, m, dir, opt)
 }

@@ -11,10 +11,22 @@ import (
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/validate"
 )
 
-func (b *bundle) ops() *ingest.Operations {
-	return &ingest.Operations{Worker: b.worker, Inspector: b.insp}
+func (b *bundle) ops() *ingest.Operator {
+	return &ingest.Operator{Ledger: b.ledger, Enqueuer: b.client, Broker: b.insp, Policy: b.worker.Policy, Software: b.worker.Software,
+		Logger: b.worker.Logger, Check: b.worker.Check, Refresh: func() (string, string, error) {
+			store := b.worker.Registries
+			if store == nil {
+				r := validate.Builtin()
+				return r.LOCODE.Version(), r.HS.Version(), nil
+			}
+			if _, err := store.Refresh(); err != nil {
+				return "", "", err
+			}
+			return store.Current().LOCODE.Version(), store.Current().HS.Version(), nil
+		}}
 }
 
 // deadLetters enqueues n items whose files do not exist yet, with no
@@ -112,15 +124,15 @@ func TestReplayAndDiscard(t *testing.T) {
 	if len(fs) != 1 || fs[0].Attempt != 2 {
 		t.Fatalf("open failures %+v", fs)
 	}
-	if _, err := b.ops().Discard(ctx, fs[0].ID, "ana", ""); err == nil {
+	if _, err := b.ops().Discard(ctx, fs[0].ID, "ana", "", false); err == nil {
 		t.Error("a discard without a reason was accepted")
 	}
-	del, err := b.ops().Discard(ctx, fs[0].ID, "ana", "duplicate scan, the 2026-11-29 batch holds the master")
+	del, err := b.ops().Discard(ctx, fs[0].ID, "ana", "duplicate scan, the 2026-11-29 batch holds the master", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if del.Type != premis.Deletion || del.Operator != "ana" || !strings.Contains(del.Note, "duplicate scan") {
-		t.Errorf("del event %+v", del)
+	if ev := del.Event; ev.Type != premis.Deletion || ev.Operator != "ana" || !strings.Contains(ev.Note, "duplicate scan") {
+		t.Errorf("del event %+v", ev)
 	}
 	if q, _ := b.insp.ListPendingTasks(ingest.QueueQuarantine); len(q) != 0 {
 		t.Errorf("%d parked after discard", len(q))

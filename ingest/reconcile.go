@@ -14,75 +14,206 @@ import (
 	"github.com/lazaret/lazaret/premis"
 )
 
-// ArchivedLister lists archived tasks; *asynq.Inspector satisfies it.
-type ArchivedLister interface {
-	ListArchivedTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
+// ReconcileReport says what a broker reconciliation found, and did unless
+// it was a dry run.
+type ReconcileReport struct {
+	DryRun bool `json:"dry_run"`
+	// ArchivedRecorded: archived tasks with no ledger event, now recorded.
+	ArchivedRecorded []string `json:"archived_recorded"`
+	// Reenqueued: items the ledger expects in the ingest queue (submitted,
+	// retrying, or replayed) that the broker had lost, enqueued again.
+	Reenqueued []string `json:"reenqueued"`
+	// Reparked: quarantined or held items whose parked copy was lost,
+	// parked again from the ledger.
+	Reparked []string `json:"reparked"`
+	// StaleParked: parked copies of failures already resolved, removed.
+	StaleParked []string `json:"stale_parked"`
+	// Missing: dead letters the broker no longer holds; they stay listable
+	// and replayable from the ledger.
+	Missing []string `json:"missing"`
 }
 
-// ReconcileArchived finds tasks in the ingest queue's archived set (the DLQ)
-// that have no dead-letter event in the ledger and records one. asynq
-// archives a task without calling any handler when its lease expires on the
-// last retry (the worker was killed); this is how such a task still gets its
-// PREMIS event. It returns how many events it wrote.
-func (w *Worker) ReconcileArchived(ctx context.Context, insp ArchivedLister) (int, error) {
-	written := 0
+// ReconcileBroker makes broker and ledger agree, with the ledger as the
+// system of record:
+//   - a task asynq archived with no recorded outcome (a lease expired on the
+//     last retry, or the ledger was down when the routing budget ran out)
+//     gets its dead-letter event, with the class and code the worker put in
+//     the task's last error when it had them;
+//   - an item the ledger says was submitted, is retrying or was replayed,
+//     but whose task the broker does not hold, is enqueued again from the
+//     envelope in its event;
+//   - an open quarantine or audit-hold failure whose parked copy is gone is
+//     parked again; a parked copy of a failure already resolved is removed.
+func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*ReconcileReport, error) {
+	rep := &ReconcileReport{DryRun: dryRun, ArchivedRecorded: []string{}, Reenqueued: []string{}, Reparked: []string{}, StaleParked: []string{}, Missing: []string{}}
+	if err := o.reconcileArchived(ctx, rep); err != nil {
+		return rep, err
+	}
+	evs, err := o.Ledger.Events(ctx, premis.Filter{})
+	if err != nil {
+		return rep, err
+	}
+	for _, e := range latestOutcomes(evs) {
+		if err := ctx.Err(); err != nil {
+			return rep, context.Cause(ctx)
+		}
+		if err := o.reconcileItem(ctx, e, rep); err != nil {
+			return rep, err
+		}
+	}
+	for _, q := range []string{QueueQuarantine, QueueAuditHold} {
+		parked, err := ListParked(o.Broker, q)
+		if err != nil && len(parked) == 0 {
+			return rep, err
+		}
+		for _, p := range parked {
+			if p.Held.EventID == "" {
+				continue
+			}
+			if _, _, ferr := GetFailure(ctx, o.Ledger, p.Held.EventID); errors.Is(ferr, ErrNotOpen) {
+				rep.StaleParked = append(rep.StaleParked, p.TaskID)
+				if !dryRun {
+					if err := o.Broker.DeleteTask(q, p.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+						return rep, fmt.Errorf("remove stale parked task %s: %w", p.TaskID, err)
+					}
+				}
+			}
+		}
+	}
+	if n := len(rep.ArchivedRecorded) + len(rep.Reenqueued) + len(rep.Reparked) + len(rep.StaleParked); n > 0 {
+		o.Logger.LogAttrs(ctx, slog.LevelWarn, "broker reconciled against the ledger", slog.Bool("dry_run", dryRun),
+			slog.Int("archived_recorded", len(rep.ArchivedRecorded)), slog.Int("reenqueued", len(rep.Reenqueued)),
+			slog.Int("reparked", len(rep.Reparked)), slog.Int("stale_parked", len(rep.StaleParked)), slog.Int("missing", len(rep.Missing)))
+	}
+	return rep, nil
+}
+
+// reconcileItem checks that the broker holds what the ledger says of one
+// item (its latest outcome e).
+func (o *Operator) reconcileItem(ctx context.Context, e premis.Event, rep *ReconcileReport) error {
+	switch e.Destination {
+	case premis.Submitted, premis.Retry, premis.Replayed:
+		env, err := DecodeEnvelope(e.Envelope)
+		if err != nil {
+			return nil // nothing to enqueue from; it is listed by batch status
+		}
+		if _, err := o.Broker.GetTaskInfo(QueueIngest, env.TaskID()); !brokerLost(err) {
+			return err
+		}
+		rep.Reenqueued = append(rep.Reenqueued, env.ObjectID)
+		if rep.DryRun {
+			return nil
+		}
+		if _, err := Enqueue(ctx, o.Enqueuer, env, o.submitOptions()); err != nil {
+			return fmt.Errorf("enqueue %s again: %w", env.ObjectID, err)
+		}
+	case premis.Quarantined, premis.AuditHold:
+		f := Failure{e}
+		q, id := brokerTask(f)
+		if _, err := o.Broker.GetTaskInfo(q, id); !brokerLost(err) {
+			return err
+		}
+		env, err := DecodeEnvelope(e.Envelope)
+		if err != nil {
+			rep.Missing = append(rep.Missing, e.ID)
+			return nil
+		}
+		rep.Reparked = append(rep.Reparked, e.ObjectID)
+		if rep.DryRun {
+			return nil
+		}
+		w := &Worker{Broker: o.Enqueuer}
+		if err := w.park(ctx, heldOf(env, &e)); err != nil {
+			return err
+		}
+	case premis.DeadLetter:
+		if _, err := o.Broker.GetTaskInfo(QueueIngest, e.TaskID); brokerLost(err) {
+			rep.Missing = append(rep.Missing, e.ID)
+		}
+	}
+	return nil
+}
+
+// brokerLost reports whether a task lookup says the broker holds no such
+// task (as opposed to the broker not answering, which is returned).
+func brokerLost(err error) bool {
+	return errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound)
+}
+
+// reconcileArchived records archived tasks in the ingest queue that have
+// no outcome in the ledger.
+func (o *Operator) reconcileArchived(ctx context.Context, rep *ReconcileReport) error {
 	const pageSize = 500
 	for page := 1; ; page++ {
 		if err := ctx.Err(); err != nil {
-			return written, context.Cause(ctx)
+			return context.Cause(ctx)
 		}
-		tasks, err := insp.ListArchivedTasks(QueueIngest, asynq.PageSize(pageSize), asynq.Page(page))
+		tasks, err := o.Broker.ListArchivedTasks(QueueIngest, asynq.PageSize(pageSize), asynq.Page(page))
 		if errors.Is(err, asynq.ErrQueueNotFound) {
-			return written, nil // nothing was ever enqueued: nothing archived
+			return nil // nothing was ever enqueued: nothing archived
 		}
 		if err != nil {
-			return written, fmt.Errorf("list archived: %w", err)
+			return fmt.Errorf("list archived: %w", err)
 		}
 		for _, ti := range tasks {
-			ok, err := w.reconcileOne(ctx, ti)
+			ok, err := o.reconcileOne(ctx, ti, rep.DryRun)
 			if err != nil {
-				return written, err
+				return err
 			}
 			if ok {
-				written++
+				rep.ArchivedRecorded = append(rep.ArchivedRecorded, ti.ID)
 			}
 		}
 		if len(tasks) < pageSize {
-			return written, nil
+			return nil
 		}
 	}
 }
 
-func (w *Worker) reconcileOne(ctx context.Context, ti *asynq.TaskInfo) (bool, error) {
+func (o *Operator) reconcileOne(ctx context.Context, ti *asynq.TaskInfo, dryRun bool) (bool, error) {
+	class, code, eventID, summarized := parseSummary(ti.LastErr)
+	if summarized && eventID != "" {
+		if _, err := o.Ledger.Event(ctx, eventID); err == nil {
+			return false, nil
+		} else if !errors.Is(err, premis.ErrNotFound) {
+			return false, err
+		}
+	}
 	env, derr := DecodeEnvelope(ti.Payload)
-	corr, sha, object := "", "", ti.ID
+	corr, sha, object := ti.ID, "", ti.ID
 	if derr == nil {
 		corr, sha, object = env.CorrelationID, env.SHA256, env.ObjectID
 	} else {
 		sum := sha256.Sum256(ti.Payload)
 		sha = hex.EncodeToString(sum[:])
-		corr = ti.ID
 	}
-	f := premis.Filter{CorrelationID: corr, Destination: premis.DeadLetter}
-	if derr != nil {
-		f = premis.Filter{ObjectID: object, Destination: premis.DeadLetter}
-	}
-	have, err := w.Ledger.Events(ctx, f)
+	have, err := o.Ledger.Events(ctx, premis.Filter{CorrelationID: corr, TaskID: ti.ID})
 	if err != nil {
 		return false, err
 	}
 	for _, e := range have {
-		if e.TaskID == ti.ID {
-			return false, nil
+		switch e.Destination {
+		case premis.DeadLetter, premis.Discarded, premis.Replayed:
+			return false, nil // recorded (and perhaps already resolved)
 		}
+	}
+	if derr != nil {
+		if got, err := o.Ledger.Events(ctx, premis.Filter{ObjectID: object, Destination: premis.DeadLetter}); err != nil || len(got) > 0 {
+			return false, err
+		}
+	}
+	if dryRun {
+		return true, nil
 	}
 	attempt := ti.Retried + 1
 	if env != nil {
-		attempt = env.Attempt + ti.Retried
+		attempt = env.Attempt
 	}
-	class, code := premis.Unknown, "broker.archived-unrecorded"
-	if strings.Contains(ti.LastErr, "lease expired") {
-		class, code = premis.Transient, "worker.lease-expired"
+	if !summarized || class == "" {
+		class, code = premis.Unknown, "broker.archived-unrecorded"
+		if strings.Contains(ti.LastErr, "lease expired") {
+			class, code = premis.Transient, "worker.lease-expired"
+		}
 	}
 	ev := &premis.Event{
 		Key:  premis.EventKey(corr+"/broker-archived/"+ti.ID, sha, premis.Validation, attempt),
@@ -90,21 +221,20 @@ func (w *Worker) reconcileOne(ctx context.Context, ti *asynq.TaskInfo) (bool, er
 		Message: "archived by the broker without a recorded outcome: " + ti.LastErr,
 		Note:    fmt.Sprintf("found in the archived set after %d retries (last error: %s); recorded by reconciliation", ti.Retried, ti.LastErr),
 		Detail:  "broker reconciliation: archived task with no ledger event", ObjectID: object, CorrelationID: corr,
-		SHA256: sha, Attempt: attempt, Retries: ti.Retried, TaskID: ti.ID, Agent: w.Software.ID(), Kind: "task",
+		SHA256: sha, Attempt: attempt, Retries: ti.Retried, TaskID: ti.ID, Agent: o.Software.ID(), Kind: "task",
 		Envelope: capped(ti.Payload),
 	}
 	if env != nil {
 		ev.BatchID, ev.Kind, ev.Size, ev.Path, ev.ReplayOf = env.BatchID, env.Kind, env.Size, env.Path, env.ReplayOf
 	}
-	ins, err := w.Ledger.Append(ctx, ev)
+	ins, err := o.Ledger.Append(ctx, ev)
 	if err != nil {
 		return false, err
 	}
 	if ins[0] {
-		w.Logger.LogAttrs(ctx, slog.LevelError, "archived task reconciled", slog.String(AttrTaskID, ti.ID),
+		o.Logger.LogAttrs(ctx, slog.LevelError, "archived task reconciled", slog.String(AttrTaskID, ti.ID),
 			slog.String(AttrCorrelationID, corr), slog.String(AttrObjectID, object), slog.String(AttrClass, string(class)),
 			slog.String(AttrDestination, string(premis.DeadLetter)), slog.String(AttrCode, code))
-		w.observe(ev.Kind, class, premis.DeadLetter, code, ev.DateTime, ev)
 	}
 	return ins[0], nil
 }

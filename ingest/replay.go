@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/hibiken/asynq"
-
-	"github.com/lazaret/lazaret/premis"
-	"github.com/lazaret/lazaret/validate"
 )
 
 // Parked is an item waiting in quarantine or audit-hold.
@@ -59,40 +55,6 @@ func ListParked(insp ParkedLister, queue string) ([]Parked, error) {
 	return out, nil
 }
 
-// Replay hands a parked item back to ingest as a fresh task: new task id,
-// attempt + 1, replay_of the event that parked it. The unq event is written
-// first; the parked task is deleted only after the new task is enqueued, so
-// a crash in between replays at most once more (the event and the task id
-// are idempotent) and never loses the item.
-func (w *Worker) Replay(ctx context.Context, insp ParkedLister, p Parked, operator, reason string) (*Envelope, error) {
-	env := p.Held.Envelope
-	if env.CorrelationID == "" {
-		return nil, fmt.Errorf("parked task %s has no envelope to replay", p.TaskID)
-	}
-	env.Attempt = p.Held.Attempt + 1
-	if env.Attempt <= p.Held.Envelope.Attempt {
-		env.Attempt = p.Held.Envelope.Attempt + 1
-	}
-	env.ReplayOf = p.Held.EventID
-	unq := w.base(&env, premis.Unquarantine, env.Attempt, 0, p.TaskID)
-	unq.Outcome, unq.Destination, unq.Operator = premis.Success, premis.Replayed, operator
-	unq.Detail = fmt.Sprintf("replayed from %s as attempt %d (%s)", p.Queue, env.Attempt, w.Software.ID())
-	unq.Note = reason
-	if _, err := w.Ledger.Append(ctx, unq); err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
-	}
-	if _, err := Enqueue(ctx, w.Broker, &env, SubmitOptions{Policy: w.Policy}); err != nil {
-		return nil, fmt.Errorf("enqueue replay: %w", err)
-	}
-	if err := insp.DeleteTask(p.Queue, p.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
-		return &env, fmt.Errorf("replayed, but the parked task %s could not be removed: %w", p.TaskID, err)
-	}
-	w.Logger.LogAttrs(ctx, slog.LevelInfo, "item replayed", slog.String(AttrCorrelationID, env.CorrelationID),
-		slog.String(AttrObjectID, env.ObjectID), slog.String("from", p.Queue), slog.Int(AttrAttempt, env.Attempt),
-		slog.String("operator", operator), slog.String("replay_of", env.ReplayOf))
-	return &env, nil
-}
-
 // registryCodes are the failure codes that depend on a registry.
 var registryCodes = map[string]bool{"edifact.locode.unknown": true, "edifact.hs.unknown": true}
 
@@ -107,14 +69,15 @@ type ReconcileDecision struct {
 // ReconcileQuarantine re-validates every quarantined item whose failure
 // depended on a registry that has since changed, and replays those that now
 // pass. Others stay where they are. With dryRun nothing is replayed.
-func (w *Worker) ReconcileQuarantine(ctx context.Context, insp ParkedLister, dryRun bool) ([]ReconcileDecision, error) {
-	if w.Registries != nil {
-		if _, err := w.Registries.Refresh(); err != nil {
+func (o *Operator) ReconcileQuarantine(ctx context.Context, dryRun bool) ([]ReconcileDecision, error) {
+	locode, hs := "", ""
+	if o.Refresh != nil {
+		var err error
+		if locode, hs, err = o.Refresh(); err != nil {
 			return nil, fmt.Errorf("refresh registries: %w", err)
 		}
 	}
-	regs := w.registries()
-	parked, err := ListParked(insp, QueueQuarantine)
+	parked, err := ListParked(o.Broker, QueueQuarantine)
 	if err != nil && len(parked) == 0 {
 		return nil, err
 	}
@@ -124,36 +87,36 @@ func (w *Worker) ReconcileQuarantine(ctx context.Context, insp ParkedLister, dry
 			return out, context.Cause(ctx)
 		}
 		d := ReconcileDecision{Parked: p}
-		current := ""
+		current := locode
 		if strings.HasPrefix(p.Held.Registry, "HS@") {
-			current = regs.HS.Version()
-		} else {
-			current = regs.LOCODE.Version()
+			current = hs
 		}
 		switch {
 		case !registryCodes[p.Held.Code]:
 			d.Action, d.Detail = "not-registry-dependent", p.Held.Code
 		case p.Held.Registry == current:
 			d.Action, d.Detail = "unchanged-registry", current
+		case o.Check == nil:
+			d.Action, d.Detail = "still-failing", "no validator to re-check with"
 		default:
 			env := p.Held.Envelope
-			it := env.Item
-			it.SHA256, it.Size = env.SHA256, env.Size
-			_, res, verr := validate.CheckInterchange(ctx, env.Path, &it, regs, w.EDI, env.Message)
+			v := o.Check(ctx, &env)
 			switch {
-			case verr != nil:
-				d.Action, d.Detail = "still-failing", verr.Error()
-			case len(res.Messages) == 1 && res.Messages[0].Err != nil:
-				d.Action, d.Detail = "still-failing", res.Messages[0].Err.Error()
+			case v.Err != nil:
+				d.Action, d.Detail = "still-failing", v.Err.Error()
+			case len(v.Messages) == 1 && v.Messages[0].Message.Err != nil:
+				d.Action, d.Detail = "still-failing", v.Messages[0].Message.Err.Error()
 			default:
 				d.Action = "replayed"
 				d.Detail = fmt.Sprintf("registry changed from %s to %s; the message now passes", p.Held.Registry, current)
-				if !dryRun {
-					env, err := w.Replay(ctx, insp, p, "lazaret-reconcile", d.Detail)
-					if err != nil {
-						return out, err
-					}
-					d.Replayed = env
+				res, err := o.Replay(ctx, p.Held.EventID, ReplayOptions{Operator: "lazaret-reconcile", Reason: d.Detail, DryRun: dryRun})
+				switch {
+				case errors.Is(err, ErrNotOpen), errors.Is(err, ErrConflict):
+					d.Action, d.Detail = "already-resolved", err.Error()
+				case err != nil:
+					return out, err
+				default:
+					d.Replayed = res.Replay
 				}
 			}
 		}

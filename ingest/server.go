@@ -33,14 +33,18 @@ func NewServer(redis asynq.RedisConnOpt, w *Worker, cfg ServerConfig) (*asynq.Se
 		cfg.PollInterval = time.Second
 	}
 	srv := asynq.NewServer(redis, asynq.Config{
-		Concurrency:              cfg.Concurrency,
-		Queues:                   map[string]int{QueueIngest: 1},
-		RetryDelayFunc:           w.Policy.RetryDelay,
-		IsFailure:                IsFailure,
+		Concurrency:    cfg.Concurrency,
+		Queues:         map[string]int{QueueIngest: 1},
+		RetryDelayFunc: w.Policy.RetryDelay,
+		// Every error counts against asynq's budget, routing failures
+		// included: BrokerRetries sizes that budget so Lazaret decides
+		// first, and a failure that never clears cannot loop.
 		ShutdownTimeout:          cfg.ShutdownTimeout,
 		DelayedTaskCheckInterval: cfg.PollInterval,
 		Logger:                   NewAsynqLogger(w.Logger),
-		LogLevel:                 asynq.WarnLevel,
+		// asynq's own warnings ("Retry exhausted for task id=…") repeat
+		// what the handler logged with the item's fields; its errors stay.
+		LogLevel: asynq.ErrorLevel,
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			// Decisions are logged where they are made (the handler); this
 			// catches what asynq itself saw, at debug level.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -17,27 +18,45 @@ type SubmitOptions struct {
 	Policy      Policy
 	TaskTimeout time.Duration // per attempt; 0 = 1 hour
 	Retention   time.Duration // how long a finished task id blocks a duplicate; 0 = 24 h
+	// Software is the agent recorded on submission events.
+	Software premis.Software
+	// DryRun checks and reports, writing nothing.
+	DryRun bool
 }
 
-// SubmitResult says what a submission did.
+// SubmitResult says what a submission did, item by item.
 type SubmitResult struct {
-	BatchID    string
-	Enqueued   []string // object ids enqueued now
-	Duplicates []string // object ids already queued or recently finished
+	BatchID    string       `json:"batch_id"`
+	DryRun     bool         `json:"dry_run"`
+	Enqueued   []string     `json:"enqueued"`   // object ids enqueued now
+	Duplicates []string     `json:"duplicates"` // object ids already queued or recently finished
+	Skipped    []SkipReason `json:"skipped"`    // items the ledger has already settled
 }
 
-// Submit enqueues every item of a checked manifest (see
-// validate.Manifest.Check) as a TypeValidate task in the ingest queue. dir is
-// the manifest's folder. Every item's file must exist; all problems are
-// reported together and then nothing is enqueued. Task ids are deterministic,
-// so submitting the same batch twice enqueues nothing the second time.
-func Submit(ctx context.Context, b Enqueuer, m *validate.Manifest, dir string, opt SubmitOptions) (*SubmitResult, error) {
-	if opt.TaskTimeout <= 0 {
-		opt.TaskTimeout = time.Hour
-	}
-	if opt.Retention <= 0 {
-		opt.Retention = 24 * time.Hour
-	}
+// SkipReason is why a resubmitted item was not enqueued again.
+type SkipReason struct {
+	ObjectID    string             `json:"object_id"`
+	Destination premis.Destination `json:"destination"`
+	EventID     string             `json:"event_id"`
+	Reason      string             `json:"reason"`
+}
+
+// submitChunk bounds how many submission events go in one transaction.
+const submitChunk = 500
+
+// Submit records and enqueues every item of a checked manifest (see
+// validate.Manifest.Check) as a TypeValidate task in the ingest queue. dir
+// is the manifest's folder. Every item's file must exist; all problems are
+// reported together and then nothing is recorded or enqueued.
+//
+// Submission is a ledger fact: each item gets an ins event (destination
+// submitted, with its envelope and task id) before it is enqueued, so an
+// item the broker loses is visible as submitted, never settled, and
+// reconcile-broker enqueues it again. An item whose latest outcome in the
+// ledger is final (accepted, discarded, replayed) or an open failure is not
+// enqueued again: it is reported in Skipped. Task ids are deterministic, so
+// submitting the same batch twice enqueues nothing the second time.
+func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manifest, dir string, opt SubmitOptions) (*SubmitResult, error) {
 	now := time.Now().UTC()
 	envs := make([]*Envelope, 0, len(m.Items))
 	var errs []error
@@ -72,11 +91,47 @@ func Submit(ctx context.Context, b Enqueuer, m *validate.Manifest, dir string, o
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	res := &SubmitResult{BatchID: m.BatchID}
+	res := &SubmitResult{BatchID: m.BatchID, DryRun: opt.DryRun, Enqueued: []string{}, Duplicates: []string{}, Skipped: []SkipReason{}}
+	history, err := l.Events(ctx, premis.Filter{BatchID: m.BatchID})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	latest := map[string]premis.Event{}
+	for _, e := range latestOutcomes(history) {
+		latest[e.CorrelationID] = e
+	}
+	var todo []*Envelope
+	var record []*premis.Event
 	for _, env := range envs {
+		e, seen := latest[env.CorrelationID]
+		switch {
+		case !seen:
+			record = append(record, submissionEvent(env, opt.Software, now))
+		case e.Destination == premis.Submitted, e.Destination == premis.Retry:
+			// Recorded, not settled: enqueue again (a duplicate if the
+			// broker still holds it).
+		default:
+			res.Skipped = append(res.Skipped, SkipReason{ObjectID: env.ObjectID, Destination: e.Destination, EventID: e.ID, Reason: skipReason(e)})
+			continue
+		}
+		todo = append(todo, env)
+	}
+	if opt.DryRun {
+		for _, env := range todo {
+			res.Enqueued = append(res.Enqueued, env.ObjectID)
+		}
+		return res, nil
+	}
+	for i := 0; i < len(record); i += submitChunk {
+		if _, err := l.Append(ctx, record[i:min(i+submitChunk, len(record))]...); err != nil {
+			return res, fmt.Errorf("ledger: record the submission: %w (%d of %d items recorded before this; nothing enqueued)", err, i, len(record))
+		}
+	}
+	for _, env := range todo {
 		dup, err := Enqueue(ctx, b, env, opt)
 		if err != nil {
-			return res, fmt.Errorf("enqueue %s: %w (%d of %d enqueued before this)", env.ObjectID, err, len(res.Enqueued), len(envs))
+			return res, fmt.Errorf("enqueue %s: %w (%d of %d enqueued before this; the rest are recorded as submitted and reconcile-broker enqueues them)",
+				env.ObjectID, err, len(res.Enqueued), len(todo))
 		}
 		if dup {
 			res.Duplicates = append(res.Duplicates, env.ObjectID)
@@ -85,6 +140,41 @@ func Submit(ctx context.Context, b Enqueuer, m *validate.Manifest, dir string, o
 		}
 	}
 	return res, nil
+}
+
+// submissionEvent records that env was submitted: an ins event with the
+// envelope, so the ledger alone can enqueue it again.
+func submissionEvent(env *Envelope, sw premis.Software, at time.Time) *premis.Event {
+	return &premis.Event{
+		Key: premis.EventKey(env.CorrelationID, env.SHA256, premis.IngestionStart, env.Attempt), Type: premis.IngestionStart,
+		DateTime: at, Outcome: premis.Success, Destination: premis.Submitted, ObjectID: env.ObjectID, BatchID: env.BatchID,
+		CorrelationID: env.CorrelationID, Kind: env.Kind, SHA256: env.SHA256, Size: env.Size, Path: env.Path,
+		Attempt: env.Attempt, TaskID: env.TaskID(), Agent: sw.ID(), Operator: env.Submitter,
+		Detail:   "submitted in batch " + env.BatchID + "; expected in the ingest queue as task " + env.TaskID(),
+		Envelope: envelopeJSON(env),
+	}
+}
+
+func skipReason(e premis.Event) string {
+	switch e.Destination {
+	case premis.Accepted:
+		return "already accepted"
+	case premis.Discarded:
+		return "discarded by " + e.Operator + ": a resubmission does not revive it"
+	case premis.Replayed:
+		return "replayed by " + e.Operator + " as a new attempt"
+	}
+	return "an open failure in " + string(e.Destination) + ": replay or discard it (see lazaret " + cliFor(e.Destination) + " show " + e.ID + ")"
+}
+
+func cliFor(d premis.Destination) string {
+	switch d {
+	case premis.Quarantined:
+		return "quarantine"
+	case premis.AuditHold:
+		return "hold"
+	}
+	return "dlq"
 }
 
 // Enqueue puts one envelope on the ingest queue under its deterministic task
@@ -102,7 +192,7 @@ func Enqueue(ctx context.Context, b Enqueuer, env *Envelope, opt SubmitOptions) 
 		opt.Retention = 24 * time.Hour
 	}
 	_, err = b.EnqueueContext(ctx, asynq.NewTask(TypeValidate, payload), asynq.Queue(QueueIngest), asynq.TaskID(env.TaskID()),
-		asynq.MaxRetry(opt.Policy.MaxRetry), asynq.Timeout(opt.TaskTimeout), asynq.Retention(opt.Retention))
+		asynq.MaxRetry(opt.Policy.BrokerRetries()), asynq.Timeout(opt.TaskTimeout), asynq.Retention(opt.Retention))
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		return true, nil
 	}

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
+	"regexp"
 	"strings"
 	"time"
 
@@ -45,8 +45,9 @@ type Worker struct {
 	Master   validate.MasterPolicy
 	Software premis.Software
 	Logger   *slog.Logger
-	// Observe, when set, is told of every routing decision (metrics).
-	Observe func(Decision)
+	// Observe, when set, is told of every recorded decision (metrics,
+	// alerts, tests waiting for an outcome).
+	Observe func(Observation)
 	// Validators adds or overrides validators by item kind; "tiff" and
 	// "edifact" are built in.
 	Validators map[string]Validator
@@ -62,14 +63,201 @@ type Worker struct {
 // Validator checks one item. It returns what it found and a typed error.
 type Validator func(ctx context.Context, env *Envelope) (*validate.Report, error)
 
-// Decision is one routing decision, as logged and observed.
-type Decision struct {
+// Observation is one recorded decision, as observed.
+type Observation struct {
 	Kind        string
 	Class       premis.Class
 	Destination premis.Destination
 	Code        string
 	Duration    time.Duration
 	Events      []*premis.Event
+	// Redone is true when the decision was already in the ledger and only
+	// the broker action was repeated (a lost ack, a lease expiry).
+	Redone bool
+}
+
+// delivery is one run of a task, read once: the envelope, what asynq says,
+// and what the ledger already knows of this task.
+type delivery struct {
+	env     *Envelope
+	taskID  string
+	retried int // asynq's count: Lazaret's retries, routing failures and lease expiries
+	start   time.Time
+	// From the ledger.
+	retries int           // retries Lazaret decided (and recorded) for this task
+	attempt int           // Lazaret's attempt: env.Attempt + retries
+	decided *premis.Event // the outcome already recorded for this task, if any
+	known   bool          // the ledger answered, so retries and decided are real
+}
+
+// routingSpent is how many deliveries of this task ended without a
+// recorded decision.
+func (d *delivery) routingSpent() int { return max(0, d.retried-d.retries) }
+
+// HandleValidate is the asynq handler for TypeValidate: read the delivery,
+// execute (or find the decision already made), commit, report.
+func (w *Worker) HandleValidate(ctx context.Context, t *asynq.Task) error {
+	d := &delivery{start: time.Now()}
+	d.retried, _ = asynq.GetRetryCount(ctx)
+	d.taskID, _ = asynq.GetTaskID(ctx)
+	env, derr := DecodeEnvelope(t.Payload())
+	if derr != nil {
+		return w.poison(ctx, t, d, derr)
+	}
+	d.env, d.attempt = env, env.Attempt
+	if err := w.readHistory(ctx, d); err != nil {
+		return w.routingFailed(ctx, d, nil, fmt.Errorf("ledger: %w", err))
+	}
+	if d.decided != nil {
+		return w.redo(ctx, d)
+	}
+	var r *result
+	if d.routingSpent() >= w.Policy.RoutingBudget {
+		r = w.spent(d)
+	} else {
+		r = w.execute(ctx, d)
+		if r.interrupted {
+			// Shutdown or task timeout, not a verdict on the data: nothing
+			// is recorded for an attempt that did not end.
+			return context.Cause(ctx)
+		}
+	}
+	if err := w.commit(ctx, r); err != nil {
+		return w.routingFailed(ctx, d, r, err)
+	}
+	w.report(ctx, r)
+	return r.broker()
+}
+
+// readHistory fills in what the ledger knows of this task: the retries
+// Lazaret decided, and an outcome already recorded by an earlier delivery.
+func (w *Worker) readHistory(ctx context.Context, d *delivery) error {
+	evs, err := w.Ledger.Events(ctx, premis.Filter{CorrelationID: d.env.CorrelationID, TaskID: d.taskID})
+	if err != nil {
+		return err
+	}
+	retried := map[int]bool{}
+	for i := range evs {
+		e := &evs[i]
+		switch e.Destination {
+		case premis.Retry:
+			retried[e.Attempt] = true
+		case premis.Accepted, premis.DeadLetter, premis.Quarantined, premis.AuditHold, premis.Discarded, premis.Replayed:
+			d.decided = e
+		}
+	}
+	d.retries, d.known = len(retried), true
+	d.attempt = d.env.Attempt + d.retries
+	return nil
+}
+
+// redo repeats only the broker action of a decision an earlier delivery
+// recorded: park again under the same task id, archive, or acknowledge.
+func (w *Worker) redo(ctx context.Context, d *delivery) error {
+	e := d.decided
+	switch e.Destination {
+	case premis.Quarantined, premis.AuditHold:
+		if err := w.park(ctx, heldOf(d.env, e)); err != nil {
+			return w.routingFailed(ctx, d, nil, err)
+		}
+	}
+	w.Logger.LogAttrs(ctx, slog.LevelInfo, "decision already recorded; broker action repeated",
+		slog.String(AttrCorrelationID, d.env.CorrelationID), slog.String(AttrObjectID, d.env.ObjectID),
+		slog.String(AttrTaskID, d.taskID), slog.String(AttrDestination, string(e.Destination)),
+		slog.String("event_id", e.ID), slog.Int("delivery", d.retried+1))
+	if w.Observe != nil {
+		w.Observe(Observation{Kind: d.env.Kind, Class: e.Class, Destination: e.Destination, Code: e.Code,
+			Duration: time.Since(d.start), Events: []*premis.Event{e}, Redone: true})
+	}
+	return toBroker(e.Destination, 0, &summarized{ev: e, err: errors.New(e.Message)})
+}
+
+// spent is the result for a task whose routing budget is used up before
+// this delivery: it is not validated again (a file that kills the worker
+// must not kill it forever), it is dead-lettered.
+func (w *Worker) spent(d *delivery) *result {
+	err := fmt.Errorf("%d deliveries ended without a recorded decision (ledger or broker unavailable, worker killed, or task timeout); routing budget %d spent",
+		d.routingSpent(), w.Policy.RoutingBudget)
+	r := &result{d: d, cause: err}
+	r.decision = Decision{Class: premis.Transient, Code: "routing.exhausted", Destination: premis.DeadLetter, Note: err.Error()}
+	return r
+}
+
+// routingFailed handles a decision that could not be read, recorded or
+// handed off. Within the routing budget the task is retried with backoff
+// (asynq counts the try). When the budget is spent the item is
+// dead-lettered with an event that keeps the original class and code, if
+// the ledger answers; if it does not, the archived task's last error
+// carries them for reconcile-broker.
+func (w *Worker) routingFailed(ctx context.Context, d *delivery, r *result, err error) error {
+	try := d.routingSpent() + 1
+	dest := premis.Destination("")
+	if r != nil {
+		dest = r.decision.Destination
+	}
+	attrs := []slog.Attr{slog.String(AttrTaskID, d.taskID), slog.Int("routing_try", try), slog.Int("routing_budget", w.Policy.RoutingBudget),
+		slog.String(AttrDestination, string(dest)), slog.String("error", err.Error())}
+	if d.env != nil {
+		attrs = append(attrs, slog.String(AttrCorrelationID, d.env.CorrelationID), slog.String(AttrObjectID, d.env.ObjectID),
+			slog.String(AttrBatchID, d.env.BatchID), slog.Int(AttrAttempt, d.attempt))
+	}
+	if r != nil {
+		attrs = append(attrs, slog.String(AttrClass, string(r.decision.Class)), slog.String(AttrCode, r.decision.Code))
+	}
+	if try < w.Policy.RoutingBudget && d.retried+1 < w.Policy.BrokerRetries() {
+		w.Logger.LogAttrs(ctx, slog.LevelWarn, "routing failed; the task will be retried", attrs...)
+		return &RoutingError{Destination: dest, Try: try, Err: err}
+	}
+	ev := w.exhaustedEvent(d, r, err, try)
+	if aerr := w.append(ctx, ev); aerr != nil {
+		attrs = append(attrs, slog.String("ledger_error", aerr.Error()))
+		w.Logger.LogAttrs(ctx, slog.LevelError, "routing budget spent and the ledger does not answer: archived unrecorded, reconcile-broker records it", attrs...)
+	} else {
+		attrs = append(attrs, slog.String("event_id", ev.ID))
+		w.Logger.LogAttrs(ctx, slog.LevelError, "routing budget spent: dead-lettered", attrs...)
+		w.observe(ev.Kind, ev.Class, premis.DeadLetter, ev.Code, d.start, ev)
+	}
+	return toBroker(premis.DeadLetter, 0, &summarized{ev: ev, err: err})
+}
+
+// exhaustedEvent records an item whose decision could not be routed: the
+// class and code of that decision (or transient routing.exhausted when
+// there was none), dead-lettered.
+func (w *Worker) exhaustedEvent(d *delivery, r *result, err error, try int) *premis.Event {
+	env := d.env
+	if env == nil {
+		env = &Envelope{CorrelationID: d.taskID, ObjectID: d.taskID, Kind: "task"}
+	}
+	ev := w.newEvent(env, premis.Validation, d.attempt, d.taskID)
+	ev.Key = premis.EventKey(env.CorrelationID+"/routing-exhausted/"+d.taskID, env.SHA256, premis.Validation, d.attempt)
+	ev.Retries, ev.Envelope = d.retried, envelopeJSON(env)
+	ev.Outcome, ev.Destination = premis.Failure, premis.DeadLetter
+	ev.Class, ev.Code, ev.Message = premis.Transient, "routing.exhausted", err.Error()
+	what := "no decision"
+	if r != nil && r.decision.Destination != "" {
+		what = "decision " + string(r.decision.Destination)
+		if r.decision.Class != "" {
+			ev.Class, ev.Code = r.decision.Class, r.decision.Code
+		}
+		if r.cause != nil {
+			ev.Message = r.cause.Error()
+			ev.Position = positionOf(r.cause)
+		}
+	}
+	ev.Detail = fmt.Sprintf("routing failed %d times; dead-lettered so that a person decides (%s)", try, w.Software.ID())
+	ev.Note = fmt.Sprintf("%s could not be recorded or handed off after %d tries: %v", what, try, err)
+	return ev
+}
+
+// toBroker is the one adapter from a destination to what asynq expects.
+func toBroker(dest premis.Destination, delay time.Duration, err error) error {
+	switch dest {
+	case premis.Accepted, premis.Quarantined, premis.AuditHold, premis.Discarded, premis.Replayed:
+		return nil // handed off durably: acknowledge the original
+	case premis.Retry:
+		return &retryAfter{delay: delay, err: err}
+	}
+	return fmt.Errorf("%w: %w", asynq.SkipRetry, err) // archived: the DLQ
 }
 
 // retryAfter carries the delay the handler chose (and recorded) to the
@@ -82,76 +270,9 @@ type retryAfter struct {
 func (e *retryAfter) Error() string { return e.err.Error() }
 func (e *retryAfter) Unwrap() error { return e.err }
 
-// HandleValidate is the asynq handler for TypeValidate.
-func (w *Worker) HandleValidate(ctx context.Context, t *asynq.Task) (err error) {
-	start := time.Now()
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	taskID, _ := asynq.GetTaskID(ctx)
-	env, derr := DecodeEnvelope(t.Payload())
-	if derr != nil {
-		return w.poison(ctx, t, taskID, retried, derr)
-	}
-	attempt := env.Attempt + retried
-	rep, ires, verr := w.check(ctx, env)
-	if verr != nil && ctx.Err() != nil {
-		// Shutdown or task timeout, not a verdict on the data: the broker
-		// keeps the task; nothing is recorded for an attempt that did not end.
-		return context.Cause(ctx)
-	}
-	if verr == nil && ires != nil {
-		return w.routeMessages(ctx, env, rep, ires, attempt, retried, maxRetry, taskID, start)
-	}
-	if verr == nil {
-		return w.accept(ctx, env, rep, attempt, retried, taskID, start)
-	}
-	class := Classify(verr)
-	dest := w.Policy.Route(class, attempt, retried, maxRetry)
-	ev := w.failureEvent(env, rep, verr, class, dest, attempt, retried, taskID)
-	var delay, ceiling time.Duration
-	switch dest {
-	case premis.Retry:
-		delay, ceiling = w.Policy.Backoff(retried)
-		ev.Note = fmt.Sprintf("retry %d of %d in %s (backoff ceiling %s): %s", retried+1, maxRetry, delay.Round(time.Millisecond), ceiling, verr)
-	case premis.DeadLetter:
-		if class == premis.Transient {
-			ev.Note = fmt.Sprintf("retries exhausted after %d retries: %s", retried, verr)
-		}
-	case premis.AuditHold:
-		ev.Note = fmt.Sprintf("poison cap reached at attempt %d (cap %d): %s", attempt, w.Policy.PoisonCap, verr)
-	}
-	if ires != nil && class == premis.Structural {
-		if err := w.writeContrl(env, ires, verr, attempt); err != nil {
-			return &RoutingError{Destination: dest, Err: fmt.Errorf("CONTRL outbox: %w", err)}
-		}
-	}
-	if _, err := w.Ledger.Append(ctx, ev); err != nil {
-		return &RoutingError{Destination: dest, Err: fmt.Errorf("ledger: %w", err)}
-	}
-	if dest == premis.Quarantined || dest == premis.AuditHold {
-		if err := w.park(ctx, env, ev, dest, verr); err != nil {
-			return err
-		}
-	}
-	w.log(ctx, env, ev, verr)
-	w.observe(env.Kind, class, dest, ev.Code, start, ev)
-	return toBroker(dest, delay, &summarized{ev: ev, err: verr})
-}
-
-// toBroker is the one adapter from a routing decision to what asynq expects.
-func toBroker(dest premis.Destination, delay time.Duration, err error) error {
-	switch dest {
-	case premis.Accepted, premis.Quarantined, premis.AuditHold:
-		return nil // handed off durably: acknowledge the original
-	case premis.Retry:
-		return &retryAfter{delay: delay, err: err}
-	}
-	return fmt.Errorf("%w: %w", asynq.SkipRetry, err) // archived: the DLQ
-}
-
-// summarized puts class, code and offset in front of the message asynq
-// keeps as the task's last error, so asynqmon and asynq's own tools show
-// them too.
+// summarized puts class, code, offset and event id in front of the message
+// asynq keeps as the task's last error, so that asynqmon shows them and
+// reconcile-broker can recover them from an archived task.
 type summarized struct {
 	ev  *premis.Event
 	err error
@@ -166,38 +287,20 @@ func (s *summarized) Error() string {
 }
 func (s *summarized) Unwrap() error { return s.err }
 
-// check runs validation for one item, turning a panic into a *PanicError.
-// For an interchange it also returns the per-message verdicts.
-func (w *Worker) check(ctx context.Context, env *Envelope) (rep *validate.Report, ires *validate.InterchangeResult, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			rep, ires, err = nil, nil, &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	if v, ok := w.Validators[env.Kind]; ok {
-		rep, err = v(ctx, env)
-		return rep, nil, err
+var summaryRE = regexp.MustCompile(`^\[class=(\S*) code=(\S*) offset=(\S*) event=(\S*)\]`)
+
+// parseSummary reads back what summarized wrote.
+func parseSummary(lastErr string) (class premis.Class, code, eventID string, ok bool) {
+	m := summaryRE.FindStringSubmatch(lastErr)
+	if m == nil {
+		return "", "", "", false
 	}
-	it := env.Item
-	it.SHA256, it.Size = env.SHA256, env.Size
-	switch env.Kind {
-	case "tiff":
-		rep, err = validate.CheckMaster(ctx, env.Path, &it, w.Master)
-		return rep, nil, err
-	case "edifact":
-		return validate.CheckInterchange(ctx, env.Path, &it, w.registries(), w.EDI, env.Message)
-	}
-	return nil, nil, &validate.PolicyError{Page: 0, Code: "kind.unsupported", Reason: fmt.Sprintf("kind %q has no validator in this build", env.Kind)}
+	return premis.Class(m[1]), m[2], m[4], true
 }
 
-func (w *Worker) registries() *validate.Registries {
-	if w.Registries == nil {
-		return validate.Builtin()
-	}
-	return w.Registries.Current()
-}
-
-func (w *Worker) base(env *Envelope, t premis.EventType, attempt, retried int, taskID string) *premis.Event {
+// newEvent is the one event builder: every event Lazaret writes about an
+// item starts here, keyed by item, payload, type and attempt.
+func (w *Worker) newEvent(env *Envelope, t premis.EventType, attempt int, taskID string) *premis.Event {
 	return &premis.Event{
 		Key:           premis.EventKey(env.CorrelationID, env.SHA256, t, attempt),
 		Type:          t,
@@ -209,202 +312,110 @@ func (w *Worker) base(env *Envelope, t premis.EventType, attempt, retried int, t
 		Size:          env.Size,
 		Path:          env.Path,
 		Attempt:       attempt,
-		Retries:       retried,
 		TaskID:        taskID,
 		ReplayOf:      env.ReplayOf,
 		Agent:         w.Software.ID(),
-		Envelope:      mustJSON(env),
 	}
 }
 
-func (w *Worker) accept(ctx context.Context, env *Envelope, rep *validate.Report, attempt, retried int, taskID string, start time.Time) error {
-	fix := w.base(env, premis.FixityCheck, attempt, retried, taskID)
-	fix.Outcome, fix.SHA256 = premis.Success, rep.SHA256
-	fix.Detail = "SHA-256 of the file compared with the manifest"
-	fix.Note = "sha256 " + rep.SHA256
-	form := w.base(env, premis.FormatIdentification, attempt, retried, taskID)
-	form.Outcome, form.PUID, form.SHA256 = premis.Success, rep.PUID, rep.SHA256
-	form.Detail = "magic bytes, extension and declared format (PRONOM)"
-	form.Note = fmt.Sprintf("%s (%s)", rep.Format, rep.PUID)
-	val := w.base(env, premis.Validation, attempt, retried, taskID)
-	val.Outcome, val.PUID, val.SHA256 = premis.Success, rep.PUID, rep.SHA256
-	val.Detail = fmt.Sprintf("TIFF structure of every IFD and pixel data of every page (%s)", w.Software.ID())
-	val.Note = fmt.Sprintf("%d page(s), %d checked to the pixel data", rep.Pages, rep.Decoded)
-	if len(rep.Warnings) > 0 {
-		val.Outcome = premis.Warning
-		msgs := make([]string, 0, len(rep.Warnings))
-		for _, wr := range rep.Warnings {
-			msgs = append(msgs, wr.Code+": "+wr.Message)
-		}
-		val.Note += "; warnings: " + strings.Join(msgs, "; ")
+// append writes events in one transaction. A commit that reported an
+// error may still have succeeded: the ledger is read to find out, rather
+// than guessing.
+func (w *Worker) append(ctx context.Context, evs ...*premis.Event) error {
+	_, err := w.Ledger.Append(ctx, evs...)
+	if err == nil || len(evs) == 0 || ctx.Err() != nil {
+		return err
 	}
-	ing := w.base(env, premis.Ingestion, attempt, retried, taskID)
-	ing.Outcome, ing.PUID, ing.SHA256, ing.Destination = premis.Success, rep.PUID, rep.SHA256, premis.Accepted
-	ing.Detail = "accepted into the repository by lazaret"
-	if env.ReplayOf != "" {
-		ing.Note = "accepted on replay of event " + env.ReplayOf
+	last := evs[len(evs)-1]
+	if got, rerr := w.Ledger.Events(ctx, premis.Filter{Key: last.Key, Limit: 1}); rerr == nil && len(got) == 1 {
+		w.Logger.LogAttrs(ctx, slog.LevelWarn, "ledger reported an error but the events are stored", slog.String("error", err.Error()),
+			slog.String(AttrObjectID, last.ObjectID))
+		return nil
 	}
-	events := []*premis.Event{fix, form, val, ing}
-	if _, err := w.Ledger.Append(ctx, events...); err != nil {
-		return &RoutingError{Destination: premis.Accepted, Err: fmt.Errorf("ledger: %w", err)}
-	}
-	w.Logger.LogAttrs(ctx, slog.LevelInfo, "item accepted",
-		slog.String(AttrCorrelationID, env.CorrelationID), slog.String(AttrObjectID, env.ObjectID),
-		slog.String(AttrBatchID, env.BatchID), slog.String(AttrDestination, string(premis.Accepted)),
-		slog.Int(AttrAttempt, attempt), slog.Int("warnings", len(rep.Warnings)))
-	w.observe(env.Kind, "", premis.Accepted, "", start, events...)
-	return nil
-}
-
-func (w *Worker) failureEvent(env *Envelope, rep *validate.Report, err error, class premis.Class, dest premis.Destination, attempt, retried int, taskID string) *premis.Event {
-	t := premis.Validation
-	var se *validate.StageError
-	if errors.As(err, &se) {
-		switch se.Stage {
-		case validate.StageFixity:
-			t = premis.FixityCheck
-		case validate.StageFormat:
-			t = premis.FormatIdentification
-		}
-	}
-	if dest == premis.Quarantined || dest == premis.AuditHold {
-		t = premis.Quarantine
-	}
-	ev := w.base(env, t, attempt, retried, taskID)
-	ev.Outcome = premis.Failure
-	ev.Class, ev.Destination, ev.Code, ev.Message = class, dest, Code(err), err.Error()
-	loc := Locate(err)
-	ev.Offset, ev.Page, ev.Segment, ev.Element, ev.Component, ev.Tag = loc.Offset, loc.Page, loc.Segment, loc.Element, loc.Component, loc.Tag
-	if rep != nil {
-		if rep.SHA256 != "" {
-			ev.SHA256 = rep.SHA256 // the digest of the bytes actually read
-		}
-		ev.PUID = rep.PUID
-		if rep.Size > 0 {
-			ev.Size = rep.Size
-		}
-	}
-	stage := "validation"
-	if se != nil {
-		stage = string(se.Stage)
-	}
-	ev.Detail = fmt.Sprintf("%s stage failed; class %s routed to %s (%s)", stage, class, dest, w.Software.ID())
-	var rule *validate.RuleError
-	if errors.As(err, &rule) && rule.Registry != "" {
-		ev.Detail += "; registry " + rule.Registry
-	}
-	return ev
+	return err
 }
 
 // park hands a failed item to quarantine or audit-hold: a task with no
-// consumer, named after the event so that a redelivery does not park it twice.
-func (w *Worker) park(ctx context.Context, env *Envelope, ev *premis.Event, dest premis.Destination, cause error) error {
-	h := Held{Envelope: *env, EventID: ev.ID, Class: string(ev.Class), Code: ev.Code, Message: ev.Message,
-		Offset: ev.Offset, Page: ev.Page, Destination: string(dest), Attempt: ev.Attempt}
-	var rule *validate.RuleError
-	if errors.As(cause, &rule) {
-		h.Registry = rule.Registry
-	}
+// consumer, named after its event so that a redelivery never parks it twice.
+func (w *Worker) park(ctx context.Context, h Held) error {
+	dest := premis.Destination(h.Destination)
 	b, err := json.Marshal(h)
 	if err != nil {
 		return &RoutingError{Destination: dest, Err: err}
 	}
-	q := QueueQuarantine
-	if dest == premis.AuditHold {
-		q = QueueAuditHold
-	}
-	_, err = w.Broker.EnqueueContext(ctx, asynq.NewTask(TypeHeld, b), asynq.Queue(q), asynq.TaskID(HeldTaskID(ev.Key)), asynq.MaxRetry(0))
+	_, err = w.Broker.EnqueueContext(ctx, asynq.NewTask(TypeHeld, b), asynq.Queue(QueueFor(dest)), asynq.TaskID(HeldTaskID(h.EventKey)), asynq.MaxRetry(0))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return &RoutingError{Destination: dest, Err: err}
+		return fmt.Errorf("park in %s: %w", QueueFor(dest), err)
 	}
 	return nil
 }
 
-// HeldTaskID names the parked task of a failure event.
-func HeldTaskID(eventKey string) string { return "held-" + eventKey[:32] }
+// heldOf is the parked payload of a failure event.
+func heldOf(env *Envelope, e *premis.Event) Held {
+	h := Held{Envelope: *env, EventID: e.ID, EventKey: e.Key, Class: string(e.Class), Code: e.Code, Message: e.Message,
+		Offset: e.Offset, Page: e.Page, Destination: string(e.Destination), Attempt: e.Attempt}
+	if _, reg, ok := strings.Cut(e.Detail, "; registry "); ok {
+		h.Registry = reg
+	}
+	return h
+}
 
-// poison records an undecodable payload and dead-letters it.
-func (w *Worker) poison(ctx context.Context, t *asynq.Task, taskID string, retried int, perr error) error {
-	start := time.Now()
+// HeldTaskID names the parked task of a failure event.
+func HeldTaskID(eventKey string) string { return "held-" + eventKey[:min(32, len(eventKey))] }
+
+// poison records an undecodable payload and dead-letters it. The event is
+// keyed by the payload, so a redelivery finds it instead of writing another.
+func (w *Worker) poison(ctx context.Context, t *asynq.Task, d *delivery, perr error) error {
 	sum := sha256.Sum256(t.Payload())
 	sha := hex.EncodeToString(sum[:])
-	id := taskID
+	id := d.taskID
 	if id == "" {
 		id = "task-" + sha[:16]
 	}
-	ev := &premis.Event{
-		Key: premis.EventKey(id, sha, premis.Validation, retried+1), Type: premis.Validation, Outcome: premis.Failure,
-		Class: Classify(perr), Code: Code(perr), Message: perr.Error(), Destination: premis.DeadLetter,
-		ObjectID: id, CorrelationID: id, Kind: "task", SHA256: sha, Size: int64(len(t.Payload())), Attempt: retried + 1, Retries: retried,
-		TaskID: taskID, Agent: w.Software.ID(), Detail: "task payload did not decode into a lazaret envelope",
-		Envelope: capped(t.Payload()),
+	d.env = &Envelope{CorrelationID: id, ObjectID: id, Kind: "task", SHA256: sha, Size: int64(len(t.Payload())), Attempt: 1}
+	d.attempt = 1
+	ev := w.newEvent(d.env, premis.Validation, 1, d.taskID)
+	ev.Outcome, ev.Destination, ev.Retries = premis.Failure, premis.DeadLetter, d.retried
+	ev.Class, ev.Code, ev.Message = Classify(perr), Code(perr), perr.Error()
+	ev.Detail, ev.Envelope, ev.Path = "task payload did not decode into a lazaret envelope", capped(t.Payload()), ""
+	r := &result{d: d, cause: perr, decision: Decision{Class: ev.Class, Code: ev.Code, Destination: premis.DeadLetter}}
+	if err := w.append(ctx, ev); err != nil {
+		return w.routingFailed(ctx, d, r, fmt.Errorf("ledger: %w", err))
 	}
-	if _, err := w.Ledger.Append(ctx, ev); err != nil {
-		return &RoutingError{Destination: premis.DeadLetter, Err: fmt.Errorf("ledger: %w", err)}
-	}
-	w.Logger.LogAttrs(ctx, slog.LevelError, "undecodable task dead-lettered", slog.String(AttrTaskID, taskID),
-		slog.String(AttrClass, string(ev.Class)), slog.String(AttrDestination, string(premis.DeadLetter)),
-		slog.String(AttrCode, ev.Code), slog.String("error", perr.Error()))
-	w.observe("task", ev.Class, premis.DeadLetter, ev.Code, start, ev)
-	return toBroker(premis.DeadLetter, 0, perr)
-}
-
-func (w *Worker) log(ctx context.Context, env *Envelope, ev *premis.Event, err error) {
-	level := slog.LevelWarn
-	switch ev.Destination {
-	case premis.DeadLetter, premis.AuditHold:
-		level = slog.LevelError
-	case premis.Retry:
-		level = slog.LevelInfo
-	}
-	attrs := []slog.Attr{
-		slog.String(AttrCorrelationID, env.CorrelationID), slog.String(AttrObjectID, env.ObjectID),
-		slog.String(AttrBatchID, env.BatchID), slog.String(AttrClass, string(ev.Class)),
-		slog.String(AttrDestination, string(ev.Destination)), slog.String(AttrCode, ev.Code),
-		slog.Int(AttrAttempt, ev.Attempt), slog.String("event_id", ev.ID), slog.String("error", err.Error()),
-	}
-	if ev.Offset != nil {
-		attrs = append(attrs, slog.Int64(AttrOffset, *ev.Offset))
-	} else {
-		attrs = append(attrs, slog.Any(AttrOffset, nil))
-	}
-	if ev.Page != nil {
-		attrs = append(attrs, slog.Int("page", *ev.Page))
-	}
-	w.Logger.LogAttrs(ctx, level, "item routed", attrs...)
+	r.logged = []*premis.Event{ev}
+	w.report(ctx, r)
+	return toBroker(premis.DeadLetter, 0, &summarized{ev: ev, err: perr})
 }
 
 func (w *Worker) observe(kind string, c premis.Class, d premis.Destination, code string, start time.Time, evs ...*premis.Event) {
 	if w.Observe != nil {
-		w.Observe(Decision{Kind: kind, Class: c, Destination: d, Code: code, Duration: time.Since(start), Events: evs})
+		w.Observe(Observation{Kind: kind, Class: c, Destination: d, Code: code, Duration: time.Since(start), Events: evs})
 	}
 }
 
 // RetryDelay is the asynq RetryDelayFunc: the delay the handler chose and
-// recorded, or (for a lease that expired under a crashed worker, or a
-// routing failure) a fresh full-jitter backoff.
+// recorded, the routing backoff for a routing failure, and for a lease
+// that expired under a crashed worker a routing backoff as well.
 func (p Policy) RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	var ra *retryAfter
 	if errors.As(err, &ra) {
 		return ra.delay
 	}
-	d, _ := p.Backoff(n)
-	return d
-}
-
-// IsFailure is the asynq IsFailure func: a routing failure (Redis or the
-// ledger unavailable) does not consume the item's retry budget.
-func IsFailure(err error) bool {
 	var re *RoutingError
-	return !errors.As(err, &re)
+	if errors.As(err, &re) {
+		return p.RoutingBackoff(re.Try - 1)
+	}
+	return p.RoutingBackoff(n)
 }
 
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
+// envelopeJSON is the envelope as stored with a failure, so that the
+// ledger alone can replay the item.
+func envelopeJSON(env *Envelope) []byte {
+	b, err := json.Marshal(env)
 	if err != nil {
 		return nil
 	}
-	return b
+	return capped(b)
 }
 
 func capped(b []byte) []byte {

@@ -16,44 +16,52 @@ import (
 )
 
 // Event is one PREMIS event: what ran on which object, when, with what
-// outcome, and — for failures — the class, code and exact position.
+// outcome, and — for failures — the class, code and exact position. It is
+// the one failure record: the CLI, the API and the export all show it.
 type Event struct {
-	ID       string    // UUID, the eventIdentifierValue
-	Key      string    // idempotency key; see EventKey
-	Type     EventType // LoC eventType code
-	DateTime time.Time // UTC
-	Detail   string    // what ran, with rule or registry version
-	Outcome  Outcome
-	Note     string // outcome detail note, human readable
+	ID       string    `json:"id"`        // UUID, the eventIdentifierValue
+	Key      string    `json:"key"`       // idempotency key; see EventKey
+	Type     EventType `json:"type"`      // LoC eventType code
+	DateTime time.Time `json:"date_time"` // UTC
+	Detail   string    `json:"detail"`    // what ran, with rule or registry version
+	Outcome  Outcome   `json:"outcome"`
+	Note     string    `json:"note,omitempty"` // outcome detail note, human readable
 
 	// Failure detail (empty on success).
-	Class       Class
-	Code        string // stable machine code, e.g. "tiff.ifd-loop"
-	Message     string
-	Offset      *int64 // byte offset in the payload, 0-based
-	Page        *int   // TIFF page (IFD index), 0-based
-	Segment     int    // EDIFACT segment position, 1-based (0 = n/a)
-	Element     int    // EDIFACT element position, 1-based (0 = n/a)
-	Component   int    // EDIFACT component position, 1-based (0 = whole)
-	Tag         string // TIFF tag name or EDIFACT segment tag
-	Destination Destination
+	Class   Class  `json:"class,omitempty"`
+	Code    string `json:"code,omitempty"` // stable machine code, e.g. "tiff.ifd-loop"
+	Message string `json:"message,omitempty"`
+	Position
+	Destination Destination `json:"destination,omitempty"`
 
 	// Links.
-	ObjectID      string
-	BatchID       string
-	CorrelationID string
-	Kind          string // "tiff", "edifact", "task"
-	SHA256        string // payload digest (the file's, as read)
-	Size          int64
-	PUID          string // PRONOM id from format identification
-	Path          string // where the payload was read from
-	Attempt       int    // 1-based; hops across replays plus retries
-	Retries       int    // asynq retries consumed when the event was written
-	TaskID        string
-	ReplayOf      string // event id this attempt replays
-	Agent         string // "lazaret/<version>"
-	Operator      string // the person, for human actions
-	Envelope      []byte // task envelope JSON, so the ledger can replay alone
+	ObjectID      string `json:"object_id"`
+	BatchID       string `json:"batch_id,omitempty"`
+	CorrelationID string `json:"correlation_id"`
+	Kind          string `json:"kind"`             // "tiff", "edifact", "task"
+	SHA256        string `json:"sha256,omitempty"` // payload digest (the file's, as read)
+	Size          int64  `json:"size,omitempty"`
+	PUID          string `json:"puid,omitempty"` // PRONOM id from format identification
+	Path          string `json:"path,omitempty"` // where the payload was read from
+	Attempt       int    `json:"attempt"`        // 1-based; replay hops plus retries Lazaret decided
+	Retries       int    `json:"retries"`        // asynq retries consumed when the event was written
+	TaskID        string `json:"task_id,omitempty"`
+	ReplayOf      string `json:"replay_of,omitempty"` // event id this attempt replays or acts on
+	Agent         string `json:"agent"`               // "lazaret/<version>"
+	Operator      string `json:"operator,omitempty"`  // the person, for human actions
+	Envelope      []byte `json:"-"`                   // task envelope JSON, so the ledger can replay alone
+}
+
+// Position is where in the payload a failure is. Offsets are 0-based
+// bytes; pages, segments, elements and components are 1-based, 0 (or nil)
+// meaning not applicable.
+type Position struct {
+	Offset    *int64 `json:"offset"`              // byte offset in the payload
+	Page      *int   `json:"page,omitempty"`      // TIFF page (IFD index + 1)
+	Segment   int    `json:"segment,omitempty"`   // EDIFACT segment in its message, UNH = 1
+	Element   int    `json:"element,omitempty"`   // EDIFACT element position
+	Component int    `json:"component,omitempty"` // EDIFACT component position (0 = whole element)
+	Tag       string `json:"tag,omitempty"`       // TIFF tag name or EDIFACT segment tag
 }
 
 // EventKey is the content-addressed idempotency key of an event: the same
@@ -115,6 +123,8 @@ type Filter struct {
 	ObjectID      string
 	BatchID       string
 	CorrelationID string
+	TaskID        string
+	Key           string
 	Kind          string
 	Code          string
 	Types         []EventType

@@ -20,11 +20,14 @@ const (
 	Ingestion EventType = "ing"
 	// Deletion: the object was discarded, with a recorded reason.
 	Deletion EventType = "del"
+	// IngestionStart: the object was submitted; the ledger knows it is
+	// expected before the broker holds it.
+	IngestionStart EventType = "ins"
 )
 
 // EventTypes lists every event type Lazaret writes.
 func EventTypes() []EventType {
-	return []EventType{Quarantine, Unquarantine, Validation, FormatIdentification, FixityCheck, Ingestion, Deletion}
+	return []EventType{Quarantine, Unquarantine, Validation, FormatIdentification, FixityCheck, Ingestion, Deletion, IngestionStart}
 }
 
 // Label is the vocabulary's preferred label.
@@ -44,6 +47,8 @@ func (t EventType) Label() string {
 		return "ingestion"
 	case Deletion:
 		return "deletion"
+	case IngestionStart:
+		return "ingestion start"
 	}
 	return string(t)
 }
@@ -139,11 +144,14 @@ const (
 	Discarded Destination = "discarded"
 	// Replayed: handed back to ingest as a fresh task.
 	Replayed Destination = "replayed"
+	// Submitted: recorded as expected and handed to the broker; no worker
+	// has decided its fate yet.
+	Submitted Destination = "submitted"
 )
 
 // Destinations lists every destination.
 func Destinations() []Destination {
-	return []Destination{Accepted, Retry, DeadLetter, Quarantined, AuditHold, Discarded, Replayed}
+	return []Destination{Accepted, Retry, DeadLetter, Quarantined, AuditHold, Discarded, Replayed, Submitted}
 }
 
 // Terminal reports whether an item routed to d has settled: no worker will

@@ -25,26 +25,30 @@ import (
 // then a JSON config file (--config or LAZARET_CONFIG), then LAZARET_*
 // environment variables, then flags.
 type Config struct {
-	RedisURL    string        `json:"redis_url"`
-	Ledger      string        `json:"ledger"`
-	Concurrency int           `json:"concurrency"`
-	MaxRetry    int           `json:"max_retry"`
-	RetryBase   time.Duration `json:"retry_base"`
-	RetryMax    time.Duration `json:"retry_max"`
-	PoisonCap   int           `json:"poison_cap"`
-	PixelBudget int64         `json:"pixel_budget"`
-	MinDPI      float64       `json:"min_dpi"`
-	RequireICC  bool          `json:"require_icc"`
-	PrivateTags string        `json:"private_tags"`
-	Undecodable string        `json:"undecodable"`
-	DecodeAll   bool          `json:"decode_uncompressed"`
-	LOCODE      []string      `json:"locode_files"`
-	HS          []string      `json:"hs_files"`
-	VGMFloor    float64       `json:"vgm_floor_kg"`
-	VGMMax      float64       `json:"vgm_max_kg"`
-	Strict      bool          `json:"strict_charset"`
-	Outbox      string        `json:"contrl_outbox"`
-	LogLevel    string        `json:"log_level"`
+	RedisURL     string        `json:"redis_url"`
+	Ledger       string        `json:"ledger"`
+	Concurrency  int           `json:"concurrency"`
+	MaxRetry     int           `json:"max_retry"`
+	RetryBase    time.Duration `json:"retry_base"`
+	RetryMax     time.Duration `json:"retry_max"`
+	PoisonCap    int           `json:"poison_cap"`
+	RoutingTries int           `json:"routing_budget"`
+	RoutingBase  time.Duration `json:"routing_base"`
+	RoutingMax   time.Duration `json:"routing_max"`
+	DrainTimeout time.Duration `json:"drain_timeout"`
+	PixelBudget  int64         `json:"pixel_budget"`
+	MinDPI       float64       `json:"min_dpi"`
+	RequireICC   bool          `json:"require_icc"`
+	PrivateTags  string        `json:"private_tags"`
+	Undecodable  string        `json:"undecodable"`
+	DecodeAll    bool          `json:"decode_uncompressed"`
+	LOCODE       []string      `json:"locode_files"`
+	HS           []string      `json:"hs_files"`
+	VGMFloor     float64       `json:"vgm_floor_kg"`
+	VGMMax       float64       `json:"vgm_max_kg"`
+	Strict       bool          `json:"strict_charset"`
+	Outbox       string        `json:"contrl_outbox"`
+	LogLevel     string        `json:"log_level"`
 }
 
 func defaultConfig() Config {
@@ -53,6 +57,7 @@ func defaultConfig() Config {
 	return Config{
 		RedisURL: "redis://127.0.0.1:6379/0", Ledger: "lazaret-ledger.db", Concurrency: 2,
 		MaxRetry: p.MaxRetry, RetryBase: p.RetryBase, RetryMax: p.RetryMax, PoisonCap: p.PoisonCap,
+		RoutingTries: p.RoutingBudget, RoutingBase: p.RoutingBase, RoutingMax: p.RoutingMax, DrainTimeout: 30 * time.Second,
 		PixelBudget: m.PixelBudget, MinDPI: m.Rules.MinDPI, RequireICC: m.Rules.RequireICC,
 		PrivateTags: m.PrivateTags, Undecodable: m.Undecodable, LogLevel: "info",
 		VGMFloor: validate.DefaultEDIRules().VGMFloorKg, VGMMax: validate.DefaultEDIRules().VGMMaxKg,
@@ -106,6 +111,7 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 			fs.StringVar(&c.Ledger, "ledger", c.Ledger, "ledger: an SQLite file path, or postgres://user@host/db for several machines; env LAZARET_LEDGER")
 		case "worker":
 			fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "tasks processed at once")
+			fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM, how long running tasks may finish before they are handed back to the queue unrecorded")
 		case "edi":
 			fs.Var((*listFlag)(&c.LOCODE), "locode", "UN/LOCODE code list (UNECE CSV, .bz2 too); repeat for several files")
 			fs.Var((*listFlag)(&c.HS), "hs", "HS nomenclature CSV with an hscode column; repeat for several files")
@@ -118,6 +124,9 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 			fs.DurationVar(&c.RetryBase, "retry-base", c.RetryBase, "backoff ceiling of the first retry")
 			fs.DurationVar(&c.RetryMax, "retry-max", c.RetryMax, "largest backoff ceiling")
 			fs.IntVar(&c.PoisonCap, "poison-cap", c.PoisonCap, "attempt at which any failure goes to audit-hold")
+			fs.IntVar(&c.RoutingTries, "routing-budget", c.RoutingTries, "deliveries that may end without a recorded decision (ledger or Redis down, worker killed) before the item is dead-lettered")
+			fs.DurationVar(&c.RoutingBase, "routing-base", c.RoutingBase, "backoff ceiling of the first routing retry")
+			fs.DurationVar(&c.RoutingMax, "routing-max", c.RoutingMax, "largest routing backoff ceiling")
 		case "master":
 			fs.Int64Var(&c.PixelBudget, "pixel-budget", c.PixelBudget, "pixels per page that may be decoded")
 			fs.Float64Var(&c.MinDPI, "min-dpi", c.MinDPI, "lowest resolution_dpi a manifest may declare")
@@ -146,12 +155,13 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 	known := map[string]any{
 		"redis_url": &c.RedisURL, "ledger": &c.Ledger, "concurrency": &c.Concurrency, "max_retry": &c.MaxRetry,
-		"poison_cap": &c.PoisonCap, "pixel_budget": &c.PixelBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
+		"poison_cap": &c.PoisonCap, "routing_budget": &c.RoutingTries, "pixel_budget": &c.PixelBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
 		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll,
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict,
 		"contrl_outbox": &c.Outbox,
 	}
-	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax}
+	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
+		"routing_max": &c.RoutingMax, "drain_timeout": &c.DrainTimeout}
 	var errs []error
 	for k, v := range raw {
 		if d, ok := durations[k]; ok {
@@ -207,7 +217,8 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) policy() ingest.Policy {
-	return ingest.Policy{MaxRetry: c.MaxRetry, RetryBase: c.RetryBase, RetryMax: c.RetryMax, PoisonCap: c.PoisonCap}
+	return ingest.Policy{MaxRetry: c.MaxRetry, RetryBase: c.RetryBase, RetryMax: c.RetryMax, PoisonCap: c.PoisonCap,
+		RoutingBudget: c.RoutingTries, RoutingBase: c.RoutingBase, RoutingMax: c.RoutingMax}
 }
 
 func (c *Config) master() validate.MasterPolicy {
@@ -273,6 +284,23 @@ var software = premis.Software{Name: "lazaret", Version: version}
 func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *ingest.Worker {
 	return &ingest.Worker{Ledger: l, Broker: b, Policy: c.policy(), Master: c.master(), Software: software, Logger: log,
 		Registries: c.registryStore(), EDI: c.ediRules(), Outbox: c.Outbox}
+}
+
+// operator wires the operator service over the same ledger, broker and
+// rules as w: replays and re-checks follow the workers' policy.
+func (c *Config) operator(w *ingest.Worker, b ingest.Enqueuer, insp ingest.Broker) *ingest.Operator {
+	op := &ingest.Operator{Ledger: w.Ledger, Enqueuer: b, Broker: insp, Policy: w.Policy, Software: software, Logger: w.Logger,
+		Submit: ingest.SubmitOptions{Software: software}, Check: w.Check}
+	if store := w.Registries; store != nil {
+		op.Refresh = func() (string, string, error) {
+			if _, err := store.Refresh(); err != nil {
+				return "", "", err
+			}
+			r := store.Current()
+			return r.LOCODE.Version(), r.HS.Version(), nil
+		}
+	}
+	return op
 }
 
 func (c *Config) ediRules() validate.EDIRules {

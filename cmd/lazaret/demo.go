@@ -82,14 +82,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "lazaret %s demo\n  data folder: %s\n  embedded redis: %s\n  ledger: %s\n  batches: %s, %s\n  CONTRL outbox: %s\n\n",
 		version, *data, mr.Addr(), cfg.Ledger, archive.Manifest, logistics.Manifest, outbox)
 
-	stop, err := startWorkers(ctx, &cfg, opt, ledger, log, ingest.ServerConfig{Concurrency: cfg.Concurrency, PollInterval: 100 * time.Millisecond}, 5*time.Second,
-		func(w *ingest.Worker) { w.Outbox = outbox })
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	insp := asynq.NewInspector(opt)
+	defer insp.Close()
+	w := cfg.worker(ledger, client, log)
+	w.Outbox = outbox
+	stop, err := startWorkers(ctx, w, cfg.operator(w, client, insp), opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, PollInterval: 100 * time.Millisecond}, 5*time.Second)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	client := asynq.NewClient(opt)
-	defer client.Close()
 	corr := map[string]string{}
 	expect := map[string]fixtures.Expectation{}
 	var order []string
@@ -99,7 +102,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		res, err := ingest.Submit(ctx, client, m, dir, ingest.SubmitOptions{Policy: cfg.policy()})
+		res, err := ingest.Submit(ctx, ledger, client, m, dir, ingest.SubmitOptions{Policy: cfg.policy(), Software: software})
 		if err != nil {
 			return err
 		}
@@ -120,8 +123,6 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	insp := asynq.NewInspector(opt)
-	defer insp.Close()
 	brokerOK := brokerPlacement(insp)
 
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)

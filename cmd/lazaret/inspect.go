@@ -172,12 +172,12 @@ func inspectOne(ctx context.Context, path string, item *validate.Item, policy in
 // verdict records where a first attempt failing with err would be routed,
 // and the failure's class, code, message and position.
 func (r *inspectResult) verdict(err error, policy ingest.Policy) {
-	class := ingest.Classify(err)
-	r.Verdict = string(policy.Route(class, 1, 0, policy.MaxRetry))
+	d := policy.Decide(err, 1, 0)
+	r.Verdict = string(d.Destination)
 	if err == nil {
 		return
 	}
-	r.Class, r.Code, r.Message = string(class), ingest.Code(err), err.Error()
+	r.Class, r.Code, r.Message = string(d.Class), d.Code, err.Error()
 	l := ingest.Locate(err)
 	r.Offset, r.Page, r.Segment, r.Element, r.Component, r.Tag = l.Offset, l.Page, l.Segment, l.Element, l.Component, l.Tag
 	if l.Message != "" {

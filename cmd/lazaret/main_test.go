@@ -8,9 +8,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hibiken/asynq"
 
 	"github.com/lazaret/lazaret/fixtures"
 	"github.com/lazaret/lazaret/ingest"
@@ -168,6 +171,40 @@ func TestDemoAndExport(t *testing.T) {
 	}
 }
 
+func ledgerCount(t *testing.T, l premis.Ledger) int {
+	t.Helper()
+	evs, err := l.Events(context.Background(), premis.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(evs)
+}
+
+// brokerSnapshot lists every task of Lazaret's queues with its state.
+func brokerSnapshot(t *testing.T, url string) string {
+	t.Helper()
+	opt, err := asynq.ParseRedisURI(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insp := asynq.NewInspector(opt)
+	defer insp.Close()
+	var lines []string
+	for _, q := range []string{ingest.QueueIngest, ingest.QueueQuarantine, ingest.QueueAuditHold} {
+		for state, list := range map[string]func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){
+			"pending": insp.ListPendingTasks, "archived": insp.ListArchivedTasks, "retry": insp.ListRetryTasks,
+			"scheduled": insp.ListScheduledTasks, "completed": insp.ListCompletedTasks,
+		} {
+			tasks, _ := list(q, asynq.PageSize(10000))
+			for _, ti := range tasks {
+				lines = append(lines, q+" "+state+" "+ti.ID)
+			}
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
 // TestSubmitAndWorker drives the real commands against a real Redis.
 func TestSubmitAndWorker(t *testing.T) {
 	url := testenv.Redis(t, redisDB)
@@ -177,10 +214,13 @@ func TestSubmitAndWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	ledger := filepath.Join(dir, "ledger.db")
-	if out, stderr, code := runCmd(t, "submit", "--redis", url, b.Manifest); code != 0 || !strings.Contains(out, "10 enqueued") {
-		t.Fatalf("submit: exit %d %s %s", code, out, stderr)
+	if out, _, code := runCmd(t, "submit", "--redis", url, "--ledger", ledger, "--dry-run", b.Manifest); code != 0 || !strings.Contains(out, "10 would be enqueued") {
+		t.Fatalf("submit --dry-run: exit %d %s", code, out)
 	}
-	if out, _, _ := runCmd(t, "submit", "--redis", url, b.Manifest); !strings.Contains(out, "0 enqueued, 10 already") {
+	if out, stderr, code := runCmd(t, "submit", "--redis", url, "--ledger", ledger, b.Manifest); code != 0 || !strings.Contains(out, "10 enqueued") {
+		t.Fatalf("submit: exit %d %s %s (a dry run must enqueue nothing)", code, out, stderr)
+	}
+	if out, _, _ := runCmd(t, "submit", "--redis", url, "--ledger", ledger, b.Manifest); !strings.Contains(out, "0 enqueued, 10 already") {
 		t.Errorf("resubmit: %s", out)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -243,6 +283,40 @@ func TestSubmitAndWorker(t *testing.T) {
 	if _, stderr, code := runCmd(t, "dlq", "discard", "--redis", url, "--ledger", ledger, dead[0].ID); code != 2 || !strings.Contains(stderr, "--reason") {
 		t.Errorf("discard without reason: exit %d %s", code, stderr)
 	}
+	// Every mutating command honours --dry-run: it prints what would happen
+	// and leaves the ledger and Redis as they were.
+	quar, _ := ingest.Failures(context.Background(), l, ingest.FailureFilter{Destination: premis.Quarantined})
+	if len(quar) == 0 {
+		t.Fatal("no quarantined item to try dry runs on")
+	}
+	beforeEvents, beforeBroker := ledgerCount(t, l), brokerSnapshot(t, url)
+	for _, args := range [][]string{
+		{"dlq", "discard", "--reason", "x", dead[0].ID},
+		{"dlq", "replay", dead[0].ID},
+		{"dlq", "redrive", "--force"},
+		{"quarantine", "replay", quar[0].ID},
+		{"quarantine", "discard", "--reason", "x", quar[0].ID},
+		{"quarantine", "reconcile"},
+		{"hold", "release", quar[0].ID},
+		{"hold", "reject", "--reason", "x", quar[0].ID},
+		{"reconcile-broker"},
+		{"submit", b.Manifest},
+	} {
+		full := append([]string{args[0]}, append([]string{"--redis", url, "--ledger", ledger, "--dry-run"}, args[1:]...)...)
+		if len(args) > 1 && args[0] != "submit" && args[0] != "reconcile-broker" {
+			full = append([]string{args[0], args[1], "--redis", url, "--ledger", ledger, "--dry-run"}, args[2:]...)
+		}
+		out, stderr, code := runCmd(t, full...)
+		if code != 0 || !strings.Contains(strings.ToLower(out), "dry run") {
+			t.Errorf("%v: exit %d, output does not say dry run:\n%s%s", full, code, out, stderr)
+		}
+		if n := ledgerCount(t, l); n != beforeEvents {
+			t.Errorf("%v --dry-run wrote %d ledger events", args, n-beforeEvents)
+		}
+		if got := brokerSnapshot(t, url); got != beforeBroker {
+			t.Errorf("%v --dry-run changed Redis:\n%s\nwas\n%s", args, got, beforeBroker)
+		}
+	}
 	out, _, code = runCmd(t, "dlq", "discard", "--redis", url, "--ledger", ledger, "--operator", "ana", "--reason", "rescanned", dead[0].ID)
 	if code != 0 || !strings.Contains(out, "operator ana") {
 		t.Errorf("dlq discard: exit %d %s", code, out)
@@ -250,6 +324,12 @@ func TestSubmitAndWorker(t *testing.T) {
 	out, _, code = runCmd(t, "batch", "status", "--ledger", ledger, b.BatchID)
 	if code != 0 || !strings.Contains(out, "10 items: 2 accepted") || !strings.Contains(out, "1 discarded") {
 		t.Errorf("batch status: exit %d\n%s", code, out)
+	}
+	// A resubmission revives nothing the ledger has settled.
+	out, _, code = runCmd(t, "submit", "--redis", url, "--ledger", ledger, b.Manifest)
+	if code != 0 || !strings.Contains(out, "0 enqueued") || !strings.Contains(out, "10 already settled") ||
+		!strings.Contains(out, dead[0].ObjectID+"\tnot resubmitted: discarded by ana") {
+		t.Errorf("resubmit after discard: exit %d\n%s", code, out)
 	}
 	out, _, code = runCmd(t, "reconcile-broker", "--redis", url, "--ledger", ledger)
 	if code != 0 || !strings.Contains(out, "0 archived task(s) recorded") {
@@ -361,7 +441,7 @@ func TestWorkerOnPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code := runCmd(t, "submit", "--redis", url, b.Manifest); code != 0 {
+	if _, stderr, code := runCmd(t, "submit", "--redis", url, "--ledger", dsn, b.Manifest); code != 0 {
 		t.Fatalf("submit: %s", stderr)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -427,7 +507,7 @@ func TestQuarantineClearsItselfWhenTheRegistryChanges(t *testing.T) {
 	locode := filepath.Join(dir, "locode.csv")
 	os.WriteFile(locode, []byte(",\"NL\",\"RTM\",\"Rotterdam\",,,,,,,,\n"), 0o644)
 	ledger := filepath.Join(dir, "ledger.db")
-	if _, stderr, code := runCmd(t, "submit", "--redis", url, manifest); code != 0 {
+	if _, stderr, code := runCmd(t, "submit", "--redis", url, "--ledger", ledger, manifest); code != 0 {
 		t.Fatal(stderr)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -455,7 +535,7 @@ func TestQuarantineClearsItselfWhenTheRegistryChanges(t *testing.T) {
 	}
 	waitFor("1 quarantine")
 	os.WriteFile(locode, []byte(",\"NL\",\"RTM\",\"Rotterdam\",,,,,,,,\n,\"NL\",\"VLI\",\"Vlissingen\",,,,,,,,\n"), 0o644)
-	waitFor("1 items: 1 accepted")
+	waitFor("2 items: 2 accepted") // the interchange and its one message
 	out, _, _ := runCmd(t, "events", "ls", "--ledger", ledger, "--object", "edi-unknown-locode#1")
 	for _, want := range []string{"qua", "unq", "ing"} {
 		if !strings.Contains(out, " "+want+" ") {

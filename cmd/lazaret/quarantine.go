@@ -71,7 +71,7 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 	client := asynq.NewClient(opt)
 	defer client.Close()
 	w := cfg.worker(ledger, client, cfg.logger(stderr))
-	ops := &ingest.Operations{Worker: w, Inspector: insp}
+	ops := cfg.operator(w, client, insp)
 	filter := ingest.FailureFilter{Class: premis.Class(*class), Code: *code, Kind: *kind, BatchID: *batch, Destination: fc.destination, Limit: *limit}
 	if *since > 0 {
 		filter.Since = time.Now().Add(-*since)
@@ -98,7 +98,7 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tOBJECT\tKIND\tCLASS\tCODE\tOFFSET\tATTEMPT\tAT")
 		for _, f := range list {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", f.ID, f.ObjectID, f.Kind, f.Class, f.Code, int64OrDash(f.Offset), f.Attempt, f.At.Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", f.ID, f.ObjectID, f.Kind, f.Class, f.Code, int64OrDash(f.Offset), f.Attempt, f.DateTime.Format(time.RFC3339))
 		}
 		return tw.Flush()
 	case "show":
@@ -133,12 +133,11 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 		if err != nil {
 			return err
 		}
-		env, err := ops.Replay(ctx, id, ingest.ReplayOptions{Operator: *operator, Reason: *reason, File: *file})
+		res, err := ops.Replay(ctx, id, ingest.ReplayOptions{Operator: *operator, Reason: *reason, File: *file, DryRun: *dry})
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
-		fmt.Fprintf(stdout, "replayed %s as task %s (attempt %d, replay of %s)\n", env.ObjectID, env.TaskID(), env.Attempt, env.ReplayOf)
-		return nil
+		return printAction(stdout, res, *asJSON)
 	case "discard", "reject":
 		id, err := needID()
 		if err != nil {
@@ -147,12 +146,11 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 		if *reason == "" {
 			return usageErr("%s %s: --reason is required", fc.name, sub)
 		}
-		del, err := ops.Discard(ctx, id, *operator, *reason)
+		res, err := ops.Discard(ctx, id, *operator, *reason, *dry)
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
-		fmt.Fprintf(stdout, "discarded %s (event %s, operator %s)\n", del.ObjectID, del.ID, del.Operator)
-		return nil
+		return printAction(stdout, res, *asJSON)
 	case "redrive":
 		counts := map[string]int{}
 		_, err := ops.Redrive(ctx, ingest.RedriveOptions{Filter: filter, Rate: *rate, Limit: *limit, Force: *force, Operator: *operator, DryRun: *dry,
@@ -165,11 +163,15 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 				}
 			}})
 		if !*asJSON {
-			fmt.Fprintf(stdout, "redriven %d, held at the ceiling %d, unchanged %d, errors %d\n", counts["redriven"], counts["held"], counts["unchanged"], counts["error"])
+			prefix := ""
+			if *dry {
+				prefix = "dry run, nothing changed; would have: "
+			}
+			fmt.Fprintf(stdout, "%sredriven %d, held at the ceiling %d, unchanged %d, errors %d\n", prefix, counts["redriven"], counts["held"], counts["unchanged"], counts["error"])
 		}
 		return err
 	case "reconcile":
-		ds, err := w.ReconcileQuarantine(ctx, insp, *dry)
+		ds, err := ops.ReconcileQuarantine(ctx, *dry)
 		replayed := 0
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 		for _, d := range ds {
@@ -185,9 +187,35 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 		}
 		tw.Flush()
 		if !*asJSON {
-			fmt.Fprintf(stdout, "%d parked, %d replayed\n", len(ds), replayed)
+			if *dry {
+				fmt.Fprintf(stdout, "dry run, nothing changed: %d parked, %d would be replayed\n", len(ds), replayed)
+			} else {
+				fmt.Fprintf(stdout, "%d parked, %d replayed\n", len(ds), replayed)
+			}
 		}
 		return err
+	}
+	return nil
+}
+
+// printAction says what an operator action did, or with --dry-run would do.
+func printAction(stdout io.Writer, res *ingest.ActionResult, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	switch {
+	case res.DryRun:
+		fmt.Fprintf(stdout, "dry run: %s of %s (failure %s) would do, and nothing was written:\n", res.Action, res.Failure.ObjectID, res.Failure.ID)
+		for i, s := range res.Steps {
+			fmt.Fprintf(stdout, "  %d. %s\n", i+1, s)
+		}
+		return nil
+	case res.Already:
+		fmt.Fprintf(stdout, "%s of %s was already recorded (event %s by %s); its broker step is done now\n", res.Action, res.Failure.ObjectID, res.Event.ID, res.Event.Operator)
+	case res.Action == "replay":
+		fmt.Fprintf(stdout, "replayed %s as task %s (attempt %d, replay of %s; event %s)\n", res.Failure.ObjectID, res.TaskID, res.Replay.Attempt, res.Replay.ReplayOf, res.Event.ID)
+	default:
+		fmt.Fprintf(stdout, "discarded %s (event %s, operator %s)\n", res.Failure.ObjectID, res.Event.ID, res.Event.Operator)
 	}
 	return nil
 }
@@ -250,13 +278,16 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // runReconcileBroker serves `lazaret reconcile-broker`: archived tasks with
-// no ledger event are recorded; ledger dead letters whose task the broker no
+// no ledger event are recorded; items the ledger expects in the broker but
+// the broker lost are enqueued or parked again; dead letters the broker no
 // longer holds are reported (they stay listable and replayable).
 func runReconcileBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("reconcile-broker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	dry := fs.Bool("dry-run", false, "say what would be repaired, change nothing")
+	asJSON := fs.Bool("json", false, "the report as one JSON object")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args, "redis", "ledger"); err != nil {
+	if err := cfg.bind(fs, args, "redis", "ledger", "policy"); err != nil {
 		return err
 	}
 	opt, ledger, err := cfg.connect(ctx)
@@ -266,23 +297,30 @@ func runReconcileBroker(ctx context.Context, args []string, stdout, stderr io.Wr
 	defer ledger.Close()
 	insp := asynq.NewInspector(opt)
 	defer insp.Close()
-	w := cfg.worker(ledger, nil, cfg.logger(stderr))
-	n, err := w.ReconcileArchived(ctx, insp)
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	w := cfg.worker(ledger, client, cfg.logger(stderr))
+	rep, err := cfg.operator(w, client, insp).ReconcileBroker(ctx, *dry)
 	if err != nil {
 		return err
 	}
-	ops := &ingest.Operations{Worker: w, Inspector: insp}
-	fsl, err := ingest.Failures(ctx, ledger, ingest.FailureFilter{})
-	if err != nil {
-		return err
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(rep)
 	}
-	missing := 0
-	for _, f := range fsl {
-		if st := ops.BrokerState(f); len(st) >= 7 && st[:7] == "missing" {
-			missing++
-			fmt.Fprintf(stdout, "%s\t%s\t%s\tnot in the broker: replayable from the ledger\n", f.ID, f.ObjectID, f.Destination)
-		}
+	for _, id := range rep.Missing {
+		fmt.Fprintf(stdout, "%s\tnot in the broker: replayable from the ledger\n", id)
 	}
-	fmt.Fprintf(stdout, "%d archived task(s) recorded in the ledger; %d open failure(s) no longer in the broker\n", n, missing)
+	for _, id := range rep.Reenqueued {
+		fmt.Fprintf(stdout, "%s\tsubmitted or replayed, but lost by the broker: enqueued again\n", id)
+	}
+	for _, id := range rep.Reparked {
+		fmt.Fprintf(stdout, "%s\tparked copy lost by the broker: parked again\n", id)
+	}
+	prefix := ""
+	if *dry {
+		prefix = "dry run, nothing changed: "
+	}
+	fmt.Fprintf(stdout, "%s%d archived task(s) recorded in the ledger; %d item(s) enqueued again; %d parked again; %d stale parked copies removed; %d open failure(s) no longer in the broker\n",
+		prefix, len(rep.ArchivedRecorded), len(rep.Reenqueued), len(rep.Reparked), len(rep.StaleParked), len(rep.Missing))
 	return nil
 }

@@ -30,11 +30,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	token := fs.String("api-token", os.Getenv("LAZARET_API_TOKEN"), "bearer token for mutating API calls (env LAZARET_API_TOKEN); empty disables them")
 	webhook := fs.String("webhook", os.Getenv("LAZARET_WEBHOOK_URL"), "POST a JSON alert here for every dead letter, quarantine and audit-hold arrival")
 	secret := fs.String("webhook-secret", os.Getenv("LAZARET_WEBHOOK_SECRET"), "sign alerts: X-Lazaret-Signature = sha256=HMAC(secret, body) (env LAZARET_WEBHOOK_SECRET)")
-	writable := fs.Bool("monitoring-writable", false, "let asynqmon change tasks (it is read-only by default)")
+	writable := fs.Bool("monitoring-writable", false, "refused: asynqmon's task actions bypass the ledger (use lazaret dlq, quarantine and hold)")
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often the broker is reconciled with the ledger and registries reloaded")
 	cfg := defaultConfig()
 	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master", "edi"); err != nil {
 		return err
+	}
+	if *writable {
+		return usageErr("serve: --monitoring-writable is refused: asynqmon would run, delete and archive tasks with no ledger event and no operator; act with lazaret dlq|quarantine|hold or the /v1/ API, which record who did what")
 	}
 	log := cfg.logger(stderr)
 	opt, ledger, err := cfg.connect(ctx)
@@ -82,16 +85,16 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	insp := asynq.NewInspector(opt)
 	client := asynq.NewClient(opt)
 	w := cfg.worker(ledger, client, log)
-	ops := &ingest.Operations{Worker: w, Inspector: insp}
+	ops := cfg.operator(w, client, insp)
 	metrics := api.NewMetrics(ops)
-	observers := []func(ingest.Decision){metrics.Observe}
+	observers := []func(ingest.Observation){metrics.Observe}
 	var alerter *api.Alerter
 	if o.webhook != "" {
 		alerter = &api.Alerter{URL: o.webhook, Secret: o.secret, Logger: log, Metrics: metrics}
 		alerter.Start(context.WithoutCancel(ctx))
 		observers = append(observers, alerter.Observe)
 	}
-	observe := func(d ingest.Decision) {
+	observe := func(d ingest.Observation) {
 		for _, f := range observers {
 			f(d)
 		}
@@ -99,15 +102,15 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	stopWorkers := func() {}
 	if o.worker {
 		var err error
-		stopWorkers, err = startWorkers(ctx, cfg, opt, ledger, log, ingest.ServerConfig{Concurrency: cfg.Concurrency}, o.reconcileEvery,
-			func(wk *ingest.Worker) { wk.Observe = observe })
+		w.Observe = observe
+		stopWorkers, err = startWorkers(ctx, w, ops, opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, o.reconcileEvery)
 		if err != nil {
 			insp.Close()
 			client.Close()
 			return nil, nil, err
 		}
 	}
-	mon := asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: opt, ReadOnly: !o.writable,
+	mon := asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: opt, ReadOnly: true,
 		PayloadFormatter: asynqmon.PayloadFormatterFunc(api.PayloadFormatter(ledger))})
 	s := &api.Server{Ops: ops, Metrics: metrics, Token: o.token, Software: software, Logger: log, Monitoring: mon}
 	return s.Handler(), func() {

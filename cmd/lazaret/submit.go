@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -15,8 +16,10 @@ import (
 func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	dry := fs.Bool("dry-run", false, "check the manifest against the ledger and say what would be enqueued; record and enqueue nothing")
+	asJSON := fs.Bool("json", false, "the result as one JSON object")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args, "redis", "policy"); err != nil {
+	if err := cfg.bind(fs, args, "redis", "ledger", "policy"); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -26,16 +29,27 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("manifest %s refused, nothing enqueued:\n%w", fs.Arg(0), err)}
 	}
-	opt, err := cfg.redis()
+	opt, ledger, err := cfg.connect(ctx)
 	if err != nil {
 		return err
 	}
+	defer ledger.Close()
 	client := asynq.NewClient(opt)
 	defer client.Close()
-	res, err := ingest.Submit(ctx, client, m, dir, ingest.SubmitOptions{Policy: cfg.policy()})
+	res, err := ingest.Submit(ctx, ledger, client, m, dir, ingest.SubmitOptions{Policy: cfg.policy(), Software: software, DryRun: *dry})
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("batch %s: %w", m.BatchID, err)}
 	}
-	fmt.Fprintf(stdout, "batch %s: %d enqueued, %d already queued or recently done\n", res.BatchID, len(res.Enqueued), len(res.Duplicates))
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	for _, sk := range res.Skipped {
+		fmt.Fprintf(stdout, "%s\tnot resubmitted: %s (event %s)\n", sk.ObjectID, sk.Reason, sk.EventID)
+	}
+	verb := "enqueued"
+	if *dry {
+		verb = "would be enqueued (dry run: nothing recorded or enqueued)"
+	}
+	fmt.Fprintf(stdout, "batch %s: %d %s, %d already queued or recently done, %d already settled\n", res.BatchID, len(res.Enqueued), verb, len(res.Duplicates), len(res.Skipped))
 	return nil
 }

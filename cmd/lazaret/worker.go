@@ -11,7 +11,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/lazaret/lazaret/ingest"
-	"github.com/lazaret/lazaret/premis"
 )
 
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -28,7 +27,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer ledger.Close()
-	stop, err := startWorkers(ctx, &cfg, opt, ledger, log, ingest.ServerConfig{Concurrency: cfg.Concurrency}, *reconcileEvery)
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	insp := asynq.NewInspector(opt)
+	defer insp.Close()
+	w := cfg.worker(ledger, client, log)
+	stop, err := startWorkers(ctx, w, cfg.operator(w, client, insp), opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, *reconcileEvery)
 	if err != nil {
 		return err
 	}
@@ -41,20 +45,15 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// startWorkers starts the asynq server and the broker reconciler. stop drains
-// running tasks and returns when everything has stopped.
-func startWorkers(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger premis.Ledger, log *slog.Logger, sc ingest.ServerConfig, reconcileEvery time.Duration, tune ...func(*ingest.Worker)) (stop func(), err error) {
-	client := asynq.NewClient(opt)
-	w := cfg.worker(ledger, client, log)
-	for _, t := range tune {
-		t(w)
-	}
+// startWorkers starts the asynq server for w and the reconciler that op
+// runs every reconcileEvery. stop drains running tasks and returns when
+// everything has stopped; the caller closes what it opened.
+func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, opt asynq.RedisConnOpt, sc ingest.ServerConfig, reconcileEvery time.Duration) (stop func(), err error) {
+	log := w.Logger
 	srv, mux := ingest.NewServer(opt, w, sc)
 	if err := srv.Start(mux); err != nil {
-		client.Close()
 		return nil, fmt.Errorf("start workers: %w", err)
 	}
-	insp := asynq.NewInspector(opt)
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -71,7 +70,7 @@ func startWorkers(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledg
 						slog.String("hs", r.HS.Version()), slog.Int("hs_codes", r.HS.Len()))
 					// A new registry version may clear parked messages: re-check
 					// those that failed against another version, replay what passes.
-					ds, err := w.ReconcileQuarantine(rctx, insp, false)
+					ds, err := op.ReconcileQuarantine(rctx, false)
 					if err != nil && rctx.Err() == nil {
 						log.Warn("quarantine reconciliation failed", slog.String("error", err.Error()))
 					}
@@ -83,10 +82,8 @@ func startWorkers(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledg
 					}
 				}
 			}
-			if n, err := w.ReconcileArchived(rctx, insp); err != nil && rctx.Err() == nil {
+			if _, err := op.ReconcileBroker(rctx, false); err != nil && rctx.Err() == nil {
 				log.Warn("broker reconciliation failed", slog.String("error", err.Error()))
-			} else if n > 0 {
-				log.Warn("broker reconciliation recorded archived tasks", slog.Int("events", n))
 			}
 			select {
 			case <-rctx.Done():
@@ -99,8 +96,6 @@ func startWorkers(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledg
 		cancel()
 		<-done
 		srv.Shutdown()
-		insp.Close()
-		client.Close()
 	}, nil
 }
 

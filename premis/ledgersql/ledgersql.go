@@ -38,6 +38,8 @@ func Query(table string, f premis.Filter, placeholder func(n int) string, timeAr
 	eq("object_id", f.ObjectID)
 	eq("batch_id", f.BatchID)
 	eq("correlation_id", f.CorrelationID)
+	eq("task_id", f.TaskID)
+	eq("key", f.Key)
 	eq("kind", f.Kind)
 	eq("code", f.Code)
 	eq("outcome", string(f.Outcome))

@@ -25,7 +25,7 @@ func Event(obj string, t premis.EventType, n int) *premis.Event {
 	off, page := int64(1234), 3
 	return &premis.Event{
 		Key: premis.EventKey("corr-"+obj, "sha-"+obj, t, n), Type: t, Outcome: premis.Failure,
-		Class: premis.Structural, Code: "tiff.ifd-loop", Message: "loop", Offset: &off, Page: &page,
+		Class: premis.Structural, Code: "tiff.ifd-loop", Message: "loop", Position: premis.Position{Offset: &off, Page: &page},
 		Destination: premis.DeadLetter, ObjectID: obj, BatchID: "batch-1", CorrelationID: "corr-" + obj,
 		Kind: "tiff", SHA256: "sha-" + obj, Size: 99, Attempt: n, Agent: "lazaret/test", Envelope: []byte(`{"v":1}`),
 	}

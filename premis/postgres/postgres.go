@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS lazaret_events (
 CREATE INDEX IF NOT EXISTS lazaret_events_object ON lazaret_events(object_id);
 CREATE INDEX IF NOT EXISTS lazaret_events_batch ON lazaret_events(batch_id);
 CREATE INDEX IF NOT EXISTS lazaret_events_correlation ON lazaret_events(correlation_id);
+CREATE INDEX IF NOT EXISTS lazaret_events_task ON lazaret_events(task_id);
 CREATE INDEX IF NOT EXISTS lazaret_events_failure ON lazaret_events(class, destination);
 CREATE INDEX IF NOT EXISTS lazaret_events_datetime ON lazaret_events(datetime);
 CREATE OR REPLACE FUNCTION lazaret_events_append_only() RETURNS trigger LANGUAGE plpgsql AS

@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_object ON events(object_id);
 CREATE INDEX IF NOT EXISTS events_batch ON events(batch_id);
 CREATE INDEX IF NOT EXISTS events_correlation ON events(correlation_id);
+CREATE INDEX IF NOT EXISTS events_task ON events(task_id);
 CREATE INDEX IF NOT EXISTS events_failure ON events(class, destination);
 CREATE INDEX IF NOT EXISTS events_datetime ON events(datetime);
 CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events

@@ -1,0 +1,316 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/validate"
+)
+
+// result is what one execution decided: the item's decision, or for a sound
+// interchange one decision per message; the events and parked tasks follow
+// from it (see plan). commit writes it, report logs and observes it, broker
+// says what asynq is told.
+type result struct {
+	d        *delivery
+	rep      *validate.Report
+	ires     *validate.InterchangeResult
+	cause    error    // the validation error, nil on a pass
+	decision Decision // the item's decision (Accepted for a routed interchange)
+	// perMessage: a sound interchange whose messages are decided one by one.
+	perMessage  bool
+	contrl      bool // a CONTRL report goes to the outbox
+	interrupted bool // shutdown or timeout: no verdict
+	// Filled in by commit.
+	logged             []*premis.Event // the events worth a log line (failures, the item's outcome)
+	accepted, parkedN  int
+	messagesN          int
+	terminalObservable []*premis.Event
+}
+
+// broker is what asynq is told about the original task.
+func (r *result) broker() error {
+	if r.decision.Destination == premis.Accepted || len(r.logged) == 0 {
+		return toBroker(r.decision.Destination, r.decision.Delay, r.cause)
+	}
+	return toBroker(r.decision.Destination, r.decision.Delay, &summarized{ev: r.logged[len(r.logged)-1], err: r.cause})
+}
+
+// Verdict is what a check of one item (or message) found and where a
+// first attempt would route it: what inspect, redrive and reconcile see.
+type Verdict struct {
+	Decision
+	Err      error
+	Report   *validate.Report
+	Messages []MessageVerdict // for a sound interchange, one per message
+}
+
+// MessageVerdict is the verdict on one message of an interchange.
+type MessageVerdict struct {
+	Message validate.MessageResult
+	Decision
+}
+
+// Check validates env as a worker would, without a queue or a ledger, and
+// decides it at env's attempt: the same execute the worker runs.
+func (w *Worker) Check(ctx context.Context, env *Envelope) Verdict {
+	d := &delivery{env: env, attempt: env.Attempt}
+	r := w.execute(ctx, d)
+	v := Verdict{Decision: r.decision, Err: r.cause, Report: r.rep}
+	if r.perMessage {
+		for _, m := range r.ires.Messages {
+			v.Messages = append(v.Messages, MessageVerdict{Message: m, Decision: w.Policy.Decide(m.Err, d.attempt, d.retries)})
+		}
+	}
+	return v
+}
+
+// execute runs guarded validation and decides. It writes nothing.
+func (w *Worker) execute(ctx context.Context, d *delivery) *result {
+	rep, ires, err := w.check(ctx, d.env)
+	r := &result{d: d, rep: rep, ires: ires, cause: err}
+	if err != nil && ctx.Err() != nil {
+		r.interrupted = true
+		return r
+	}
+	if err == nil && ires != nil {
+		r.perMessage = true
+		r.decision = Decision{Destination: premis.Accepted}
+		return r
+	}
+	r.decision = w.Policy.Decide(err, d.attempt, d.retries)
+	r.contrl = ires != nil && r.decision.Class == premis.Structural && w.Outbox != ""
+	return r
+}
+
+// check runs validation for one item, turning a panic into a *PanicError.
+// For an interchange it also returns the per-message verdicts.
+func (w *Worker) check(ctx context.Context, env *Envelope) (rep *validate.Report, ires *validate.InterchangeResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			rep, ires, err = nil, nil, &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	if v, ok := w.Validators[env.Kind]; ok {
+		rep, err = v(ctx, env)
+		return rep, nil, err
+	}
+	it := env.Item
+	it.SHA256, it.Size = env.SHA256, env.Size
+	switch env.Kind {
+	case "tiff":
+		rep, err = validate.CheckMaster(ctx, env.Path, &it, w.Master)
+		return rep, nil, err
+	case "edifact":
+		return validate.CheckInterchange(ctx, env.Path, &it, w.registries(), w.EDI, env.Message)
+	}
+	return nil, nil, &validate.PolicyError{Page: 0, Code: "kind.unsupported", Reason: fmt.Sprintf("kind %q has no validator in this build", env.Kind)}
+}
+
+func (w *Worker) registries() *validate.Registries {
+	if w.Registries == nil {
+		return validate.Builtin()
+	}
+	return w.Registries.Current()
+}
+
+// commit makes the result durable in order: the CONTRL report (an
+// idempotent file, see writeContrl), then the ledger, then the broker's
+// parked copies. Every event and parked task is keyed by item and attempt,
+// so a commit repeated after a partial failure adds nothing twice.
+func (w *Worker) commit(ctx context.Context, r *result) error {
+	if r.contrl {
+		if err := w.writeContrl(r.d.env, r.ires, r.cause, r.d.attempt); err != nil {
+			return fmt.Errorf("CONTRL outbox: %w", err)
+		}
+	}
+	return w.plan(r, func(evs []*premis.Event, parcels []parcel) error {
+		if err := w.append(ctx, evs...); err != nil {
+			return fmt.Errorf("ledger: %w", err)
+		}
+		for _, p := range parcels {
+			// After the append: the event has its id (its stored one, if an
+			// earlier delivery wrote it).
+			if err := w.park(ctx, heldOf(p.env, p.ev)); err != nil {
+				return err
+			}
+		}
+		for _, ev := range evs {
+			switch {
+			case ev.Outcome == premis.Failure:
+				r.logged = append(r.logged, ev)
+			case ev.Type == premis.Ingestion && !r.perMessage:
+				r.logged = append(r.logged, ev)
+			}
+			if ev.Destination.Terminal() && ev.CorrelationID != r.d.env.CorrelationID {
+				r.terminalObservable = append(r.terminalObservable, ev)
+			}
+		}
+		return nil
+	})
+}
+
+// parcel is an item to park once its failure event is stored.
+type parcel struct {
+	env *Envelope
+	ev  *premis.Event
+}
+
+// plan yields the result's events, with the parked tasks that follow them,
+// a bounded chunk at a time (a large interchange is never held whole).
+func (w *Worker) plan(r *result, yield func([]*premis.Event, []parcel) error) error {
+	if r.perMessage {
+		return w.planMessages(r, yield)
+	}
+	if r.decision.Destination == premis.Accepted {
+		return yield(w.acceptEvents(r), nil)
+	}
+	ev := w.failureEvent(r.d, r.d.env, r.rep, r.cause, r.decision)
+	var parcels []parcel
+	if ev.Destination == premis.Quarantined || ev.Destination == premis.AuditHold {
+		parcels = append(parcels, parcel{r.d.env, ev})
+	}
+	return yield([]*premis.Event{ev}, parcels)
+}
+
+func (w *Worker) acceptEvents(r *result) []*premis.Event {
+	d, env, rep := r.d, r.d.env, r.rep
+	fix := w.deliveryEvent(d, env, premis.FixityCheck)
+	fix.Outcome, fix.SHA256 = premis.Success, rep.SHA256
+	fix.Detail = "SHA-256 of the file compared with the manifest"
+	fix.Note = "sha256 " + rep.SHA256
+	form := w.deliveryEvent(d, env, premis.FormatIdentification)
+	form.Outcome, form.PUID, form.SHA256 = premis.Success, rep.PUID, rep.SHA256
+	form.Detail = "magic bytes, extension and declared format (PRONOM)"
+	form.Note = fmt.Sprintf("%s (%s)", rep.Format, rep.PUID)
+	val := w.deliveryEvent(d, env, premis.Validation)
+	val.Outcome, val.PUID, val.SHA256 = premis.Success, rep.PUID, rep.SHA256
+	val.Detail = fmt.Sprintf("TIFF structure of every IFD and pixel data of every page (%s)", w.Software.ID())
+	val.Note = fmt.Sprintf("%d page(s), %d checked to the pixel data", rep.Pages, rep.Decoded)
+	if len(rep.Warnings) > 0 {
+		val.Outcome = premis.Warning
+		msgs := make([]string, 0, len(rep.Warnings))
+		for _, wr := range rep.Warnings {
+			msgs = append(msgs, wr.Code+": "+wr.Message)
+		}
+		val.Note += "; warnings: " + strings.Join(msgs, "; ")
+	}
+	ing := w.deliveryEvent(d, env, premis.Ingestion)
+	ing.Outcome, ing.PUID, ing.SHA256, ing.Destination = premis.Success, rep.PUID, rep.SHA256, premis.Accepted
+	ing.Detail = "accepted into the repository by lazaret"
+	if env.ReplayOf != "" {
+		ing.Note = "accepted on replay of event " + env.ReplayOf
+	}
+	return []*premis.Event{fix, form, val, ing}
+}
+
+// deliveryEvent is newEvent for this delivery's attempt and task.
+func (w *Worker) deliveryEvent(d *delivery, env *Envelope, t premis.EventType) *premis.Event {
+	ev := w.newEvent(env, t, d.attempt, d.taskID)
+	ev.Retries = d.retried
+	return ev
+}
+
+// failureEvent records a failing decision for env (the item, or one of its
+// messages).
+func (w *Worker) failureEvent(d *delivery, env *Envelope, rep *validate.Report, err error, dec Decision) *premis.Event {
+	t := premis.Validation
+	var se *validate.StageError
+	if errors.As(err, &se) {
+		switch se.Stage {
+		case validate.StageFixity:
+			t = premis.FixityCheck
+		case validate.StageFormat:
+			t = premis.FormatIdentification
+		}
+	}
+	if dec.Destination == premis.Quarantined || dec.Destination == premis.AuditHold {
+		t = premis.Quarantine
+	}
+	ev := w.deliveryEvent(d, env, t)
+	ev.Outcome = premis.Failure
+	ev.Class, ev.Destination, ev.Code, ev.Note = dec.Class, dec.Destination, dec.Code, dec.Note
+	if err != nil {
+		ev.Message, ev.Position = err.Error(), positionOf(err)
+	}
+	ev.Envelope = envelopeJSON(env)
+	if rep != nil {
+		if rep.SHA256 != "" {
+			ev.SHA256 = rep.SHA256 // the digest of the bytes actually read
+		}
+		ev.PUID = rep.PUID
+		if rep.Size > 0 {
+			ev.Size = rep.Size
+		}
+	}
+	stage := "validation"
+	if se != nil {
+		stage = string(se.Stage)
+	}
+	ev.Detail = fmt.Sprintf("%s stage failed; class %s routed to %s (%s)", stage, dec.Class, dec.Destination, w.Software.ID())
+	var rule *validate.RuleError
+	if errors.As(err, &rule) && rule.Registry != "" {
+		ev.Detail += "; registry " + rule.Registry
+	}
+	return ev
+}
+
+// report logs the result once and tells Observe.
+func (w *Worker) report(ctx context.Context, r *result) {
+	d := r.d
+	for _, ev := range r.logged {
+		w.logEvent(ctx, ev)
+	}
+	if r.perMessage {
+		w.Logger.LogAttrs(ctx, slog.LevelInfo, "interchange routed", slog.String(AttrCorrelationID, d.env.CorrelationID),
+			slog.String(AttrObjectID, d.env.ObjectID), slog.String(AttrBatchID, d.env.BatchID), slog.Int("messages", r.messagesN),
+			slog.Int("accepted", r.accepted), slog.Int("parked", r.parkedN), slog.Int(AttrAttempt, d.attempt))
+		for _, ev := range r.terminalObservable {
+			w.observe(d.env.Kind, ev.Class, ev.Destination, ev.Code, d.start, ev)
+		}
+		return
+	}
+	var evs []*premis.Event
+	if n := len(r.logged); n > 0 {
+		evs = r.logged[n-1:]
+	}
+	w.observe(d.env.Kind, r.decision.Class, r.decision.Destination, r.decision.Code, d.start, evs...)
+}
+
+func (w *Worker) logEvent(ctx context.Context, ev *premis.Event) {
+	level := slog.LevelWarn
+	switch ev.Destination {
+	case premis.Accepted:
+		level = slog.LevelInfo
+	case premis.DeadLetter, premis.AuditHold:
+		level = slog.LevelError
+	case premis.Retry:
+		level = slog.LevelInfo
+	}
+	msg := "item routed"
+	if ev.Destination == premis.Accepted {
+		msg = "item accepted"
+	}
+	attrs := []slog.Attr{
+		slog.String(AttrCorrelationID, ev.CorrelationID), slog.String(AttrObjectID, ev.ObjectID),
+		slog.String(AttrBatchID, ev.BatchID), slog.String(AttrDestination, string(ev.Destination)),
+		slog.Int(AttrAttempt, ev.Attempt), slog.String("event_id", ev.ID),
+	}
+	if ev.Outcome == premis.Failure {
+		attrs = append(attrs, slog.String(AttrClass, string(ev.Class)), slog.String(AttrCode, ev.Code), slog.String("error", ev.Message))
+		if ev.Offset != nil {
+			attrs = append(attrs, slog.Int64(AttrOffset, *ev.Offset))
+		} else {
+			attrs = append(attrs, slog.Any(AttrOffset, nil))
+		}
+		if ev.Page != nil {
+			attrs = append(attrs, slog.Int("page", *ev.Page))
+		}
+	}
+	w.Logger.LogAttrs(ctx, level, msg, attrs...)
+}
