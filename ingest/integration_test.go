@@ -41,6 +41,24 @@ type bundle struct {
 
 	mu    sync.Mutex
 	calls map[string][]time.Time // task id -> handler invocations
+	// decided is closed and replaced whenever the worker observes a
+	// decision: waits wake on it instead of sleeping.
+	decided chan struct{}
+}
+
+// observe is the worker's Observe hook in tests.
+func (b *bundle) observe(ingest.Observation) {
+	b.mu.Lock()
+	close(b.decided)
+	b.decided = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// next returns a channel closed at the next observed decision.
+func (b *bundle) next() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.decided
 }
 
 func setup(t *testing.T, policy ingest.Policy) *bundle {
@@ -56,9 +74,10 @@ func setup(t *testing.T, policy ingest.Policy) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{t: t, opt: opt, client: asynq.NewClient(opt), insp: asynq.NewInspector(opt), ledger: l, dir: dir, calls: map[string][]time.Time{}}
+	b := &bundle{t: t, opt: opt, client: asynq.NewClient(opt), insp: asynq.NewInspector(opt), ledger: l, dir: dir, calls: map[string][]time.Time{},
+		decided: make(chan struct{})}
 	b.worker = &ingest.Worker{Ledger: l, Broker: b.client, Policy: policy, Master: validate.DefaultMasterPolicy(),
-		Software: premis.Software{Name: "lazaret", Version: "test"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Software: premis.Software{Name: "lazaret", Version: "test"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Observe: b.observe}
 	t.Cleanup(func() {
 		b.client.Close()
 		b.insp.Close()
@@ -127,10 +146,14 @@ func (b *bundle) enqueue(env *ingest.Envelope) {
 }
 
 // settled waits until the item has an event with a terminal destination.
+// It reads the ledger each time the worker observes a decision (and at
+// least every 250 ms, for decisions made elsewhere: reconcile, operators).
 func (b *bundle) settled(corr string, timeout time.Duration) premis.Event {
 	b.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		wake := b.next()
 		evs, err := b.ledger.Events(context.Background(), premis.Filter{CorrelationID: corr})
 		if err != nil {
 			b.t.Fatal(err)
@@ -140,10 +163,13 @@ func (b *bundle) settled(corr string, timeout time.Duration) premis.Event {
 				return e
 			}
 		}
-		time.Sleep(25 * time.Millisecond)
+		select {
+		case <-wake:
+		case <-time.After(250 * time.Millisecond):
+		case <-deadline.C:
+			b.t.Fatalf("item %s did not settle within %s", corr, timeout)
+		}
 	}
-	b.t.Fatalf("item %s did not settle within %s", corr, timeout)
-	return premis.Event{}
 }
 
 func (b *bundle) events(corr string) []premis.Event {

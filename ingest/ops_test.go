@@ -184,18 +184,24 @@ func TestArchivedReplaySucceedsOnceEvenAfterRedisLostIt(t *testing.T) {
 	}
 }
 
+// settledAfter waits until the item's latest event has destination want.
 func (b *bundle) settledAfter(corr string, want premis.Destination, timeout time.Duration) premis.Event {
 	b.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		wake := b.next()
 		evs := b.events(corr)
 		if len(evs) > 0 && evs[len(evs)-1].Destination == want {
 			return evs[len(evs)-1]
 		}
-		time.Sleep(25 * time.Millisecond)
+		select {
+		case <-wake:
+		case <-time.After(250 * time.Millisecond):
+		case <-deadline.C:
+			b.t.Fatalf("%s never reached %s", corr, want)
+		}
 	}
-	b.t.Fatalf("%s never reached %s", corr, want)
-	return premis.Event{}
 }
 
 func TestRedriveIsThrottledAndRespectsTheCeiling(t *testing.T) {

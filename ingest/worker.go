@@ -234,7 +234,14 @@ func (w *Worker) exhaustedEvent(d *delivery, r *result, err error, try int) *pre
 	ev.Outcome, ev.Destination = premis.Failure, premis.DeadLetter
 	ev.Class, ev.Code, ev.Message = premis.Transient, "routing.exhausted", err.Error()
 	what := "no decision"
-	if r != nil && r.decision.Destination != "" {
+	if e := d.decided; e != nil {
+		// Recorded by an earlier delivery; its broker step kept failing.
+		what = "decision " + string(e.Destination) + " (event " + e.ID + ")"
+		if e.Class != "" {
+			ev.Class, ev.Code, ev.Message, ev.Position = e.Class, e.Code, e.Message, e.Position
+		}
+		ev.ReplayOf = e.ID
+	} else if r != nil && r.decision.Destination != "" {
 		what = "decision " + string(r.decision.Destination)
 		if r.decision.Class != "" {
 			ev.Class, ev.Code = r.decision.Class, r.decision.Code
@@ -287,7 +294,7 @@ func (s *summarized) Error() string {
 }
 func (s *summarized) Unwrap() error { return s.err }
 
-var summaryRE = regexp.MustCompile(`^\[class=(\S*) code=(\S*) offset=(\S*) event=(\S*)\]`)
+var summaryRE = regexp.MustCompile(`\[class=([^\]\s]*) code=([^\]\s]*) offset=([^\]\s]*) event=([^\]\s]*)\]`)
 
 // parseSummary reads back what summarized wrote.
 func parseSummary(lastErr string) (class premis.Class, code, eventID string, ok bool) {
