@@ -234,7 +234,10 @@ func TestConcurrentReplayAndDiscard(t *testing.T) {
 		var wg sync.WaitGroup
 		var replayErr, discardErr error
 		wg.Add(2)
-		go func() { defer wg.Done(); _, replayErr = b.ops().Replay(ctx, f.ID, ingest.ReplayOptions{Operator: "ana"}) }()
+		go func() {
+			defer wg.Done()
+			_, replayErr = b.ops().Replay(ctx, f.ID, ingest.ReplayOptions{Operator: "ana"})
+		}()
 		go func() { defer wg.Done(); _, discardErr = b.ops().Discard(ctx, f.ID, "ben", "duplicate", false) }()
 		wg.Wait()
 		if (replayErr == nil) == (discardErr == nil) {
