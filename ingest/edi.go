@@ -68,6 +68,9 @@ func (w *Worker) planMessages(r *result, yield func([]*premis.Event, []parcel) e
 			if err := flush(); err != nil {
 				return err
 			}
+			if w.draining.Load() {
+				return fmt.Errorf("%w after %d of %d messages", ErrDraining, i, len(res.Messages))
+			}
 		}
 		menv := messageEnvelope(env, m.Ref)
 		if m.Err == nil {

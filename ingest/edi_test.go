@@ -218,3 +218,67 @@ func TestLargeInterchangeIsRoutedInChunks(t *testing.T) {
 		t.Errorf("parked %+v", parked)
 	}
 }
+
+// bigInterchange writes 600 messages, message 300 with an unknown port.
+func bigInterchange(b *bundle, batch string) *ingest.Envelope {
+	b.t.Helper()
+	var msgs []fixtures.Msg
+	for i := 1; i <= 600; i++ {
+		port := "SGSIN"
+		if i == 300 {
+			port = "NLZZZ"
+		}
+		msgs = append(msgs, fixtures.IFTMIN(strconv.Itoa(i), [2]string{"CZ", "CN"}, "NLRTM", port, fixtures.ContainerOK2, "847130"))
+	}
+	var buf bytes.Buffer
+	if err := fixtures.WriteInterchange(&buf, fixtures.Interchange{Sender: "S", Recipient: "R", Ref: "BIG", Msgs: msgs}); err != nil {
+		b.t.Fatal(err)
+	}
+	path, sha := b.file(batch+".edi", buf.Bytes())
+	return &ingest.Envelope{V: ingest.EnvelopeVersion, CorrelationID: ingest.CorrelationID(batch, "big", sha), BatchID: batch, ObjectID: "big",
+		Kind: "edifact", Path: path, SHA256: sha, Attempt: 1, Item: validate.Item{ObjectID: "big", Kind: "edifact", Path: batch + ".edi", SHA256: sha}}
+}
+
+// TestDrainStopsAtACheckpointAndResumes: a worker asked to drain stops an
+// interchange between two chunks; the next worker resumes it, skipping the
+// recorded chunk, and every message settles exactly once. Before, a long
+// interchange was cut off by the drain timeout and redone from scratch
+// with a new attempt number: 152,064 messages got two ing events.
+func TestDrainStopsAtACheckpointAndResumes(t *testing.T) {
+	b := setup(t, fastPolicy())
+	env := bigInterchange(b, "drain")
+	b.worker.Drain() // before the task starts: it stops after its first chunk
+	srv, mux := ingest.NewServer(b.opt, b.worker, ingest.ServerConfig{Concurrency: 1, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second})
+	if err := srv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	b.enqueue(env)
+	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateRetry, 15*time.Second)
+	srv.Shutdown()
+	count := func() map[premis.EventType]int {
+		evs, err := b.ledger.Events(context.Background(), premis.Filter{BatchID: "drain"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := map[premis.EventType]int{}
+		for _, e := range evs {
+			c[e.Type]++
+		}
+		return c
+	}
+	if c := count(); c[premis.Ingestion] != 256 || c[premis.FixityCheck] != 1 {
+		t.Fatalf("at the checkpoint: %v, want the first chunk of 256 messages", c)
+	}
+	// A fresh worker (not draining) picks it up.
+	old := b.worker
+	b.worker = &ingest.Worker{Ledger: old.Ledger, Broker: old.Broker, Policy: old.Policy, Master: old.Master, Software: old.Software,
+		Logger: old.Logger, Observe: old.Observe}
+	b.start()
+	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateCompleted, 30*time.Second)
+	if c := count(); c[premis.Ingestion] != 600 || c[premis.Quarantine] != 1 || c[premis.Validation] != 599 || c[premis.FixityCheck] != 1 {
+		t.Errorf("after the resume: %v, want 599 messages and the interchange accepted, 1 quarantined, once each", c)
+	}
+	if parked, _ := ingest.ListParked(b.insp, ingest.QueueQuarantine); len(parked) != 1 || parked[0].Held.EventID == "" {
+		t.Errorf("parked %+v", parked)
+	}
+}

@@ -130,8 +130,14 @@ func (w *Worker) commit(ctx context.Context, r *result) error {
 		}
 	}
 	return w.plan(r, func(evs []*premis.Event, parcels []parcel) error {
-		if err := w.append(ctx, evs...); err != nil {
+		skip, err := w.chunkRecorded(ctx, r, evs, parcels)
+		if err != nil {
 			return fmt.Errorf("ledger: %w", err)
+		}
+		if !skip {
+			if err := w.append(ctx, evs...); err != nil {
+				return fmt.Errorf("ledger: %w", err)
+			}
 		}
 		for _, p := range parcels {
 			// After the append: the event has its id (its stored one, if an
@@ -154,6 +160,35 @@ func (w *Worker) commit(ctx context.Context, r *result) error {
 		return nil
 	})
 }
+
+// chunkRecorded reports whether a redelivered interchange's chunk of
+// events is already in the ledger (written by a delivery that stopped at a
+// checkpoint or died), so that resuming costs a parse, not the writes. It
+// fills the parcels' events in from the ledger.
+func (w *Worker) chunkRecorded(ctx context.Context, r *result, evs []*premis.Event, parcels []parcel) (bool, error) {
+	if !r.perMessage || r.d.retried == 0 || len(evs) == 0 {
+		return false, nil
+	}
+	got, err := w.Ledger.Events(ctx, premis.Filter{Key: evs[len(evs)-1].Key, Limit: 1})
+	if err != nil || len(got) == 0 {
+		return false, err
+	}
+	for i := range parcels {
+		stored, err := w.Ledger.Events(ctx, premis.Filter{Key: parcels[i].ev.Key, Limit: 1})
+		if err != nil {
+			return false, err
+		}
+		if len(stored) == 0 {
+			return false, nil // not all there after all: append, which adds only what is missing
+		}
+		*parcels[i].ev = stored[0]
+	}
+	return true, nil
+}
+
+// ErrDraining: the worker is shutting down and the task stopped at a
+// checkpoint; what it recorded stays, the rest is done on redelivery.
+var ErrDraining = errors.New("worker draining: stopped at a checkpoint")
 
 // parcel is an item to park once its failure event is stored.
 type parcel struct {

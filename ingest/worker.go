@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -58,7 +59,15 @@ type Worker struct {
 	// Outbox, when set, receives a CONTRL report for every interchange
 	// rejected for its syntax or structure.
 	Outbox string
+
+	draining atomic.Bool
 }
+
+// Drain asks running tasks to stop at their next checkpoint (between two
+// chunks of an interchange's messages): call it before the server's
+// Shutdown, so that a long interchange is not cut off unrecorded when the
+// drain timeout ends.
+func (w *Worker) Drain() { w.draining.Store(true) }
 
 // Validator checks one item. It returns what it found and a typed error.
 type Validator func(ctx context.Context, env *Envelope) (*validate.Report, error)
@@ -123,6 +132,11 @@ func (w *Worker) HandleValidate(ctx context.Context, t *asynq.Task) error {
 		}
 	}
 	if err := w.commit(ctx, r); err != nil {
+		if errors.Is(err, ErrDraining) {
+			w.Logger.LogAttrs(ctx, slog.LevelInfo, "stopped at a checkpoint for shutdown; the rest is done on redelivery",
+				slog.String(AttrObjectID, d.env.ObjectID), slog.String(AttrTaskID, d.taskID), slog.String("detail", err.Error()))
+			return &RoutingError{Try: d.routingSpent() + 1, Err: err}
+		}
 		return w.routingFailed(ctx, d, r, err)
 	}
 	w.report(ctx, r)

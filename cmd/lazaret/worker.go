@@ -95,6 +95,7 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 	return func() {
 		cancel()
 		<-done
+		w.Drain()
 		srv.Shutdown()
 	}, nil
 }
