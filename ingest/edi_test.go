@@ -173,21 +173,7 @@ func toStrings(ts []premis.EventType) []string {
 // exactly once.
 func TestLargeInterchangeIsRoutedInChunks(t *testing.T) {
 	b := setup(t, fastPolicy())
-	var msgs []fixtures.Msg
-	for i := 1; i <= 600; i++ {
-		port := "SGSIN"
-		if i == 300 {
-			port = "NLZZZ"
-		}
-		msgs = append(msgs, fixtures.IFTMIN(strconv.Itoa(i), [2]string{"CZ", "CN"}, "NLRTM", port, fixtures.ContainerOK2, "847130"))
-	}
-	var buf bytes.Buffer
-	if err := fixtures.WriteInterchange(&buf, fixtures.Interchange{Sender: "S", Recipient: "R", Ref: "BIG", Msgs: msgs}); err != nil {
-		t.Fatal(err)
-	}
-	path, sha := b.file("big.edi", buf.Bytes())
-	env := &ingest.Envelope{V: ingest.EnvelopeVersion, CorrelationID: ingest.CorrelationID("big", "big", sha), BatchID: "big", ObjectID: "big",
-		Kind: "edifact", Path: path, SHA256: sha, Attempt: 1, Item: validate.Item{ObjectID: "big", Kind: "edifact", Path: "big.edi", SHA256: sha}}
+	env := bigInterchange(b, "big")
 	b.start()
 	b.enqueue(env)
 	deadline := time.Now().Add(30 * time.Second)

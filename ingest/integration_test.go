@@ -87,7 +87,9 @@ func setup(t *testing.T, policy ingest.Policy) *bundle {
 }
 
 // start runs an asynq server for the bundle's worker until the test ends.
-func (b *bundle) start() {
+// after, when given, sees each handler result and may replace it (an ack
+// that never reaches Redis).
+func (b *bundle) start(after ...func(taskID string, err error) error) {
 	b.t.Helper()
 	srv, mux := ingest.NewServer(b.opt, b.worker, ingest.ServerConfig{Concurrency: 2, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second})
 	mux.Use(func(h asynq.Handler) asynq.Handler {
@@ -96,7 +98,11 @@ func (b *bundle) start() {
 			b.mu.Lock()
 			b.calls[id] = append(b.calls[id], time.Now())
 			b.mu.Unlock()
-			return h.ProcessTask(ctx, t)
+			err := h.ProcessTask(ctx, t)
+			for _, f := range after {
+				err = f(id, err)
+			}
+			return err
 		})
 	})
 	if err := srv.Start(mux); err != nil {

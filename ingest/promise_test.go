@@ -172,24 +172,12 @@ func TestLostAckRedoesOnlyTheBrokerStep(t *testing.T) {
 	good := b.envelope("ack-lost-good", path, sha)
 	bad := b.envelope("ack-lost-bad", path, sha)
 	bad.Item.ResolutionDPI = "abc"
-	srv, mux := ingest.NewServer(b.opt, b.worker, ingest.ServerConfig{Concurrency: 2, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second})
-	mux.Use(func(h asynq.Handler) asynq.Handler {
-		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
-			id, _ := asynq.GetTaskID(ctx)
-			b.mu.Lock()
-			b.calls[id] = append(b.calls[id], time.Now())
-			b.mu.Unlock()
-			err := h.ProcessTask(ctx, t)
-			if _, seen := lost.LoadOrStore(id, true); !seen && err == nil {
-				return errors.New("ack lost") // asynq retries it, as after a lease expiry
-			}
-			return err
-		})
+	b.start(func(id string, err error) error {
+		if _, seen := lost.LoadOrStore(id, true); !seen && err == nil {
+			return errors.New("ack lost") // asynq retries it, as after a lease expiry
+		}
+		return err
 	})
-	if err := srv.Start(mux); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
 	b.enqueue(good)
 	b.enqueue(bad)
 	b.waitState(ingest.QueueIngest, good.TaskID(), asynq.TaskStateCompleted, 15*time.Second)

@@ -138,32 +138,32 @@ func QueueFor(d premis.Destination) string {
 // from RoutingBase, capped at RoutingMax, with equal jitter (half fixed,
 // half random), so that the whole budget spans a predictable time.
 func (p Policy) RoutingBackoff(try int) time.Duration {
-	ceiling := p.RoutingMax
-	if try < 62 {
-		if c := p.RoutingBase << try; c > 0 && c < p.RoutingMax {
-			ceiling = c
+	ceiling := exponential(p.RoutingBase, p.RoutingMax, try)
+	return ceiling/2 + time.Duration(p.jitter(int64(ceiling/2)))
+}
+
+// exponential is base * 2^n, capped at max (and safe from overflow).
+func exponential(base, max time.Duration, n int) time.Duration {
+	if n < 62 {
+		if c := base << n; c > 0 && c < max {
+			return c
 		}
 	}
-	jitter := p.Jitter
-	if jitter == nil {
-		jitter = func(n int64) int64 { return rand.Int64N(n + 1) }
+	return max
+}
+
+// jitter returns a value in [0, n]: the policy's, or uniform random.
+func (p Policy) jitter(n int64) int64 {
+	if p.Jitter != nil {
+		return p.Jitter(n)
 	}
-	return ceiling/2 + time.Duration(jitter(int64(ceiling/2)))
+	return rand.Int64N(n + 1)
 }
 
 // Backoff returns the delay before retry number retried+1 and its ceiling:
 // exponential (base * 2^retried, capped at RetryMax) with full jitter
 // (uniform in [0, ceiling]).
 func (p Policy) Backoff(retried int) (delay, ceiling time.Duration) {
-	ceiling = p.RetryMax
-	if retried < 62 {
-		if c := p.RetryBase << retried; c > 0 && c < p.RetryMax {
-			ceiling = c
-		}
-	}
-	jitter := p.Jitter
-	if jitter == nil {
-		jitter = func(n int64) int64 { return rand.Int64N(n + 1) }
-	}
-	return time.Duration(jitter(int64(ceiling))), ceiling
+	ceiling = exponential(p.RetryBase, p.RetryMax, retried)
+	return time.Duration(p.jitter(int64(ceiling))), ceiling
 }
