@@ -346,16 +346,7 @@ func TestRedeliveryDoesNotAddEvents(t *testing.T) {
 			}
 		}
 	}
-	if n := len(b.events(good.CorrelationID)); n != 4 {
-		t.Errorf("accepted item: %d events after 3 deliveries, want 4 (fix, for, val, ing)", n)
-	}
-	evs := b.events(bad.CorrelationID)
-	if len(evs) != 1 {
-		t.Fatalf("quarantined item: %d events after 3 deliveries, want 1", len(evs))
-	}
-	if q, _ := b.insp.ListPendingTasks(ingest.QueueQuarantine); len(q) != 1 {
-		t.Errorf("%d parked tasks, want 1", len(q))
-	}
+	b.recordedOnce(good, bad)
 }
 
 func TestUndecodablePayloadIsArchivedWithEvent(t *testing.T) {

@@ -187,15 +187,21 @@ func TestLostAckRedoesOnlyTheBrokerStep(t *testing.T) {
 			t.Errorf("%s: handler ran %d times, want 2 (the redelivery)", env.ObjectID, n)
 		}
 	}
+	b.recordedOnce(good, bad)
+}
+
+// recordedOnce checks that an accepted item has its four events and a
+// quarantined one its one event at attempt 1 and one parked copy.
+func (b *bundle) recordedOnce(good, bad *ingest.Envelope) {
+	b.t.Helper()
 	if got := destinations(b.events(good.CorrelationID)); got != ",,,accept" {
-		t.Errorf("accepted item: events %s, want fix, for, val, ing once", got)
+		b.t.Errorf("accepted item: events %s, want fix, for, val, ing once", got)
 	}
-	evs := b.events(bad.CorrelationID)
-	if len(evs) != 1 || evs[0].Attempt != 1 {
-		t.Fatalf("quarantined item: %s", destinations(evs))
+	if evs := b.events(bad.CorrelationID); len(evs) != 1 || evs[0].Attempt != 1 {
+		b.t.Errorf("quarantined item: events %s", destinations(evs))
 	}
 	if q, _ := b.insp.ListPendingTasks(ingest.QueueQuarantine); len(q) != 1 {
-		t.Errorf("%d parked copies, want 1", len(q))
+		b.t.Errorf("%d parked copies, want 1", len(q))
 	}
 }
 
