@@ -44,8 +44,12 @@ type ReconcileReport struct {
 //     envelope in its event;
 //   - an open quarantine or audit-hold failure whose parked copy is gone is
 //     parked again; a parked copy of a failure already resolved is removed.
+//
+// It reads the whole ledger: run it after the broker lost data (the
+// workers do when they see Redis restart) or from the CLI, not on a timer;
+// ReconcileArchived is the cheap, broker-driven part.
 func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*ReconcileReport, error) {
-	rep := &ReconcileReport{DryRun: dryRun, ArchivedRecorded: []string{}, Reenqueued: []string{}, Reparked: []string{}, StaleParked: []string{}, Missing: []string{}}
+	rep := newReconcileReport(dryRun)
 	if err := o.reconcileArchived(ctx, rep); err != nil {
 		return rep, err
 	}
@@ -80,12 +84,29 @@ func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*Reconcile
 			}
 		}
 	}
+	o.logReport(ctx, rep)
+	return rep, nil
+}
+
+func newReconcileReport(dryRun bool) *ReconcileReport {
+	return &ReconcileReport{DryRun: dryRun, ArchivedRecorded: []string{}, Reenqueued: []string{}, Reparked: []string{}, StaleParked: []string{}, Missing: []string{}}
+}
+
+// ReconcileArchived records the tasks in the ingest queue's archived set
+// that have no outcome in the ledger. It reads only the archived set.
+func (o *Operator) ReconcileArchived(ctx context.Context, dryRun bool) (*ReconcileReport, error) {
+	rep := newReconcileReport(dryRun)
+	err := o.reconcileArchived(ctx, rep)
+	o.logReport(ctx, rep)
+	return rep, err
+}
+
+func (o *Operator) logReport(ctx context.Context, rep *ReconcileReport) {
 	if n := len(rep.ArchivedRecorded) + len(rep.Reenqueued) + len(rep.Reparked) + len(rep.StaleParked); n > 0 {
-		o.Logger.LogAttrs(ctx, slog.LevelWarn, "broker reconciled against the ledger", slog.Bool("dry_run", dryRun),
+		o.Logger.LogAttrs(ctx, slog.LevelWarn, "broker reconciled against the ledger", slog.Bool("dry_run", rep.DryRun),
 			slog.Int("archived_recorded", len(rep.ArchivedRecorded)), slog.Int("reenqueued", len(rep.Reenqueued)),
 			slog.Int("reparked", len(rep.Reparked)), slog.Int("stale_parked", len(rep.StaleParked)), slog.Int("missing", len(rep.Missing)))
 	}
-	return rep, nil
 }
 
 // reconcileItem checks that the broker holds what the ledger says of one

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lazaret/lazaret/ingest"
 )
@@ -56,8 +58,13 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
+	rc, _ := opt.MakeRedisClient().(redis.UniversalClient)
+	runID := ""
 	go func() {
 		defer close(done)
+		if rc != nil {
+			defer rc.Close()
+		}
 		t := time.NewTicker(reconcileEvery)
 		defer t.Stop()
 		for {
@@ -82,7 +89,20 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 					}
 				}
 			}
-			if _, err := op.ReconcileBroker(rctx, false); err != nil && rctx.Err() == nil {
+			// The whole-ledger pass (lost submissions, lost parked copies)
+			// runs at start and whenever Redis restarted (a new run_id): a
+			// Redis that keeps nothing on disk loses its queues then.
+			// Otherwise only the archived set is checked.
+			if id := redisRunID(rctx, rc); id != runID {
+				if _, err := op.ReconcileBroker(rctx, false); err != nil && rctx.Err() == nil {
+					log.Warn("broker reconciliation failed", slog.String("error", err.Error()))
+				} else if err == nil {
+					if runID != "" {
+						log.Warn("redis restarted: broker reconciled against the ledger", slog.String("run_id", id))
+					}
+					runID = id
+				}
+			} else if _, err := op.ReconcileArchived(rctx, false); err != nil && rctx.Err() == nil {
 				log.Warn("broker reconciliation failed", slog.String("error", err.Error()))
 			}
 			select {
@@ -98,6 +118,24 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 		w.Drain()
 		srv.Shutdown()
 	}, nil
+}
+
+// redisRunID is the Redis server's run_id, which changes at every restart;
+// "?" when it cannot be read (so a pass is tried again next time).
+func redisRunID(ctx context.Context, rc redis.UniversalClient) string {
+	if rc == nil {
+		return "?"
+	}
+	info, err := rc.Info(ctx, "server").Result()
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v
+		}
+	}
+	return "?"
 }
 
 // redactURL hides a password in a Redis URL for logs.
