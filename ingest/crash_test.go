@@ -135,9 +135,7 @@ func TestLeaseExpiryOnTheLastTryIsDecidedByLazaret(t *testing.T) {
 	if !strings.Contains(ev.Note, "retries exhausted after 0 retries") {
 		t.Errorf("note %q", ev.Note)
 	}
-	if s := b.stateOK(ingest.QueueIngest, env.TaskID()); s != asynq.TaskStateArchived {
-		t.Errorf("broker state %v, want archived", s)
-	}
+	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateArchived, 5*time.Second)
 	rep, err := b.ops().ReconcileBroker(context.Background(), false)
 	if err != nil || len(rep.ArchivedRecorded) != 0 {
 		t.Fatalf("reconcile recorded %v (err %v): the decision was already recorded", rep.ArchivedRecorded, err)
@@ -165,11 +163,9 @@ func TestAFileThatKillsTheWorkerEndsWithinTheRoutingBudget(t *testing.T) {
 	if !strings.Contains(ev.Message, "1 deliveries ended without a recorded decision") {
 		t.Errorf("message %q", ev.Message)
 	}
+	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateArchived, 5*time.Second)
 	if n := len(b.invocations(env.TaskID())); n != 1 {
 		t.Errorf("handler ran %d times after the crash, want 1", n)
-	}
-	if s := b.stateOK(ingest.QueueIngest, env.TaskID()); s != asynq.TaskStateArchived {
-		t.Errorf("broker state %v, want archived", s)
 	}
 }
 

@@ -62,9 +62,7 @@ func TestBrokenEnvelopeIsArchivedOnceWithOffsetAndCONTRL(t *testing.T) {
 	if ev.Destination != premis.DeadLetter || ev.Code != "edifact.reference-mismatch" || ev.Offset == nil || *ev.Offset != want || ev.Tag != "UNZ" || ev.Element != 2 {
 		t.Fatalf("event %s %s offset %v (want %d) tag %s element %d", ev.Destination, ev.Code, ev.Offset, want, ev.Tag, ev.Element)
 	}
-	if s := b.state(ingest.QueueIngest, env.TaskID()); s != asynq.TaskStateArchived {
-		t.Errorf("state %s", s)
-	}
+	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateArchived, 5*time.Second)
 	files, _ := filepath.Glob(filepath.Join(b.worker.Outbox, "*.contrl.edi"))
 	if len(files) != 1 {
 		t.Fatalf("%d CONTRL files", len(files))
@@ -93,9 +91,7 @@ func TestMixedInterchangeQuarantinesOnlyTheBadMessage(t *testing.T) {
 	if err != nil || len(parked) != 1 || parked[0].Held.Envelope.Message != "2" {
 		t.Fatalf("parked %+v %v", parked, err)
 	}
-	if s := b.state(ingest.QueueIngest, env.TaskID()); s != asynq.TaskStateCompleted {
-		t.Errorf("interchange task %s, want completed", s)
-	}
+	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateCompleted, 5*time.Second)
 }
 
 func TestReconcileReplaysOnceTheRegistryKnowsTheCode(t *testing.T) {

@@ -187,15 +187,6 @@ func (b *bundle) events(corr string) []premis.Event {
 	return evs
 }
 
-func (b *bundle) state(queue, id string) asynq.TaskState {
-	b.t.Helper()
-	ti, err := b.insp.GetTaskInfo(queue, id)
-	if err != nil {
-		b.t.Fatalf("task %s in %s: %v", id, queue, err)
-	}
-	return ti.State
-}
-
 func fastPolicy() ingest.Policy {
 	p := ingest.DefaultPolicy()
 	p.RetryBase, p.RetryMax = 100*time.Millisecond, 2*time.Second
@@ -229,9 +220,7 @@ func TestCorruptMasterArchivedAfterOneAttempt(t *testing.T) {
 	if ev.Offset == nil || *ev.Offset != lay.StripOffsets[0][1] || ev.Page == nil || *ev.Page != 1 {
 		t.Errorf("position: offset %v page %v, want the second strip at %d on page 1", ev.Offset, ev.Page, lay.StripOffsets[0][1])
 	}
-	if s := b.state(ingest.QueueIngest, env.TaskID()); s != asynq.TaskStateArchived {
-		t.Errorf("task state %s, want archived", s)
-	}
+	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateArchived, 5*time.Second)
 }
 
 func TestTransientRetriedWithGrowingDelaysThenArchived(t *testing.T) {
@@ -279,9 +268,7 @@ func TestTransientRetriedWithGrowingDelaysThenArchived(t *testing.T) {
 	if retries != p.MaxRetry {
 		t.Errorf("%d retry events, want %d", retries, p.MaxRetry)
 	}
-	if s := b.state(ingest.QueueIngest, env.TaskID()); s != asynq.TaskStateArchived {
-		t.Errorf("task state %s, want archived", s)
-	}
+	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateArchived, 5*time.Second)
 }
 
 func TestSemanticFailureIsQuarantinedNotArchived(t *testing.T) {
@@ -324,9 +311,7 @@ func TestPoisonCapGoesToAuditHold(t *testing.T) {
 		if ev.Destination != premis.AuditHold || ev.Type != premis.Quarantine || !strings.Contains(ev.Note, "poison cap") {
 			t.Fatalf("%s: %s %s %q", env.ObjectID, ev.Destination, ev.Type, ev.Note)
 		}
-		if s := b.state(ingest.QueueAuditHold, ingest.HeldTaskID(ev.Key)); s != asynq.TaskStatePending {
-			t.Errorf("%s: held task %s", env.ObjectID, s)
-		}
+		b.waitState(ingest.QueueAuditHold, ingest.HeldTaskID(ev.Key), asynq.TaskStatePending, 5*time.Second)
 	}
 }
 
@@ -366,9 +351,7 @@ func TestUndecodablePayloadIsArchivedWithEvent(t *testing.T) {
 	if n := len(b.invocations(info.ID)); n != 1 {
 		t.Errorf("handler ran %d times", n)
 	}
-	if s := b.state(ingest.QueueIngest, info.ID); s != asynq.TaskStateArchived {
-		t.Errorf("state %s", s)
-	}
+	b.waitState(ingest.QueueIngest, info.ID, asynq.TaskStateArchived, 5*time.Second)
 }
 
 func TestPanicIsRecoveredAndQuarantined(t *testing.T) {
@@ -447,9 +430,7 @@ func TestOutagesDuringRoutingLoseNothing(t *testing.T) {
 	if calls := len(b.invocations(env.TaskID())); calls != 6 {
 		t.Errorf("handler ran %d times, want 6 (2 ledger failures, 3 hand-off failures, then success)", calls)
 	}
-	if s := b.state(ingest.QueueIngest, env.TaskID()); s != asynq.TaskStateCompleted {
-		t.Errorf("original task %s, want completed (acknowledged only after the hand-off)", s)
-	}
+	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateCompleted, 5*time.Second)
 }
 
 func TestSubmitIsIdempotent(t *testing.T) {
