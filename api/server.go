@@ -16,6 +16,7 @@ import (
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/validate"
 )
 
 // Server is the HTTP API.
@@ -27,6 +28,9 @@ type Server struct {
 	Logger   *slog.Logger
 	// Monitoring, when set, is mounted at /monitoring/ (asynqmon).
 	Monitoring http.Handler
+	// Roots are the ingest roots: the API reads a manifest or a corrected
+	// file only beneath one of them, and nothing at all without one.
+	Roots []string
 }
 
 // Handler returns the routes.
@@ -110,6 +114,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Manifest == "" {
 		s.fail(w, r, http.StatusBadRequest, errors.New(`want {"manifest": "/path/to/manifest.json"} (the manifest and its files are read where the server runs)`))
+		return
+	}
+	if _, err := validate.Within(s.Roots, req.Manifest); err != nil {
+		s.fail(w, r, http.StatusForbidden, err)
 		return
 	}
 	res, err := s.Ops.SubmitManifest(r.Context(), req.Manifest, req.DryRun)
@@ -255,6 +263,12 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	req, ok := s.action(w, r)
 	if !ok {
 		return
+	}
+	if req.File != "" {
+		if _, err := validate.Within(s.Roots, req.File); err != nil {
+			s.fail(w, r, http.StatusForbidden, err)
+			return
+		}
 	}
 	res, err := s.Ops.Replay(r.Context(), r.PathValue("id"), ingest.ReplayOptions{Operator: req.Operator, Reason: req.Reason, File: req.File, DryRun: req.DryRun})
 	if err != nil {

@@ -82,7 +82,8 @@ func setup(t *testing.T, token string) *env {
 	if err := srv.Start(mux); err != nil {
 		t.Fatal(err)
 	}
-	s := &api.Server{Ops: ops, Metrics: e.metrics, Token: token, Software: w.Software, Logger: log}
+	s := &api.Server{Ops: ops, Metrics: e.metrics, Token: token, Software: w.Software, Logger: log, Roots: []string{filepath.Join(dir, "batch")}}
+	ops.Roots = s.Roots
 	e.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
 		e.srv.Close()
@@ -172,6 +173,13 @@ func TestAPI(t *testing.T) {
 	if code, _ := e.do("POST", "/v1/batches", "", map[string]string{"manifest": e.batch.Manifest}); code != http.StatusUnauthorized {
 		t.Errorf("submit without token: %d", code)
 	}
+	// Outside the ingest roots nothing is read: no existence oracle, no
+	// first byte in an error, no FIFO to hang on.
+	for _, p := range []string{"/etc/shadow", "/dev/zero", filepath.Join(e.batch.Dir, "..", "ledger.db")} {
+		if code, body := e.do("POST", "/v1/batches", token, map[string]string{"manifest": p}); code != http.StatusForbidden || !strings.Contains(body["error"].(string), "not under an ingest root") {
+			t.Errorf("submit %s: %d %v, want 403", p, code, body)
+		}
+	}
 	if code, body := e.do("POST", "/v1/batches", token, map[string]string{"manifest": e.batch.Manifest}); code != http.StatusAccepted {
 		t.Fatalf("submit: %d %v", code, body)
 	}
@@ -218,6 +226,9 @@ func TestAPI(t *testing.T) {
 	}
 	if code, _ := e.do("POST", "/v1/failures/"+id+"/discard", token, map[string]string{"operator": "ana"}); code != 400 {
 		t.Errorf("discard without reason: %d", code)
+	}
+	if code, body := e.do("POST", "/v1/failures/"+id+"/replay", token, map[string]string{"operator": "ana", "file": "/etc/shadow"}); code != http.StatusForbidden {
+		t.Errorf("replay with a file outside the roots: %d %v, want 403", code, body)
 	}
 	// A dry run says what would happen and changes nothing.
 	evsBefore, _ := e.ledger.Events(context.Background(), premis.Filter{})

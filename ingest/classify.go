@@ -68,6 +68,7 @@ func classify(err error) (premis.Class, string) {
 		field    *validate.FieldError
 		policy   *validate.PolicyError
 		limit    *validate.LimitError
+		openErr  *validate.OpenError
 		rule     *validate.RuleError
 		syntax   *edifact.SyntaxError
 		unsupp   *edifact.UnsupportedError
@@ -82,6 +83,10 @@ func classify(err error) (premis.Class, string) {
 		return premis.Unknown, "panic"
 	case errors.As(err, &poison):
 		return premis.Structural, "task.undecodable"
+	case errors.As(err, &openErr):
+		// Outside its root, through a link, a FIFO or a device: nothing
+		// was read, and retrying would not make it a file.
+		return premis.Structural, openErr.Code
 	case errors.As(err, &syntax):
 		return premis.Structural, syntax.Name()
 	case errors.As(err, &rule):

@@ -47,6 +47,8 @@ func TestClassify(t *testing.T) {
 		{"file still copying", stage(validate.StageOpen, fmt.Errorf("x: %w", validate.ErrFileChanged)), premis.Transient, premis.Retry, "io.file-changed"},
 		{"routing", &RoutingError{Destination: premis.Quarantined, Err: errors.New("redis down")}, premis.Transient, premis.Retry, "routing.quarantine"},
 		{"canceled", fmt.Errorf("read: %w", context.Canceled), premis.Transient, premis.Retry, "canceled"},
+		{"symlink", stage(validate.StageOpen, &validate.OpenError{Code: "io.symlink", Err: syscall.ELOOP}), premis.Structural, premis.DeadLetter, "io.symlink"},
+		{"fifo", stage(validate.StageOpen, &validate.OpenError{Code: "file.not-regular", Err: validate.ErrNotRegular}), premis.Structural, premis.DeadLetter, "file.not-regular"},
 		{"net timeout", fmt.Errorf("dial: %w", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}), premis.Transient, premis.Retry, "timeout"},
 		{"edifact syntax", fmt.Errorf("interchange: %w", &edifact.SyntaxError{Offset: 311, Segment: 12, Tag: "UNT", Err: edifact.ErrCount}),
 			premis.Structural, premis.DeadLetter, "edifact.count-mismatch"},

@@ -41,8 +41,15 @@ func childWorker(url, ledgerPath string) {
 		panic(err)
 	}
 	client := asynq.NewClient(ro)
+	// Its validator hangs, like a read from a hung storage mount, until the
+	// test kills the process.
+	hang := func(ctx context.Context, _ *ingest.Envelope) (*validate.Report, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	w := &ingest.Worker{Ledger: l, Broker: client, Policy: ingest.DefaultPolicy(), Master: validate.DefaultMasterPolicy(),
-		Software: premis.Software{Name: "lazaret", Version: "child"}, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+		Software: premis.Software{Name: "lazaret", Version: "child"}, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		Validators: map[string]ingest.Validator{"tiff": hang}}
 	srv, mux := ingest.NewServer(ro, w, ingest.ServerConfig{Concurrency: 1, PollInterval: 50 * time.Millisecond})
 	if err := srv.Run(mux); err != nil {
 		panic(err)
@@ -50,14 +57,11 @@ func childWorker(url, ledgerPath string) {
 }
 
 // killedMidTask starts a child worker, waits until it is stuck inside the
-// task (its file is a FIFO nobody writes: the open blocks, like a hung
-// storage mount), kills it with SIGKILL, and ages the task's lease so the
-// next server's recoverer finds it at once (instead of 30-90 s later).
+// task (its validator hangs), kills it with SIGKILL, and ages the task's
+// lease so the next server's recoverer finds it at once (instead of 30-90 s
+// later).
 func killedMidTask(t *testing.T, b *bundle, env *ingest.Envelope, url string) {
 	t.Helper()
-	if err := syscall.Mkfifo(env.Path, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	b.enqueue(env)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "LAZARET_TEST_CHILD_WORKER="+url, "LAZARET_TEST_CHILD_LEDGER="+filepath.Join(b.dir, "ledger.db"))
@@ -101,7 +105,6 @@ func TestWorkerKilledMidTaskLosesNothing(t *testing.T) {
 	env.CorrelationID = ingest.CorrelationID(env.BatchID, env.ObjectID, sha)
 	killedMidTask(t, b, env, url)
 	// The storage comes back: the file is there now.
-	os.Remove(env.Path)
 	if err := os.Rename(sumPath, env.Path); err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +128,7 @@ func TestLeaseExpiryOnTheLastTryIsDecidedByLazaret(t *testing.T) {
 	b := setup(t, p)
 	url := testenv.Redis(t, redisDB)
 	env := b.envelope("killed-on-last-try", filepath.Join(b.dir, "hung.tif"), strings.Repeat("c", 64))
-	killedMidTask(t, b, env, url)
-	os.Remove(env.Path) // the storage is still not there: a transient failure, no retries left
+	killedMidTask(t, b, env, url) // the storage is still not there: a transient failure, no retries left
 	b.start()
 	ev := b.settled(env.CorrelationID, 15*time.Second)
 	if ev.Destination != premis.DeadLetter || ev.Code != "io.not-found" || ev.Attempt != 1 || ev.TaskID != env.TaskID() {

@@ -43,22 +43,36 @@ const MaxEnvelopeBytes = 16 << 10
 // Envelope is the task payload: one item, by reference (path + digest +
 // size), never its bytes.
 type Envelope struct {
-	V             int           `json:"v"`
-	CorrelationID string        `json:"correlation_id"`
-	BatchID       string        `json:"batch_id"`
-	Submitter     string        `json:"submitter,omitempty"`
-	ObjectID      string        `json:"object_id"`
-	Kind          string        `json:"kind"`
-	Path          string        `json:"path"` // absolute
-	SHA256        string        `json:"sha256"`
-	Size          int64         `json:"size"`
-	Item          validate.Item `json:"manifest"`
-	Attempt       int           `json:"attempt"` // 1 for a first submission, +1 per replay
+	V             int    `json:"v"`
+	CorrelationID string `json:"correlation_id"`
+	BatchID       string `json:"batch_id"`
+	Submitter     string `json:"submitter,omitempty"`
+	ObjectID      string `json:"object_id"`
+	Kind          string `json:"kind"`
+	Path          string `json:"path"` // absolute: Root/Rel
+	// Root is the ingest root the item is read beneath (the batch folder)
+	// and Rel its path there: the worker opens Rel beneath Root and follows
+	// no link (see validate.Open). Envelopes without them confine Path to
+	// its own folder.
+	Root    string        `json:"root,omitempty"`
+	Rel     string        `json:"rel,omitempty"`
+	SHA256  string        `json:"sha256"`
+	Size    int64         `json:"size"`
+	Item    validate.Item `json:"manifest"`
+	Attempt int           `json:"attempt"` // 1 for a first submission, +1 per replay
 	// Message, for an interchange, restricts the task to one message (UNH
 	// reference): a parked message replayed alone.
 	Message     string    `json:"message,omitempty"`
 	ReplayOf    string    `json:"replay_of,omitempty"`
 	SubmittedAt time.Time `json:"submitted_at"`
+}
+
+// Source is where the worker reads the item.
+func (e *Envelope) Source() validate.Source {
+	if e.Root == "" {
+		return validate.SourceOf(e.Path)
+	}
+	return validate.Source{Root: e.Root, Rel: e.Rel, Path: e.Path}
 }
 
 // PoisonError: a task payload that does not decode into an Envelope

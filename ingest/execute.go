@@ -104,10 +104,10 @@ func (w *Worker) check(ctx context.Context, env *Envelope) (rep *validate.Report
 	it.SHA256, it.Size = env.SHA256, env.Size
 	switch env.Kind {
 	case "tiff":
-		rep, err = validate.CheckMaster(ctx, env.Path, &it, w.Master)
+		rep, err = validate.CheckMasterSource(ctx, env.Source(), &it, w.Master)
 		return rep, nil, err
 	case "edifact":
-		return validate.CheckInterchange(ctx, env.Path, &it, w.registries(), w.EDI, env.Message)
+		return validate.CheckInterchangeSource(ctx, env.Source(), &it, w.registries(), w.EDI, env.Message)
 	}
 	return nil, nil, &validate.PolicyError{Page: 0, Code: "kind.unsupported", Reason: fmt.Sprintf("kind %q has no validator in this build", env.Kind)}
 }

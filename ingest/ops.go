@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -175,6 +173,9 @@ type Operator struct {
 	// Refresh reloads the registries before a quarantine reconciliation
 	// and says which versions are in force ("" when not applicable).
 	Refresh func() (locode, hs string, err error)
+	// Roots are the ingest roots corrected files must lie beneath; with
+	// none, a corrected file is confined to its own folder.
+	Roots []string
 }
 
 // brokerTask is where the broker holds a failure: the queue and task id.
@@ -285,11 +286,11 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 		return nil, fmt.Errorf("failure %s has no replayable envelope: %w", f.ID, err)
 	}
 	if opt.File != "" {
-		abs, sum, size, err := CorrectedFile(opt.File)
+		src, sum, size, err := CorrectedFile(o.Roots, opt.File)
 		if err != nil {
 			return nil, fmt.Errorf("corrected file: %w", err)
 		}
-		env.Path, env.SHA256, env.Size = abs, sum, size
+		env.Path, env.Root, env.Rel, env.SHA256, env.Size = src.Path, src.Root, src.Rel, sum, size
 		env.Item.SHA256, env.Item.Size = sum, size
 	}
 	env.Attempt = max(f.Attempt, env.Attempt) + 1
@@ -378,34 +379,36 @@ func (o *Operator) submitOptions() SubmitOptions {
 	return opt
 }
 
-// CorrectedFile resolves a corrected file to an absolute, clean path and
-// reads its digest and size once. It must be a regular file.
-func CorrectedFile(path string) (abs, sha string, size int64, err error) {
-	abs, err = filepath.Abs(path)
-	if err != nil {
-		return "", "", 0, err
+// CorrectedFile resolves a corrected file to where the worker will read
+// it — beneath one of roots, or with none configured confined to its own
+// folder — and reads its digest and size once, through validate.Open (no
+// links, no FIFOs, never past the size seen at open).
+func CorrectedFile(roots []string, path string) (src validate.Source, sha string, size int64, err error) {
+	if len(roots) > 0 {
+		if src, err = validate.Within(roots, path); err != nil {
+			return src, "", 0, err
+		}
+	} else {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return src, "", 0, err
+		}
+		src = validate.SourceOf(abs)
 	}
-	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, size, err := validate.Open(src)
 	if err != nil {
-		return "", "", 0, err
+		return src, "", 0, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", "", 0, err
-	}
-	if !st.Mode().IsRegular() {
-		return "", "", 0, fmt.Errorf("%s is not a regular file", abs)
-	}
 	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(f, st.Size()+1))
+	n, err := io.Copy(h, io.LimitReader(f, size+1))
 	if err != nil {
-		return "", "", 0, err
+		return src, "", 0, err
 	}
-	if n != st.Size() {
-		return "", "", 0, fmt.Errorf("%s changed while it was read (%d bytes, then %d)", abs, st.Size(), n)
+	if n != size {
+		return src, "", 0, fmt.Errorf("%s changed while it was read (%d bytes, then %d): %w", src, size, n, validate.ErrFileChanged)
 	}
-	return abs, hex.EncodeToString(h.Sum(nil)), n, nil
+	return src, hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
 // Discard removes an open failure for good: a del event naming the

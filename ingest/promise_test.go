@@ -8,9 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -415,5 +418,42 @@ func (b *bundle) flushRedis() {
 	defer rc.Close()
 	if err := rc.FlushDB(context.Background()).Err(); err != nil {
 		b.t.Fatal(err)
+	}
+}
+
+// TestSwappedFilesAreNotRead: after submit, an attacker with the batch
+// folder swaps a master for a link to a secret and another for a FIFO.
+// Before, the worker (running as root) read /etc/shadow and recorded its
+// digest, and the FIFO held a worker slot for the whole task timeout.
+func TestSwappedFilesAreNotRead(t *testing.T) {
+	b := setup(t, fastPolicy())
+	m, dir := b.manifest(2)
+	ctx := context.Background()
+	if _, err := ingest.Submit(ctx, b.ledger, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy}); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "shadow")
+	if err := os.WriteFile(secret, []byte("root:$6$secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link, fifo := filepath.Join(dir, m.Items[0].Path), filepath.Join(dir, m.Items[1].Path)
+	os.Remove(link)
+	os.Remove(fifo)
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.start()
+	for i, code := range []string{"io.symlink", "file.not-regular"} {
+		it := m.Items[i]
+		ev := b.settled(ingest.CorrelationID(m.BatchID, it.ObjectID, it.SHA256), 10*time.Second)
+		if ev.Destination != premis.DeadLetter || ev.Class != premis.Structural || ev.Code != code {
+			t.Errorf("%s: %s %s %s, want dead-letter structural %s", it.ObjectID, ev.Destination, ev.Class, ev.Code, code)
+		}
+		if ev.SHA256 != it.SHA256 || strings.Contains(ev.Message, "secret") {
+			t.Errorf("%s: the event records %s / %q: something was read", it.ObjectID, ev.SHA256, ev.Message)
+		}
 	}
 }

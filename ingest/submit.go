@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -60,27 +60,35 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 	now := time.Now().UTC()
 	envs := make([]*Envelope, 0, len(m.Items))
 	var errs []error
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	for _, it := range m.Items {
-		path, err := validate.ResolvePath(dir, it.Path)
+		path, err := validate.ResolvePath(root, it.Path)
 		if err != nil {
 			errs = append(errs, &validate.FieldError{ObjectID: it.ObjectID, Field: "path", Rule: "inside", Value: it.Path, Message: err.Error()})
 			continue
 		}
-		st, err := os.Stat(path)
+		rel, _ := filepath.Rel(root, path)
+		src := validate.Source{Root: root, Rel: filepath.ToSlash(rel), Path: path}
+		f, fileSize, err := validate.Open(src)
+		var oe *validate.OpenError
 		switch {
+		case errors.As(err, &oe):
+			errs = append(errs, &validate.FieldError{ObjectID: it.ObjectID, Field: "path", Rule: "file", Value: it.Path, Message: oe.Reason})
+			continue
 		case err != nil:
 			errs = append(errs, &validate.FieldError{ObjectID: it.ObjectID, Field: "path", Rule: "exists", Value: it.Path, Message: err.Error()})
 			continue
-		case !st.Mode().IsRegular():
-			errs = append(errs, &validate.FieldError{ObjectID: it.ObjectID, Field: "path", Rule: "file", Value: it.Path, Message: "is not a regular file"})
-			continue
 		}
+		f.Close()
 		size := it.Size
 		if size == 0 {
-			size = st.Size()
+			size = fileSize
 		}
 		env := &Envelope{V: EnvelopeVersion, CorrelationID: CorrelationID(m.BatchID, it.ObjectID, it.SHA256), BatchID: m.BatchID,
-			Submitter: m.Submitter, ObjectID: it.ObjectID, Kind: it.Kind, Path: path, SHA256: it.SHA256, Size: size,
+			Submitter: m.Submitter, ObjectID: it.ObjectID, Kind: it.Kind, Path: path, Root: src.Root, Rel: src.Rel, SHA256: it.SHA256, Size: size,
 			Item: it, Attempt: 1, SubmittedAt: now}
 		if _, err := env.Encode(); err != nil {
 			errs = append(errs, err)

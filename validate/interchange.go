@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/lazaret/lazaret/edifact"
@@ -65,26 +64,28 @@ func (r *InterchangeResult) Contrl(err error) edifact.ContrlReport {
 // in the result, one per message. only, when not empty, restricts the
 // message checks to the message with that reference (a replay).
 func CheckInterchange(ctx context.Context, path string, item *Item, regs *Registries, rules EDIRules, only string) (*Report, *InterchangeResult, error) {
+	return CheckInterchangeSource(ctx, Source{Path: path}, item, regs, rules, only)
+}
+
+// CheckInterchangeSource is CheckInterchange for a file opened through
+// Open: beneath its root, no links, no FIFOs, never read past the size
+// seen at open.
+func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *Registries, rules EDIRules, only string) (*Report, *InterchangeResult, error) {
+	path := src.String()
 	rep := &Report{Path: path, Format: "UN/EDIFACT"}
 	res := &InterchangeResult{}
 	if err := ctx.Err(); err != nil {
 		return rep, res, context.Cause(ctx)
 	}
-	f, err := os.Open(path)
+	f, size, err := Open(src)
 	if err != nil {
 		return rep, res, &StageError{StageOpen, err}
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return rep, res, &StageError{StageOpen, err}
-	}
-	if !st.Mode().IsRegular() {
-		return rep, res, &StageError{StageOpen, &RuleError{Tier: TierStructural, Code: "file.not-regular", Reason: "not a regular file"}}
-	}
-	rep.Size = st.Size()
+	rep.Size = size
 	h := sha256.New()
-	tee := &ctxReader{ctx: ctx, r: io.TeeReader(f, h)}
+	counted := &countingReader{r: io.LimitReader(f, size)}
+	tee := &ctxReader{ctx: ctx, r: io.TeeReader(counted, h)}
 	var structural error
 	ic, perr := edifact.Parse(tee, edifact.Limits{}, func(m *edifact.Message) error {
 		res.Seen = append(res.Seen, edifact.Message{Ref: m.Ref, Type: m.Type, Version: m.Version, Release: m.Release, Agency: m.Agency, Offset: m.Offset, Number: m.Number})
@@ -104,8 +105,12 @@ func CheckInterchange(ctx context.Context, path string, item *Item, regs *Regist
 		return rep, res, tee.err // the context ended or the storage failed: not a verdict on the data
 	}
 	// Hash what is left after the parser stopped (an early syntax error).
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, counted); err != nil {
 		return rep, res, &StageError{StageFixity, err}
+	}
+	var one [1]byte
+	if n, _ := f.ReadAt(one[:], size); counted.n != size || n > 0 {
+		return rep, res, &StageError{StageOpen, fmt.Errorf("%s changed while it was read: %d bytes at open, %d read, more after: %v: %w", path, size, counted.n, n > 0, ErrFileChanged)}
 	}
 	rep.SHA256 = hex.EncodeToString(h.Sum(nil))
 	if item != nil {
@@ -137,6 +142,18 @@ func CheckInterchange(ctx context.Context, path string, item *Item, regs *Regist
 		rep.Warnings = append(rep.Warnings, m.Warnings...)
 	}
 	return rep, res, nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // ctxReader stops reading when the context ends and keeps the first

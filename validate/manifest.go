@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -83,7 +82,7 @@ func newValidator() *validator.Validate {
 // checked here: they belong to the item's validation and route it to
 // quarantine without refusing the batch.
 func ReadManifest(path string) (*Manifest, string, error) {
-	f, err := os.Open(path)
+	f, _, err := Open(Source{Path: path})
 	if err != nil {
 		return nil, "", err
 	}

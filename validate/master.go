@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -33,9 +32,6 @@ type StageError struct {
 
 func (e *StageError) Error() string { return e.Err.Error() }
 func (e *StageError) Unwrap() error { return e.Err }
-
-// ErrNotRegular: the path names something that is not a regular file.
-var ErrNotRegular = errors.New("not a regular file")
 
 // MasterPolicy is how strict master validation is. It is decided once, in
 // configuration.
@@ -126,23 +122,22 @@ func refinePUID(rep *Report, info *TIFFInfo) {
 // filled as far as validation got (the digest is always that of the bytes
 // read, so a failure event names the file it saw).
 func CheckMaster(ctx context.Context, path string, item *Item, pol MasterPolicy) (*Report, error) {
+	return CheckMasterSource(ctx, Source{Path: path}, item, pol)
+}
+
+// CheckMasterSource is CheckMaster for a file opened through Open: beneath
+// its root, no links, no FIFOs, the size seen once at open.
+func CheckMasterSource(ctx context.Context, src Source, item *Item, pol MasterPolicy) (*Report, error) {
+	path := src.String()
 	rep := &Report{Path: path}
 	if err := ctx.Err(); err != nil {
 		return rep, context.Cause(ctx)
 	}
-	f, err := os.Open(path)
+	f, size, err := Open(src)
 	if err != nil {
 		return rep, &StageError{StageOpen, err}
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return rep, &StageError{StageOpen, err}
-	}
-	if !st.Mode().IsRegular() {
-		return rep, &StageError{StageOpen, &TIFFError{Page: 0, Code: "file.not-regular", Err: fmt.Errorf("%w: %s", ErrNotRegular, st.Mode().Type())}}
-	}
-	size := st.Size()
 	rep.Size = size
 
 	type hashed struct {
@@ -163,8 +158,8 @@ func CheckMaster(ctx context.Context, path string, item *Item, pol MasterPolicy)
 			m, err := f.ReadAt(buf, n)
 			h.Write(buf[:m])
 			n += int64(m)
-			if errors.Is(err, io.EOF) {
-				break
+			if errors.Is(err, io.EOF) || n > size {
+				break // n > size: it grew while read; reported as changed below
 			}
 			if err != nil {
 				done <- hashed{err: err}

@@ -48,6 +48,7 @@ type Config struct {
 	VGMMax       float64       `json:"vgm_max_kg"`
 	Strict       bool          `json:"strict_charset"`
 	Outbox       string        `json:"contrl_outbox"`
+	IngestRoots  []string      `json:"ingest_roots"`
 	LogLevel     string        `json:"log_level"`
 }
 
@@ -109,6 +110,8 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 				return err
 			}
 			fs.StringVar(&c.Ledger, "ledger", c.Ledger, "ledger: an SQLite file path, or postgres://user@host/db for several machines; env LAZARET_LEDGER")
+		case "roots":
+			fs.Var((*listFlag)(&c.IngestRoots), "ingest-root", "folder manifests and corrected files must lie beneath (repeatable); the API reads nothing without one")
 		case "worker":
 			fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "tasks processed at once")
 			fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM, how long running tasks may finish before they are handed back to the queue unrecorded")
@@ -158,7 +161,7 @@ func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 		"poison_cap": &c.PoisonCap, "routing_budget": &c.RoutingTries, "pixel_budget": &c.PixelBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
 		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll,
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict,
-		"contrl_outbox": &c.Outbox,
+		"contrl_outbox": &c.Outbox, "ingest_roots": &c.IngestRoots,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
 		"routing_max": &c.RoutingMax, "drain_timeout": &c.DrainTimeout}
@@ -290,7 +293,7 @@ func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *i
 // rules as w: replays and re-checks follow the workers' policy.
 func (c *Config) operator(w *ingest.Worker, b ingest.Enqueuer, insp ingest.Broker) *ingest.Operator {
 	op := &ingest.Operator{Ledger: w.Ledger, Enqueuer: b, Broker: insp, Policy: w.Policy, Software: software, Logger: w.Logger,
-		Submit: ingest.SubmitOptions{Software: software}, Check: w.Check}
+		Submit: ingest.SubmitOptions{Software: software}, Check: w.Check, Roots: c.IngestRoots}
 	if store := w.Registries; store != nil {
 		op.Refresh = func() (string, string, error) {
 			if _, err := store.Refresh(); err != nil {

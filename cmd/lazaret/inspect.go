@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/lazaret/lazaret/ingest"
@@ -233,7 +232,7 @@ func where(r inspectResult) string {
 // detectKind tells a UN/EDIFACT interchange from anything else by its
 // first bytes (after a byte-order mark and blank lines).
 func detectKind(path string) string {
-	f, err := os.Open(path)
+	f, _, err := validate.Open(validate.Source{Path: path}) // a FIFO is refused, never waited on
 	if err != nil {
 		return "tiff"
 	}

@@ -58,7 +58,7 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 	force := fs.Bool("force", false, "redrive: even items that still fail the same way")
 	dry := fs.Bool("dry-run", false, "say what would happen, change nothing")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args[1:], "redis", "ledger", "policy", "master", "edi"); err != nil {
+	if err := cfg.bind(fs, args[1:], "redis", "ledger", "policy", "master", "edi", "roots"); err != nil {
 		return err
 	}
 	opt, ledger, err := cfg.connect(ctx)

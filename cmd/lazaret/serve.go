@@ -33,7 +33,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	writable := fs.Bool("monitoring-writable", false, "refused: asynqmon's task actions bypass the ledger (use lazaret dlq, quarantine and hold)")
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often the broker is reconciled with the ledger and registries reloaded")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master", "edi"); err != nil {
+	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "roots"); err != nil {
 		return err
 	}
 	if *writable {
@@ -112,7 +112,7 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	}
 	mon := asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: opt, ReadOnly: true,
 		PayloadFormatter: asynqmon.PayloadFormatterFunc(api.PayloadFormatter(ledger))})
-	s := &api.Server{Ops: ops, Metrics: metrics, Token: o.token, Software: software, Logger: log, Monitoring: mon}
+	s := &api.Server{Ops: ops, Metrics: metrics, Token: o.token, Software: software, Logger: log, Monitoring: mon, Roots: cfg.IngestRoots}
 	return s.Handler(), func() {
 		stopWorkers()
 		if alerter != nil {

@@ -19,11 +19,16 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	dry := fs.Bool("dry-run", false, "check the manifest against the ledger and say what would be enqueued; record and enqueue nothing")
 	asJSON := fs.Bool("json", false, "the result as one JSON object")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args, "redis", "ledger", "policy"); err != nil {
+	if err := cfg.bind(fs, args, "redis", "ledger", "policy", "roots"); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageErr("submit: want exactly one MANIFEST")
+	}
+	if len(cfg.IngestRoots) > 0 {
+		if _, err := validate.Within(cfg.IngestRoots, fs.Arg(0)); err != nil {
+			return &exitError{code: 1, err: fmt.Errorf("manifest refused, nothing read: %w", err)}
+		}
 	}
 	m, dir, err := validate.ReadManifest(fs.Arg(0))
 	if err != nil {
