@@ -148,6 +148,7 @@ func GetFailure(ctx context.Context, l premis.Ledger, id string) (Failure, []pre
 type Broker interface {
 	GetTaskInfo(queue, id string) (*asynq.TaskInfo, error)
 	DeleteTask(queue, id string) error
+	ArchiveTask(queue, id string) error
 	ListPendingTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
 	ListArchivedTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
 	Queues() ([]string, error)
@@ -176,6 +177,9 @@ type Operator struct {
 	// Roots are the ingest roots corrected files must lie beneath; with
 	// none, a corrected file is confined to its own folder.
 	Roots []string
+	// PublishQueues, when set, makes the queues known to asynq's inspector
+	// again before a broker reconciliation (see QueuePublisher).
+	PublishQueues func(context.Context) error
 }
 
 // brokerTask is where the broker holds a failure: the queue and task id.

@@ -457,3 +457,26 @@ func TestSwappedFilesAreNotRead(t *testing.T) {
 		}
 	}
 }
+
+// TestLostDeadLetterIsArchivedAgain: a Redis that keeps nothing on disk
+// restarts; the ledger's dead letter is put back into the archived set
+// under its own task id, and no worker runs it.
+func TestLostDeadLetterIsArchivedAgain(t *testing.T) {
+	p := fastPolicy()
+	p.MaxRetry = 0
+	b := setup(t, p)
+	b.start()
+	env := b.deadLetters(1, 1, "lost-dlq")[0]
+	b.flushRedis()
+	rep, err := b.ops().ReconcileBroker(context.Background(), false)
+	if err != nil || len(rep.Rearchived) != 1 || len(rep.Missing) != 0 {
+		t.Fatalf("reconcile: %+v %v", rep, err)
+	}
+	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateArchived, 5*time.Second)
+	if n := len(b.invocations(env.TaskID())); n != 1 {
+		t.Errorf("handler ran %d times, want 1 (the re-archived task is not run)", n)
+	}
+	if got := destinations(b.events(env.CorrelationID)); got != "dead-letter" {
+		t.Errorf("events %s: reconcile wrote something", got)
+	}
+}

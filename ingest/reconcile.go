@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lazaret/lazaret/premis"
 )
@@ -28,6 +30,9 @@ type ReconcileReport struct {
 	Reparked []string `json:"reparked"`
 	// StaleParked: parked copies of failures already resolved, removed.
 	StaleParked []string `json:"stale_parked"`
+	// Rearchived: dead letters whose archived task the broker lost, put
+	// back into the archived set.
+	Rearchived []string `json:"rearchived"`
 	// Missing: dead letters the broker no longer holds; they stay listable
 	// and replayable from the ledger.
 	Missing []string `json:"missing"`
@@ -50,6 +55,11 @@ type ReconcileReport struct {
 // ReconcileArchived is the cheap, broker-driven part.
 func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*ReconcileReport, error) {
 	rep := newReconcileReport(dryRun)
+	if o.PublishQueues != nil && !dryRun {
+		if err := o.PublishQueues(ctx); err != nil {
+			return rep, err
+		}
+	}
 	if err := o.reconcileArchived(ctx, rep); err != nil {
 		return rep, err
 	}
@@ -89,7 +99,7 @@ func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*Reconcile
 }
 
 func newReconcileReport(dryRun bool) *ReconcileReport {
-	return &ReconcileReport{DryRun: dryRun, ArchivedRecorded: []string{}, Reenqueued: []string{}, Reparked: []string{}, StaleParked: []string{}, Missing: []string{}}
+	return &ReconcileReport{DryRun: dryRun, ArchivedRecorded: []string{}, Reenqueued: []string{}, Reparked: []string{}, StaleParked: []string{}, Rearchived: []string{}, Missing: []string{}}
 }
 
 // ReconcileArchived records the tasks in the ingest queue's archived set
@@ -102,10 +112,11 @@ func (o *Operator) ReconcileArchived(ctx context.Context, dryRun bool) (*Reconci
 }
 
 func (o *Operator) logReport(ctx context.Context, rep *ReconcileReport) {
-	if n := len(rep.ArchivedRecorded) + len(rep.Reenqueued) + len(rep.Reparked) + len(rep.StaleParked); n > 0 {
+	if n := len(rep.ArchivedRecorded) + len(rep.Reenqueued) + len(rep.Reparked) + len(rep.StaleParked) + len(rep.Rearchived); n > 0 {
 		o.Logger.LogAttrs(ctx, slog.LevelWarn, "broker reconciled against the ledger", slog.Bool("dry_run", rep.DryRun),
 			slog.Int("archived_recorded", len(rep.ArchivedRecorded)), slog.Int("reenqueued", len(rep.Reenqueued)),
-			slog.Int("reparked", len(rep.Reparked)), slog.Int("stale_parked", len(rep.StaleParked)), slog.Int("missing", len(rep.Missing)))
+			slog.Int("reparked", len(rep.Reparked)), slog.Int("stale_parked", len(rep.StaleParked)), slog.Int("rearchived", len(rep.Rearchived)),
+			slog.Int("missing", len(rep.Missing)))
 	}
 }
 
@@ -148,11 +159,64 @@ func (o *Operator) reconcileItem(ctx context.Context, e premis.Event, rep *Recon
 			return err
 		}
 	case premis.DeadLetter:
-		if _, err := o.Broker.GetTaskInfo(QueueIngest, e.TaskID); brokerLost(err) {
-			rep.Missing = append(rep.Missing, e.ID)
+		_, err := o.Broker.GetTaskInfo(QueueIngest, e.TaskID)
+		if !brokerLost(err) {
+			return err
 		}
+		env, derr := DecodeEnvelope(e.Envelope)
+		if derr != nil || env.TaskID() != e.TaskID {
+			rep.Missing = append(rep.Missing, e.ID) // listable and replayable from the ledger all the same
+			return nil
+		}
+		rep.Rearchived = append(rep.Rearchived, e.ObjectID)
+		if rep.DryRun {
+			return nil
+		}
+		return o.rearchive(ctx, env, e)
 	}
 	return nil
+}
+
+// rearchive puts a dead letter the broker lost back into the archived
+// set, under its own task id, with class and code in its last error. It
+// is enqueued far in the future and archived at once, so no worker runs it
+// in between; one that did would find the decision and archive it again.
+func (o *Operator) rearchive(ctx context.Context, env *Envelope, e premis.Event) error {
+	payload, err := env.Encode()
+	if err != nil {
+		return err
+	}
+	_, err = o.Enqueuer.EnqueueContext(ctx, asynq.NewTask(TypeValidate, payload), asynq.Queue(QueueIngest), asynq.TaskID(e.TaskID),
+		asynq.MaxRetry(o.Policy.BrokerRetries()), asynq.ProcessIn(30*24*time.Hour), asynq.Retention(24*time.Hour))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("archive %s again: %w", env.ObjectID, err)
+	}
+	if err := o.Broker.ArchiveTask(QueueIngest, e.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+		return fmt.Errorf("archive %s again: %w", env.ObjectID, err)
+	}
+	return nil
+}
+
+// allQueuesKey is where asynq (v0.26) lists the queues its inspector
+// knows. A client adds a queue there at its first enqueue and never again,
+// so after a Redis restart a long-running worker's parks and retries go to
+// queues the inspector (asynqmon, reconcile) reports as not found.
+const allQueuesKey = "asynq:queues"
+
+// QueuePublisher returns a function that lists Lazaret's three queues where
+// asynq's inspector looks for them again.
+func QueuePublisher(opt asynq.RedisConnOpt) func(context.Context) error {
+	return func(ctx context.Context) error {
+		rc, ok := opt.MakeRedisClient().(redis.UniversalClient)
+		if !ok {
+			return errors.New("publish queues: not a go-redis client")
+		}
+		defer rc.Close()
+		if err := rc.SAdd(ctx, allQueuesKey, QueueIngest, QueueQuarantine, QueueAuditHold).Err(); err != nil {
+			return fmt.Errorf("publish queues: %w", err)
+		}
+		return nil
+	}
 }
 
 // brokerLost reports whether a task lookup says the broker holds no such

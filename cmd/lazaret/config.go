@@ -291,9 +291,9 @@ func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *i
 
 // operator wires the operator service over the same ledger, broker and
 // rules as w: replays and re-checks follow the workers' policy.
-func (c *Config) operator(w *ingest.Worker, b ingest.Enqueuer, insp ingest.Broker) *ingest.Operator {
+func (c *Config) operator(w *ingest.Worker, b ingest.Enqueuer, insp ingest.Broker, opt asynq.RedisConnOpt) *ingest.Operator {
 	op := &ingest.Operator{Ledger: w.Ledger, Enqueuer: b, Broker: insp, Policy: w.Policy, Software: software, Logger: w.Logger,
-		Submit: ingest.SubmitOptions{Software: software}, Check: w.Check, Roots: c.IngestRoots}
+		Submit: ingest.SubmitOptions{Software: software}, Check: w.Check, Roots: c.IngestRoots, PublishQueues: ingest.QueuePublisher(opt)}
 	if store := w.Registries; store != nil {
 		op.Refresh = func() (string, string, error) {
 			if _, err := store.Refresh(); err != nil {

@@ -88,7 +88,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer insp.Close()
 	w := cfg.worker(ledger, client, log)
 	w.Outbox = outbox
-	stop, err := startWorkers(ctx, w, cfg.operator(w, client, insp), opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, PollInterval: 100 * time.Millisecond}, 5*time.Second)
+	stop, err := startWorkers(ctx, w, cfg.operator(w, client, insp, opt), opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, PollInterval: 100 * time.Millisecond}, 5*time.Second)
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,7 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 	client := asynq.NewClient(opt)
 	defer client.Close()
 	w := cfg.worker(ledger, client, cfg.logger(stderr))
-	ops := cfg.operator(w, client, insp)
+	ops := cfg.operator(w, client, insp, opt)
 	filter := ingest.FailureFilter{Class: premis.Class(*class), Code: *code, Kind: *kind, BatchID: *batch, Destination: fc.destination, Limit: *limit}
 	if *since > 0 {
 		filter.Since = time.Now().Add(-*since)
@@ -300,7 +300,7 @@ func runReconcileBroker(ctx context.Context, args []string, stdout, stderr io.Wr
 	client := asynq.NewClient(opt)
 	defer client.Close()
 	w := cfg.worker(ledger, client, cfg.logger(stderr))
-	rep, err := cfg.operator(w, client, insp).ReconcileBroker(ctx, *dry)
+	rep, err := cfg.operator(w, client, insp, opt).ReconcileBroker(ctx, *dry)
 	if err != nil {
 		return err
 	}
@@ -316,11 +316,14 @@ func runReconcileBroker(ctx context.Context, args []string, stdout, stderr io.Wr
 	for _, id := range rep.Reparked {
 		fmt.Fprintf(stdout, "%s\tparked copy lost by the broker: parked again\n", id)
 	}
+	for _, id := range rep.Rearchived {
+		fmt.Fprintf(stdout, "%s\tdead letter lost by the broker: archived again\n", id)
+	}
 	prefix := ""
 	if *dry {
 		prefix = "dry run, nothing changed: "
 	}
-	fmt.Fprintf(stdout, "%s%d archived task(s) recorded in the ledger; %d item(s) enqueued again; %d parked again; %d stale parked copies removed; %d open failure(s) no longer in the broker\n",
-		prefix, len(rep.ArchivedRecorded), len(rep.Reenqueued), len(rep.Reparked), len(rep.StaleParked), len(rep.Missing))
+	fmt.Fprintf(stdout, "%s%d archived task(s) recorded in the ledger; %d item(s) enqueued again; %d parked again; %d archived again; %d stale parked copies removed; %d open failure(s) no longer in the broker\n",
+		prefix, len(rep.ArchivedRecorded), len(rep.Reenqueued), len(rep.Reparked), len(rep.Rearchived), len(rep.StaleParked), len(rep.Missing))
 	return nil
 }

@@ -85,7 +85,7 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	insp := asynq.NewInspector(opt)
 	client := asynq.NewClient(opt)
 	w := cfg.worker(ledger, client, log)
-	ops := cfg.operator(w, client, insp)
+	ops := cfg.operator(w, client, insp, opt)
 	metrics := api.NewMetrics(ops)
 	observers := []func(ingest.Observation){metrics.Observe}
 	var alerter *api.Alerter

@@ -34,7 +34,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	insp := asynq.NewInspector(opt)
 	defer insp.Close()
 	w := cfg.worker(ledger, client, log)
-	stop, err := startWorkers(ctx, w, cfg.operator(w, client, insp), opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, *reconcileEvery)
+	stop, err := startWorkers(ctx, w, cfg.operator(w, client, insp, opt), opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, *reconcileEvery)
 	if err != nil {
 		return err
 	}
