@@ -23,6 +23,7 @@ demo:
 test: lint
 	$(GO) test -count=1 ./...
 	$(MAKE) fuzz-smoke
+	$(MAKE) faults-smoke
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -220,3 +220,20 @@ func TestEnvelope(t *testing.T) {
 		t.Error("an oversized envelope was encoded")
 	}
 }
+
+func TestMessageObjectIDEscapesWhatATerminalWouldRun(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"1":             "inv#1",
+		"ABC-123":       "inv#ABC-123",
+		"a\x00b":        "inv#a%00b",
+		"\x1b[2J":       "inv#%1B[2J",
+		"50%#":          "inv#50%25%23",
+		"caf\xc3\xa9 x": "inv#caf%C3%A9%20x",
+	}
+	for ref, want := range cases {
+		if got := MessageObjectID("inv", ref); got != want {
+			t.Errorf("MessageObjectID(inv, %q) = %q, want %q", ref, got, want)
+		}
+	}
+}

@@ -14,8 +14,26 @@ import (
 	"github.com/lazaret/lazaret/validate"
 )
 
-// MessageObjectID names one message of an interchange as a PREMIS object.
-func MessageObjectID(interchange, ref string) string { return interchange + "#" + ref }
+// MessageObjectID names one message of an interchange as a PREMIS object:
+// the interchange's object id (which cannot contain '#', see
+// validate.Item), '#', and the UNH reference with every byte outside
+// printable ASCII, and '%' and '#', percent-encoded: a reference read from
+// an attacker's file reaches the ledger and a terminal as plain text.
+func MessageObjectID(interchange, ref string) string {
+	var b strings.Builder
+	b.Grow(len(interchange) + 1 + len(ref))
+	b.WriteString(interchange)
+	b.WriteByte('#')
+	for i := 0; i < len(ref); i++ {
+		c := ref[i]
+		if c <= ' ' || c >= 0x7f || c == '%' || c == '#' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
 
 // messageEnvelope is the envelope of one message of env's interchange: its
 // own object id, correlation id and Message reference, so that it can be

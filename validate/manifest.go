@@ -23,7 +23,10 @@ type Manifest struct {
 
 // Item is one object in a batch. Path is relative to the manifest's folder.
 type Item struct {
-	ObjectID      string  `json:"object_id" validate:"required,max=256,printascii"`
+	// ObjectID may not contain '#': it separates an interchange from its
+	// message references in message object ids (MessageObjectID), so an
+	// item "inv#1" could otherwise be message 1 of interchange "inv".
+	ObjectID      string  `json:"object_id" validate:"required,max=256,printascii,excludesall=#"`
 	Kind          string  `json:"kind" validate:"required,oneof=tiff edifact"`
 	Path          string  `json:"path" validate:"required,max=4096"`
 	SHA256        string  `json:"sha256" validate:"required,len=64,hexadecimal,lowercase"`
@@ -275,6 +278,13 @@ func ruleMessage(fe validator.FieldError) string {
 		return fmt.Sprintf("needs at least %s", fe.Param())
 	case "max":
 		return fmt.Sprintf("allows at most %s", fe.Param())
+	case "printascii":
+		return "must be printable ASCII"
+	case "excludesall":
+		if fe.Field() == "object_id" {
+			return fmt.Sprintf("%q contains '#', which separates an interchange from its message references", fe.Value())
+		}
+		return fmt.Sprintf("%q contains one of %q", fe.Value(), fe.Param())
 	}
 	return fmt.Sprintf("breaks rule %s %s", fe.Tag(), fe.Param())
 }

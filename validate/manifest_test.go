@@ -200,3 +200,18 @@ func TestPolicies(t *testing.T) {
 		t.Error("zero policy validated")
 	}
 }
+
+// TestObjectIDsCannotPoseAsMessages: "inv#1" would be message 1 of the
+// interchange "inv" in the ledger.
+func TestObjectIDsCannotPoseAsMessages(t *testing.T) {
+	t.Parallel()
+	js := `{"batch_id": "b1", "submitter": "s", "items": [
+	  {"object_id": "inv#1", "kind": "tiff", "path": "a.tif", "sha256": "` + strings.Repeat("a", 64) + `"}]}`
+	m, err := validate.ParseManifest([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Check(t.TempDir()); err == nil || !strings.Contains(err.Error(), "separates an interchange from its message references") {
+		t.Fatalf("object id with '#': %v", err)
+	}
+}
