@@ -100,14 +100,20 @@ func (w *Worker) check(ctx context.Context, env *Envelope) (rep *validate.Report
 		rep, err = v(ctx, env)
 		return rep, nil, err
 	}
-	it := env.Item
-	it.SHA256, it.Size = env.SHA256, env.Size
+	// An envelope without a manifest item (inspect of a bare file) gets
+	// no fixity or manifest rules.
+	var item *validate.Item
+	if env.Item.ObjectID != "" {
+		it := env.Item
+		it.SHA256, it.Size = env.SHA256, env.Size
+		item = &it
+	}
 	switch env.Kind {
 	case "tiff":
-		rep, err = validate.CheckMasterSource(ctx, env.Source(), &it, w.Master)
+		rep, err = validate.CheckMasterSource(ctx, env.Source(), item, w.Master)
 		return rep, nil, err
 	case "edifact":
-		return validate.CheckInterchangeSource(ctx, env.Source(), &it, w.registries(), w.EDI, env.Message)
+		return validate.CheckInterchangeSource(ctx, env.Source(), item, w.registries(), w.EDI, env.Message)
 	}
 	return nil, nil, &validate.PolicyError{Page: 0, Code: "kind.unsupported", Reason: fmt.Sprintf("kind %q has no validator in this build", env.Kind)}
 }

@@ -78,7 +78,9 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, f := range fs.Args() {
 		jobs = append(jobs, job{path: f})
 	}
-	policy, master := cfg.policy(), cfg.master()
+	// The same worker execute that routes a task, minus the queue and the
+	// ledger: the verdict is where a first attempt would be routed.
+	w := cfg.worker(nil, nil, cfg.logger(stderr))
 	var tw *tabwriter.Writer
 	if !*asJSON {
 		tw = tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
@@ -86,8 +88,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	enc := json.NewEncoder(stdout)
 	failed := 0
-	var regs *validate.Registries // loaded on the first interchange, once
-	var regErr error
+	regsLoaded, regErr := false, error(nil) // registries load on the first interchange, once
 	for _, j := range jobs {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
@@ -100,21 +101,15 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			k = detectKind(j.path)
 		}
 		var results []inspectResult
-		if k == "edifact" {
-			if regs == nil && regErr == nil {
-				store := cfg.registryStore()
-				if _, regErr = store.Refresh(); regErr == nil {
-					regs = store.Current()
-				}
-			}
-			if regErr != nil {
-				results = []inspectResult{{File: j.path, Kind: "edifact", Verdict: string(premis.Quarantined), Class: string(premis.Unknown),
-					Code: "registry.unavailable", Message: regErr.Error(), Warnings: []validate.Warning{}}}
-			} else {
-				results = inspectInterchange(ctx, j.path, j.item, policy, regs, cfg.ediRules())
-			}
+		if k == "edifact" && !regsLoaded {
+			regsLoaded = true
+			_, regErr = w.Registries.Refresh()
+		}
+		if k == "edifact" && regErr != nil {
+			results = []inspectResult{{File: j.path, Kind: "edifact", Verdict: string(premis.Quarantined), Class: string(premis.Unknown),
+				Code: "registry.unavailable", Message: regErr.Error(), Warnings: []validate.Warning{}}}
 		} else {
-			results = []inspectResult{inspectOne(ctx, j.path, j.item, policy, master)}
+			results = inspect(ctx, w, j.path, k, j.item)
 		}
 		for _, r := range results {
 			if r.Verdict != string(premis.Accepted) {
@@ -146,32 +141,52 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// inspectOne validates one file as a worker would, minus the queue: the
-// verdict is where a first attempt with this failure would be routed.
-func inspectOne(ctx context.Context, path string, item *validate.Item, policy ingest.Policy, master validate.MasterPolicy) inspectResult {
-	r := inspectResult{File: path, Kind: "tiff", Warnings: []validate.Warning{}}
+// inspect checks one file with the worker's own execute (guarded against
+// panics, opened as the worker opens, decided by Policy.Decide): one
+// result, or for a sound interchange one per message.
+func inspect(ctx context.Context, w *ingest.Worker, path, kind string, item *validate.Item) []inspectResult {
+	env := &ingest.Envelope{Kind: kind, Path: path, Attempt: 1}
 	if item != nil {
-		r.ObjectID = item.ObjectID
+		env.ObjectID, env.SHA256, env.Size, env.Item = item.ObjectID, item.SHA256, item.Size, *item
 	}
-	var rep *validate.Report
-	err := guarded(func() (err error) {
-		rep, err = validate.CheckMaster(ctx, path, item, master)
-		return err
-	})
-	if rep != nil {
-		r.PUID, r.SHA256, r.Size, r.Pages = rep.PUID, rep.SHA256, rep.Size, rep.Pages
-		if rep.Warnings != nil {
-			r.Warnings = rep.Warnings
+	v := w.Check(ctx, env)
+	base := inspectResult{File: path, Kind: kind, Warnings: []validate.Warning{}}
+	if item != nil {
+		base.ObjectID = item.ObjectID
+	}
+	if rep := v.Report; rep != nil {
+		base.SHA256, base.Size = rep.SHA256, rep.Size
+		if kind != "edifact" {
+			base.PUID, base.Pages = rep.PUID, rep.Pages
+			if rep.Warnings != nil {
+				base.Warnings = rep.Warnings
+			}
 		}
 	}
-	r.verdict(err, policy)
-	return r
+	if v.Messages == nil || v.Err != nil {
+		r := base
+		r.verdict(v.Decision, v.Err)
+		return []inspectResult{r}
+	}
+	out := make([]inspectResult, 0, len(v.Messages))
+	for _, m := range v.Messages {
+		r := base
+		r.MessageRef, r.MessageType = m.Message.Ref, m.Message.Type
+		if m.Message.Warnings != nil {
+			r.Warnings = m.Message.Warnings
+		}
+		r.verdict(m.Decision, m.Message.Err)
+		if m.Message.Err == nil {
+			off := m.Message.Offset
+			r.Offset, r.Segment, r.Tag = &off, 1, "UNH"
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
-// verdict records where a first attempt failing with err would be routed,
-// and the failure's class, code, message and position.
-func (r *inspectResult) verdict(err error, policy ingest.Policy) {
-	d := policy.Decide(err, 1, 0)
+// verdict records the decision, and the failure's message and position.
+func (r *inspectResult) verdict(d ingest.Decision, err error) {
 	r.Verdict = string(d.Destination)
 	if err == nil {
 		return
@@ -182,17 +197,6 @@ func (r *inspectResult) verdict(err error, policy ingest.Policy) {
 	if l.Message != "" {
 		r.MessageRef = l.Message
 	}
-}
-
-// guarded runs fn, turning a panic into a *ingest.PanicError: no file may
-// crash the command.
-func guarded(fn func() error) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &ingest.PanicError{Value: v}
-		}
-	}()
-	return fn()
 }
 
 func dash(s string) string {
@@ -244,44 +248,4 @@ func detectKind(path string) string {
 		return "edifact"
 	}
 	return "tiff"
-}
-
-// inspectInterchange validates an interchange as a worker would: one result
-// per message, plus one for the interchange when its envelope fails.
-func inspectInterchange(ctx context.Context, path string, item *validate.Item, policy ingest.Policy, regs *validate.Registries, rules validate.EDIRules) []inspectResult {
-	var (
-		rep *validate.Report
-		res *validate.InterchangeResult
-	)
-	err := guarded(func() (err error) {
-		rep, res, err = validate.CheckInterchange(ctx, path, item, regs, rules, "")
-		return err
-	})
-	base := inspectResult{File: path, Kind: "edifact", Warnings: []validate.Warning{}, PUID: ""}
-	if item != nil {
-		base.ObjectID = item.ObjectID
-	}
-	if rep != nil {
-		base.SHA256, base.Size = rep.SHA256, rep.Size
-	}
-	if err != nil || res == nil {
-		r := base
-		r.verdict(err, policy)
-		return []inspectResult{r}
-	}
-	out := make([]inspectResult, 0, len(res.Messages))
-	for _, m := range res.Messages {
-		r := base
-		r.MessageRef, r.MessageType = m.Ref, m.Type
-		if m.Warnings != nil {
-			r.Warnings = m.Warnings
-		}
-		r.verdict(m.Err, policy)
-		if m.Err == nil {
-			off := m.Offset
-			r.Offset, r.Segment, r.Tag = &off, 1, "UNH"
-		}
-		out = append(out, r)
-	}
-	return out
 }
