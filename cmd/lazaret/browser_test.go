@@ -54,6 +54,7 @@ func TestMonitoringInABrowser(t *testing.T) {
 	defer ledger.Close()
 	cfg := defaultConfig()
 	cfg.RetryBase = 100 * time.Millisecond
+	cfg.IngestRoots = []string{dir} // the API reads manifests only beneath an ingest root
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
