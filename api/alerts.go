@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -53,8 +54,13 @@ type Alerter struct {
 	Logger  *slog.Logger
 	Metrics *Metrics
 
-	queue chan Alert
-	done  chan struct{}
+	// StopTimeout bounds Stop; what is still queued then is dropped and
+	// counted. 0 means 10 s.
+	StopTimeout time.Duration
+
+	queue  chan Alert
+	done   chan struct{}
+	cancel context.CancelFunc
 }
 
 // Start begins delivering; Stop drains what is queued (bounded by ctx).
@@ -66,15 +72,16 @@ func (a *Alerter) Start(ctx context.Context) {
 		a.Retries = 5
 	}
 	if a.Client == nil {
-		a.Client = &http.Client{Timeout: 10 * time.Second}
+		a.Client = &http.Client{Timeout: 10 * time.Second, CheckRedirect: sameHostOnly}
 	}
+	ctx, a.cancel = context.WithCancel(ctx)
 	a.queue = make(chan Alert, 1024)
 	a.done = make(chan struct{})
 	lim := rate.NewLimiter(a.Limit, 1)
 	go func() {
 		defer close(a.done)
 		for al := range a.queue {
-			if err := lim.Wait(ctx); err != nil {
+			if err := lim.Wait(ctx); err != nil || ctx.Err() != nil {
 				a.drop(al, "stopping")
 				continue
 			}
@@ -89,7 +96,29 @@ func (a *Alerter) Stop() {
 		return
 	}
 	close(a.queue)
-	<-a.done
+	timeout := a.StopTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	select {
+	case <-a.done:
+	case <-time.After(timeout):
+		a.cancel() // a hanging hook: what is left is dropped, and counted
+		<-a.done
+	}
+	a.cancel()
+}
+
+// sameHostOnly refuses a webhook redirect to another host: the alert's
+// body and signature must not follow it there.
+func sameHostOnly(req *http.Request, via []*http.Request) error {
+	if len(via) >= 3 {
+		return errors.New("webhook: too many redirects")
+	}
+	if req.URL.Host != via[0].URL.Host {
+		return fmt.Errorf("webhook: refused a redirect from %s to another host (%s)", via[0].URL.Host, req.URL.Host)
+	}
+	return nil
 }
 
 // Observe is an ingest.Worker Observe hook.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -31,6 +32,13 @@ type Server struct {
 	// Roots are the ingest roots: the API reads a manifest or a corrected
 	// file only beneath one of them, and nothing at all without one.
 	Roots []string
+	// ReadToken, when set, is required (or Token) for every read but
+	// /healthz and /readyz.
+	ReadToken string
+	// AllowedHosts, when set, are the host names a request's Host header
+	// may carry: a page on another site that rebinds its DNS name to this
+	// address is refused (421).
+	AllowedHosts []string
 }
 
 // Handler returns the routes.
@@ -55,7 +63,42 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/failures/{id}/replay", s.mutating(s.replay))
 	mux.HandleFunc("POST /v1/failures/{id}/discard", s.mutating(s.discard))
 	mux.HandleFunc("GET /v1/queues", s.queues)
-	return mux
+	// asynqmon's Redis INFO page shows the server's configuration and
+	// clients to anyone who can reach it: not served.
+	mux.HandleFunc("/monitoring/api/redis_info", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusForbidden, errors.New("the Redis INFO page is not served by lazaret"))
+	})
+	return s.guard(mux)
+}
+
+// guard checks the Host header against AllowedHosts and, with a ReadToken,
+// asks every request but the health checks for a token.
+func (s *Server) guard(next http.Handler) http.Handler {
+	allowed := map[string]bool{}
+	for _, h := range s.AllowedHosts {
+		allowed[strings.ToLower(h)] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(allowed) > 0 {
+			host := r.Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			if !allowed[strings.ToLower(strings.Trim(host, "[]"))] {
+				s.fail(w, r, http.StatusMisdirectedRequest, fmt.Errorf("host %q is not served here (allowed: %s)", r.Host, strings.Join(s.AllowedHosts, ", ")))
+				return
+			}
+		}
+		if s.ReadToken != "" && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if subtle.ConstantTimeCompare([]byte(got), []byte(s.ReadToken)) != 1 && (s.Token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) != 1) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="lazaret"`)
+				s.fail(w, r, http.StatusUnauthorized, errors.New("reads need the read token"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 type apiError struct {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -331,5 +332,77 @@ func TestAlerterNeverBlocks(t *testing.T) {
 	}
 	if dropped == 0 {
 		t.Error("a full alert queue must count what it drops")
+	}
+}
+
+// TestServedSafely: a DNS-rebinding page, an unauthenticated reader, the
+// Redis INFO page and a redirecting or hanging webhook get nothing.
+func TestServedSafely(t *testing.T) {
+	e := setup(t, "w")
+	h := &api.Server{Ops: e.ops, Metrics: e.metrics, Token: "w", ReadToken: "r", AllowedHosts: []string{"localhost", "127.0.0.1"}}
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	get := func(path, host, token string) int {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		if host != "" {
+			req.Host = host
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	cases := []struct {
+		path, host, token string
+		want              int
+	}{
+		{"/v1/failures", "attacker.example:8080", "r", http.StatusMisdirectedRequest},
+		{"/v1/failures", "", "", http.StatusUnauthorized},
+		{"/v1/failures", "", "wrong", http.StatusUnauthorized},
+		{"/v1/failures", "", "r", http.StatusOK},
+		{"/v1/failures", "", "w", http.StatusOK},
+		{"/healthz", "", "", http.StatusOK},
+		{"/monitoring/api/redis_info", "", "r", http.StatusForbidden},
+	}
+	for _, tc := range cases {
+		if got := get(tc.path, tc.host, tc.token); got != tc.want {
+			t.Errorf("GET %s host %q token %q: %d, want %d", tc.path, tc.host, tc.token, got, tc.want)
+		}
+	}
+
+	// The webhook redirects to another host: body and signature stay home.
+	var leaked atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { leaked.Add(1) }))
+	defer other.Close()
+	redirecting := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		http.Redirect(rw, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1), http.StatusTemporaryRedirect)
+	}))
+	defer redirecting.Close()
+	a := &api.Alerter{URL: redirecting.URL, Secret: "s", Retries: 1, Limit: 1000}
+	a.Start(context.Background())
+	a.Observe(ingest.Observation{Events: []*premis.Event{{ID: "x", Destination: premis.DeadLetter}}})
+	a.Stop()
+	if leaked.Load() != 0 {
+		t.Error("the alert followed a redirect to another host")
+	}
+
+	// A hook that never answers does not hold shutdown.
+	hang := make(chan struct{})
+	hanging := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { <-hang }))
+	defer func() { close(hang); hanging.Close() }()
+	b := &api.Alerter{URL: hanging.URL, Limit: 1000, StopTimeout: 200 * time.Millisecond}
+	b.Start(context.Background())
+	for i := 0; i < 5; i++ {
+		b.Observe(ingest.Observation{Events: []*premis.Event{{ID: strconv.Itoa(i), Destination: premis.DeadLetter}}})
+	}
+	start := time.Now()
+	b.Stop()
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Stop took %s with a hanging hook", d)
 	}
 }

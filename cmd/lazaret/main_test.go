@@ -543,3 +543,16 @@ func TestQuarantineClearsItselfWhenTheRegistryChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesAnOpenListenWithoutAToken: failures, paths and digests
+// must not be public by accident.
+func TestServeRefusesAnOpenListenWithoutAToken(t *testing.T) {
+	_, stderr, code := runCmd(t, "serve", "--listen", "0.0.0.0:0", "--ledger", filepath.Join(t.TempDir(), "l.db"))
+	if code != 2 || !strings.Contains(stderr, "--read-token") {
+		t.Errorf("open listen without a read token: exit %d %s", code, stderr)
+	}
+	_, stderr, code = runCmd(t, "serve", "--monitoring-writable", "--ledger", filepath.Join(t.TempDir(), "l.db"))
+	if code != 2 || !strings.Contains(stderr, "refused") {
+		t.Errorf("--monitoring-writable: exit %d %s", code, stderr)
+	}
+}

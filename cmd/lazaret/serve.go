@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -32,12 +33,36 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	secret := fs.String("webhook-secret", os.Getenv("LAZARET_WEBHOOK_SECRET"), "sign alerts: X-Lazaret-Signature = sha256=HMAC(secret, body) (env LAZARET_WEBHOOK_SECRET)")
 	writable := fs.Bool("monitoring-writable", false, "refused: asynqmon's task actions bypass the ledger (use lazaret dlq, quarantine and hold)")
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often the broker is reconciled with the ledger and registries reloaded")
+	readToken := fs.String("read-token", os.Getenv("LAZARET_READ_TOKEN"), "bearer token for reads (env LAZARET_READ_TOKEN); the API token works too")
+	insecure := fs.Bool("insecure-listen", false, "serve beyond loopback without a read token (failures, paths and digests are then public)")
+	var hosts listFlag
+	fs.Var(&hosts, "allowed-host", "host name requests may carry in Host (repeatable); default: localhost and the listen address's")
 	cfg := defaultConfig()
 	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "roots"); err != nil {
 		return err
 	}
 	if *writable {
 		return usageErr("serve: --monitoring-writable is refused: asynqmon would run, delete and archive tasks with no ledger event and no operator; act with lazaret dlq|quarantine|hold or the /v1/ API, which record who did what")
+	}
+	lhost, _, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return usageErr("serve: --listen %q: %v", *listen, err)
+	}
+	loopback := lhost == "localhost"
+	if ip := net.ParseIP(lhost); ip != nil {
+		loopback = ip.IsLoopback()
+	}
+	if !loopback && *readToken == "" && !*insecure {
+		return usageErr("serve: --listen %s is reachable beyond this machine: set --read-token (and --api-token for changes), or say --insecure-listen", *listen)
+	}
+	if len(hosts) == 0 {
+		hosts = listFlag{"localhost", "127.0.0.1", "::1"}
+		if lhost != "" && !slices.Contains(hosts, lhost) {
+			hosts = append(hosts, lhost)
+		}
+		if !loopback {
+			hosts = nil // beyond loopback the names are the operator's to give
+		}
 	}
 	log := cfg.logger(stderr)
 	opt, ledger, err := cfg.connect(ctx)
@@ -46,7 +71,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer ledger.Close()
 	srv, stop, err := newServer(ctx, &cfg, opt, ledger, log, serveOptions{token: *token, webhook: *webhook, secret: *secret, writable: *writable,
-		worker: !*noWorker, reconcileEvery: *reconcileEvery})
+		worker: !*noWorker, reconcileEvery: *reconcileEvery, readToken: *readToken, hosts: hosts})
 	if err != nil {
 		return err
 	}
@@ -55,7 +80,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10}
 	log.Info("serving", slog.String("listen", ln.Addr().String()), slog.Bool("worker", !*noWorker), slog.Bool("api_writable", *token != ""),
 		slog.String("version", version))
 	fmt.Fprintf(stdout, "lazaret serving on http://%s (monitoring at /monitoring/)\n", ln.Addr())
@@ -77,6 +103,8 @@ type serveOptions struct {
 	token, webhook, secret string
 	writable               bool
 	worker                 bool
+	readToken              string
+	hosts                  []string
 	reconcileEvery         time.Duration
 }
 
@@ -112,7 +140,8 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	}
 	mon := asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: opt, ReadOnly: true,
 		PayloadFormatter: asynqmon.PayloadFormatterFunc(api.PayloadFormatter(ledger))})
-	s := &api.Server{Ops: ops, Metrics: metrics, Token: o.token, Software: software, Logger: log, Monitoring: mon, Roots: cfg.IngestRoots}
+	s := &api.Server{Ops: ops, Metrics: metrics, Token: o.token, Software: software, Logger: log, Monitoring: mon, Roots: cfg.IngestRoots,
+		ReadToken: o.readToken, AllowedHosts: o.hosts}
 	return s.Handler(), func() {
 		stopWorkers()
 		if alerter != nil {
