@@ -50,6 +50,15 @@ type Event struct {
 	Agent         string `json:"agent"`               // "lazaret/<version>"
 	Operator      string `json:"operator,omitempty"`  // the person, for human actions
 	Envelope      []byte `json:"-"`                   // task envelope JSON, so the ledger can replay alone
+
+	// Chain: set by the ledger when the event is stored, and read back with
+	// it. Seq is its place in append order (1-based, gaps possible);
+	// PrevHash is the Hash of the event stored before it (ChainGenesis for
+	// the first); Hash is ChainHash(PrevHash, event). What a caller puts
+	// here before Append is ignored.
+	Seq      int64  `json:"seq,omitempty"`
+	PrevHash string `json:"prev_hash,omitempty"`
+	Hash     string `json:"hash,omitempty"`
 }
 
 // Position is where in the payload a failure is. Offsets are 0-based
@@ -139,7 +148,8 @@ type Filter struct {
 type Ledger interface {
 	// Append stores events in one transaction. An event whose Key is
 	// already stored is not written again: it is filled in from the stored
-	// row and reported as not inserted. ID and DateTime are set when empty.
+	// row and reported as not inserted. ID and DateTime are set when empty;
+	// Seq, PrevHash and Hash are set from the ledger's hash chain.
 	Append(ctx context.Context, events ...*Event) (inserted []bool, err error)
 	// Events returns the events matching f, oldest first.
 	Events(ctx context.Context, f Filter) ([]Event, error)
@@ -157,4 +167,9 @@ var (
 	// ErrBusy: the ledger is temporarily unable to write (locked, restarting).
 	// A transient condition: retry.
 	ErrBusy = errors.New("premis: ledger busy")
+	// ErrTampered: the ledger fails a tamper check on open or append: an
+	// append-only guard (trigger) is missing, disabled or altered, or the
+	// recorded chain head is not the last stored event. Not transient: a
+	// person must look (lazaret ledger verify) and restore a trusted copy.
+	ErrTampered = errors.New("premis: ledger tampered")
 )

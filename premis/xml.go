@@ -30,8 +30,24 @@ func (s Software) ID() string { return s.Name + "/" + s.Version }
 // object per object id (with its last known digest, size and PRONOM format),
 // every event in ledger order, and the agents they name (the software and each
 // operator). Failure positions go into eventOutcomeDetailExtension as a
-// lazaret:failure element. The document validates against premis.xsd v3.0.
+// lazaret:failure element. An event read from a ledger carries its place in
+// the hash chain as a lazaret:chain element (seq, prevHash, hash) in a
+// second eventDetailInformation's eventDetailExtension. The document
+// validates against premis.xsd v3.0.
 func WriteXML(w io.Writer, events []Event, sw Software) error {
+	return writeXML(w, events, sw, nil)
+}
+
+// WriteXMLWithHead is WriteXML, with the ledger's chain head at export time
+// recorded on the software agent that exports: an agentNote ("ledger chain
+// head: N events, last hash H") and a lazaret:ledgerHead element (events,
+// hash) in an agentExtension. Passed back to lazaret ledger verify --anchor
+// (as N:H), it shows whether the history exported was rewritten since.
+func WriteXMLWithHead(w io.Writer, events []Event, sw Software, head Head) error {
+	return writeXML(w, events, sw, &head)
+}
+
+func writeXML(w io.Writer, events []Event, sw Software, head *Head) error {
 	if len(events) == 0 {
 		return fmt.Errorf("premis: nothing to export: no events match")
 	}
@@ -127,6 +143,13 @@ func WriteXML(w io.Writer, events []Event, sw Software) error {
 	x.elem("premis:agentName", sw.Name)
 	x.elem("premis:agentType", "software")
 	x.elem("premis:agentVersion", sw.Version)
+	if head != nil {
+		x.elem("premis:agentNote", fmt.Sprintf("ledger chain head: %d events, last hash %s", head.Count, head.Hash))
+		x.open("premis:agentExtension")
+		x.openAttr("lazaret:ledgerHead", "events", strconv.FormatInt(head.Count, 10), "hash", head.Hash)
+		x.close("lazaret:ledgerHead")
+		x.close("premis:agentExtension")
+	}
 	x.close("premis:agent")
 	names := make([]string, 0, len(operators))
 	for n := range operators {
@@ -163,6 +186,14 @@ func writeEvent(x *xw, e Event, sw Software) {
 	if e.Detail != "" {
 		x.open("premis:eventDetailInformation")
 		x.elem("premis:eventDetail", e.Detail)
+		x.close("premis:eventDetailInformation")
+	}
+	if e.Hash != "" {
+		x.open("premis:eventDetailInformation")
+		x.open("premis:eventDetailExtension")
+		x.openAttr("lazaret:chain", "seq", strconv.FormatInt(e.Seq, 10), "prevHash", e.PrevHash, "hash", e.Hash)
+		x.close("lazaret:chain")
+		x.close("premis:eventDetailExtension")
 		x.close("premis:eventDetailInformation")
 	}
 	x.open("premis:eventOutcomeInformation")

@@ -60,6 +60,38 @@ func TestWriteXMLValidatesAgainstPREMISSchema(t *testing.T) {
 	}
 }
 
+// TestWriteXMLWithChain: events read from a ledger carry their chain
+// fields, and the export can carry the head; the document stays valid.
+func TestWriteXMLWithChain(t *testing.T) {
+	evs := sampleEvents()
+	prev := premis.ChainGenesis
+	for i := range evs {
+		evs[i].Seq, evs[i].PrevHash = int64(i+1), prev
+		evs[i].Hash = premis.ChainHash(prev, &evs[i])
+		prev = evs[i].Hash
+	}
+	head := premis.Head{Count: int64(len(evs)), Hash: prev}
+	path := filepath.Join(t.TempDir(), "premis.xml")
+	var buf bytes.Buffer
+	if err := premis.WriteXMLWithHead(&buf, evs, sw, head); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.ValidatePREMIS(t, path)
+	for _, want := range []string{
+		`<lazaret:chain seq="1" prevHash="` + premis.ChainGenesis + `" hash="` + evs[0].Hash + `">`,
+		`<lazaret:chain seq="2" prevHash="` + evs[0].Hash + `" hash="` + evs[1].Hash + `">`,
+		`<premis:agentNote>ledger chain head: 9 events, last hash ` + head.Hash + `</premis:agentNote>`,
+		`<lazaret:ledgerHead events="9" hash="` + head.Hash + `">`,
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("export lacks %s", want)
+		}
+	}
+}
+
 func TestWriteXMLRefusesNothing(t *testing.T) {
 	if err := premis.WriteXML(&bytes.Buffer{}, nil, sw); err == nil {
 		t.Fatal("an export of no events must say so, not write an invalid document")

@@ -59,6 +59,7 @@ Usage:
   lazaret serve   [--listen 127.0.0.1:8080] [--no-worker]  workers + asynqmon + /metrics + /v1/ API
   lazaret events export [--ledger DSN] --format premis-xml [--object ID | --batch ID] [-o FILE]
   lazaret events ls [--ledger DSN] [--batch ID | --object ID] [--json]
+  lazaret ledger verify [--ledger DSN] [--json] [--anchor N:HASH]  check the ledger's hash chain and guards
   lazaret dlq        ls|show|replay|redrive|discard         dead letters (asynq's archived set)
   lazaret quarantine ls|show|replay|discard|reconcile       parked for reconciliation
   lazaret hold       ls|show|release|reject                 audit-hold: a person decides
@@ -87,6 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runWorker(ctx, args[1:], stdout, stderr)
 	case "events":
 		return runEvents(ctx, args[1:], stdout, stderr)
+	case "ledger":
+		return runLedger(ctx, args[1:], stdout, stderr)
 	case "demo":
 		return runDemo(ctx, args[1:], stdout, stderr)
 	case "contrl":

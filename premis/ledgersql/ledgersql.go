@@ -11,8 +11,9 @@ import (
 	"github.com/lazaret/lazaret/premis"
 )
 
-// Columns lists the event columns in the order both ledgers insert and
-// scan them.
+// Columns lists the event columns in the order both ledgers insert them
+// and premis.ChainHash encodes them. Reads select ChainColumns first (see
+// Select).
 const Columns = `id, key, type, datetime, detail, outcome, note, class, code, message, byte_offset, page,
 	segment, element, component, tag, destination, object_id, batch_id, correlation_id, kind, sha256, size,
 	puid, path, attempt, retries, task_id, replay_of, agent, operator, envelope`
@@ -20,7 +21,15 @@ const Columns = `id, key, type, datetime, detail, outcome, note, class, code, me
 // NumColumns is the number of entries in Columns.
 const NumColumns = 32
 
-// Query renders a SELECT of Columns from table for f, oldest first.
+// ChainColumns are the columns of the hash chain (see premis.ChainHash).
+// Reads select them first, then Columns; Insert writes prev_hash and hash
+// after Columns (seq is the database's).
+const ChainColumns = `seq, prev_hash, hash`
+
+// Select is the select list of every read: ChainColumns, then Columns.
+const Select = ChainColumns + `, ` + Columns
+
+// Query renders a SELECT of Select from table for f, oldest first.
 // placeholder returns the n-th (1-based) parameter marker; timeArg turns a
 // time into the value the database compares datetimes with.
 func Query(table string, f premis.Filter, placeholder func(n int) string, timeArg func(time.Time) any) (string, []any) {
@@ -58,7 +67,7 @@ func Query(table string, f premis.Filter, placeholder func(n int) string, timeAr
 		}
 		where = append(where, "type IN ("+strings.Join(ph, ", ")+")")
 	}
-	q := "SELECT " + Columns + " FROM " + table
+	q := "SELECT " + Select + " FROM " + table
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -69,11 +78,19 @@ func Query(table string, f premis.Filter, placeholder func(n int) string, timeAr
 	return q, args
 }
 
-// Insert renders the idempotent INSERT of one event into table.
+// Insert renders the idempotent INSERT of one event into table: the
+// NumColumns values of Columns, then prev_hash and hash; a key stored
+// already inserts nothing.
 func Insert(table string, placeholder func(n int) string) string {
-	ph := make([]string, NumColumns)
+	return InsertNew(table, placeholder) + " ON CONFLICT (key) DO NOTHING"
+}
+
+// InsertNew is Insert for an event known to be new: a key stored already
+// is an error, which aborts the transaction.
+func InsertNew(table string, placeholder func(n int) string) string {
+	ph := make([]string, NumColumns+2)
 	for i := range ph {
 		ph[i] = placeholder(i + 1)
 	}
-	return "INSERT INTO " + table + " (" + Columns + ") VALUES (" + strings.Join(ph, ",") + ") ON CONFLICT (key) DO NOTHING"
+	return "INSERT INTO " + table + " (" + Columns + ", prev_hash, hash) VALUES (" + strings.Join(ph, ",") + ")"
 }

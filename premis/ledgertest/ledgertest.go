@@ -1,12 +1,14 @@
 // Package ledgertest is the conformance suite every premis.Ledger
 // implementation runs: idempotent append, append-only storage, filters,
-// concurrent writers.
+// concurrent writers, the hash chain and its verification; and the helpers
+// the implementations' tamper tests share.
 package ledgertest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,10 +128,98 @@ func Run(t *testing.T, open Open) {
 			}
 		}
 	})
+	t.Run("ChainsEveryAppend", func(t *testing.T) {
+		l := open(t)
+		a, b, c := Event("a", premis.Validation, 1), Event("b", premis.Validation, 1), Event("c", premis.Ingestion, 1)
+		if _, err := l.Append(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		// A batch with a key stored already and a key twice in the batch.
+		dupA, dupB := Event("a", premis.Validation, 1), Event("b", premis.Validation, 1)
+		ins, err := l.Append(ctx, b, dupA, c, dupB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]bool{true, false, true, false}, ins); diff != "" {
+			t.Errorf("inserted (-want +got):\n%s", diff)
+		}
+		for _, d := range []struct{ dup, orig *premis.Event }{{dupA, a}, {dupB, b}} {
+			if d.dup.Seq != d.orig.Seq || d.dup.Hash != d.orig.Hash || d.dup.PrevHash != d.orig.PrevHash {
+				t.Errorf("duplicate of %s not filled with the stored chain fields: %d %s, want %d %s", d.orig.ObjectID, d.dup.Seq, d.dup.Hash, d.orig.Seq, d.orig.Hash)
+			}
+		}
+		evs, err := l.Events(ctx, premis.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 3 {
+			t.Fatalf("%d events, want 3", len(evs))
+		}
+		prev, prevSeq := premis.ChainGenesis, int64(0)
+		for i, e := range evs {
+			if e.PrevHash != prev || e.Seq <= prevSeq {
+				t.Errorf("event %d: seq %d prev %s, want seq > %d and prev %s", i, e.Seq, e.PrevHash, prevSeq, prev)
+			}
+			if h := premis.ChainHash(e.PrevHash, &e); e.Hash != h {
+				t.Errorf("event %d: hash %s, want ChainHash %s", i, e.Hash, h)
+			}
+			prev, prevSeq = e.Hash, e.Seq
+		}
+		for i, e := range []*premis.Event{a, b, c} {
+			if e.Seq != evs[i].Seq || e.Hash != evs[i].Hash || e.PrevHash != evs[i].PrevHash {
+				t.Errorf("appended event %d: chain fields %d %s %s, stored %d %s %s", i, e.Seq, e.PrevHash, e.Hash, evs[i].Seq, evs[i].PrevHash, evs[i].Hash)
+			}
+		}
+		v := Verify(t, l)
+		if !v.Intact() || v.Events != 3 || v.Head != c.Hash {
+			t.Fatalf("clean ledger: %s", v)
+		}
+		if want := (premis.Head{Count: 3, Hash: c.Hash}); v.Recorded == nil || *v.Recorded != want {
+			t.Errorf("recorded head %v, want %v", v.Recorded, want)
+		}
+		if !strings.HasPrefix(v.String(), "3 events, chain intact, head "+c.Hash) {
+			t.Errorf("summary %q", v)
+		}
+	})
+	t.Run("EmptyLedgerVerifies", func(t *testing.T) {
+		v := Verify(t, open(t))
+		if !v.Intact() || v.Events != 0 || v.Head != premis.ChainGenesis {
+			t.Fatalf("empty ledger: %s", v)
+		}
+	})
 	t.Run("ConcurrentWriters", func(t *testing.T) {
 		l := open(t)
 		const writers, each = 8, 25
 		var wg sync.WaitGroup
+		// A verifier runs alongside: appends made during a walk are not
+		// tampering.
+		stop := make(chan struct{})
+		verified := make(chan error, 1)
+		go func() {
+			a := l.(premis.Auditor)
+			for {
+				v, err := premis.Verify(ctx, a)
+				if err == nil && !v.Intact() {
+					err = fmt.Errorf("verify during appends: %s", v)
+				}
+				if err != nil {
+					verified <- err
+					return
+				}
+				select {
+				case <-stop:
+					verified <- nil
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
+		defer func() {
+			close(stop)
+			if err := <-verified; err != nil {
+				t.Error(err)
+			}
+		}()
 		errs := make(chan error, writers)
 		for w := 0; w < writers; w++ {
 			wg.Add(1)
@@ -157,5 +247,69 @@ func Run(t *testing.T, open Open) {
 		if len(evs) != 2*each {
 			t.Fatalf("got %d events, want %d distinct keys", len(evs), 2*each)
 		}
+		if v := Verify(t, l); !v.Intact() || v.Events != 2*each {
+			t.Errorf("after concurrent writers: %s", v)
+		}
 	})
+}
+
+// Verify runs premis.Verify on l, which must be a premis.Auditor.
+func Verify(t *testing.T, l premis.Ledger, anchors ...premis.Head) *premis.Verification {
+	t.Helper()
+	a, ok := l.(premis.Auditor)
+	if !ok {
+		t.Fatalf("%T is not a premis.Auditor", l)
+	}
+	v, err := premis.Verify(context.Background(), a, anchors...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Seed appends the history the tamper tests forge: four events, the
+// second a fixity failure that was dead-lettered (seq 2 in a fresh ledger).
+func Seed(t *testing.T, l premis.Ledger) []*premis.Event {
+	t.Helper()
+	evs := []*premis.Event{Event("m1", premis.Validation, 1), Event("m2", premis.FixityCheck, 1), Event("m3", premis.Validation, 1), Event("m4", premis.Validation, 1)}
+	evs[0].Outcome, evs[0].Class, evs[0].Code, evs[0].Destination, evs[0].Position = premis.Success, "", "", premis.Accepted, premis.Position{}
+	evs[1].Code = "fixity.mismatch"
+	for _, e := range evs {
+		if _, err := l.Append(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return evs
+}
+
+// WantProblem fails t unless v has a problem of kind at seq (0: any seq)
+// whose detail contains each of detail.
+func WantProblem(t *testing.T, v *premis.Verification, kind premis.ProblemKind, seq int64, detail ...string) {
+	t.Helper()
+	if v.Intact() {
+		t.Errorf("verify found nothing wrong (%s), want a %s problem", v, kind)
+		return
+	}
+next:
+	for _, p := range v.Problems {
+		if p.Kind != kind || (seq != 0 && p.Seq != seq) {
+			continue
+		}
+		for _, d := range detail {
+			if !strings.Contains(p.Detail, d) {
+				continue next
+			}
+		}
+		return
+	}
+	t.Errorf("no %s problem at seq %d mentioning %q; problems:\n%s", kind, seq, detail, Problems(v))
+}
+
+// Problems lists v's problems, one a line.
+func Problems(v *premis.Verification) string {
+	var b strings.Builder
+	for _, p := range v.Problems {
+		fmt.Fprintln(&b, p)
+	}
+	return b.String()
 }

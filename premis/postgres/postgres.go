@@ -1,13 +1,62 @@
 // Package postgres is the PREMIS ledger for multi-node deployments: any
 // number of workers on any number of machines append to one PostgreSQL
-// database. Append-only (triggers refuse UPDATE and DELETE) and idempotent
+// database. Append-only, hash-chained (see premis.ChainHash) and idempotent
 // on the event key, like the embedded SQLite ledger.
+//
+// # Guards
+//
+// Triggers refuse UPDATE, DELETE and TRUNCATE of lazaret_events. The head
+// record (lazaret_ledger_head: event count and last hash) is written in the
+// same transaction as every append; its triggers keep it to one row that only
+// moves forward, to the last stored event. Every trigger is ENABLE ALWAYS, so
+// session_replication_role = replica does not switch it off.
+//
+// Open creates the schema only where neither table exists. It never
+// re-creates a guard: a ledger whose guards are missing, disabled or altered
+// (trigger or function), or whose head is not its last event, fails to open
+// with premis.ErrTampered. A ledger written before the chain (no prev_hash
+// and hash columns) gets the columns, and its rows are chained once, in seq
+// order, in one transaction.
+//
+// # Writers
+//
+// Appends are ordered by a row lock on the head record (SELECT ... FOR
+// UPDATE, held to commit): each append reads the head, chains its events onto
+// it, inserts them and moves the head. This serializes appends on one ledger,
+// as a transaction-level advisory lock would, but is scoped to the table
+// (several ledgers in one database do not wait for each other) and costs no
+// extra statement, since the head is read and written anyway. An append is
+// two pipelined round trips (see Append), so the lock is held for about one
+// round trip and the commit.
+//
+// # Roles
+//
+// Triggers stop mistakes and the application's own role; they do not stop
+// the table's owner, who may drop them. Run workers as a role that cannot:
+//
+//   - owner (e.g. lazaret_owner, NOLOGIN, used for the first Open and for
+//     upgrades): owns the schema, the tables, the sequence, the trigger
+//     functions and the triggers. Creates and migrates the schema.
+//   - writer (e.g. lazaret_writer, what workers and the CLI log in as):
+//     SELECT and INSERT on lazaret_events, USAGE on its sequence, SELECT and
+//     UPDATE on lazaret_ledger_head (UPDATE is what SELECT ... FOR UPDATE
+//     needs; the head's trigger lets it only move forward), USAGE on the
+//     schema. No UPDATE, DELETE, TRUNCATE, TRIGGER or REFERENCES on
+//     lazaret_events, no DELETE, TRUNCATE or TRIGGER on the head, no CREATE
+//     on the schema, and not a member of the owner role.
+//   - reader (optional, for lazaret ledger verify and exports): SELECT on
+//     both tables, USAGE on the schema.
+//
+// A writer can then add events but not change, remove or unchain them; what
+// it inserts past Append (a row with a wrong hash) shows in Verify.
+// deploy/postgres/roles.sql sets this up.
 package postgres
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,15 +68,19 @@ import (
 	"github.com/lazaret/lazaret/premis/ledgersql"
 )
 
-var _ premis.Ledger = (*Ledger)(nil)
+var (
+	_ premis.Ledger  = (*Ledger)(nil)
+	_ premis.Auditor = (*Ledger)(nil)
+)
 
 // Ledger is a premis.Ledger in PostgreSQL.
 type Ledger struct {
 	pool *pgxpool.Pool
+	name string // user@host:port/database, for messages (no password)
 }
 
-const schema = `
-CREATE TABLE IF NOT EXISTS lazaret_events (
+const tables = `
+CREATE TABLE lazaret_events (
 	seq            BIGSERIAL PRIMARY KEY,
 	id             UUID NOT NULL UNIQUE,
 	key            TEXT NOT NULL UNIQUE,
@@ -60,45 +113,411 @@ CREATE TABLE IF NOT EXISTS lazaret_events (
 	replay_of      TEXT NOT NULL DEFAULT '',
 	agent          TEXT NOT NULL DEFAULT '',
 	operator       TEXT NOT NULL DEFAULT '',
-	envelope       BYTEA
+	envelope       BYTEA,
+	prev_hash      TEXT NOT NULL DEFAULT '',
+	hash           TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX IF NOT EXISTS lazaret_events_object ON lazaret_events(object_id);
-CREATE INDEX IF NOT EXISTS lazaret_events_batch ON lazaret_events(batch_id);
-CREATE INDEX IF NOT EXISTS lazaret_events_correlation ON lazaret_events(correlation_id);
-CREATE INDEX IF NOT EXISTS lazaret_events_task ON lazaret_events(task_id);
-CREATE INDEX IF NOT EXISTS lazaret_events_failure ON lazaret_events(class, destination);
-CREATE INDEX IF NOT EXISTS lazaret_events_datetime ON lazaret_events(datetime);
-CREATE OR REPLACE FUNCTION lazaret_events_append_only() RETURNS trigger LANGUAGE plpgsql AS
-$$ BEGIN RAISE EXCEPTION 'premis ledger is append-only'; END $$;
-DROP TRIGGER IF EXISTS lazaret_events_no_change ON lazaret_events;
-CREATE TRIGGER lazaret_events_no_change BEFORE UPDATE OR DELETE ON lazaret_events
-FOR EACH ROW EXECUTE FUNCTION lazaret_events_append_only();
+CREATE INDEX lazaret_events_object ON lazaret_events(object_id);
+CREATE INDEX lazaret_events_batch ON lazaret_events(batch_id);
+CREATE INDEX lazaret_events_correlation ON lazaret_events(correlation_id);
+CREATE INDEX lazaret_events_task ON lazaret_events(task_id);
+CREATE INDEX lazaret_events_failure ON lazaret_events(class, destination);
+CREATE INDEX lazaret_events_datetime ON lazaret_events(datetime);
 `
 
-// Open connects to the ledger at dsn (postgres://...) and creates the table
-// when it is missing. Several processes may open the same database.
+// The chain columns, added to a ledger written before the chain.
+const addChainColumns = `ALTER TABLE lazaret_events ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '', ADD COLUMN hash TEXT NOT NULL DEFAULT ''`
+
+const headTable = `
+CREATE TABLE lazaret_ledger_head (
+	id          INTEGER PRIMARY KEY CHECK (id = 1),
+	event_count BIGINT NOT NULL,
+	last_hash   TEXT NOT NULL
+);
+`
+
+// The trigger functions: name, body (what pg_proc.prosrc must hold) and
+// what follows the body in CREATE FUNCTION.
+var functions = []struct{ name, body, options string }{
+	{"lazaret_events_append_only", ` BEGIN RAISE EXCEPTION 'premis ledger is append-only'; END `, ""},
+	{"lazaret_ledger_head_forward", `
+BEGIN
+	IF NEW.id <> OLD.id OR NEW.event_count <= OLD.event_count
+		OR NEW.last_hash IS DISTINCT FROM (SELECT hash FROM lazaret_events ORDER BY seq DESC LIMIT 1) THEN
+		RAISE EXCEPTION 'premis ledger head only moves forward, to the last event';
+	END IF;
+	RETURN NEW;
+END
+`, " SET search_path FROM CURRENT"},
+}
+
+func functionBody(name string) string {
+	for _, f := range functions {
+		if f.name == name {
+			return f.body
+		}
+	}
+	panic("postgres ledger: no function " + name)
+}
+
+// pg_trigger.tgtype bits.
+const (
+	tgRow      = 1
+	tgBefore   = 2
+	tgDelete   = 8
+	tgUpdate   = 16
+	tgTruncate = 32
+)
+
+// guard is an append-only trigger and what pg_trigger must say of it.
+type guard struct {
+	name, table, timing, level, function string
+	tgtype                               int
+}
+
+var guards = []guard{
+	{"lazaret_events_no_change", "lazaret_events", "BEFORE UPDATE OR DELETE", "ROW", "lazaret_events_append_only", tgRow | tgBefore | tgUpdate | tgDelete},
+	{"lazaret_events_no_truncate", "lazaret_events", "BEFORE TRUNCATE", "STATEMENT", "lazaret_events_append_only", tgBefore | tgTruncate},
+	{"lazaret_ledger_head_no_delete", "lazaret_ledger_head", "BEFORE DELETE", "ROW", "lazaret_events_append_only", tgRow | tgBefore | tgDelete},
+	{"lazaret_ledger_head_no_truncate", "lazaret_ledger_head", "BEFORE TRUNCATE", "STATEMENT", "lazaret_events_append_only", tgBefore | tgTruncate},
+	{"lazaret_ledger_head_forward", "lazaret_ledger_head", "BEFORE UPDATE", "ROW", "lazaret_ledger_head_forward", tgRow | tgBefore | tgUpdate},
+}
+
+// legacyGuards is the trigger of a ledger written before the chain.
+var legacyGuards = guards[:1]
+
+func guardsSQL() string {
+	var b strings.Builder
+	for _, f := range functions {
+		fmt.Fprintf(&b, "CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql%s AS $fn$%s$fn$;\n", f.name, f.options, f.body)
+	}
+	for _, g := range guards {
+		b.WriteString(g.sql())
+	}
+	return b.String()
+}
+
+// sql creates the trigger, ENABLE ALWAYS.
+func (g guard) sql() string {
+	return fmt.Sprintf("CREATE TRIGGER %s %s ON %s FOR EACH %s EXECUTE FUNCTION %s();\nALTER TABLE %s ENABLE ALWAYS TRIGGER %s;\n",
+		g.name, g.timing, g.table, g.level, g.function, g.table, g.name)
+}
+
+// Open connects to the ledger at dsn (postgres://...). See the package doc
+// for what Open checks, creates and migrates. Several processes may open the
+// same database at once.
 func Open(ctx context.Context, dsn string) (*Ledger, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	l, err := connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.prepare(ctx); err != nil {
+		l.pool.Close()
+		return nil, fmt.Errorf("postgres ledger %s: schema: %w", l.name, err)
+	}
+	if err := l.check(ctx); err != nil {
+		l.pool.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// OpenAudit connects to an existing chained ledger for premis.Verify alone:
+// it creates, migrates and checks nothing, so a ledger that Open refuses
+// (premis.ErrTampered) can still be walked to find the damage.
+func OpenAudit(ctx context.Context, dsn string) (*Ledger, error) {
+	l, err := connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	st, err := inspect(ctx, l.pool)
+	if err == nil && (!st.events || !st.chained) {
+		err = fmt.Errorf("no hash chain to audit (events table %v, chain columns %v)", st.events, st.chained)
+	}
+	if err != nil {
+		l.pool.Close()
+		return nil, fmt.Errorf("postgres ledger %s: audit: %w", l.name, mapErr(err))
+	}
+	return l, nil
+}
+
+func connect(ctx context.Context, dsn string) (*Ledger, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres ledger: %w", err)
 	}
-	// Serialize schema creation across processes starting together.
-	if _, err := pool.Exec(ctx, `SELECT pg_advisory_lock(7271)`); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("postgres ledger: %w", mapErr(err))
-	}
-	_, err = pool.Exec(ctx, schema)
-	pool.Exec(ctx, `SELECT pg_advisory_unlock(7271)`)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("postgres ledger: schema: %w", mapErr(err))
+		return nil, fmt.Errorf("postgres ledger: %w", err)
 	}
-	return &Ledger{pool: pool}, nil
+	c := cfg.ConnConfig
+	name := fmt.Sprintf("%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+	if sp := c.RuntimeParams["search_path"]; sp != "" {
+		name += " (search_path " + sp + ")"
+	}
+	return &Ledger{pool: pool, name: name}, nil
 }
 
-const columns = ledgersql.Columns
+// state is what the database holds of the schema, on the search path.
+type state struct {
+	events, chained, head bool
+}
 
-// Append implements premis.Ledger.
+func inspect(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (state, error) {
+	var st state
+	err := q.QueryRow(ctx, `SELECT to_regclass('lazaret_events') IS NOT NULL,
+		(SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass('lazaret_events')
+			AND attname IN ('prev_hash', 'hash') AND NOT attisdropped) = 2,
+		to_regclass('lazaret_ledger_head') IS NOT NULL`).Scan(&st.events, &st.chained, &st.head)
+	return st, err
+}
+
+// prepare creates the schema where there is none and chains a ledger
+// written before the chain, in one transaction under an advisory lock on
+// the schema, so processes starting together do it once.
+func (l *Ledger) prepare(ctx context.Context) error {
+	tx, err := l.pool.Begin(ctx)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7271, hashtext(coalesce(current_schema(), '')))`); err != nil {
+		return mapErr(err)
+	}
+	st, err := inspect(ctx, tx)
+	if err != nil {
+		return mapErr(err)
+	}
+	switch {
+	case st.events && st.chained && st.head:
+		return nil
+	case !st.events && !st.head:
+		if _, err := tx.Exec(ctx, tables+headTable); err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO lazaret_ledger_head (id, event_count, last_hash) VALUES (1, 0, $1)`, premis.ChainGenesis); err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.Exec(ctx, guardsSQL()); err != nil {
+			return mapErr(err)
+		}
+	case st.events && !st.chained && !st.head:
+		if err := l.migrate(ctx, tx); err != nil {
+			return err
+		}
+	case !st.events:
+		return fmt.Errorf("%w: the events table is gone, its head record is not", premis.ErrTampered)
+	case st.chained:
+		return fmt.Errorf("%w: the events table has a hash chain but no head record (lazaret_ledger_head)", premis.ErrTampered)
+	default:
+		return fmt.Errorf("%w: a head record (lazaret_ledger_head) but no hash chain in the events table", premis.ErrTampered)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return mapErr(err)
+	}
+	return nil
+}
+
+// migrate chains a ledger written before the chain, in tx: its trigger must
+// be the one it was created with; its rows are chained in seq order, a page
+// at a time; the head record and today's guards are created.
+func (l *Ledger) migrate(ctx context.Context, tx pgx.Tx) error {
+	if err := checkGuards(ctx, tx, l.name, legacyGuards, true); err != nil {
+		return fmt.Errorf("not chaining a ledger written before the chain: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `DROP TRIGGER lazaret_events_no_change ON lazaret_events`); err != nil {
+		return mapErr(err)
+	}
+	if _, err := tx.Exec(ctx, addChainColumns); err != nil {
+		return mapErr(err)
+	}
+	head := premis.Head{Hash: premis.ChainGenesis}
+	const page = 1000
+	for after := int64(0); ; {
+		rows, err := tx.Query(ctx, `SELECT `+ledgersql.Select+` FROM lazaret_events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, page)
+		if err != nil {
+			return mapErr(err)
+		}
+		var seqs []int64
+		var prevs, hashes []string
+		for rows.Next() {
+			e, err := scanOne(rows)
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("a row after seq %d does not decode, not chaining it: %w", after, mapErr(err))
+			}
+			h := premis.ChainHash(head.Hash, &e)
+			seqs, prevs, hashes = append(seqs, e.Seq), append(prevs, head.Hash), append(hashes, h)
+			head = premis.Head{Count: head.Count + 1, Hash: h}
+			after = e.Seq
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return mapErr(err)
+		}
+		if len(seqs) > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE lazaret_events e SET prev_hash = v.prev, hash = v.hash
+				FROM unnest($1::bigint[], $2::text[], $3::text[]) AS v(seq, prev, hash) WHERE e.seq = v.seq`, seqs, prevs, hashes); err != nil {
+				return mapErr(err)
+			}
+		}
+		if len(seqs) < page {
+			break
+		}
+	}
+	if _, err := tx.Exec(ctx, headTable); err != nil {
+		return mapErr(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO lazaret_ledger_head (id, event_count, last_hash) VALUES (1, $1, $2)`, head.Count, head.Hash); err != nil {
+		return mapErr(err)
+	}
+	if _, err := tx.Exec(ctx, guardsSQL()); err != nil {
+		return mapErr(err)
+	}
+	return nil
+}
+
+// check is what Open requires of a ledger: every guard in place, and the
+// head record naming the last stored event.
+func (l *Ledger) check(ctx context.Context) error {
+	if err := l.Guards(ctx); err != nil {
+		return err
+	}
+	var h premis.Head
+	var last *string
+	err := l.pool.QueryRow(ctx, `SELECT h.event_count, h.last_hash, (SELECT hash FROM lazaret_events ORDER BY seq DESC LIMIT 1)
+		FROM lazaret_ledger_head h WHERE h.id = 1`).Scan(&h.Count, &h.Hash, &last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("postgres ledger %s: %w: the head record is gone (run lazaret ledger verify)", l.name, premis.ErrTampered)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres ledger %s: head: %w", l.name, mapErr(err))
+	}
+	lastHash := premis.ChainGenesis
+	if last != nil {
+		lastHash = *last
+	}
+	if lastHash != h.Hash {
+		return fmt.Errorf("postgres ledger %s: %w: the head record (%s) is not the last stored event (hash %q): events were removed or added past the ledger (run lazaret ledger verify)",
+			l.name, premis.ErrTampered, h, lastHash)
+	}
+	return nil
+}
+
+// Guards implements premis.Auditor.
+func (l *Ledger) Guards(ctx context.Context) error {
+	return checkGuards(ctx, l.pool, l.name, guards, false)
+}
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// checkGuards compares the triggers of both tables with want: present,
+// enabled ALWAYS (or, for a ledger written before the chain, ORIGIN too),
+// for the same events and level, calling the same function with the same
+// body.
+func checkGuards(ctx context.Context, q querier, name string, want []guard, legacy bool) error {
+	rows, err := q.Query(ctx, `SELECT c.relname::text, t.tgname::text, t.tgenabled::text, t.tgtype::int, p.proname::text, p.prosrc
+		FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid
+		WHERE t.tgrelid IN (to_regclass('lazaret_events'), to_regclass('lazaret_ledger_head')) AND NOT t.tgisinternal`)
+	if err != nil {
+		return fmt.Errorf("postgres ledger %s: guards: %w", name, mapErr(err))
+	}
+	type trigger struct {
+		table, enabled, function, body string
+		tgtype                         int
+	}
+	have := map[string]trigger{}
+	for rows.Next() {
+		var n string
+		var t trigger
+		if err := rows.Scan(&t.table, &n, &t.enabled, &t.tgtype, &t.function, &t.body); err != nil {
+			rows.Close()
+			return fmt.Errorf("postgres ledger %s: guards: %w", name, mapErr(err))
+		}
+		have[n] = t
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres ledger %s: guards: %w", name, mapErr(err))
+	}
+	var bad []string
+	for _, g := range want {
+		t, ok := have[g.name]
+		switch {
+		case !ok:
+			bad = append(bad, g.name+": missing")
+		case t.enabled == "D":
+			bad = append(bad, g.name+": disabled")
+		case t.enabled == "R" || (t.enabled == "O" && !legacy):
+			bad = append(bad, g.name+": not ENABLE ALWAYS (session_replication_role would switch it off)")
+		case t.table != g.table || t.tgtype != g.tgtype || t.function != g.function || squeeze(t.body) != squeeze(functionBody(g.function)):
+			bad = append(bad, g.name+": altered")
+		}
+	}
+	if len(bad) > 0 {
+		return &premis.GuardError{Ledger: "postgres ledger " + name, Guards: bad}
+	}
+	return nil
+}
+
+// squeeze collapses white space.
+func squeeze(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// RecordedHead implements premis.Auditor.
+func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
+	st, err := inspect(ctx, l.pool)
+	if err != nil {
+		return premis.Head{}, false, fmt.Errorf("postgres ledger: head: %w", mapErr(err))
+	}
+	if !st.head {
+		return premis.Head{}, false, nil
+	}
+	var h premis.Head
+	err = l.pool.QueryRow(ctx, `SELECT event_count, last_hash FROM lazaret_ledger_head WHERE id = 1`).Scan(&h.Count, &h.Hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return h, false, nil
+	}
+	if err != nil {
+		return h, false, fmt.Errorf("postgres ledger: head: %w", mapErr(err))
+	}
+	return h, true, nil
+}
+
+// Walk implements premis.Auditor. One statement: one snapshot.
+func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
+	rows, err := l.pool.Query(ctx, `SELECT `+ledgersql.Select+` FROM lazaret_events ORDER BY seq`)
+	if err != nil {
+		return fmt.Errorf("postgres ledger: walk: %w", mapErr(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanOne(rows)
+		if err != nil {
+			return fmt.Errorf("postgres ledger: walk: %w", mapErr(err))
+		}
+		if err := fn(e, nil); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres ledger: walk: %w", mapErr(err))
+	}
+	return nil
+}
+
+var insert = ledgersql.InsertNew("lazaret_events", pgPlaceholder) + " RETURNING seq"
+
+// Append implements premis.Ledger, in two round trips. The first begins
+// the transaction, locks and reads the head and reads back the events whose
+// keys are stored already; the second inserts the new events chained onto
+// the head, moves the head and commits. The row lock on the head, held to
+// commit, orders appends, so nothing can be stored between the read-back and
+// the inserts; any conflict (an id stored under another key) aborts the
+// whole transaction.
 func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
@@ -106,31 +525,133 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	if err := premis.Prepare(events...); err != nil {
 		return nil, fmt.Errorf("postgres ledger: %w", err)
 	}
-	tx, err := l.pool.Begin(ctx)
+	for _, e := range events {
+		// The id is hashed as it will be read back: the canonical UUID.
+		if u, err := uuid.Parse(e.ID); err == nil {
+			e.ID = u.String()
+		}
+	}
+	conn, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres ledger: begin: %w", mapErr(err))
 	}
-	defer tx.Rollback(ctx)
-	insert := ledgersql.Insert("lazaret_events", pgPlaceholder)
-	inserted := make([]bool, len(events))
-	for i, e := range events {
-		tag, err := tx.Exec(ctx, insert, e.ID, e.Key, string(e.Type), e.DateTime, e.Detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
-			e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, string(e.Destination), e.ObjectID, e.BatchID,
-			e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries, e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope)
-		if err != nil {
-			return nil, fmt.Errorf("postgres ledger: append %s: %w", e.Type, mapErr(err))
-		}
-		inserted[i] = tag.RowsAffected() == 1
-		if !inserted[i] {
-			stored, err := scanOne(tx.QueryRow(ctx, `SELECT `+columns+` FROM lazaret_events WHERE key = $1`, e.Key))
-			if err != nil {
-				return nil, fmt.Errorf("postgres ledger: read back %s: %w", e.Key, mapErr(err))
-			}
-			*e = stored
-		}
+	defer conn.Release() // destroys a connection left in a transaction
+	inserted, err := appendOn(ctx, conn.Conn(), events)
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		conn.Exec(rctx, "ROLLBACK")
+		cancel()
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("postgres ledger: commit: %w", mapErr(err))
+	return inserted, err
+}
+
+func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bool, error) {
+	keys := make([]string, len(events))
+	for i, e := range events {
+		keys[i] = e.Key
+	}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+	b.Queue(`SELECT event_count, last_hash FROM lazaret_ledger_head WHERE id = 1 FOR UPDATE`)
+	b.Queue(`SELECT `+ledgersql.Select+` FROM lazaret_events WHERE key = ANY($1)`, keys)
+	var head premis.Head
+	stored := map[string]premis.Event{}
+	err := func() error {
+		br := conn.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("postgres ledger: begin: %w", mapErr(err))
+		}
+		err := br.QueryRow().Scan(&head.Count, &head.Hash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("postgres ledger: %w: the head record is gone", premis.ErrTampered)
+		}
+		if err != nil {
+			return fmt.Errorf("postgres ledger: head: %w", mapErr(err))
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("postgres ledger: read back: %w", mapErr(err))
+		}
+		defer rows.Close()
+		for rows.Next() {
+			e, err := scanOne(rows)
+			if err != nil {
+				return fmt.Errorf("postgres ledger: read back: %w", mapErr(err))
+			}
+			stored[e.Key] = e
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("postgres ledger: read back: %w", mapErr(err))
+		}
+		rows.Close()
+		if err := br.Close(); err != nil {
+			return mapErr(err)
+		}
+		return nil
+	}()
+	if err != nil {
+		return nil, err
+	}
+
+	inserted := make([]bool, len(events))
+	links := make([]premis.Event, len(events)) // the chain fields of those inserted
+	first := map[string]int{}                  // key → the event of this call that inserts it
+	b = &pgx.Batch{}
+	var ins []int
+	for i, e := range events {
+		if s, ok := stored[e.Key]; ok {
+			*e = s
+			continue
+		}
+		if _, ok := first[e.Key]; ok {
+			continue // filled in from the first once stored
+		}
+		first[e.Key] = i
+		hash := premis.ChainHash(head.Hash, e)
+		b.Queue(insert, e.ID, e.Key, string(e.Type), e.DateTime, e.Detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
+			e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, string(e.Destination), e.ObjectID, e.BatchID,
+			e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries, e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope,
+			head.Hash, hash)
+		inserted[i] = true
+		links[i] = premis.Event{PrevHash: head.Hash, Hash: hash}
+		head = premis.Head{Count: head.Count + 1, Hash: hash}
+		ins = append(ins, i)
+	}
+	if len(ins) > 0 {
+		b.Queue(`UPDATE lazaret_ledger_head SET event_count = $1, last_hash = $2 WHERE id = 1`, head.Count, head.Hash)
+	}
+	b.Queue(`COMMIT`)
+	err = func() error {
+		br := conn.SendBatch(ctx, b)
+		defer br.Close()
+		for _, i := range ins {
+			if err := br.QueryRow().Scan(&links[i].Seq); err != nil {
+				return fmt.Errorf("postgres ledger: append %s: %w", events[i].Type, mapErr(err))
+			}
+		}
+		if len(ins) > 0 {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("postgres ledger: head: %w", mapErr(err))
+			}
+		}
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("postgres ledger: commit: %w", mapErr(err))
+		}
+		if err := br.Close(); err != nil {
+			return mapErr(err)
+		}
+		return nil
+	}()
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range events {
+		if inserted[i] {
+			e.Seq, e.PrevHash, e.Hash = links[i].Seq, links[i].PrevHash, links[i].Hash
+		} else if j, ok := first[e.Key]; ok {
+			*e = *events[j] // j < i: filled in already
+		}
 	}
 	return inserted, nil
 }
@@ -164,7 +685,7 @@ func (l *Ledger) Event(ctx context.Context, id string) (premis.Event, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
 	}
-	e, err := scanOne(l.pool.QueryRow(ctx, `SELECT `+columns+` FROM lazaret_events WHERE id = $1`, id))
+	e, err := scanOne(l.pool.QueryRow(ctx, `SELECT `+ledgersql.Select+` FROM lazaret_events WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
 	}
@@ -188,6 +709,7 @@ func (l *Ledger) Close() error {
 	return nil
 }
 
+// scanOne reads one row of ledgersql.Select.
 func scanOne(row pgx.Row) (premis.Event, error) {
 	var e premis.Event
 	var id uuid.UUID
@@ -195,7 +717,7 @@ func scanOne(row pgx.Row) (premis.Event, error) {
 	var off *int64
 	var page *int32
 	var seg, el, comp, attempt, retries int32
-	err := row.Scan(&id, &e.Key, &typ, &e.DateTime, &e.Detail, &outcome, &e.Note, &class, &e.Code, &e.Message, &off, &page,
+	err := row.Scan(&e.Seq, &e.PrevHash, &e.Hash, &id, &e.Key, &typ, &e.DateTime, &e.Detail, &outcome, &e.Note, &class, &e.Code, &e.Message, &off, &page,
 		&seg, &el, &comp, &e.Tag, &dest, &e.ObjectID, &e.BatchID, &e.CorrelationID, &e.Kind, &e.SHA256, &e.Size, &e.PUID, &e.Path,
 		&attempt, &retries, &e.TaskID, &e.ReplayOf, &e.Agent, &e.Operator, &e.Envelope)
 	if err != nil {

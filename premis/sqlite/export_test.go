@@ -8,3 +8,14 @@ func Exec(ctx context.Context, l *Ledger, stmt string) error {
 	_, err := l.db.ExecContext(ctx, stmt)
 	return err
 }
+
+// GuardSQL is the statement that creates the guard called name, for tests
+// that put back a guard an attacker dropped.
+func GuardSQL(name string) string {
+	for _, g := range guards {
+		if g.name == name {
+			return g.sql
+		}
+	}
+	panic("no guard " + name)
+}

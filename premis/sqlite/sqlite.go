@@ -1,5 +1,21 @@
 // Package sqlite is the embedded PREMIS ledger: one SQLite file in WAL mode,
-// append-only (triggers refuse UPDATE and DELETE), idempotent on the event key.
+// append-only, hash-chained (see premis.ChainHash) and idempotent on the
+// event key.
+//
+// Guards. Triggers refuse UPDATE and DELETE of events; a BEFORE INSERT
+// trigger (events_no_replace) makes an INSERT whose seq, key or id is stored
+// already do nothing (RAISE(IGNORE)), so INSERT OR REPLACE, whose implicit
+// delete fires no delete trigger, cannot overwrite a row, while Append's own
+// ON CONFLICT DO NOTHING still inserts nothing and reads the stored row back.
+// The head record (ledger_head: event count and last hash) is written in the
+// same transaction as every append; its triggers keep it to one row that
+// only moves forward, to the last stored event.
+//
+// Open creates the schema only in a file without the events table. It never
+// re-creates a guard: a ledger whose guards are missing, disabled or altered,
+// or whose head is not its last event, fails to open with premis.ErrTampered.
+// A ledger written before the chain (no prev_hash and hash columns) gets the
+// columns, and its rows are chained once, in seq order, in one transaction.
 package sqlite
 
 import (
@@ -10,6 +26,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"modernc.org/sqlite"
@@ -19,15 +36,19 @@ import (
 	"github.com/lazaret/lazaret/premis/ledgersql"
 )
 
-var _ premis.Ledger = (*Ledger)(nil)
+var (
+	_ premis.Ledger  = (*Ledger)(nil)
+	_ premis.Auditor = (*Ledger)(nil)
+)
 
 // Ledger is a premis.Ledger in an SQLite file.
 type Ledger struct {
-	db *sql.DB
+	db   *sql.DB
+	path string
 }
 
-const schema = `
-CREATE TABLE IF NOT EXISTS events (
+const tables = `
+CREATE TABLE events (
 	seq            INTEGER PRIMARY KEY AUTOINCREMENT,
 	id             TEXT NOT NULL UNIQUE,
 	key            TEXT NOT NULL UNIQUE,
@@ -60,23 +81,64 @@ CREATE TABLE IF NOT EXISTS events (
 	replay_of      TEXT NOT NULL DEFAULT '',
 	agent          TEXT NOT NULL DEFAULT '',
 	operator       TEXT NOT NULL DEFAULT '',
-	envelope       BLOB
+	envelope       BLOB,
+	prev_hash      TEXT NOT NULL DEFAULT '',
+	hash           TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX IF NOT EXISTS events_object ON events(object_id);
-CREATE INDEX IF NOT EXISTS events_batch ON events(batch_id);
-CREATE INDEX IF NOT EXISTS events_correlation ON events(correlation_id);
-CREATE INDEX IF NOT EXISTS events_task ON events(task_id);
-CREATE INDEX IF NOT EXISTS events_failure ON events(class, destination);
-CREATE INDEX IF NOT EXISTS events_datetime ON events(datetime);
-CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
-BEGIN SELECT RAISE(ABORT, 'premis ledger is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
-BEGIN SELECT RAISE(ABORT, 'premis ledger is append-only'); END;
+CREATE INDEX events_object ON events(object_id);
+CREATE INDEX events_batch ON events(batch_id);
+CREATE INDEX events_correlation ON events(correlation_id);
+CREATE INDEX events_task ON events(task_id);
+CREATE INDEX events_failure ON events(class, destination);
+CREATE INDEX events_datetime ON events(datetime);
 `
+
+// The chain columns, added to a ledger written before the chain.
+const addChainColumns = `
+ALTER TABLE events ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE events ADD COLUMN hash TEXT NOT NULL DEFAULT '';
+`
+
+const headTable = `
+CREATE TABLE ledger_head (
+	id          INTEGER PRIMARY KEY CHECK (id = 1),
+	event_count INTEGER NOT NULL,
+	last_hash   TEXT NOT NULL
+);
+`
+
+// guard is an append-only trigger: its name, its table, and the statement
+// that creates it, which is also what sqlite_master must hold for it.
+type guard struct{ name, table, sql string }
+
+var guards = []guard{
+	{"events_no_update", "events", `CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'premis ledger is append-only'); END`},
+	{"events_no_delete", "events", `CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'premis ledger is append-only'); END`},
+	{"events_no_replace", "events", `CREATE TRIGGER events_no_replace BEFORE INSERT ON events
+WHEN EXISTS (SELECT 1 FROM events WHERE seq = NEW.seq OR key = NEW.key OR id = NEW.id)
+BEGIN SELECT RAISE(IGNORE); END`},
+	{"ledger_head_no_delete", "ledger_head", `CREATE TRIGGER ledger_head_no_delete BEFORE DELETE ON ledger_head
+BEGIN SELECT RAISE(ABORT, 'premis ledger head is append-only'); END`},
+	{"ledger_head_one_row", "ledger_head", `CREATE TRIGGER ledger_head_one_row BEFORE INSERT ON ledger_head
+WHEN EXISTS (SELECT 1 FROM ledger_head)
+BEGIN SELECT RAISE(ABORT, 'premis ledger head is append-only'); END`},
+	{"ledger_head_forward", "ledger_head", `CREATE TRIGGER ledger_head_forward BEFORE UPDATE ON ledger_head
+WHEN NEW.id IS NOT OLD.id OR NEW.event_count <= OLD.event_count
+	OR NEW.last_hash IS NOT (SELECT hash FROM events ORDER BY seq DESC LIMIT 1)
+BEGIN SELECT RAISE(ABORT, 'premis ledger head only moves forward, to the last event'); END`},
+}
+
+// legacyGuards are the triggers of a ledger written before the chain; the
+// first two guards, created then with IF NOT EXISTS, which SQLite does not
+// keep in sqlite_master.
+var legacyGuards = guards[:2]
 
 // Open opens (creating if needed) the ledger at path. The folder is created
 // too. The file is in WAL mode with synchronous=FULL: an appended event
-// survives a power cut.
+// survives a power cut. See the package doc for what Open checks, creates
+// and migrates.
 func Open(ctx context.Context, path string) (*Ledger, error) {
 	if path == "" {
 		return nil, errors.New("sqlite ledger: empty path")
@@ -84,10 +146,58 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("sqlite ledger: %w", err)
 	}
-	q := url.Values{}
 	// busy_timeout first: switching to WAL takes a lock, and another process
 	// may be opening the same ledger.
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(ON)"} {
+	l, err := open(path, "busy_timeout(10000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(ON)")
+	if err != nil {
+		return nil, err
+	}
+	// Another process creating or migrating the schema at the same moment
+	// holds the write lock for a moment: wait for it rather than fail.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := l.prepare(ctx)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, premis.ErrBusy) || time.Now().After(deadline) || ctx.Err() != nil {
+			l.db.Close()
+			return nil, fmt.Errorf("sqlite ledger: schema %s: %w", path, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := l.check(ctx); err != nil {
+		l.db.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// OpenAudit opens an existing chained ledger read-only, for premis.Verify
+// alone: it creates, migrates and checks nothing, so a ledger that Open
+// refuses (premis.ErrTampered) can still be walked to find the damage.
+func OpenAudit(ctx context.Context, path string) (*Ledger, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("sqlite ledger: %w", err)
+	}
+	l, err := open(path, "busy_timeout(10000)", "query_only(1)")
+	if err != nil {
+		return nil, err
+	}
+	st, err := inspect(ctx, l.db)
+	if err == nil && (!st.events || !st.chained) {
+		err = fmt.Errorf("sqlite ledger %s: no hash chain to audit (events table %v, chain columns %v)", path, st.events, st.chained)
+	}
+	if err != nil {
+		l.db.Close()
+		return nil, fmt.Errorf("sqlite ledger: audit: %w", mapErr(err))
+	}
+	return l, nil
+}
+
+func open(path string, pragmas ...string) (*Ledger, error) {
+	q := url.Values{}
+	for _, p := range pragmas {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -95,27 +205,265 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: open %s: %w", path, err)
 	}
-	// Another process creating the schema at the same moment holds the
-	// write lock for a moment: wait for it rather than fail.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		_, err := db.ExecContext(ctx, schema)
-		if err == nil {
-			break
-		}
-		err = mapErr(err)
-		if !errors.Is(err, premis.ErrBusy) || time.Now().After(deadline) || ctx.Err() != nil {
-			db.Close()
-			return nil, fmt.Errorf("sqlite ledger: schema %s: %w", path, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return &Ledger{db: db}, nil
+	return &Ledger{db: db, path: path}, nil
 }
 
-const columns = ledgersql.Columns
+// state is what a file holds of the schema.
+type state struct {
+	events, chained, head bool
+}
 
-// Append implements premis.Ledger.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func inspect(ctx context.Context, q querier) (state, error) {
+	var st state
+	err := q.QueryRowContext(ctx, `SELECT
+		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'),
+		(SELECT count(*) FROM pragma_table_info('events') WHERE name IN ('prev_hash', 'hash')) = 2,
+		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_head')`).Scan(&st.events, &st.chained, &st.head)
+	return st, err
+}
+
+// prepare creates the schema in a new file and chains a ledger written
+// before the chain. It takes the write lock only when there is work.
+func (l *Ledger) prepare(ctx context.Context) error {
+	st, err := inspect(ctx, l.db)
+	if err != nil {
+		return mapErr(err)
+	}
+	if st.events && st.chained && st.head {
+		return nil
+	}
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer tx.Rollback()
+	if st, err = inspect(ctx, tx); err != nil { // another process may have done it meanwhile
+		return mapErr(err)
+	}
+	switch {
+	case st.events && st.chained && st.head:
+		return nil
+	case !st.events && !st.head:
+		if _, err := tx.ExecContext(ctx, tables+headTable); err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_head (id, event_count, last_hash) VALUES (1, 0, ?)`, premis.ChainGenesis); err != nil {
+			return mapErr(err)
+		}
+		if err := createGuards(ctx, tx); err != nil {
+			return err
+		}
+	case st.events && !st.chained && !st.head:
+		if err := l.migrate(ctx, tx); err != nil {
+			return err
+		}
+	case !st.events:
+		return fmt.Errorf("%w: the events table is gone, its head record is not", premis.ErrTampered)
+	case st.chained:
+		return fmt.Errorf("%w: the events table has a hash chain but no head record (ledger_head)", premis.ErrTampered)
+	default:
+		return fmt.Errorf("%w: a head record (ledger_head) but no hash chain in the events table", premis.ErrTampered)
+	}
+	if err := tx.Commit(); err != nil {
+		return mapErr(err)
+	}
+	return nil
+}
+
+func createGuards(ctx context.Context, tx *sql.Tx) error {
+	for _, g := range guards {
+		if _, err := tx.ExecContext(ctx, g.sql); err != nil {
+			return fmt.Errorf("guard %s: %w", g.name, mapErr(err))
+		}
+	}
+	return nil
+}
+
+// migrate chains a ledger written before the chain, in tx: its guards must
+// be those it was created with; its rows are chained in seq order, a page
+// at a time; the head record and the guards of today are created.
+func (l *Ledger) migrate(ctx context.Context, tx *sql.Tx) error {
+	if err := checkGuards(ctx, tx, l.path, legacyGuards); err != nil {
+		return fmt.Errorf("not chaining a ledger written before the chain: %w", err)
+	}
+	for _, g := range legacyGuards {
+		if _, err := tx.ExecContext(ctx, "DROP TRIGGER "+g.name); err != nil {
+			return mapErr(err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, addChainColumns); err != nil {
+		return mapErr(err)
+	}
+	head := premis.Head{Hash: premis.ChainGenesis}
+	type link struct {
+		seq        int64
+		prev, hash string
+	}
+	const page = 500
+	for after := int64(0); ; {
+		rows, err := tx.QueryContext(ctx, `SELECT `+ledgersql.Select+` FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, after, page)
+		if err != nil {
+			return mapErr(err)
+		}
+		var links []link
+		for rows.Next() {
+			e, err := scanOne(rows)
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("seq %d does not decode, not chaining it: %w", e.Seq, err)
+			}
+			h := premis.ChainHash(head.Hash, &e)
+			links = append(links, link{e.Seq, head.Hash, h})
+			head = premis.Head{Count: head.Count + 1, Hash: h}
+			after = e.Seq
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return mapErr(err)
+		}
+		for _, k := range links {
+			if _, err := tx.ExecContext(ctx, `UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?`, k.prev, k.hash, k.seq); err != nil {
+				return mapErr(err)
+			}
+		}
+		if len(links) < page {
+			break
+		}
+	}
+	if _, err := tx.ExecContext(ctx, headTable); err != nil {
+		return mapErr(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_head (id, event_count, last_hash) VALUES (1, ?, ?)`, head.Count, head.Hash); err != nil {
+		return mapErr(err)
+	}
+	return createGuards(ctx, tx)
+}
+
+// check is what Open requires of a ledger: every guard in place, and the
+// head record naming the last stored event.
+func (l *Ledger) check(ctx context.Context) error {
+	if err := l.Guards(ctx); err != nil {
+		return err
+	}
+	var h premis.Head
+	var last sql.NullString
+	err := l.db.QueryRowContext(ctx, `SELECT h.event_count, h.last_hash, (SELECT hash FROM events ORDER BY seq DESC LIMIT 1)
+		FROM ledger_head h WHERE h.id = 1`).Scan(&h.Count, &h.Hash, &last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite ledger %s: %w: the head record is gone (run lazaret ledger verify)", l.path, premis.ErrTampered)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite ledger %s: head: %w", l.path, mapErr(err))
+	}
+	if !last.Valid {
+		last.String = premis.ChainGenesis
+	}
+	if last.String != h.Hash {
+		return fmt.Errorf("sqlite ledger %s: %w: the head record (%s) is not the last stored event (hash %q): events were removed or added past the ledger (run lazaret ledger verify)",
+			l.path, premis.ErrTampered, h, last.String)
+	}
+	return nil
+}
+
+// Guards implements premis.Auditor.
+func (l *Ledger) Guards(ctx context.Context) error {
+	return checkGuards(ctx, l.db, l.path, guards)
+}
+
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func checkGuards(ctx context.Context, q queryer, path string, want []guard) error {
+	rows, err := q.QueryContext(ctx, `SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'`)
+	if err != nil {
+		return fmt.Errorf("sqlite ledger %s: guards: %w", path, mapErr(err))
+	}
+	defer rows.Close()
+	type trigger struct{ table, sql string }
+	have := map[string]trigger{}
+	for rows.Next() {
+		var name, table string
+		var text sql.NullString
+		if err := rows.Scan(&name, &table, &text); err != nil {
+			return fmt.Errorf("sqlite ledger %s: guards: %w", path, mapErr(err))
+		}
+		have[name] = trigger{table, text.String}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite ledger %s: guards: %w", path, mapErr(err))
+	}
+	var bad []string
+	for _, g := range want {
+		t, ok := have[g.name]
+		switch {
+		case !ok:
+			bad = append(bad, g.name+": missing")
+		case t.table != g.table || squeeze(t.sql) != squeeze(g.sql):
+			bad = append(bad, g.name+": altered")
+		}
+	}
+	if len(bad) > 0 {
+		return &premis.GuardError{Ledger: "sqlite ledger " + path, Guards: bad}
+	}
+	return nil
+}
+
+// squeeze collapses white space, as SQLite may when it stores a statement.
+func squeeze(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// RecordedHead implements premis.Auditor.
+func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
+	st, err := inspect(ctx, l.db)
+	if err != nil {
+		return premis.Head{}, false, fmt.Errorf("sqlite ledger: head: %w", mapErr(err))
+	}
+	if !st.head {
+		return premis.Head{}, false, nil
+	}
+	var h premis.Head
+	err = l.db.QueryRowContext(ctx, `SELECT event_count, last_hash FROM ledger_head WHERE id = 1`).Scan(&h.Count, &h.Hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return h, false, nil
+	}
+	if err != nil {
+		return h, false, fmt.Errorf("sqlite ledger: head: %w", mapErr(err))
+	}
+	return h, true, nil
+}
+
+// Walk implements premis.Auditor.
+func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
+	rows, err := l.db.QueryContext(ctx, `SELECT `+ledgersql.Select+` FROM events ORDER BY seq`)
+	if err != nil {
+		return fmt.Errorf("sqlite ledger: walk: %w", mapErr(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanOne(rows)
+		var de *decodeError
+		if err != nil && !errors.As(err, &de) {
+			return fmt.Errorf("sqlite ledger: walk: %w", mapErr(err))
+		}
+		if err := fn(e, err); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite ledger: walk: %w", mapErr(err))
+	}
+	return nil
+}
+
+var insert = ledgersql.Insert("events", sqlitePlaceholder)
+
+// Append implements premis.Ledger. The write lock (BEGIN IMMEDIATE) orders
+// appends: each reads the head, chains its events onto it and moves it, in
+// one transaction.
 func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
@@ -128,28 +476,57 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 		return nil, fmt.Errorf("sqlite ledger: begin: %w", mapErr(err))
 	}
 	defer tx.Rollback()
-	insert := ledgersql.Insert("events", sqlitePlaceholder)
+	var head premis.Head
+	err = tx.QueryRowContext(ctx, `SELECT event_count, last_hash FROM ledger_head WHERE id = 1`).Scan(&head.Count, &head.Hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite ledger: %w: the head record is gone", premis.ErrTampered)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite ledger: head: %w", mapErr(err))
+	}
+	start := head.Count
 	inserted := make([]bool, len(events))
+	links := make([]premis.Event, len(events)) // the chain fields of those inserted
 	for i, e := range events {
+		hash := premis.ChainHash(head.Hash, e)
 		res, err := tx.ExecContext(ctx, insert, e.ID, e.Key, e.Type, e.DateTime.Format(time.RFC3339Nano), e.Detail, e.Outcome,
 			e.Note, e.Class, e.Code, e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, e.Destination,
 			e.ObjectID, e.BatchID, e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries,
-			e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope)
+			e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope, head.Hash, hash)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite ledger: append %s: %w", e.Type, mapErr(err))
 		}
-		n, _ := res.RowsAffected()
-		inserted[i] = n == 1
-		if n == 0 {
-			stored, err := scanOne(tx.QueryRowContext(ctx, `SELECT `+columns+` FROM events WHERE key = ?`, e.Key))
+		if n, _ := res.RowsAffected(); n == 1 {
+			seq, err := res.LastInsertId()
 			if err != nil {
-				return nil, fmt.Errorf("sqlite ledger: read back %s: %w", e.Key, mapErr(err))
+				return nil, fmt.Errorf("sqlite ledger: append %s: %w", e.Type, mapErr(err))
 			}
-			*e = stored
+			inserted[i] = true
+			links[i] = premis.Event{Seq: seq, PrevHash: head.Hash, Hash: hash}
+			head = premis.Head{Count: head.Count + 1, Hash: hash}
+			continue
+		}
+		stored, err := scanOne(tx.QueryRowContext(ctx, `SELECT `+ledgersql.Select+` FROM events WHERE key = ?`, e.Key))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("sqlite ledger: append %s: event id %s is stored already, under another key", e.Type, e.ID)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite ledger: read back %s: %w", e.Key, mapErr(err))
+		}
+		*e = stored
+	}
+	if head.Count > start {
+		if _, err := tx.ExecContext(ctx, `UPDATE ledger_head SET event_count = ?, last_hash = ? WHERE id = 1`, head.Count, head.Hash); err != nil {
+			return nil, fmt.Errorf("sqlite ledger: head: %w", mapErr(err))
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("sqlite ledger: commit: %w", mapErr(err))
+	}
+	for i, e := range events {
+		if inserted[i] {
+			e.Seq, e.PrevHash, e.Hash = links[i].Seq, links[i].PrevHash, links[i].Hash
+		}
 	}
 	return inserted, nil
 }
@@ -180,7 +557,7 @@ func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, e
 
 // Event implements premis.Ledger.
 func (l *Ledger) Event(ctx context.Context, id string) (premis.Event, error) {
-	e, err := scanOne(l.db.QueryRowContext(ctx, `SELECT `+columns+` FROM events WHERE id = ?`, id))
+	e, err := scanOne(l.db.QueryRowContext(ctx, `SELECT `+ledgersql.Select+` FROM events WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
 	}
@@ -204,28 +581,139 @@ func (l *Ledger) Close() error { return l.db.Close() }
 
 type scanner interface{ Scan(...any) error }
 
+// selectNames are the columns of ledgersql.Select, for decoding errors.
+var selectNames = strings.Fields(strings.ReplaceAll(ledgersql.Select, ",", " "))
+
+// decodeError is a row whose columns hold values the ledger never writes
+// (SQLite stores any value in any column).
+type decodeError struct {
+	Column string
+	Value  any
+	Want   string
+}
+
+func (e *decodeError) Error() string {
+	return fmt.Sprintf("column %s holds %T %v, want %s", e.Column, e.Value, e.Value, e.Want)
+}
+
+// scanOne reads one row of ledgersql.Select. The values are read as SQLite
+// holds them and checked one by one, so a row that does not decode still
+// gives its seq, chain fields and the rest that does, with a *decodeError.
 func scanOne(s scanner) (premis.Event, error) {
+	vals := make([]any, len(selectNames))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := s.Scan(ptrs...); err != nil {
+		return premis.Event{}, err
+	}
+	d := decoder{vals: vals}
 	var e premis.Event
-	var dt string
-	var off, page sql.NullInt64
-	err := s.Scan(&e.ID, &e.Key, &e.Type, &dt, &e.Detail, &e.Outcome, &e.Note, &e.Class, &e.Code, &e.Message, &off, &page,
-		&e.Segment, &e.Element, &e.Component, &e.Tag, &e.Destination, &e.ObjectID, &e.BatchID, &e.CorrelationID, &e.Kind,
-		&e.SHA256, &e.Size, &e.PUID, &e.Path, &e.Attempt, &e.Retries, &e.TaskID, &e.ReplayOf, &e.Agent, &e.Operator, &e.Envelope)
-	if err != nil {
-		return e, err
-	}
-	if e.DateTime, err = time.Parse(time.RFC3339Nano, dt); err != nil {
-		return e, fmt.Errorf("bad datetime %q: %w", dt, err)
-	}
-	if off.Valid {
-		v := off.Int64
-		e.Offset = &v
-	}
-	if page.Valid {
-		v := int(page.Int64)
+	e.Seq, e.PrevHash, e.Hash = d.int(), d.text(), d.text()
+	e.ID, e.Key, e.Type = d.text(), d.text(), premis.EventType(d.text())
+	e.DateTime = d.time()
+	e.Detail, e.Outcome, e.Note, e.Class, e.Code, e.Message = d.text(), premis.Outcome(d.text()), d.text(), premis.Class(d.text()), d.text(), d.text()
+	e.Offset = d.nullInt()
+	if p := d.nullInt(); p != nil {
+		v := int(*p)
 		e.Page = &v
 	}
+	e.Segment, e.Element, e.Component = int(d.int()), int(d.int()), int(d.int())
+	e.Tag, e.Destination = d.text(), premis.Destination(d.text())
+	e.ObjectID, e.BatchID, e.CorrelationID, e.Kind, e.SHA256 = d.text(), d.text(), d.text(), d.text(), d.text()
+	e.Size = d.int()
+	e.PUID, e.Path = d.text(), d.text()
+	e.Attempt, e.Retries = int(d.int()), int(d.int())
+	e.TaskID, e.ReplayOf, e.Agent, e.Operator = d.text(), d.text(), d.text(), d.text()
+	e.Envelope = d.blob()
+	if d.err != nil {
+		return e, d.err
+	}
 	return e, nil
+}
+
+// decoder reads the values of one row in column order, keeping the first
+// error.
+type decoder struct {
+	vals []any
+	i    int
+	err  *decodeError
+}
+
+func (d *decoder) next() any {
+	v := d.vals[d.i]
+	d.i++
+	return v
+}
+
+func (d *decoder) fail(v any, want string) {
+	if d.err == nil {
+		d.err = &decodeError{Column: selectNames[d.i-1], Value: v, Want: want}
+	}
+}
+
+func (d *decoder) text() string {
+	switch v := d.next().(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	default:
+		d.fail(v, "text")
+		return ""
+	}
+}
+
+func (d *decoder) int() int64 {
+	v := d.next()
+	if n, ok := v.(int64); ok {
+		return n
+	}
+	d.fail(v, "an integer")
+	return 0
+}
+
+func (d *decoder) nullInt() *int64 {
+	switch v := d.next().(type) {
+	case nil:
+		return nil
+	case int64:
+		return &v
+	default:
+		d.fail(v, "an integer or NULL")
+		return nil
+	}
+}
+
+func (d *decoder) blob() []byte {
+	switch v := d.next().(type) {
+	case nil:
+		return nil
+	case []byte:
+		return v
+	case string:
+		return []byte(v)
+	default:
+		d.fail(v, "a blob")
+		return nil
+	}
+}
+
+func (d *decoder) time() time.Time {
+	switch v := d.next().(type) {
+	case time.Time:
+		return v.UTC()
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			d.fail(v, "an RFC 3339 time")
+		}
+		return t.UTC()
+	default:
+		d.fail(v, "an RFC 3339 time")
+		return time.Time{}
+	}
 }
 
 // mapErr turns SQLite's busy and locked codes into premis.ErrBusy, so the

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/postgres"
+	"github.com/lazaret/lazaret/premis/sqlite"
+)
+
+func runLedger(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageErr("ledger: want a subcommand: verify")
+	}
+	switch args[0] {
+	case "verify":
+		return runLedgerVerify(ctx, args[1:], stdout, stderr)
+	}
+	return usageErr("ledger: unknown subcommand %q", args[0])
+}
+
+// runLedgerVerify walks the ledger's hash chain (premis.Verify). Exit 0 with
+// a one-line summary when it is intact; exit 1 with every problem, one a
+// line (the first broken link by seq, event id and what differs; missing
+// guards; truncation; a head that does not match), when it is not.
+func runLedgerVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ledger verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the verification as one JSON object")
+	var anchors headsFlag
+	fs.Var(&anchors, "anchor", "a head recorded earlier, COUNT:HASH (from an export or an earlier verify), that must be on the chain; repeat for several")
+	cfg := defaultConfig()
+	if err := cfg.bind(fs, args, "ledger"); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("ledger verify: unexpected arguments %q", fs.Args())
+	}
+	a, closeLedger, err := openAuditor(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer closeLedger()
+	v, err := premis.Verify(ctx, a, anchors...)
+	if err != nil {
+		return err
+	}
+	name := ledgerName(&cfg)
+	if *asJSON {
+		out := struct {
+			Ledger string `json:"ledger"`
+			Intact bool   `json:"intact"`
+			*premis.Verification
+		}{name, v.Intact(), v}
+		if err := json.NewEncoder(stdout).Encode(out); err != nil {
+			return err
+		}
+		if !v.Intact() {
+			return &exitError{code: 1}
+		}
+		return nil
+	}
+	if v.Intact() {
+		fmt.Fprintln(stdout, v)
+		return nil
+	}
+	for _, p := range v.Problems {
+		fmt.Fprintln(stdout, p)
+	}
+	if v.BrokenLinks > 1 {
+		fmt.Fprintf(stdout, "link: %d rows in all do not chain; the first is above\n", v.BrokenLinks)
+	}
+	return &exitError{code: 1, err: fmt.Errorf("ledger %s is not intact: %s", name, v)}
+}
+
+// openAuditor opens the ledger as every command does. When that fails its
+// tamper checks (premis.ErrTampered: a guard missing, the head not the last
+// event), it opens it for audit only, so the whole damage can be reported.
+func openAuditor(ctx context.Context, cfg *Config) (premis.Auditor, func() error, error) {
+	l, err := cfg.openExistingLedger(ctx)
+	if err == nil {
+		a, ok := l.(premis.Auditor)
+		if !ok {
+			l.Close()
+			return nil, nil, fmt.Errorf("ledger %s (%T) keeps no hash chain to verify", ledgerName(cfg), l)
+		}
+		return a, l.Close, nil
+	}
+	if !errors.Is(err, premis.ErrTampered) {
+		return nil, nil, err
+	}
+	var (
+		audit    premis.Auditor
+		closer   func() error
+		auditErr error
+	)
+	if cfg.isPostgres() {
+		var pl *postgres.Ledger
+		if pl, auditErr = postgres.OpenAudit(ctx, cfg.Ledger); auditErr == nil {
+			audit, closer = pl, pl.Close
+		}
+	} else {
+		var sl *sqlite.Ledger
+		if sl, auditErr = sqlite.OpenAudit(ctx, strings.TrimPrefix(cfg.Ledger, "sqlite://")); auditErr == nil {
+			audit, closer = sl, sl.Close
+		}
+	}
+	if auditErr == nil {
+		return audit, closer, nil
+	}
+	return nil, nil, errors.Join(err, auditErr)
+}
+
+// ledgerName is the ledger setting without a password.
+func ledgerName(cfg *Config) string {
+	if cfg.isPostgres() {
+		if u, err := url.Parse(cfg.Ledger); err == nil {
+			return u.Redacted()
+		}
+	}
+	return cfg.Ledger
+}
+
+// headsFlag is a repeatable COUNT:HASH flag.
+type headsFlag []premis.Head
+
+func (h *headsFlag) String() string {
+	s := make([]string, len(*h))
+	for i, x := range *h {
+		s[i] = x.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (h *headsFlag) Set(v string) error {
+	x, err := premis.ParseHead(v)
+	if err != nil {
+		return err
+	}
+	*h = append(*h, x)
+	return nil
+}

@@ -1,0 +1,374 @@
+package premis
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The hash chain. Every ledger chains its events in append order: each
+// stored row holds prev_hash, the hash of the row stored before it
+// (ChainGenesis for the first), and hash = ChainHash(prev_hash, event).
+// Changing, removing, reordering or replacing a row breaks the chain at that
+// row or the one after it. A one-row head record (event count and last hash),
+// written in the same transaction as every append, catches a chain cut short
+// at its end (DELETE of the newest rows, TRUNCATE).
+//
+// The chain is unkeyed: someone who can write the database, knows this
+// encoding and rewrites every later row and the head as well leaves a
+// consistent chain. Record the head elsewhere (lazaret ledger verify prints
+// it, WriteXMLWithHead exports it, and every exported event carries its own
+// hash) and pass it back to Verify as an anchor to catch that too.
+
+// ChainGenesis is the prev_hash of the first event of every ledger: 64 zeros.
+const ChainGenesis = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// chainDomain opens every hashed message, so the encoding can change
+// without ever producing the hash of an earlier version.
+const chainDomain = "lazaret/premis-chain/1"
+
+// chainTime is how the datetime column is hashed: UTC, nine fraction digits.
+const chainTime = "2006-01-02T15:04:05.000000000Z"
+
+// ChainHash is the hash of e stored after an event whose hash is prev: the
+// lowercase hex SHA-256 of
+//
+//	"lazaret/premis-chain/1" 0x00
+//	field(prev)
+//	field(c) for every column c of ledgersql.Columns, in that order:
+//	  id key type datetime detail outcome note class code message
+//	  byte_offset page segment element component tag destination
+//	  object_id batch_id correlation_id kind sha256 size puid path
+//	  attempt retries task_id replay_of agent operator envelope
+//
+// where field is one of
+//
+//	0x00                                       NULL (byte_offset, page when absent)
+//	0x01 <uint64 big-endian length> <bytes>    text, as stored (UTF-8), and the envelope blob
+//	0x02 <int64 big-endian, two's complement>  integer
+//
+// The datetime is text: UTC with nine fraction digits
+// ("2006-01-02T15:04:05.000000000Z"), whatever the database's own
+// representation. A NULL and an empty envelope hash alike (both length 0).
+// Seq, prev_hash and hash are not columns of the message: order is bound by
+// the prev links, and PostgreSQL sequences leave gaps.
+func ChainHash(prev string, e *Event) string {
+	c := chainWriter{h: sha256.New()}
+	c.h.Write([]byte(chainDomain))
+	c.h.Write([]byte{0})
+	c.text(prev)
+	c.text(e.ID)
+	c.text(e.Key)
+	c.text(string(e.Type))
+	c.text(e.DateTime.UTC().Format(chainTime))
+	c.text(e.Detail)
+	c.text(string(e.Outcome))
+	c.text(e.Note)
+	c.text(string(e.Class))
+	c.text(e.Code)
+	c.text(e.Message)
+	if e.Offset != nil {
+		c.int(*e.Offset)
+	} else {
+		c.null()
+	}
+	if e.Page != nil {
+		c.int(int64(*e.Page))
+	} else {
+		c.null()
+	}
+	c.int(int64(e.Segment))
+	c.int(int64(e.Element))
+	c.int(int64(e.Component))
+	c.text(e.Tag)
+	c.text(string(e.Destination))
+	c.text(e.ObjectID)
+	c.text(e.BatchID)
+	c.text(e.CorrelationID)
+	c.text(e.Kind)
+	c.text(e.SHA256)
+	c.int(e.Size)
+	c.text(e.PUID)
+	c.text(e.Path)
+	c.int(int64(e.Attempt))
+	c.int(int64(e.Retries))
+	c.text(e.TaskID)
+	c.text(e.ReplayOf)
+	c.text(e.Agent)
+	c.text(e.Operator)
+	c.bytes(e.Envelope)
+	return hex.EncodeToString(c.h.Sum(nil))
+}
+
+type chainWriter struct {
+	h   hash.Hash
+	buf [9]byte
+}
+
+func (c *chainWriter) null() { c.h.Write([]byte{0}) }
+
+func (c *chainWriter) int(v int64) {
+	c.buf[0] = 2
+	binary.BigEndian.PutUint64(c.buf[1:], uint64(v))
+	c.h.Write(c.buf[:])
+}
+
+func (c *chainWriter) text(s string) {
+	c.buf[0] = 1
+	binary.BigEndian.PutUint64(c.buf[1:], uint64(len(s)))
+	c.h.Write(c.buf[:])
+	c.h.Write([]byte(s))
+}
+
+func (c *chainWriter) bytes(b []byte) {
+	c.buf[0] = 1
+	binary.BigEndian.PutUint64(c.buf[1:], uint64(len(b)))
+	c.h.Write(c.buf[:])
+	c.h.Write(b)
+}
+
+// Head is a point of a ledger's chain: Count events stored, the last with
+// hash Hash. The ledger keeps its current head in a one-row record; an
+// exported or printed head can be passed back to Verify as an anchor.
+type Head struct {
+	Count int64  `json:"count"`
+	Hash  string `json:"hash"`
+}
+
+// String is "COUNT:HASH", the form ParseHead reads.
+func (h Head) String() string { return fmt.Sprintf("%d:%s", h.Count, h.Hash) }
+
+// ParseHead reads a head written as "COUNT:HASH".
+func ParseHead(s string) (Head, error) {
+	n, hs, ok := strings.Cut(s, ":")
+	var h Head
+	if !ok {
+		return h, fmt.Errorf("head %q: want COUNT:HASH", s)
+	}
+	c, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || c < 0 {
+		return h, fmt.Errorf("head %q: count %q is not a number of events", s, n)
+	}
+	h.Count = c
+	if b, err := hex.DecodeString(hs); err != nil || len(b) != sha256.Size {
+		return h, fmt.Errorf("head %q: hash is not 64 hex digits", s)
+	}
+	h.Hash = strings.ToLower(hs)
+	return h, nil
+}
+
+// GuardError names the append-only guards (triggers) of a ledger that are
+// missing, disabled or altered. It wraps ErrTampered.
+type GuardError struct {
+	Ledger string   // what was opened, for the message: "sqlite ledger PATH"
+	Guards []string // "events_no_update: missing", one per guard
+}
+
+func (e *GuardError) Error() string {
+	return fmt.Sprintf("%s: %v: append-only guards not in place: %s (they are never re-created on open: run lazaret ledger verify, then restore a trusted copy)",
+		e.Ledger, ErrTampered, strings.Join(e.Guards, "; "))
+}
+
+func (e *GuardError) Unwrap() error { return ErrTampered }
+
+// Auditor is what Verify reads from a ledger. The SQLite and PostgreSQL
+// ledgers implement it, also when opened for audit only.
+type Auditor interface {
+	// Guards returns nil when every append-only guard is in place, a
+	// *GuardError naming those that are not, or another error when they
+	// cannot be read.
+	Guards(ctx context.Context) error
+	// RecordedHead returns the head record; ok is false when it is gone.
+	RecordedHead(ctx context.Context) (h Head, ok bool, err error)
+	// Walk calls fn for every stored row in append (seq) order, read in one
+	// snapshot, with the chain fields filled in. A row that does not decode
+	// comes with its decoding error, Seq, PrevHash, Hash and as much of the
+	// rest as could be read. An error from fn stops the walk and is returned.
+	Walk(ctx context.Context, fn func(e Event, err error) error) error
+}
+
+// ProblemKind is what Verify found wrong with a ledger.
+type ProblemKind string
+
+const (
+	// ProblemGuard: an append-only guard (trigger) is missing, disabled or
+	// altered.
+	ProblemGuard ProblemKind = "guard"
+	// ProblemLink: a row's stored hash is not the hash of its columns, or
+	// its prev_hash is not its predecessor's hash: the row was changed,
+	// replaced or written past Append, or rows before it were removed.
+	ProblemLink ProblemKind = "link"
+	// ProblemTruncated: fewer events are stored than the head (or an
+	// anchor) records: the newest were removed.
+	ProblemTruncated ProblemKind = "truncated"
+	// ProblemHead: the head record is gone, or disagrees with the chain
+	// (the event at its count has another hash, or events follow it that
+	// no append recorded).
+	ProblemHead ProblemKind = "head"
+	// ProblemAnchor: an anchor passed to Verify is not on the chain.
+	ProblemAnchor ProblemKind = "anchor"
+)
+
+// ProblemKinds lists every problem kind, in the order Verify reports them.
+func ProblemKinds() []ProblemKind {
+	return []ProblemKind{ProblemLink, ProblemTruncated, ProblemHead, ProblemAnchor, ProblemGuard}
+}
+
+// Problem is one thing Verify found wrong. Seq and EventID name the row,
+// when there is one.
+type Problem struct {
+	Kind    ProblemKind `json:"kind"`
+	Seq     int64       `json:"seq,omitempty"`
+	EventID string      `json:"event_id,omitempty"`
+	Detail  string      `json:"detail"`
+}
+
+func (p Problem) String() string {
+	if p.Seq != 0 || p.EventID != "" {
+		return fmt.Sprintf("%s: seq %d (event %s): %s", p.Kind, p.Seq, p.EventID, p.Detail)
+	}
+	return fmt.Sprintf("%s: %s", p.Kind, p.Detail)
+}
+
+// Verification is the result of Verify.
+type Verification struct {
+	Events      int64     `json:"events"`                  // rows walked
+	Head        string    `json:"head"`                    // stored hash of the last row walked (ChainGenesis when none)
+	Recorded    *Head     `json:"recorded_head,omitempty"` // the head record, as read after the walk
+	BrokenLinks int       `json:"broken_links,omitempty"`  // rows with a ProblemLink; only the first is in Problems
+	Problems    []Problem `json:"problems,omitempty"`      // what was forged first (links, truncation, head, anchors), then the guards
+}
+
+// Intact reports whether Verify found nothing wrong.
+func (v *Verification) Intact() bool { return len(v.Problems) == 0 }
+
+// String is the one-line summary: "N events, chain intact, head H", or the
+// count of problems and the first of them.
+func (v *Verification) String() string {
+	if v.Intact() {
+		return fmt.Sprintf("%d events, chain intact, head %s", v.Events, v.Head)
+	}
+	return fmt.Sprintf("%d events, %d problem(s), first: %s", v.Events, len(v.Problems), v.Problems[0])
+}
+
+// Verify checks a ledger: its append-only guards; every row's hash and link,
+// in append order; and the chain against the head record and any anchors
+// (heads recorded earlier, elsewhere). It reads the head before and after
+// the walk, so events appended meanwhile are not mistaken for tampering. It
+// returns an error only when the ledger cannot be read; what is wrong with it
+// is in the Verification's Problems, the first broken link (by seq) first
+// among the links.
+func Verify(ctx context.Context, a Auditor, anchors ...Head) (*Verification, error) {
+	v := &Verification{Head: ChainGenesis}
+	add := func(p Problem) { v.Problems = append(v.Problems, p) }
+	if err := a.Guards(ctx); err != nil {
+		var ge *GuardError
+		if !errors.As(err, &ge) {
+			return nil, err
+		}
+		for _, g := range ge.Guards {
+			add(Problem{Kind: ProblemGuard, Detail: g})
+		}
+	}
+	before, hadHead, err := a.RecordedHead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type check struct {
+		Head
+		kind ProblemKind
+		what string
+	}
+	var checks []check
+	if hadHead {
+		checks = append(checks, check{before, ProblemHead, "the head record"})
+	}
+	for _, h := range anchors {
+		checks = append(checks, check{h, ProblemAnchor, "anchor " + h.String()})
+	}
+	sort.SliceStable(checks, func(i, j int) bool { return checks[i].Count < checks[j].Count })
+	at := func(n int64, hash string, e *Event) {
+		for len(checks) > 0 && checks[0].Count <= n {
+			c := checks[0]
+			checks = checks[1:]
+			if c.Count == n && c.Hash != hash {
+				p := Problem{Kind: c.kind, Detail: fmt.Sprintf("%s says event %d has hash %s; it has %s", c.what, c.Count, c.Hash, hash)}
+				if e != nil {
+					p.Seq, p.EventID = e.Seq, e.ID
+				}
+				add(p)
+			}
+		}
+	}
+	at(0, ChainGenesis, nil)
+	prev, prevSeq := ChainGenesis, int64(0)
+	err = a.Walk(ctx, func(e Event, derr error) error {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		v.Events++
+		var what string
+		switch {
+		case derr != nil:
+			what = fmt.Sprintf("the row does not decode (%v): a column holds a value the ledger never writes", derr)
+		case e.Hash == "" || e.PrevHash == "":
+			what = fmt.Sprintf("no chain fields (prev_hash %q, hash %q): the row was written past the ledger (INSERT OR REPLACE, or an INSERT outside Append)", e.PrevHash, e.Hash)
+		case e.PrevHash != prev && prevSeq == 0:
+			what = fmt.Sprintf("prev_hash is %s, want the genesis hash for the first event: events before it were removed", e.PrevHash)
+		case e.PrevHash != prev:
+			what = fmt.Sprintf("prev_hash is %s, but the event before it (seq %d) has hash %s: events between were removed, or one was replaced",
+				e.PrevHash, prevSeq, prev)
+		default:
+			if h := ChainHash(e.PrevHash, &e); h != e.Hash {
+				what = fmt.Sprintf("its columns hash to %s, but the stored hash is %s: the row was changed after it was written", h, e.Hash)
+			}
+		}
+		if what != "" {
+			if v.BrokenLinks == 0 {
+				add(Problem{Kind: ProblemLink, Seq: e.Seq, EventID: e.ID, Detail: what})
+			}
+			v.BrokenLinks++
+		}
+		prev, prevSeq = e.Hash, e.Seq
+		v.Head = e.Hash
+		at(v.Events, e.Hash, &e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range checks {
+		kind := ProblemTruncated
+		if c.kind == ProblemAnchor {
+			kind = ProblemAnchor
+		}
+		add(Problem{Kind: kind, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed", v.Events, c.what, c.Count)})
+	}
+	after, hasHead, err := a.RecordedHead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !hasHead:
+		add(Problem{Kind: ProblemHead, Detail: "the head record is gone"})
+	case after.Count < v.Events:
+		add(Problem{Kind: ProblemHead, Detail: fmt.Sprintf("%d events stored, but the head record counts %d: the last %d were written past Append",
+			v.Events, after.Count, v.Events-after.Count)})
+	case after.Count == v.Events && after.Hash != v.Head && !(hadHead && after == before): // else reported already
+		add(Problem{Kind: ProblemHead, Detail: fmt.Sprintf("the head record says the last event has hash %s; it has %s", after.Hash, v.Head)})
+	}
+	if hasHead {
+		v.Recorded = &after
+	}
+	rank := func(k ProblemKind) int { return slices.Index(ProblemKinds(), k) }
+	sort.SliceStable(v.Problems, func(i, j int) bool { return rank(v.Problems[i].Kind) < rank(v.Problems[j].Kind) })
+	return v, nil
+}

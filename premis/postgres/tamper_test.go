@@ -1,0 +1,452 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/ledgersql"
+	"github.com/lazaret/lazaret/premis/ledgertest"
+	"github.com/lazaret/lazaret/premis/postgres"
+)
+
+// seeded writes ledgertest.Seed into a fresh ledger in a schema of its own.
+func seeded(t *testing.T) (string, []*premis.Event) {
+	t.Helper()
+	dsn := testenv.Postgres(t)
+	l, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return dsn, ledgertest.Seed(t, l)
+}
+
+// connect is a connection of its own, as someone with the owner's access
+// to the database would use.
+func connect(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func attack(t *testing.T, dsn string, stmts ...string) {
+	t.Helper()
+	c := connect(t, dsn)
+	for _, s := range stmts {
+		if _, err := c.Exec(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// verifyDSN opens the ledger as lazaret ledger verify does (Open, and
+// OpenAudit when Open reports tampering) and verifies it; it returns the
+// error of Open.
+func verifyDSN(t *testing.T, dsn string, anchors ...premis.Head) (*premis.Verification, error) {
+	t.Helper()
+	ctx := context.Background()
+	l, openErr := postgres.Open(ctx, dsn)
+	if openErr != nil {
+		if !errors.Is(openErr, premis.ErrTampered) {
+			t.Fatalf("open: %v, want nil or premis.ErrTampered", openErr)
+		}
+		var err error
+		if l, err = postgres.OpenAudit(ctx, dsn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer l.Close()
+	return ledgertest.Verify(t, l, anchors...), openErr
+}
+
+// TestGuardsRefuse: with the guards in place, even the owner (here a
+// superuser) cannot change history, and session_replication_role does not
+// switch the guards off.
+func TestGuardsRefuse(t *testing.T) {
+	t.Parallel()
+	dsn, _ := seeded(t)
+	c := connect(t, dsn)
+	ctx := context.Background()
+	for _, stmt := range []string{
+		"UPDATE lazaret_events SET outcome = 'suc'",
+		"DELETE FROM lazaret_events",
+		"TRUNCATE lazaret_events",
+		"TRUNCATE lazaret_events, lazaret_ledger_head",
+		"UPDATE lazaret_ledger_head SET event_count = 0, last_hash = '" + premis.ChainGenesis + "'",
+		// Forward, but not to the last event. (A count moved forward to the
+		// last event passes the trigger; Verify shows it as truncation.)
+		"UPDATE lazaret_ledger_head SET event_count = event_count + 1, last_hash = '" + premis.ChainGenesis + "'",
+		"DELETE FROM lazaret_ledger_head",
+		"TRUNCATE lazaret_ledger_head",
+		"INSERT INTO lazaret_ledger_head VALUES (1, 0, '') ON CONFLICT (id) DO UPDATE SET event_count = 0",
+	} {
+		for _, replica := range []bool{false, true} {
+			tx, err := c.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if replica {
+				if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err = tx.Exec(ctx, stmt)
+			tx.Rollback(ctx)
+			if err == nil || !strings.Contains(err.Error(), "premis ledger") {
+				t.Errorf("%s (replica %v): err = %v, want a refusal by a guard", stmt, replica, err)
+			}
+		}
+	}
+	if v, err := verifyDSN(t, dsn); err != nil || !v.Intact() {
+		t.Fatalf("after the refusals: open %v, %s", err, v)
+	}
+}
+
+// TestVerifyDetectsForgery forges the ledger the ways the issue measured
+// and a few more; verify names each one. Guards an attacker puts back let
+// the ledger open, so the chain must show the forgery.
+func TestVerifyDetectsForgery(t *testing.T) {
+	t.Parallel()
+	restore := postgres.GuardSQL
+	type problem struct {
+		kind   premis.ProblemKind
+		seq    int64
+		detail []string
+	}
+	cases := []struct {
+		name     string
+		attack   []string
+		openErr  string // what Open's error names; "" = Open succeeds
+		want     []problem
+		anchored bool // verify with the head recorded before the attack as an anchor
+	}{
+		{name: "update with its trigger dropped",
+			attack:  []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "UPDATE lazaret_events SET type = 'ing', outcome = 'suc', destination = 'accept', class = '', code = '' WHERE seq = 2"},
+			openErr: "lazaret_events_no_change: missing",
+			want:    []problem{{premis.ProblemGuard, 0, []string{"lazaret_events_no_change: missing"}}, {premis.ProblemLink, 2, []string{"changed after it was written"}}}},
+		{name: "update, trigger put back",
+			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "UPDATE lazaret_events SET outcome = 'suc' WHERE seq = 2", restore("lazaret_events_no_change")},
+			want:   []problem{{premis.ProblemLink, 2, []string{"changed after it was written"}}}},
+		{name: "edited column, trigger put back",
+			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "UPDATE lazaret_events SET message = 'all fine' WHERE seq = 3", restore("lazaret_events_no_change")},
+			want:   []problem{{premis.ProblemLink, 3, []string{"changed after it was written"}}}},
+		{name: "edited time, trigger disabled",
+			attack:  []string{"ALTER TABLE lazaret_events DISABLE TRIGGER lazaret_events_no_change", "UPDATE lazaret_events SET datetime = datetime - interval '1 day' WHERE seq = 1"},
+			openErr: "lazaret_events_no_change: disabled",
+			want:    []problem{{premis.ProblemGuard, 0, []string{"disabled"}}, {premis.ProblemLink, 1, []string{"changed after it was written"}}}},
+		{name: "trigger no longer ENABLE ALWAYS",
+			attack:  []string{"ALTER TABLE lazaret_events ENABLE TRIGGER lazaret_events_no_truncate"},
+			openErr: "lazaret_events_no_truncate: not ENABLE ALWAYS",
+			want:    []problem{{premis.ProblemGuard, 0, []string{"lazaret_events_no_truncate: not ENABLE ALWAYS"}}}},
+		{name: "function replaced by one that lets everything through",
+			attack:  []string{"CREATE OR REPLACE FUNCTION lazaret_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN OLD; END $$"},
+			openErr: "lazaret_events_no_change: altered",
+			want:    []problem{{premis.ProblemGuard, 0, []string{"lazaret_events_no_change: altered"}}, {premis.ProblemGuard, 0, []string{"lazaret_events_no_truncate: altered"}}}},
+		{name: "truncate with its trigger dropped",
+			attack:  []string{"DROP TRIGGER lazaret_events_no_truncate ON lazaret_events", "TRUNCATE lazaret_events"},
+			openErr: "lazaret_events_no_truncate: missing",
+			want:    []problem{{premis.ProblemGuard, 0, []string{"lazaret_events_no_truncate: missing"}}, {premis.ProblemTruncated, 0, []string{"0 events stored", "counts 4"}}}},
+		{name: "truncate, trigger put back",
+			attack:  []string{"DROP TRIGGER lazaret_events_no_truncate ON lazaret_events", "TRUNCATE lazaret_events", restore("lazaret_events_no_truncate")},
+			openErr: "head record",
+			want:    []problem{{premis.ProblemTruncated, 0, []string{"0 events stored"}}}},
+		{name: "delete in the middle, trigger put back",
+			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "DELETE FROM lazaret_events WHERE seq = 2", restore("lazaret_events_no_change")},
+			want:   []problem{{premis.ProblemLink, 3, []string{"seq 1", "removed"}}}},
+		{name: "row inserted past Append",
+			attack:  []string{"INSERT INTO lazaret_events (id, key, type, datetime, outcome, object_id) VALUES (gen_random_uuid(), 'x', 'ing', now(), 'suc', 'm2')"},
+			openErr: "not the last stored event",
+			want:    []problem{{premis.ProblemLink, 5, []string{"no chain fields"}}, {premis.ProblemHead, 0, []string{"written past Append"}}}},
+		{name: "head dropped",
+			attack:  []string{"DROP TABLE lazaret_ledger_head"},
+			openErr: "no head record",
+			want:    []problem{{premis.ProblemGuard, 0, []string{"lazaret_ledger_head_forward: missing"}}, {premis.ProblemHead, 0, []string{"gone"}}}},
+		{name: "newest removed and the head moved back, triggers put back",
+			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "DROP TRIGGER lazaret_ledger_head_forward ON lazaret_ledger_head",
+				"DELETE FROM lazaret_events WHERE seq = 4",
+				"UPDATE lazaret_ledger_head SET event_count = 3, last_hash = (SELECT hash FROM lazaret_events WHERE seq = 3)",
+				restore("lazaret_events_no_change"), restore("lazaret_ledger_head_forward")},
+			// A consistent chain: only a head recorded elsewhere shows it.
+			anchored: true,
+			want:     []problem{{premis.ProblemAnchor, 0, []string{"3 events stored", "counts 4"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dsn, evs := seeded(t)
+			attack(t, dsn, tc.attack...)
+			var anchors []premis.Head
+			if tc.anchored {
+				anchors = append(anchors, premis.Head{Count: 4, Hash: evs[3].Hash})
+			}
+			v, openErr := verifyDSN(t, dsn, anchors...)
+			switch {
+			case tc.openErr == "" && openErr != nil:
+				t.Errorf("open: %v, want it to open", openErr)
+			case tc.openErr != "" && (openErr == nil || !strings.Contains(openErr.Error(), tc.openErr)):
+				t.Errorf("open: %v, want premis.ErrTampered naming %q", openErr, tc.openErr)
+			}
+			for _, p := range tc.want {
+				ledgertest.WantProblem(t, v, p.kind, p.seq, p.detail...)
+			}
+			if t.Failed() || testing.Verbose() {
+				t.Logf("open: %v\nverify: %s\n%s", openErr, v, ledgertest.Problems(v))
+			}
+		})
+	}
+}
+
+// TestOpenNeverRecreatesGuards: a missing trigger stays missing, and the
+// ledger stays shut, however often it is opened.
+func TestOpenNeverRecreatesGuards(t *testing.T) {
+	t.Parallel()
+	dsn, _ := seeded(t)
+	attack(t, dsn, "DROP TRIGGER lazaret_events_no_truncate ON lazaret_events")
+	for range 2 {
+		if _, err := postgres.Open(context.Background(), dsn); !errors.Is(err, premis.ErrTampered) || !strings.Contains(err.Error(), "lazaret_events_no_truncate") {
+			t.Fatalf("open: %v, want premis.ErrTampered naming lazaret_events_no_truncate", err)
+		}
+	}
+	var n int
+	if err := connect(t, dsn).QueryRow(context.Background(), `SELECT count(*) FROM pg_trigger WHERE tgname = 'lazaret_events_no_truncate'
+		AND tgrelid = to_regclass('lazaret_events')`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the dropped trigger is back (%d, %v)", n, err)
+	}
+}
+
+// TestMigratesLedgerWrittenBeforeTheChain: a ledger of the schema before
+// the chain (testdata/schema-v0.sql) gets the columns and its rows are
+// chained once, in seq order; reopening changes nothing.
+func TestMigratesLedgerWrittenBeforeTheChain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	old := writeV0(t, dsn, 1200) // more than a page of the migration
+	l, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := l.Events(ctx, premis.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != len(old) {
+		t.Fatalf("%d events after the migration, want %d", len(evs), len(old))
+	}
+	prev := premis.ChainGenesis
+	for i, e := range evs {
+		if e.ID != old[i].ID || e.PrevHash != prev || e.Hash != premis.ChainHash(prev, &e) {
+			t.Fatalf("event %d (%s): prev %s hash %s, not chained in seq order", i, e.ID, e.PrevHash, e.Hash)
+		}
+		prev = e.Hash
+	}
+	if v := ledgertest.Verify(t, l); !v.Intact() || v.Events != int64(len(old)) || v.Recorded.Count != int64(len(old)) {
+		t.Fatalf("migrated ledger: %s\n%s", v, ledgertest.Problems(v))
+	}
+	if _, err := l.Append(ctx, ledgertest.Event("after", premis.Validation, 1)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l, err = postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if v := ledgertest.Verify(t, l); !v.Intact() || v.Events != int64(len(old))+1 {
+		t.Fatalf("after reopen and an append: %s", v)
+	}
+	if err := postgres.Exec(ctx, l, "TRUNCATE lazaret_events"); err == nil || !strings.Contains(err.Error(), "append-only") {
+		t.Errorf("migrated ledger accepts TRUNCATE: %v", err)
+	}
+}
+
+// TestDoesNotMigrateAnUnguardedLedger: a ledger before the chain whose
+// trigger is gone is not chained (that would bless its history).
+func TestDoesNotMigrateAnUnguardedLedger(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Postgres(t)
+	writeV0(t, dsn, 2)
+	attack(t, dsn, "DROP TRIGGER lazaret_events_no_change ON lazaret_events")
+	if _, err := postgres.Open(context.Background(), dsn); !errors.Is(err, premis.ErrTampered) || !strings.Contains(err.Error(), "lazaret_events_no_change: missing") {
+		t.Fatalf("open: %v, want premis.ErrTampered naming lazaret_events_no_change", err)
+	}
+	var n int
+	if err := connect(t, dsn).QueryRow(context.Background(), `SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass('lazaret_events') AND attname = 'hash'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("hash column added (%d, %v)", n, err)
+	}
+}
+
+// writeV0 creates a ledger of the schema before the chain with n events,
+// written as that version's Append wrote them.
+func writeV0(t testing.TB, dsn string, n int) []*premis.Event {
+	t.Helper()
+	ctx := context.Background()
+	schema, err := os.ReadFile("testdata/schema-v0.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, string(schema)); err != nil {
+		t.Fatal(err)
+	}
+	var evs []*premis.Event
+	b := &pgx.Batch{}
+	for i := range n {
+		e := ledgertest.Event(fmt.Sprint("old-", i), premis.Validation, 1)
+		if err := premis.Prepare(e); err != nil {
+			t.Fatal(err)
+		}
+		b.Queue(v0Insert, v0Args(e)...)
+		evs = append(evs, e)
+	}
+	if err := c.SendBatch(ctx, b).Close(); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// v0Insert is the INSERT of the version before the chain.
+var v0Insert = func() string {
+	ph := make([]string, ledgersql.NumColumns)
+	for i := range ph {
+		ph[i] = fmt.Sprintf("$%d", i+1)
+	}
+	return "INSERT INTO lazaret_events (" + ledgersql.Columns + ") VALUES (" + strings.Join(ph, ",") + ") ON CONFLICT (key) DO NOTHING"
+}()
+
+func v0Args(e *premis.Event) []any {
+	return []any{e.ID, e.Key, string(e.Type), e.DateTime, e.Detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
+		e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, string(e.Destination), e.ObjectID, e.BatchID,
+		e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries, e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope}
+}
+
+// TestWriterRoleCannotRewriteHistory applies deploy/postgres/grants.sql to
+// roles the test creates (and drops): the writer appends and verifies; it
+// cannot change, remove, truncate or unguard anything.
+func TestWriterRoleCannotRewriteHistory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn, _ := seeded(t) // created by the owner (the test's superuser)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("search_path")
+	suffix := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().UnixNano())
+	writer, reader := "lazaret_test_writer_"+suffix, "lazaret_test_reader_"+suffix
+	admin := connect(t, dsn)
+	for _, r := range []string{writer, reader} {
+		if _, err := admin.Exec(ctx, "CREATE ROLE "+r+" NOLOGIN"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		for _, r := range []string{writer, reader} {
+			c.Exec(context.Background(), "DROP OWNED BY "+r)
+			c.Exec(context.Background(), "DROP ROLE "+r)
+		}
+	})
+	grants, err := os.ReadFile("../../deploy/postgres/grants.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sqlText []string
+	for _, line := range strings.Split(string(grants), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), `\`) { // psql's own commands
+			sqlText = append(sqlText, line)
+		}
+	}
+	stmt := strings.NewReplacer(`:"schema"`, pgx.Identifier{schema}.Sanitize(), `:"writer"`, pgx.Identifier{writer}.Sanitize(),
+		`:"reader"`, pgx.Identifier{reader}.Sanitize()).Replace(strings.Join(sqlText, "\n"))
+	if _, err := admin.Exec(ctx, stmt); err != nil {
+		t.Fatalf("grants.sql: %v", err)
+	}
+
+	// The role parameter is sent at connection start, like SET ROLE.
+	asWriter := dsn + "&role=" + writer
+	l, err := postgres.Open(ctx, asWriter)
+	if err != nil {
+		t.Fatalf("open as the writer: %v", err)
+	}
+	defer l.Close()
+	if _, err := l.Append(ctx, ledgertest.Event("by-writer", premis.Ingestion, 1), ledgertest.Event("m1", premis.Validation, 1)); err != nil {
+		t.Fatalf("append as the writer: %v", err)
+	}
+	for _, stmt := range []string{
+		"UPDATE lazaret_events SET outcome = 'suc'",
+		"DELETE FROM lazaret_events",
+		"TRUNCATE lazaret_events",
+		"DROP TRIGGER lazaret_events_no_change ON lazaret_events",
+		"ALTER TABLE lazaret_events DISABLE TRIGGER ALL",
+		"CREATE OR REPLACE FUNCTION lazaret_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN OLD; END $$",
+		"UPDATE lazaret_ledger_head SET event_count = 1",
+		"DELETE FROM lazaret_ledger_head",
+		"TRUNCATE lazaret_ledger_head",
+		"CREATE TABLE lazaret_events_copy (x int)",
+	} {
+		if err := postgres.Exec(ctx, l, stmt); err == nil {
+			t.Errorf("the writer may %s", stmt)
+		}
+	}
+	asReader, err := postgres.Open(ctx, dsn+"&role="+reader)
+	if err != nil {
+		t.Fatalf("open as the reader: %v", err)
+	}
+	defer asReader.Close()
+	if v := ledgertest.Verify(t, asReader); !v.Intact() || v.Events != 5 {
+		t.Fatalf("verify as the reader: %s\n%s", v, ledgertest.Problems(v))
+	}
+	if _, err := asReader.Append(ctx, ledgertest.Event("by-reader", premis.Ingestion, 1)); err == nil {
+		t.Error("the reader may append")
+	}
+}
+
+// TestMigratesOnceWhenOpenedByManyAtOnce: workers starting together on a
+// ledger written before the chain chain it once.
+func TestMigratesOnceWhenOpenedByManyAtOnce(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Postgres(t)
+	writeV0(t, dsn, 3)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			l, err := postgres.Open(context.Background(), dsn)
+			if err == nil {
+				l.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, openErr := verifyDSN(t, dsn)
+	if openErr != nil || !v.Intact() || v.Events != 3 || v.Recorded.Count != 3 {
+		t.Fatalf("open %v: %s\n%s", openErr, v, ledgertest.Problems(v))
+	}
+}

@@ -1,0 +1,115 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/ledgersql"
+	"github.com/lazaret/lazaret/premis/ledgertest"
+	"github.com/lazaret/lazaret/premis/sqlite"
+)
+
+// The cost of the chain: one event per transaction, as a worker appends,
+// on the ledger before the chain (v0: INSERT and commit) and on the chained
+// ledger (head read, hash, INSERT with the replace guard, head UPDATE and
+// its trigger), by one writer and by four at once. Compare appends/s
+// within one run.
+//
+//	go test -run '^$' -bench Append -benchtime 2000x ./premis/sqlite/
+
+func BenchmarkAppendV0(b *testing.B)              { benchAppend(b, 1, v0Appender(b)) }
+func BenchmarkAppendChained(b *testing.B)         { benchAppend(b, 1, chainedAppender(b)) }
+func BenchmarkAppendV0Writers4(b *testing.B)      { benchAppend(b, 4, v0Appender(b)) }
+func BenchmarkAppendChainedWriters4(b *testing.B) { benchAppend(b, 4, chainedAppender(b)) }
+
+type appendFunc func(ctx context.Context, e *premis.Event) error
+
+var benchSeq atomic.Int64
+
+// benchAppend appends b.N events from writers goroutines and reports
+// appends/s.
+func benchAppend(b *testing.B, writers int, appendOne appendFunc) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				e := ledgertest.Event(fmt.Sprint("bench-", benchSeq.Add(1)), premis.Validation, 1)
+				if err := appendOne(ctx, e); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+}
+
+func chainedAppender(b *testing.B) appendFunc {
+	l, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ledger.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return func(ctx context.Context, e *premis.Event) error {
+		_, err := l.Append(ctx, e)
+		return err
+	}
+}
+
+// v0Appender appends as the version before the chain did, with the same
+// connection settings: Prepare, then INSERT ... ON CONFLICT DO NOTHING in a
+// BEGIN IMMEDIATE transaction of its own.
+func v0Appender(b *testing.B) appendFunc {
+	path := filepath.Join(b.TempDir(), "ledger.db")
+	writeV0(b, path, 0)
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(ON)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	insert := "INSERT INTO events (" + ledgersql.Columns + ") VALUES (?" + strings.Repeat(",?", ledgersql.NumColumns-1) + ") ON CONFLICT (key) DO NOTHING"
+	return func(ctx context.Context, e *premis.Event) error {
+		if err := premis.Prepare(e); err != nil {
+			return err
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, insert, e.ID, e.Key, e.Type, e.DateTime.Format(time.RFC3339Nano), e.Detail, e.Outcome,
+			e.Note, e.Class, e.Code, e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, e.Destination,
+			e.ObjectID, e.BatchID, e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries,
+			e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+}

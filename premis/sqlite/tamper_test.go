@@ -1,0 +1,378 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/ledgersql"
+	"github.com/lazaret/lazaret/premis/ledgertest"
+	"github.com/lazaret/lazaret/premis/sqlite"
+)
+
+// seeded writes ledgertest.Seed into a fresh ledger file and closes it.
+func seeded(t *testing.T) (string, []*premis.Event) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return path, ledgertest.Seed(t, l)
+}
+
+// attack runs statements against the file with a connection of its own,
+// as someone with write access to the file would.
+func attack(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// verifyFile opens the ledger as lazaret ledger verify does (Open, and
+// OpenAudit when Open reports tampering) and verifies it; it returns the
+// error of Open.
+func verifyFile(t *testing.T, path string, anchors ...premis.Head) (*premis.Verification, error) {
+	t.Helper()
+	ctx := context.Background()
+	l, openErr := sqlite.Open(ctx, path)
+	if openErr != nil {
+		if !errors.Is(openErr, premis.ErrTampered) {
+			t.Fatalf("open: %v, want nil or premis.ErrTampered", openErr)
+		}
+		var err error
+		if l, err = sqlite.OpenAudit(ctx, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer l.Close()
+	return ledgertest.Verify(t, l, anchors...), openErr
+}
+
+// replaceSeq2 is the forgery of the issue: the fixity failure at seq 2
+// becomes an accepted ingestion, keeping its seq, id, key and chain fields.
+const replaceSeq2 = `INSERT OR REPLACE INTO events (seq, id, key, type, datetime, outcome, destination, object_id, prev_hash, hash)
+	SELECT seq, id, key, 'ing', datetime, 'suc', 'accept', object_id, prev_hash, hash FROM events WHERE seq = 2`
+
+func TestReplaceCannotOverwrite(t *testing.T) {
+	t.Parallel()
+	for _, stmt := range []string{
+		replaceSeq2,
+		// By key alone, by id with a new key, by seq with a new id and key.
+		`INSERT OR REPLACE INTO events (id, key, type, datetime, outcome, object_id) SELECT 'forged', key, 'ing', datetime, 'suc', object_id FROM events WHERE seq = 2`,
+		`INSERT OR REPLACE INTO events (id, key, type, datetime, outcome, object_id) SELECT id, 'forged', 'ing', datetime, 'suc', object_id FROM events WHERE seq = 2`,
+		`INSERT OR REPLACE INTO events (seq, id, key, type, datetime, outcome, object_id) SELECT seq, 'forged', 'forged', 'ing', datetime, 'suc', object_id FROM events WHERE seq = 2`,
+		`REPLACE INTO events (seq, id, key, type, datetime, outcome, object_id) SELECT seq, id, key, 'ing', datetime, 'suc', object_id FROM events WHERE seq = 2`,
+		`INSERT OR REPLACE INTO ledger_head (id, event_count, last_hash) VALUES (1, 0, '` + premis.ChainGenesis + `')`,
+	} {
+		path, evs := seeded(t)
+		db, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.Exec(stmt)
+		db.Close()
+		if err != nil && !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: %v", stmt, err)
+		}
+		v, openErr := verifyFile(t, path)
+		if openErr != nil || !v.Intact() || v.Events != 4 {
+			t.Errorf("%s\nchanged the ledger: open %v, %s\n%s", stmt, openErr, v, ledgertest.Problems(v))
+		}
+		l, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Event(context.Background(), evs[1].ID)
+		l.Close()
+		if err != nil || got.Type != premis.FixityCheck || got.Outcome != premis.Failure || got.Destination != premis.DeadLetter {
+			t.Errorf("%s\nseq 2 is now %s %s %s (%v), want fix fai dead-letter", stmt, got.Type, got.Outcome, got.Destination, err)
+		}
+	}
+}
+
+// TestVerifyDetectsForgery forges the ledger file the ways the issue
+// measured and a few more; verify names each one. Guards an attacker puts
+// back let the ledger open, so the chain must show the forgery.
+func TestVerifyDetectsForgery(t *testing.T) {
+	t.Parallel()
+	restore := func(names ...string) []string {
+		var s []string
+		for _, n := range names {
+			s = append(s, sqlite.GuardSQL(n))
+		}
+		return s
+	}
+	join := func(parts ...[]string) []string {
+		var s []string
+		for _, p := range parts {
+			s = append(s, p...)
+		}
+		return s
+	}
+	type problem struct {
+		kind   premis.ProblemKind
+		seq    int64
+		detail []string
+	}
+	cases := []struct {
+		name     string
+		attack   []string
+		openErr  string // what Open's error names; "" = Open succeeds
+		want     []problem
+		anchored bool // verify with the head recorded before the attack as an anchor
+	}{
+		{name: "replace with its guard dropped",
+			attack:  []string{"DROP TRIGGER events_no_replace", replaceSeq2},
+			openErr: "events_no_replace: missing",
+			want:    []problem{{premis.ProblemGuard, 0, []string{"events_no_replace: missing"}}, {premis.ProblemLink, 2, []string{"changed after it was written"}}}},
+		{name: "replace, guard put back",
+			attack: join([]string{"DROP TRIGGER events_no_replace", replaceSeq2}, restore("events_no_replace")),
+			want:   []problem{{premis.ProblemLink, 2, []string{"changed after it was written"}}}},
+		{name: "update with its trigger dropped",
+			attack:  []string{"DROP TRIGGER events_no_update", `UPDATE events SET type = 'ing', outcome = 'suc', destination = 'accept', class = '', code = '' WHERE seq = 2`},
+			openErr: "events_no_update: missing",
+			want:    []problem{{premis.ProblemGuard, 0, []string{"events_no_update"}}, {premis.ProblemLink, 2, []string{"changed after it was written"}}}},
+		{name: "update, trigger put back",
+			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET outcome = 'suc' WHERE seq = 2`}, restore("events_no_update")),
+			want:   []problem{{premis.ProblemLink, 2, []string{"changed after it was written"}}}},
+		{name: "edited column, trigger put back",
+			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET message = 'all fine' WHERE seq = 3`}, restore("events_no_update")),
+			want:   []problem{{premis.ProblemLink, 3, []string{"changed after it was written"}}}},
+		{name: "chain fields rewritten with the row",
+			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET outcome = 'suc', hash = prev_hash WHERE seq = 2`}, restore("events_no_update")),
+			want:   []problem{{premis.ProblemLink, 2, nil}}},
+		{name: "a value the ledger never writes",
+			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET attempt = 'two' WHERE seq = 1`}, restore("events_no_update")),
+			want:   []problem{{premis.ProblemLink, 1, []string{"does not decode", "attempt"}}}},
+		{name: "delete with the triggers dropped",
+			attack:  []string{"DROP TRIGGER events_no_delete", "DROP TRIGGER events_no_update", "DELETE FROM events WHERE seq >= 3"},
+			openErr: "events_no_delete: missing",
+			want:    []problem{{premis.ProblemGuard, 0, []string{"events_no_delete"}}, {premis.ProblemTruncated, 0, []string{"2 events stored", "counts 4"}}}},
+		{name: "delete everything, trigger put back",
+			attack:  join([]string{"DROP TRIGGER events_no_delete", "DELETE FROM events"}, restore("events_no_delete")),
+			openErr: "head record",
+			want:    []problem{{premis.ProblemTruncated, 0, []string{"0 events stored"}}}},
+		{name: "delete in the middle, trigger put back",
+			attack: join([]string{"DROP TRIGGER events_no_delete", "DELETE FROM events WHERE seq = 2"}, restore("events_no_delete")),
+			want:   []problem{{premis.ProblemLink, 3, []string{"seq 1", "removed"}}}},
+		{name: "delete the first, trigger put back",
+			attack: join([]string{"DROP TRIGGER events_no_delete", "DELETE FROM events WHERE seq = 1"}, restore("events_no_delete")),
+			want:   []problem{{premis.ProblemLink, 2, []string{"genesis"}}}},
+		{name: "row inserted past Append",
+			attack: []string{`INSERT INTO events (id, key, type, datetime, outcome, object_id) VALUES ('x', 'x', 'ing', '2026-01-01T00:00:00Z', 'suc', 'm2')`},
+			// The head is not the last event any more.
+			openErr: "not the last stored event",
+			want:    []problem{{premis.ProblemLink, 5, []string{"no chain fields"}}, {premis.ProblemHead, 0, []string{"written past Append"}}}},
+		{name: "trigger replaced by one that does nothing",
+			attack:  []string{"DROP TRIGGER events_no_update", "CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT 1; END"},
+			openErr: "events_no_update: altered",
+			want:    []problem{{premis.ProblemGuard, 0, []string{"events_no_update: altered"}}}},
+		{name: "head dropped",
+			attack:  []string{"DROP TABLE ledger_head"},
+			openErr: "no head record",
+			want:    []problem{{premis.ProblemGuard, 0, []string{"ledger_head_forward: missing"}}, {premis.ProblemHead, 0, []string{"gone"}}}},
+		{name: "newest removed and the head moved back, triggers put back",
+			attack: join([]string{"DROP TRIGGER events_no_delete", "DROP TRIGGER ledger_head_forward", "DELETE FROM events WHERE seq = 4",
+				"UPDATE ledger_head SET event_count = 3, last_hash = (SELECT hash FROM events WHERE seq = 3)"}, restore("events_no_delete", "ledger_head_forward")),
+			// A consistent chain: only a head recorded elsewhere shows it.
+			anchored: true,
+			want:     []problem{{premis.ProblemAnchor, 0, []string{"3 events stored", "counts 4"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path, evs := seeded(t)
+			attack(t, path, tc.attack...)
+			var anchors []premis.Head
+			if tc.anchored {
+				anchors = append(anchors, premis.Head{Count: 4, Hash: evs[3].Hash})
+			}
+			v, openErr := verifyFile(t, path, anchors...)
+			switch {
+			case tc.openErr == "" && openErr != nil:
+				t.Errorf("open: %v, want it to open", openErr)
+			case tc.openErr != "" && (openErr == nil || !strings.Contains(openErr.Error(), tc.openErr)):
+				t.Errorf("open: %v, want premis.ErrTampered naming %q", openErr, tc.openErr)
+			}
+			for _, p := range tc.want {
+				ledgertest.WantProblem(t, v, p.kind, p.seq, p.detail...)
+			}
+			if t.Failed() || testing.Verbose() {
+				t.Logf("open: %v\nverify: %s\n%s", openErr, v, ledgertest.Problems(v))
+			}
+		})
+	}
+}
+
+// TestOpenNeverRecreatesGuards: a missing trigger stays missing, and the
+// ledger stays shut, however often it is opened.
+func TestOpenNeverRecreatesGuards(t *testing.T) {
+	t.Parallel()
+	path, _ := seeded(t)
+	attack(t, path, "DROP TRIGGER events_no_delete")
+	for range 2 {
+		if _, err := sqlite.Open(context.Background(), path); !errors.Is(err, premis.ErrTampered) || !strings.Contains(err.Error(), "events_no_delete") {
+			t.Fatalf("open: %v, want premis.ErrTampered naming events_no_delete", err)
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'events_no_delete'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the dropped trigger is back (%d, %v)", n, err)
+	}
+}
+
+// TestMigratesLedgerWrittenBeforeTheChain: a ledger of the schema before
+// the chain (testdata/schema-v0.sql) gets the columns and its rows are
+// chained once, in seq order; reopening changes nothing.
+func TestMigratesLedgerWrittenBeforeTheChain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	old := writeV0(t, path, 3)
+	l, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := l.Events(ctx, premis.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != len(old) {
+		t.Fatalf("%d events after the migration, want %d", len(evs), len(old))
+	}
+	prev := premis.ChainGenesis
+	for i, e := range evs {
+		if e.ID != old[i].ID || e.PrevHash != prev || e.Hash != premis.ChainHash(prev, &e) {
+			t.Errorf("event %d (%s): prev %s hash %s, not chained in seq order", i, e.ID, e.PrevHash, e.Hash)
+		}
+		prev = e.Hash
+	}
+	if v := ledgertest.Verify(t, l); !v.Intact() || v.Events != 3 || v.Recorded.Count != 3 {
+		t.Fatalf("migrated ledger: %s\n%s", v, ledgertest.Problems(v))
+	}
+	if _, err := l.Append(ctx, ledgertest.Event("after", premis.Validation, 1)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l, err = sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	again, err := l.Events(ctx, premis.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != 4 || again[0].Hash != evs[0].Hash || again[2].Hash != evs[2].Hash || again[3].PrevHash != evs[2].Hash {
+		t.Fatalf("reopen changed the chain")
+	}
+	if v := ledgertest.Verify(t, l); !v.Intact() || v.Events != 4 {
+		t.Fatalf("after an append: %s", v)
+	}
+	if err := sqlite.Exec(ctx, l, "UPDATE events SET outcome = 'suc'"); err == nil || !strings.Contains(err.Error(), "append-only") {
+		t.Errorf("migrated ledger accepts UPDATE: %v", err)
+	}
+}
+
+// TestDoesNotMigrateAnUnguardedLedger: a ledger before the chain whose
+// triggers are gone is not chained (that would bless its history).
+func TestDoesNotMigrateAnUnguardedLedger(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	writeV0(t, path, 2)
+	attack(t, path, "DROP TRIGGER events_no_update")
+	if _, err := sqlite.Open(context.Background(), path); !errors.Is(err, premis.ErrTampered) || !strings.Contains(err.Error(), "events_no_update: missing") {
+		t.Fatalf("open: %v, want premis.ErrTampered naming events_no_update", err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('events') WHERE name = 'hash'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("hash column added (%d, %v)", n, err)
+	}
+}
+
+// writeV0 creates a ledger of the schema before the chain with n events,
+// written as that version's Append wrote them.
+func writeV0(t testing.TB, path string, n int) []*premis.Event {
+	t.Helper()
+	schema, err := os.ReadFile("testdata/schema-v0.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(string(schema)); err != nil {
+		t.Fatal(err)
+	}
+	insert := "INSERT INTO events (" + ledgersql.Columns + ") VALUES (?" + strings.Repeat(",?", ledgersql.NumColumns-1) + ")"
+	var evs []*premis.Event
+	for i := range n {
+		e := ledgertest.Event("old-"+string(rune('a'+i)), premis.Validation, 1)
+		if err := premis.Prepare(e); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(insert, e.ID, e.Key, e.Type, e.DateTime.Format(time.RFC3339Nano), e.Detail, e.Outcome,
+			e.Note, e.Class, e.Code, e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, e.Destination,
+			e.ObjectID, e.BatchID, e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries,
+			e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+// TestMigratesOnceWhenOpenedByManyAtOnce: workers starting together on a
+// ledger written before the chain chain it once.
+func TestMigratesOnceWhenOpenedByManyAtOnce(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	writeV0(t, path, 3)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			l, err := sqlite.Open(context.Background(), path)
+			if err == nil {
+				l.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, openErr := verifyFile(t, path)
+	if openErr != nil || !v.Intact() || v.Events != 3 || v.Recorded.Count != 3 {
+		t.Fatalf("open %v: %s\n%s", openErr, v, ledgertest.Problems(v))
+	}
+}
