@@ -212,3 +212,21 @@ func kinds(ks []premis.ProblemKind) []string {
 	}
 	return s
 }
+
+func TestPrintable(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"plain text":          "plain text",
+		"two\nlines\tand tab": "two\nlines\tand tab",
+		"nul\x00byte":         `nul\x00byte`,
+		"\x1b[2Jclear":        `\x1b[2Jclear`,
+		"bad \xff utf8":       "bad \uFFFD utf8",
+		"café":                "café",
+		"c1 \u0085 control":   `c1 \x85 control`,
+	}
+	for in, want := range cases {
+		if got := premis.Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

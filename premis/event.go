@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -120,11 +121,44 @@ func Prepare(events ...*Event) error {
 			e.DateTime = time.Now()
 		}
 		e.DateTime = e.DateTime.UTC().Truncate(time.Microsecond)
+		for _, f := range []*string{&e.Detail, &e.Note, &e.Message, &e.Code, &e.Tag, &e.Path, &e.Operator, &e.PUID} {
+			*f = Printable(*f)
+		}
 		if err := e.Validate(); err != nil {
 			return fmt.Errorf("invalid %s event for %s: %w", e.Type, e.ObjectID, err)
 		}
 	}
 	return nil
+}
+
+// Printable is s as the ledger stores free text that may hold bytes from a
+// file or a file name: valid UTF-8 (invalid bytes become U+FFFD), and every
+// control character but newline and tab written as \xNN, so that no NUL
+// reaches PostgreSQL and no terminal escape reaches an operator's screen.
+func Printable(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || c >= 0x80 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // Filter selects events. Zero fields match everything.
