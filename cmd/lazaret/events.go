@@ -32,9 +32,23 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *format != "premis-xml" {
 			return usageErr("events export: --format %q: want premis-xml", *format)
 		}
-		evs, err := queryEvents(ctx, &cfg, premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation})
+		l, err := cfg.openExistingLedger(ctx)
 		if err != nil {
 			return err
+		}
+		defer l.Close()
+		evs, err := l.Events(ctx, premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation})
+		if err != nil {
+			return err
+		}
+		// The chain head the export was taken at, so a preservation system
+		// can later check the ledger against it (lazaret ledger verify --anchor).
+		var head premis.Head
+		hasHead := false
+		if a, ok := l.(premis.Auditor); ok {
+			if head, hasHead, err = a.RecordedHead(ctx); err != nil {
+				return err
+			}
 		}
 		w := stdout
 		if *out != "" {
@@ -45,7 +59,13 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			defer f.Close()
 			w = f
 		}
-		if err := premis.WriteXML(w, evs, software); err != nil {
+		write := premis.WriteXML
+		if hasHead {
+			write = func(w io.Writer, evs []premis.Event, sw premis.Software) error {
+				return premis.WriteXMLWithHead(w, evs, sw, head)
+			}
+		}
+		if err := write(w, evs, software); err != nil {
 			return err
 		}
 		if *out != "" {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -161,6 +162,14 @@ func TestDemoAndExport(t *testing.T) {
 	b, _ := os.ReadFile(xmlPath)
 	if !strings.Contains(string(b), `code="tiff.ifd-outside-file"`) || strings.Contains(string(b), "master-good-single") {
 		t.Errorf("object export has the wrong content:\n%s", b)
+	}
+	// The export names the ledger's chain head; verify accepts it as an anchor.
+	head := regexp.MustCompile(`ledger chain head: (\d+) events, last hash ([0-9a-f]{64})`).FindStringSubmatch(string(b))
+	if head == nil {
+		t.Fatalf("the export carries no chain head:\n%s", b)
+	}
+	if out, _, code := runCmd(t, "ledger", "verify", "--ledger", ledger, "--anchor", head[1]+":"+head[2]); code != 0 || !strings.Contains(out, "chain intact") {
+		t.Errorf("verify against the exported head: exit %d %s", code, out)
 	}
 	if _, _, code := runCmd(t, "events", "export", "--ledger", ledger, "--format", "premis-xml", "--object", "no-such-object"); code == 0 {
 		t.Error("an export that matches nothing must fail")
