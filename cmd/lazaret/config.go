@@ -250,7 +250,9 @@ func (c *Config) connect(ctx context.Context) (asynq.RedisConnOpt, premis.Ledger
 	if err != nil {
 		return nil, nil, err
 	}
-	return opt, l, nil
+	// Concurrent handlers' appends share transactions (one fsync, one move
+	// of the chain head): see premis.GroupCommit. Close stops it.
+	return opt, premis.NewGroupCommit(l, 0), nil
 }
 
 func (c *Config) isPostgres() bool {

@@ -64,10 +64,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opt := asynq.RedisClientOpt{Addr: mr.Addr()}
 
 	cfg.Ledger = filepath.Join(*data, "ledger.db")
-	ledger, err := cfg.openLedger(ctx)
+	inner, err := cfg.openLedger(ctx)
 	if err != nil {
 		return err
 	}
+	ledger := premis.NewGroupCommit(inner, 0)
 	defer ledger.Close()
 
 	archive, err := fixtures.WriteArchiveBatch(filepath.Join(*data, "archive"))

@@ -27,6 +27,20 @@ func BenchmarkAppendChained(b *testing.B)         { benchAppend(b, 1, chainedApp
 func BenchmarkAppendV0Writers4(b *testing.B)      { benchAppend(b, 4, v0Appender(b)) }
 func BenchmarkAppendChainedWriters4(b *testing.B) { benchAppend(b, 4, chainedAppender(b)) }
 
+// Group commit: the same four (and sixteen) writers through one committer.
+func BenchmarkAppendGroupWriters4(b *testing.B)  { benchAppend(b, 4, groupAppender(b)) }
+func BenchmarkAppendGroupWriters16(b *testing.B) { benchAppend(b, 16, groupAppender(b)) }
+
+func groupAppender(b *testing.B) appendFunc {
+	inner := chainedLedger(b)
+	g := premis.NewGroupCommit(inner, 0)
+	b.Cleanup(g.Stop)
+	return func(ctx context.Context, e *premis.Event) error {
+		_, err := g.Append(ctx, e)
+		return err
+	}
+}
+
 type appendFunc func(ctx context.Context, e *premis.Event) error
 
 var benchSeq atomic.Int64
@@ -62,12 +76,17 @@ func benchAppend(b *testing.B, writers int, appendOne appendFunc) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 }
 
-func chainedAppender(b *testing.B) appendFunc {
+func chainedLedger(b *testing.B) premis.Ledger {
 	l, err := postgres.Open(context.Background(), testenv.Postgres(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { l.Close() })
+	return l
+}
+
+func chainedAppender(b *testing.B) appendFunc {
+	l := chainedLedger(b)
 	return func(ctx context.Context, e *premis.Event) error {
 		_, err := l.Append(ctx, e)
 		return err

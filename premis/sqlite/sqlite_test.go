@@ -24,6 +24,16 @@ func open(t *testing.T) premis.Ledger {
 
 func TestConformance(t *testing.T) { ledgertest.Run(t, open) }
 
+// TestConformanceGroupCommit: batching concurrent appends changes nothing
+// a caller can see.
+func TestConformanceGroupCommit(t *testing.T) {
+	ledgertest.Run(t, func(t *testing.T) premis.Ledger {
+		g := premis.NewGroupCommit(open(t), 0)
+		t.Cleanup(g.Stop)
+		return g
+	})
+}
+
 func TestAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")

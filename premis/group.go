@@ -1,0 +1,205 @@
+package premis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// GroupCommit is a Ledger whose appends from concurrent callers are written
+// together: one committer takes every append waiting when it is free (up to
+// MaxEvents events) and writes them in one transaction, one fsync, one
+// move of the chain head. A caller returns only once its events are
+// durable, with its own inserted flags; idempotency keys stay the conflict
+// guard. A lone caller waits for nobody: batches form only while a commit
+// is under way, which is exactly when callers would otherwise queue on the
+// ledger's write lock.
+//
+// If a combined commit fails, each caller's events are written again on
+// their own, so one bad append fails only its caller. A caller whose
+// context ends while it waits gets the context's error; its events may
+// still be committed (the outcome is unknown, and the caller reads the
+// ledger to learn it, as after any failed commit).
+type GroupCommit struct {
+	Ledger
+	maxEvents int
+
+	reqs    chan *groupAppend
+	stop    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+type groupAppend struct {
+	events []*Event
+	ins    []bool
+	err    error
+	done   chan struct{}
+}
+
+// ErrStopped: the group committer was stopped.
+var ErrStopped = errors.New("premis: group commit stopped")
+
+// NewGroupCommit starts a committer over l. maxEvents bounds one
+// transaction (0 means 512); an append larger than that is written alone.
+func NewGroupCommit(l Ledger, maxEvents int) *GroupCommit {
+	if maxEvents <= 0 {
+		maxEvents = 512
+	}
+	g := &GroupCommit{Ledger: l, maxEvents: maxEvents, reqs: make(chan *groupAppend, 1024),
+		stop: make(chan struct{}), stopped: make(chan struct{})}
+	go g.run()
+	return g
+}
+
+// Append implements Ledger.
+func (g *GroupCommit) Append(ctx context.Context, events ...*Event) ([]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	if len(events) == 0 || len(events) > g.maxEvents {
+		return g.Ledger.Append(ctx, events...)
+	}
+	// Invalid events fail here, for their caller alone.
+	if err := Prepare(events...); err != nil {
+		return nil, err
+	}
+	r := &groupAppend{events: events, done: make(chan struct{})}
+	select {
+	case g.reqs <- r:
+	case <-g.stop:
+		return nil, ErrStopped
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	select {
+	case <-r.done:
+		return r.ins, r.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+func (g *GroupCommit) run() {
+	defer close(g.stopped)
+	for {
+		var first *groupAppend
+		select {
+		case first = <-g.reqs:
+		case <-g.stop:
+			g.drain()
+			return
+		}
+		batch, n := []*groupAppend{first}, len(first.events)
+	more:
+		for n < g.maxEvents {
+			select {
+			case r := <-g.reqs:
+				batch = append(batch, r)
+				n += len(r.events)
+			default:
+				break more
+			}
+		}
+		g.commit(batch, n)
+	}
+}
+
+// drain fails what is still queued when the committer stops.
+func (g *GroupCommit) drain() {
+	for {
+		select {
+		case r := <-g.reqs:
+			r.err = ErrStopped
+			close(r.done)
+		default:
+			return
+		}
+	}
+}
+
+// commitTimeout bounds one combined commit; it belongs to no caller.
+const commitTimeout = time.Minute
+
+func (g *GroupCommit) commit(batch []*groupAppend, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	if len(batch) == 1 {
+		r := batch[0]
+		r.ins, r.err = g.Ledger.Append(ctx, r.events...)
+		close(r.done)
+		return
+	}
+	all := make([]*Event, 0, n)
+	for _, r := range batch {
+		all = append(all, r.events...)
+	}
+	ins, err := g.Ledger.Append(ctx, all...)
+	if err == nil && len(ins) != len(all) {
+		err = fmt.Errorf("premis: group commit: %d results for %d events", len(ins), len(all))
+	}
+	if err != nil {
+		// One caller's events may be what failed: write each on its own.
+		for _, r := range batch {
+			r.ins, r.err = g.Ledger.Append(ctx, r.events...)
+			close(r.done)
+		}
+		return
+	}
+	for _, r := range batch {
+		r.ins, ins = ins[:len(r.events)], ins[len(r.events):]
+		close(r.done)
+	}
+}
+
+// Stop ends the committer after the commit under way; appends still
+// waiting fail with ErrStopped. The ledger stays open.
+func (g *GroupCommit) Stop() {
+	g.once.Do(func() { close(g.stop) })
+	<-g.stopped
+}
+
+// Close stops the committer and closes the ledger.
+func (g *GroupCommit) Close() error {
+	g.Stop()
+	return g.Ledger.Close()
+}
+
+// Guards, RecordedHead and Walk make a GroupCommit an Auditor when its
+// ledger is one.
+
+// Guards implements Auditor.
+func (g *GroupCommit) Guards(ctx context.Context) error {
+	a, err := g.auditor()
+	if err != nil {
+		return err
+	}
+	return a.Guards(ctx)
+}
+
+// RecordedHead implements Auditor.
+func (g *GroupCommit) RecordedHead(ctx context.Context) (Head, bool, error) {
+	a, err := g.auditor()
+	if err != nil {
+		return Head{}, false, err
+	}
+	return a.RecordedHead(ctx)
+}
+
+// Walk implements Auditor.
+func (g *GroupCommit) Walk(ctx context.Context, fn func(e Event, err error) error) error {
+	a, err := g.auditor()
+	if err != nil {
+		return err
+	}
+	return a.Walk(ctx, fn)
+}
+
+func (g *GroupCommit) auditor() (Auditor, error) {
+	if a, ok := g.Ledger.(Auditor); ok {
+		return a, nil
+	}
+	return nil, fmt.Errorf("premis: %T cannot be audited", g.Ledger)
+}
