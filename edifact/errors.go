@@ -51,6 +51,9 @@ var (
 	ErrGroupsMixed     = errors.New("groups and messages outside groups are mixed")
 	ErrEmpty           = errors.New("no messages")
 	ErrTooManySegments = errors.New("more segments than the limit")
+	// ErrMessageTooLarge: the segments of one message, kept for the rules,
+	// would take more memory than Limits.MaxMessageBytes.
+	ErrMessageTooLarge = errors.New("message takes more memory than the limit")
 )
 
 // SyntaxError is a fault in an interchange. Offset is the 0-based byte offset
@@ -124,7 +127,7 @@ var causeNames = []struct {
 	{ErrMissingElement, "element-missing"}, {ErrOutsideMessage, "outside-message"},
 	{ErrAfterUNZ, "data-after-unz"}, {ErrReference, "reference-mismatch"}, {ErrCount, "count-mismatch"},
 	{ErrGroupsMixed, "groups-mixed"}, {ErrEmpty, "empty"},
-	{ErrTooManySegments, "too-many-segments"},
+	{ErrTooManySegments, "too-many-segments"}, {ErrMessageTooLarge, "message-too-large"},
 }
 
 // Name is a stable machine code for the error's cause, e.g.

@@ -91,6 +91,7 @@ type parser struct {
 	msg        Message
 	inMsg      bool
 	msgSegs    int
+	msgBytes   int64 // what the kept segments of msg take (Segment.retained)
 	inGroup    bool
 	groupRef   string
 	groupMsgs  int
@@ -374,7 +375,7 @@ func (p *parser) unh(s *Segment) error {
 		p.groupMsgs++
 	}
 	p.ic.Messages++
-	p.inMsg, p.msgSegs = true, 1
+	p.inMsg, p.msgSegs, p.msgBytes = true, 1, 0
 	m := &p.msg
 	*m = Message{Ref: s.Value(1, 1), Type: p.intern(s, 2, 1), Version: p.intern(s, 2, 2), Release: p.intern(s, 2, 3), Agency: p.intern(s, 2, 4),
 		Assoc: p.intern(s, 2, 5), Offset: s.Offset, Index: s.Index, Number: p.ic.Messages, Group: p.groupRef, Segments: m.Segments[:0]}
@@ -420,6 +421,11 @@ func (p *parser) keep(s *Segment) error {
 	if len(p.msg.Segments) >= p.lim.MaxMessageSegments {
 		return p.fail(s, CodeUnspecified, 0, 0, ErrTooManySegments, "message %s has more than %d segments", p.msg.Ref, p.lim.MaxMessageSegments)
 	}
+	n := s.retained()
+	if p.msgBytes+n > p.lim.MaxMessageBytes {
+		return p.fail(s, CodeUnspecified, 0, 0, ErrMessageTooLarge, "message %s would keep more than %d bytes with this segment", p.msg.Ref, p.lim.MaxMessageBytes)
+	}
+	p.msgBytes += n
 	p.msg.Segments = append(p.msg.Segments, s.Clone())
 	return nil
 }

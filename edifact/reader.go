@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unsafe"
 )
 
 // Delimiters are an interchange's service characters.
@@ -27,6 +28,10 @@ type Limits struct {
 	MaxComponents      int   // components in one segment, default 4096
 	MaxSegments        int64 // segments in one interchange, default 50 million
 	MaxMessageSegments int   // segments kept for one message, default 1 million
+	// MaxMessageBytes is the memory the segments kept for one message may
+	// take (Segment.retained: their bytes, spans and headers), default 128
+	// MiB. It is checked before each segment is kept.
+	MaxMessageBytes int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -41,6 +46,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxMessageSegments <= 0 {
 		l.MaxMessageSegments = 1_000_000
+	}
+	if l.MaxMessageBytes <= 0 {
+		l.MaxMessageBytes = 128 << 20
 	}
 	return l
 }
@@ -146,6 +154,13 @@ func (s *Segment) inputOffset(i int32) int64 {
 		}
 	}
 	return s.Offset + n
+}
+
+// retained is the memory a Clone of s keeps: its bytes, holes and spans,
+// and its header twice over (once in a message's slice of segments, once
+// more for the slack that slice grows by).
+func (s *Segment) retained() int64 {
+	return 2*int64(unsafe.Sizeof(Segment{})) + int64(len(s.raw)) + 4*int64(len(s.holes)) + int64(unsafe.Sizeof(span{}))*int64(len(s.spans))
 }
 
 // Clone returns a copy that stays valid.

@@ -170,6 +170,9 @@ func Locate(err error) Location {
 		l.Offset, l.Page = ptr64(policy.Offset), ptr(policy.Page)
 	case errors.As(err, &limit):
 		l.Offset, l.Page = ptr64(limit.Offset), ptr(limit.Page)
+		if limit.Tag != 0 {
+			l.Tag = validate.TagName(limit.Tag)
+		}
 	}
 	return l
 }

@@ -1,12 +1,9 @@
 package validate
 
 import (
-	"compress/zlib"
 	"errors"
 	"fmt"
 	"io"
-
-	"golang.org/x/image/tiff/lzw"
 )
 
 // blockIssue is a tolerated irregularity found while checking block data.
@@ -17,12 +14,24 @@ type blockIssue struct {
 
 // VerifyBlocks decompresses every strip or tile of p that uses a lossless
 // compression Lazaret can read (none, LZW, Deflate, PackBits) and checks that
-// it yields at least the bytes its rows need. It is the pixel-data check for
-// pages the image decoder cannot render (planar layouts, CMYK, 12-bit,
-// floating point) and the arbiter when the decoder stops at a missing LZW
-// end-of-information code. It reads one block at a time and keeps nothing.
-// ok is false when the compression is not one it reads.
+// it yields at least the bytes its rows need and no more than it may hold
+// (blockBound): a block that inflates further is refused with a *LimitError
+// after bound+1 bytes. It is the pixel-data check for pages the image
+// decoder cannot render (planar layouts, CMYK, 12-bit, floating point) or
+// that it could not decode within the memory budget, and the arbiter when
+// the decoder stops at a missing LZW end-of-information code. It reads one
+// block at a time and keeps nothing. ok is false when the compression is
+// not one it reads.
 func VerifyBlocks(r io.ReaderAt, p *Page) (ok bool, issues []blockIssue, err error) {
+	return verifyBlocks(r, p, false)
+}
+
+// verifyBlocks is VerifyBlocks; strict also refuses a block whose data goes
+// wrong after its rows are complete (a bad checksum, a truncated stream,
+// corrupt trailing codes), as the image decoder does: it stands in for the
+// decoder on pages too large to decode within the memory budget. An LZW
+// block without an end code is tolerated either way, as DecodePages does.
+func verifyBlocks(r io.ReaderAt, p *Page, strict bool) (ok bool, issues []blockIssue, err error) {
 	switch p.Compression {
 	case 1, 5, 8, 32946, 32773:
 	default:
@@ -31,62 +40,39 @@ func VerifyBlocks(r io.ReaderAt, p *Page) (ok bool, issues []blockIssue, err err
 	if p.Photometric == 6 {
 		return false, nil, nil // YCbCr subsampling changes the byte count; not checked here
 	}
-	perPlane := uint64(len(p.BlockOffsets))
-	planes := uint64(1)
-	if p.Planar == 2 {
-		planes = p.Samples
-		perPlane /= planes
+	if p.Compression == 1 {
+		return true, nil, nil // lengths were checked by the walk
 	}
+	in := newInflater(r)
 	noEOI := false
 	for i := range p.BlockOffsets {
-		off, n := int64(p.BlockOffsets[i]), int64(p.BlockCounts[i])
-		plane := uint64(i) / max(perPlane, 1)
-		var rowBits uint64
-		if p.Planar == 2 {
-			rowBits = p.BitsPerSample[min(plane, uint64(len(p.BitsPerSample)-1))]
-		} else {
-			for s := uint64(0); s < p.Samples; s++ {
-				rowBits += p.BitsPerSample[min(s, uint64(len(p.BitsPerSample)-1))]
-			}
-		}
-		var need uint64
-		if p.Tiled {
-			need = ceilDiv(p.TileWidth*rowBits, 8) * p.TileLength
-		} else {
-			row := uint64(i) % max(perPlane, 1) * p.RowsPerStrip
-			need = ceilDiv(p.Width*rowBits, 8) * min(p.RowsPerStrip, p.Height-min(row, p.Height))
-		}
-		src := io.NewSectionReader(r, off, n)
-		var dec io.Reader
-		switch p.Compression {
-		case 1:
-			continue // lengths were checked by the walk
-		case 5:
+		off := int64(p.BlockOffsets[i])
+		need, bound := blockNeed(p, i), blockBound(p, i)
+		if p.Compression == 5 {
 			var head [2]byte
-			if _, err := src.ReadAt(head[:], 0); err == nil && head[0] == 0 && head[1]&1 == 1 {
+			if _, err := r.ReadAt(head[:], off); err == nil && head[0] == 0 && head[1]&1 == 1 {
 				return true, []blockIssue{{"tiff.old-lzw", "old-style (LSB-first) LZW; data not decompressed", off}}, nil
 			}
-			dec = lzw.NewReader(src, lzw.MSB, 8)
-		case 8, 32946:
-			z, err := zlib.NewReader(src)
-			if err != nil {
-				return true, nil, blockErr(p, off, "tiff.undecodable", err)
-			}
-			dec = z
-		case 32773:
-			dec = &packBits{r: src}
 		}
-		got, err := io.Copy(io.Discard, io.LimitReader(dec, int64(need)))
-		if c, ok := dec.(io.Closer); ok {
-			c.Close()
+		got, _, err := in.count(p, i, bound+1)
+		if in.ioErr != nil {
+			return true, nil, in.ioErr
 		}
-		if uint64(got) >= need {
-			if errors.Is(err, io.ErrUnexpectedEOF) && p.Compression == 5 {
+		if got > bound {
+			return true, nil, inflateError(p, i, bound)
+		}
+		if got >= need {
+			switch {
+			case errors.Is(err, io.ErrUnexpectedEOF) && p.Compression == 5:
 				noEOI = true
+			case strict && errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, errZlibHeader):
+				return true, nil, &TIFFError{Page: p.Index + 1, Offset: off, Code: "tiff.truncated-data", Err: fmt.Errorf("%w: %w", ErrUndecodable, ErrTruncated)}
+			case strict && err != nil:
+				return true, nil, blockErr(p, off, "tiff.undecodable", err)
 			}
 			continue
 		}
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		if err != nil && (!errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errZlibHeader)) {
 			return true, nil, blockErr(p, off, "tiff.undecodable", err)
 		}
 		return true, nil, &TIFFError{Page: p.Index + 1, Offset: off, Code: "tiff.short-data",
@@ -117,9 +103,12 @@ func (d *packBits) Read(p []byte) (int, error) {
 	for n < len(p) {
 		switch {
 		case d.nrep > 0:
-			p[n] = d.rep
-			d.nrep--
-			n++
+			run := p[n:min(len(p), n+d.nrep)]
+			for i := range run {
+				run[i] = d.rep
+			}
+			d.nrep -= len(run)
+			n += len(run)
 		case len(d.lit) > 0:
 			c := copy(p[n:], d.lit)
 			d.lit = d.lit[c:]

@@ -33,10 +33,11 @@ type pageReader struct {
 	ioErr   error        // first read error that was not EOF: the storage, not the data
 }
 
-// band selects a run of whole strips of a page: the view then describes an
-// image of just those rows, so a huge page decodes a band at a time.
+// band selects a run of whole strips, or of whole rows of tiles, of a page:
+// the view then describes an image of just those rows, so a huge page
+// decodes a band at a time.
 type band struct {
-	first, n int    // strips
+	first, n int    // blocks: strips, or tiles (whole rows of them)
 	rows     uint64 // image rows they hold
 }
 
@@ -72,8 +73,8 @@ func newPageReader(r io.ReaderAt, info *TIFFInfo, p *Page, bd *band) (*pageReade
 	bo.PutUint16(pr.ifd[:2], uint16(kept))
 	pr.ifd = append(pr.ifd, 0, 0, 0, 0)
 	if bd != nil {
-		// Rewrite ImageLength, StripOffsets and StripByteCounts for the band;
-		// arrays go after the IFD copy, in the view's virtual tail.
+		// Rewrite ImageLength and the block offsets and byte counts for the
+		// band; arrays go after the IFD copy, in the view's virtual tail.
 		extraAt := uint32(pr.ifdAt) + uint32(len(pr.ifd))
 		var extra []byte
 		put := func(e []byte, count int, vals func(i int) uint64) {
@@ -93,9 +94,9 @@ func newPageReader(r io.ReaderAt, info *TIFFInfo, p *Page, bd *band) (*pageReade
 			switch bo.Uint16(e) {
 			case tagImageLength:
 				put(e, 1, func(int) uint64 { return bd.rows })
-			case tagStripOffsets:
+			case tagStripOffsets, tagTileOffsets:
 				put(e, bd.n, func(j int) uint64 { return p.BlockOffsets[bd.first+j] })
-			case tagStripByteCounts:
+			case tagStripByteCounts, tagTileByteCounts:
 				put(e, bd.n, func(j int) uint64 { return p.BlockCounts[bd.first+j] })
 			}
 		}
@@ -164,6 +165,12 @@ func (pr *pageReader) Read(p []byte) (int, error) {
 // DecodeOptions tune DecodePages.
 type DecodeOptions struct {
 	PixelBudget int64 // pixels per page that may be decoded
+	// MemoryBudget is the bytes the whole check may hold (0 means
+	// DefaultMemoryBudget); decoding gets what the walk left of it
+	// (TIFFInfo.Held). Every block is counted before it is decoded (see
+	// checkInflate); a page whose band does not fit is counted, not
+	// decoded.
+	MemoryBudget int64
 	// DecodeUncompressed runs the image decoder on uncompressed pages too.
 	// Off by default: for uncompressed data the structural walk has already
 	// proven every strip holds the bytes its rows need and every palette has
@@ -178,13 +185,21 @@ type DecodeOptions struct {
 // DecodePages checks the pixel data of every page: through
 // golang.org/x/image/tiff where it supports the encoding, after checking each
 // page's dimensions with DecodeConfig against the pixel budget (so a tiny
-// file claiming a huge image allocates nothing), and by decompressing and
-// counting the blocks where it does not. Pages that could not be checked
-// beyond their structure (BigTIFF, JPEG, YCbCr, unusual encodings) come back
-// as *UnsupportedError; corrupt data is a *TIFFError; a budget overrun a
+// file claiming a huge image allocates nothing) and counting every block's
+// decompressed size against what its rows hold (so a decompression bomb
+// stops at that bound), band by band within the memory budget; and by
+// decompressing and counting the blocks where the decoder cannot render the
+// page or its band would not fit. Pages that could not be checked beyond
+// their structure (BigTIFF, JPEG, YCbCr, unusual encodings) come back as
+// *UnsupportedError; corrupt data is a *TIFFError; a budget overrun a
 // *LimitError; a read error from r is returned unchanged.
 func DecodePages(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) (skipped []*UnsupportedError, err error) {
 	pixelBudget := opt.PixelBudget
+	memory := opt.MemoryBudget
+	if memory <= 0 {
+		memory = DefaultMemoryBudget
+	}
+	avail := max(memory-info.Held, 0)
 	cancelled := opt.Cancelled
 	if cancelled == nil {
 		cancelled = func() error { return nil }
@@ -212,11 +227,14 @@ func DecodePages(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) (skipped []*U
 			}
 			continue
 		}
-		u, err := decodePage(r, info, p, pixelBudget)
+		u, err := decodePage(r, info, p, pixelBudget, avail)
 		var te *TIFFError
 		if errors.As(err, &te) && te.Code == "tiff.truncated-data" && p.Compression == 5 {
 			// The decoder stops at a missing LZW end code; count the rows instead.
 			u, err = &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: "decoder stopped early"}, nil
+		}
+		if errors.Is(err, errOverBudget) {
+			err = countInstead(r, info, p, avail)
 		}
 		if err != nil {
 			return skipped, err
@@ -233,9 +251,23 @@ func DecodePages(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) (skipped []*U
 // verify runs VerifyBlocks on a page the decoder did not render and records
 // what was and was not checked.
 func verify(r io.ReaderAt, info *TIFFInfo, p *Page, reason string, skipped *[]*UnsupportedError) error {
-	ok, issues, err := VerifyBlocks(r, p)
+	ok, err := countBlocks(r, info, p, false)
 	if err != nil {
 		return err
+	}
+	if !ok {
+		*skipped = append(*skipped, &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: reason})
+	}
+	return nil
+}
+
+// countBlocks runs VerifyBlocks over p (strict: as strictly as the decoder,
+// see verifyBlocks) and records its warnings; ok is false when p's blocks
+// could not be counted.
+func countBlocks(r io.ReaderAt, info *TIFFInfo, p *Page, strict bool) (ok bool, err error) {
+	ok, issues, err := verifyBlocks(r, p, strict)
+	if err != nil {
+		return false, err
 	}
 	for _, is := range issues {
 		off, pg := is.offset, p.Index+1
@@ -244,10 +276,24 @@ func verify(r io.ReaderAt, info *TIFFInfo, p *Page, reason string, skipped *[]*U
 			ok = false
 		}
 	}
-	if !ok {
-		*skipped = append(*skipped, &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: reason})
+	return ok, nil
+}
+
+// errOverBudget: not even one band of the page fits the memory left.
+var errOverBudget = errors.New("band over memory budget")
+
+// countInstead checks a page that the decoder could render but not within
+// the memory budget by counting its blocks, which holds nothing: for the
+// lossless encodings that proves every block holds its rows. A page whose
+// blocks cannot be counted (CCITT) is refused with a *LimitError.
+func countInstead(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64) error {
+	ok, err := countBlocks(r, info, p, true)
+	if err != nil || ok {
+		return err
 	}
-	return nil
+	g := bandsOf(p)
+	return &LimitError{Page: p.Index + 1, Tag: blockTag(p), Offset: int64(p.BlockOffsets[0]), What: "memory",
+		Have: decodeCost(p, g, 1, largestBlock(p)), Limit: avail}
 }
 
 // unsupported names what x/image/tiff cannot decode in p, before trying:
@@ -316,10 +362,12 @@ func oldLZW(r io.ReaderAt, p *Page) bool {
 }
 
 // bandPixels is the most pixels decoded at once: a large page is decoded a
-// band of strips at a time, so memory follows the band, not the page.
+// band of strips or of rows of tiles at a time, so memory follows the band,
+// not the page (planBands may make the band smaller still, to fit the
+// memory budget).
 const bandPixels = 4 << 20
 
-func decodePage(r io.ReaderAt, info *TIFFInfo, p *Page, pixelBudget int64) (u *UnsupportedError, err error) {
+func decodePage(r io.ReaderAt, info *TIFFInfo, p *Page, pixelBudget, avail int64) (u *UnsupportedError, err error) {
 	pr, err := newPageReader(r, info, p, nil)
 	if err != nil {
 		return nil, err
@@ -336,13 +384,16 @@ func decodePage(r io.ReaderAt, info *TIFFInfo, p *Page, pixelBudget int64) (u *U
 		if px := int64(cfg.Width) * int64(cfg.Height); px > pixelBudget || px < 0 {
 			return nil, &LimitError{Page: p.Index + 1, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
 		}
-		err = decodeBands(r, info, p, &pr)
+		err = decodeBands(r, info, p, &pr, avail)
 	}
 	if err == nil {
 		return nil, nil
 	}
 	if pr.ioErr != nil {
 		return nil, pr.ioErr
+	}
+	if le := (*LimitError)(nil); errors.Is(err, errOverBudget) || errors.As(err, &le) {
+		return nil, err // ours, not the decoder's
 	}
 	var ue tiff.UnsupportedError
 	if errors.As(err, &ue) {
@@ -370,23 +421,48 @@ func decodePage(r io.ReaderAt, info *TIFFInfo, p *Page, pixelBudget int64) (u *U
 	return nil, &TIFFError{Page: p.Index + 1, Offset: pr.lastOff.Load(), Code: code, Err: cause}
 }
 
-// decodeBands decodes a page whole, or — for a strip page larger than
-// bandPixels — band by band. *cur is the view in use, for error positions.
-func decodeBands(r io.ReaderAt, info *TIFFInfo, p *Page, cur **pageReader) error {
-	strips := len(p.BlockOffsets)
-	perBand := strips
-	if px := p.Width * p.Height; !p.Tiled && p.Planar == 1 && px > bandPixels && p.RowsPerStrip > 0 {
-		perBand = max(1, int(bandPixels/(p.Width*p.RowsPerStrip)))
+// decodeBands decodes a page whole or, when it is larger than bandPixels
+// or the memory left (avail) would not hold it, band by band: runs of
+// strips, or of rows of tiles. Each band's blocks are counted first
+// (checkInflate), so the decoder never decompresses more than their rows
+// hold. *cur is the view in use, for error positions. When not even one
+// strip or row of tiles fits, it returns errOverBudget.
+func decodeBands(r io.ReaderAt, info *TIFFInfo, p *Page, cur **pageReader, avail int64) error {
+	g, ok := planBands(p, avail)
+	if !ok {
+		return errOverBudget
 	}
-	if perBand >= strips {
+	in := newInflater(r)
+	in.fast = true
+	counted := func(first, n int) error {
+		err := checkInflate(in, p, first, n)
+		if in.ioErr != nil {
+			(*cur).ioErr = in.ioErr // the storage failed, not the data
+		}
+		return err
+	}
+	if g.perBand >= g.units {
+		if err := counted(0, len(p.BlockOffsets)); err != nil {
+			return err
+		}
 		(*cur).pos = 0
 		_, err := tiff.Decode(*cur)
 		return err
 	}
-	for first := 0; first < strips; first += perBand {
-		n := min(perBand, strips-first)
-		rows := min(uint64(n)*p.RowsPerStrip, p.Height-uint64(first)*p.RowsPerStrip)
-		pr, err := newPageReader(r, info, p, &band{first: first, n: n, rows: rows})
+	for first := 0; first < g.units; first += g.perBand {
+		start, n := first, min(g.perBand, g.units-first)
+		rows := min(uint64(n)*g.rowsPerUnit, p.Height-uint64(start)*g.rowsPerUnit)
+		if p.Tiled && start > 0 && p.TileLength > 1024 && rows+16 < p.TileLength {
+			// x/image/tiff refuses a tile more than 16 rows taller than an
+			// image when it is over 1024 rows: start the last band a row of
+			// tiles early (planBands allowed for it).
+			start, n, rows = start-1, n+1, rows+p.TileLength
+		}
+		bd := &band{first: start * g.blocksPerUnit, n: n * g.blocksPerUnit, rows: rows}
+		if err := counted(bd.first, bd.n); err != nil {
+			return err
+		}
+		pr, err := newPageReader(r, info, p, bd)
 		if err != nil {
 			return err
 		}

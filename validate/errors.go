@@ -84,17 +84,44 @@ func (e *UnsupportedError) Error() string {
 }
 
 // LimitError: the input is larger than a configured budget. It is not corrupt;
-// an operator may raise the limit and replay.
+// an operator may raise the limit and replay. Page is 1-based, Offset the
+// 0-based byte of what was refused (an IFD, an IFD entry, a strip or tile),
+// Tag the tag whose values are over budget (0 when none applies).
 type LimitError struct {
 	Page   int
+	Tag    uint16
 	Offset int64
-	What   string // "pixels"
-	Have   int64
-	Limit  int64
+	// What is over budget, and the code's suffix ("limit.<What>"):
+	//   - "pixels": a page's width x height, against the pixel budget;
+	//   - "inflate": a strip or tile decompresses to more bytes than its
+	//     rows hold (Have is Limit+1: decompression stops there);
+	//   - "strip-array": the strip or tile offset and byte-count arrays of
+	//     the pages so far, against the memory budget;
+	//   - "memory": decoding a page would hold more than what the memory
+	//     budget leaves, and its blocks cannot be counted instead.
+	What  string
+	Have  int64
+	Limit int64
 }
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("tiff: page %d at byte %d: %d %s exceeds the budget of %d", e.Page, e.Offset, e.Have, e.What, e.Limit)
+	var b strings.Builder
+	fmt.Fprintf(&b, "tiff: page %d ", e.Page)
+	if e.Tag != 0 {
+		fmt.Fprintf(&b, "tag %s ", TagName(e.Tag))
+	}
+	fmt.Fprintf(&b, "at byte %d: ", e.Offset)
+	switch e.What {
+	case "inflate":
+		fmt.Fprintf(&b, "block decompresses to more than the %d bytes its rows hold", e.Limit)
+	case "strip-array":
+		fmt.Fprintf(&b, "strip and tile arrays need %d bytes, more than the memory budget leaves (%d)", e.Have, e.Limit)
+	case "memory":
+		fmt.Fprintf(&b, "decoding needs %d bytes, more than the memory budget leaves (%d)", e.Have, e.Limit)
+	default:
+		fmt.Fprintf(&b, "%d %s exceeds the budget of %d", e.Have, e.What, e.Limit)
+	}
+	return b.String()
 }
 
 // FixityError: the file's digest or size is not what the manifest promised.

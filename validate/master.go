@@ -38,7 +38,11 @@ func (e *StageError) Unwrap() error { return e.Err }
 type MasterPolicy struct {
 	Limits      Limits
 	PixelBudget int64 // pixels per page that may be decoded
-	Rules       MasterRules
+	// MemoryBudget is the bytes checking one master may hold: the strip and
+	// tile arrays of all its pages, then the decoder's buffers and bands.
+	// Over it, a master is refused with a *LimitError (see DecodePages).
+	MemoryBudget int64
+	Rules        MasterRules
 	// PrivateTags is "tolerate" (a warning) or "reject" (a policy failure)
 	// for tags Lazaret does not recognise.
 	PrivateTags string
@@ -54,11 +58,12 @@ type MasterPolicy struct {
 // tolerance, private tags tolerated, undecodable encodings warned about.
 func DefaultMasterPolicy() MasterPolicy {
 	return MasterPolicy{
-		Limits:      DefaultLimits,
-		PixelBudget: 100_000_000,
-		Rules:       MasterRules{MinDPI: 300, DPITolerance: 0.01},
-		PrivateTags: "tolerate",
-		Undecodable: "warn",
+		Limits:       DefaultLimits,
+		PixelBudget:  100_000_000,
+		MemoryBudget: DefaultMemoryBudget,
+		Rules:        MasterRules{MinDPI: 300, DPITolerance: 0.01},
+		PrivateTags:  "tolerate",
+		Undecodable:  "warn",
 	}
 }
 
@@ -67,6 +72,9 @@ func (p MasterPolicy) Validate() error {
 	var errs []error
 	if p.PixelBudget <= 0 {
 		errs = append(errs, errors.New("pixel budget must be positive"))
+	}
+	if p.MemoryBudget <= 0 {
+		errs = append(errs, errors.New("memory budget must be positive"))
 	}
 	if p.PrivateTags != "tolerate" && p.PrivateTags != "reject" {
 		errs = append(errs, fmt.Errorf("private tags policy %q: want tolerate or reject", p.PrivateTags))
@@ -216,7 +224,9 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 		}
 	}
 
-	info, err := WalkTIFF(r, size, pol.Limits)
+	lim := pol.Limits
+	lim.MemoryBudget = pol.MemoryBudget
+	info, err := WalkTIFF(r, size, lim)
 	rep.Info = info
 	if info != nil {
 		rep.Pages = len(info.Pages)
@@ -251,7 +261,7 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 			rep.ICC = icc
 		}
 	}
-	skipped, err := DecodePages(r, info, DecodeOptions{PixelBudget: pol.PixelBudget, DecodeUncompressed: pol.DecodeUncompressed,
+	skipped, err := DecodePages(r, info, DecodeOptions{PixelBudget: pol.PixelBudget, MemoryBudget: pol.MemoryBudget, DecodeUncompressed: pol.DecodeUncompressed,
 		Cancelled: func() error {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)

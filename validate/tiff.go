@@ -16,6 +16,10 @@ type TIFFInfo struct {
 	Size      int64
 	Pages     []Page
 	Warnings  []Warning
+	// Held is what the walk keeps in memory for Pages: blockCost a strip or
+	// tile and pageCost a page, in bytes. It is charged against
+	// Limits.MemoryBudget as the walk goes, and decoding gets what is left.
+	Held int64
 }
 
 // Page is one image file directory (IFD) in the main chain.
@@ -51,11 +55,16 @@ type Limits struct {
 	MaxEntries    int // entries in one IFD
 	MaxSamples    uint64
 	MaxBlocksPage int // strips or tiles in one page
+	// MemoryBudget is the bytes the walk may keep for the pages it returns,
+	// summed over pages (see TIFFInfo.Held); 0 means DefaultMemoryBudget.
+	// CheckMaster sets it to MasterPolicy.MemoryBudget, the budget of the
+	// whole check.
+	MemoryBudget int64
 }
 
 // DefaultLimits are generous for real masters and small enough to stop a
 // hostile file before it costs anything.
-var DefaultLimits = Limits{MaxPages: 65536, MaxEntries: 4096, MaxSamples: 64, MaxBlocksPage: 16 << 20}
+var DefaultLimits = Limits{MaxPages: 65536, MaxEntries: 4096, MaxSamples: 64, MaxBlocksPage: 16 << 20, MemoryBudget: DefaultMemoryBudget}
 
 type entry struct {
 	tag      uint16
@@ -81,9 +90,14 @@ type walker struct {
 // WalkTIFF checks the structure of a classic TIFF or BigTIFF: header, the IFD
 // chain (loops, page cap), every entry's type and count, required tags, and
 // that every strip or tile lies inside the file and is long enough for its
-// rows when uncompressed. It never allocates more than the file could hold.
-// Errors are *TIFFError, or an I/O error from r unchanged.
+// rows when uncompressed. It never allocates more than the file could hold,
+// and charges what it keeps to lim.MemoryBudget before it reads it. Errors
+// are *TIFFError, a *LimitError ("strip-array") when the pages' block
+// arrays would overrun the budget, or an I/O error from r unchanged.
 func WalkTIFF(r io.ReaderAt, size int64, lim Limits) (*TIFFInfo, error) {
+	if lim.MemoryBudget <= 0 {
+		lim.MemoryBudget = DefaultMemoryBudget
+	}
 	w := &walker{r: r, size: size, lim: lim, info: &TIFFInfo{Size: size}, page: -1}
 	info, err := w.walk()
 	if err != nil && w.ioErr != nil {
@@ -291,31 +305,51 @@ func (w *walker) ifd(off int64) (*Page, uint64, int64, error) {
 // uints reads an integer-valued entry (BYTE, SHORT, LONG, LONG8, IFD types),
 // with at most max values.
 func (w *walker) uints(e entry, max uint64) ([]uint64, error) {
+	if err := w.checkUints(e, max); err != nil {
+		return nil, err
+	}
+	return w.readUints(e, e.count)
+}
+
+// checkUints checks that e holds at most max unsigned integers.
+func (w *walker) checkUints(e entry, max uint64) error {
 	switch e.typ {
 	case typeByte, typeShort, typeLong, typeLong8, typeIFD, typeIFD8:
 	default:
-		return nil, w.fail(e.tag, e.at+2, "tiff.bad-type", ErrBadEntry, "type %d where an unsigned integer is required", e.typ)
+		return w.fail(e.tag, e.at+2, "tiff.bad-type", ErrBadEntry, "type %d where an unsigned integer is required", e.typ)
 	}
 	if e.count > max {
-		return nil, w.fail(e.tag, e.at+4, "tiff.bad-count", ErrBadEntry, "count %d, at most %d allowed", e.count, max)
+		return w.fail(e.tag, e.at+4, "tiff.bad-count", ErrBadEntry, "count %d, at most %d allowed", e.count, max)
 	}
-	raw := make([]byte, e.valueLen)
-	if err := w.read(raw, e.valueAt, e.tag, TagName(e.tag)); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// uintChunk is the most bytes of an entry's values read at once.
+const uintChunk = 64 << 10
+
+// readUints reads the first n values of an entry checkUints accepted, in
+// chunks: it allocates the n values and one chunk, nothing per value.
+func (w *walker) readUints(e entry, n uint64) ([]uint64, error) {
 	ts := typeSize[e.typ]
-	out := make([]uint64, e.count)
-	for i := range out {
-		b := raw[int64(i)*ts:]
-		switch ts {
-		case 1:
-			out[i] = uint64(b[0])
-		case 2:
-			out[i] = uint64(w.bo.Uint16(b))
-		case 4:
-			out[i] = uint64(w.bo.Uint32(b))
-		case 8:
-			out[i] = w.bo.Uint64(b)
+	out := make([]uint64, min(n, e.count))
+	raw := make([]byte, min(int64(len(out))*ts, uintChunk))
+	for done := 0; done < len(out); {
+		b := raw[:min(int64(len(out)-done)*ts, int64(len(raw)))]
+		if err := w.read(b, e.valueAt+int64(done)*ts, e.tag, TagName(e.tag)); err != nil {
+			return nil, err
+		}
+		for ; len(b) > 0; b = b[ts:] {
+			switch ts {
+			case 1:
+				out[done] = uint64(b[0])
+			case 2:
+				out[done] = uint64(w.bo.Uint16(b))
+			case 4:
+				out[done] = uint64(w.bo.Uint32(b))
+			case 8:
+				out[done] = w.bo.Uint64(b)
+			}
+			done++
 		}
 	}
 	return out, nil
@@ -575,14 +609,25 @@ func (w *walker) blocks(p *Page, entries map[uint16]entry) error {
 	if offE.count > want {
 		w.warn("tiff.extra-blocks", offE.at+4, "%d strips or tiles, the image needs %d; the rest are ignored", offE.count, want)
 	}
+	if err := w.checkUints(offE, uint64(w.lim.MaxBlocksPage)); err != nil {
+		return err
+	}
+	if err := w.checkUints(cntE, uint64(w.lim.MaxBlocksPage)); err != nil {
+		return err
+	}
+	// The arrays are charged before they are read: only the want blocks the
+	// image uses are kept, and what all pages keep must fit the budget.
+	if held := w.info.Held + int64(want)*blockCost + pageCost; held > w.lim.MemoryBudget {
+		return &LimitError{Page: w.page + 1, Tag: offE.tag, Offset: offE.at, What: "strip-array", Have: held, Limit: w.lim.MemoryBudget}
+	}
+	w.info.Held += int64(want)*blockCost + pageCost
 	var err error
-	if p.BlockOffsets, err = w.uints(offE, uint64(w.lim.MaxBlocksPage)); err != nil {
+	if p.BlockOffsets, err = w.readUints(offE, want); err != nil {
 		return err
 	}
-	if p.BlockCounts, err = w.uints(cntE, uint64(w.lim.MaxBlocksPage)); err != nil {
+	if p.BlockCounts, err = w.readUints(cntE, want); err != nil {
 		return err
 	}
-	p.BlockOffsets, p.BlockCounts = p.BlockOffsets[:want], p.BlockCounts[:want]
 	ts := typeSize[offE.typ]
 	uncompressed := p.Compression == 1
 	var rowBits uint64

@@ -37,6 +37,7 @@ type Config struct {
 	RoutingMax   time.Duration `json:"routing_max"`
 	DrainTimeout time.Duration `json:"drain_timeout"`
 	PixelBudget  int64         `json:"pixel_budget"`
+	MemoryBudget int64         `json:"memory_budget"`
 	MinDPI       float64       `json:"min_dpi"`
 	RequireICC   bool          `json:"require_icc"`
 	PrivateTags  string        `json:"private_tags"`
@@ -59,7 +60,7 @@ func defaultConfig() Config {
 		RedisURL: "redis://127.0.0.1:6379/0", Ledger: "lazaret-ledger.db", Concurrency: 2,
 		MaxRetry: p.MaxRetry, RetryBase: p.RetryBase, RetryMax: p.RetryMax, PoisonCap: p.PoisonCap,
 		RoutingTries: p.RoutingBudget, RoutingBase: p.RoutingBase, RoutingMax: p.RoutingMax, DrainTimeout: 30 * time.Second,
-		PixelBudget: m.PixelBudget, MinDPI: m.Rules.MinDPI, RequireICC: m.Rules.RequireICC,
+		PixelBudget: m.PixelBudget, MemoryBudget: m.MemoryBudget, MinDPI: m.Rules.MinDPI, RequireICC: m.Rules.RequireICC,
 		PrivateTags: m.PrivateTags, Undecodable: m.Undecodable, LogLevel: "info",
 		VGMFloor: validate.DefaultEDIRules().VGMFloorKg, VGMMax: validate.DefaultEDIRules().VGMMaxKg,
 	}
@@ -132,6 +133,7 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 			fs.DurationVar(&c.RoutingMax, "routing-max", c.RoutingMax, "largest routing backoff ceiling")
 		case "master":
 			fs.Int64Var(&c.PixelBudget, "pixel-budget", c.PixelBudget, "pixels per page that may be decoded")
+			fs.Int64Var(&c.MemoryBudget, "memory-budget", c.MemoryBudget, "bytes one master's decoding may hold (decoder buffers, strip and tile arrays)")
 			fs.Float64Var(&c.MinDPI, "min-dpi", c.MinDPI, "lowest resolution_dpi a manifest may declare")
 			fs.BoolVar(&c.RequireICC, "require-icc", c.RequireICC, "color_profile must match an embedded ICC profile")
 			fs.StringVar(&c.PrivateTags, "private-tags", c.PrivateTags, "unrecognised TIFF tags: tolerate or reject")
@@ -158,7 +160,7 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 	known := map[string]any{
 		"redis_url": &c.RedisURL, "ledger": &c.Ledger, "concurrency": &c.Concurrency, "max_retry": &c.MaxRetry,
-		"poison_cap": &c.PoisonCap, "routing_budget": &c.RoutingTries, "pixel_budget": &c.PixelBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
+		"poison_cap": &c.PoisonCap, "routing_budget": &c.RoutingTries, "pixel_budget": &c.PixelBudget, "memory_budget": &c.MemoryBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
 		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll,
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict,
 		"contrl_outbox": &c.Outbox, "ingest_roots": &c.IngestRoots,
@@ -226,7 +228,7 @@ func (c *Config) policy() ingest.Policy {
 
 func (c *Config) master() validate.MasterPolicy {
 	m := validate.DefaultMasterPolicy()
-	m.PixelBudget, m.PrivateTags, m.Undecodable = c.PixelBudget, c.PrivateTags, c.Undecodable
+	m.PixelBudget, m.MemoryBudget, m.PrivateTags, m.Undecodable = c.PixelBudget, c.MemoryBudget, c.PrivateTags, c.Undecodable
 	m.Rules.MinDPI, m.Rules.RequireICC = c.MinDPI, c.RequireICC
 	m.DecodeUncompressed = c.DecodeAll
 	return m

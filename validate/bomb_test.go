@@ -1,0 +1,261 @@
+package validate_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lazaret/lazaret/edifact"
+	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/validate"
+)
+
+// bombEnv names the files a child process checks (see TestMain), and
+// bombKindEnv says what they are: "tiff" (the default) or "edifact".
+const (
+	bombEnv     = "LAZARET_TEST_BOMB"
+	bombKindEnv = "LAZARET_TEST_BOMB_KIND"
+)
+
+// rssBound is what one bomb may cost a worker: the default memory budget.
+const rssBound = 256 << 20
+
+// TestMain lets this test binary double as the child process that
+// TestBombsStayInBudget measures: with LAZARET_TEST_BOMB set it checks the
+// files listed there (separated by the OS path list separator) at once, as
+// a worker with that much concurrency would, prints what it found and its
+// peak resident set (VmHWM) as JSON, and exits.
+func TestMain(m *testing.M) {
+	if paths := os.Getenv(bombEnv); paths != "" {
+		os.Exit(bombChild(os.Getenv(bombKindEnv), filepath.SplitList(paths)))
+	}
+	os.Exit(m.Run())
+}
+
+// bombOutcome is what CheckMaster said about one master in a child.
+type bombOutcome struct {
+	Err    string `json:"err,omitempty"`
+	What   string `json:"what,omitempty"` // *LimitError
+	Page   int    `json:"page,omitempty"`
+	Tag    uint16 `json:"tag,omitempty"`
+	Offset int64  `json:"offset"`
+	Code   string `json:"code,omitempty"` // *TIFFError, or *edifact.SyntaxError's Name
+}
+
+type bombReport struct {
+	Outcomes []bombOutcome `json:"outcomes"`
+	VmHWM    int64         `json:"vm_hwm"` // bytes
+	Seconds  float64       `json:"seconds"`
+}
+
+func bombChild(kind string, paths []string) int {
+	start := time.Now()
+	rep := bombReport{Outcomes: make([]bombOutcome, len(paths))}
+	var wg sync.WaitGroup
+	for i, path := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if kind == "edifact" {
+				_, _, err = validate.CheckInterchange(context.Background(), path, nil, validate.Builtin(), validate.DefaultEDIRules(), "")
+			} else {
+				_, err = validate.CheckMaster(context.Background(), path, nil, validate.DefaultMasterPolicy())
+			}
+			o := &rep.Outcomes[i]
+			var le *validate.LimitError
+			var te *validate.TIFFError
+			var se *edifact.SyntaxError
+			switch {
+			case errors.As(err, &le):
+				o.What, o.Page, o.Tag, o.Offset = le.What, le.Page, le.Tag, le.Offset
+			case errors.As(err, &te):
+				o.Code, o.Page, o.Tag, o.Offset = te.Code, te.Page, te.Tag, te.Offset
+			case errors.As(err, &se):
+				o.Code, o.Page, o.Offset = se.Name(), se.Segment, se.Offset
+			}
+			if err != nil {
+				o.Err = err.Error()
+			}
+		}()
+	}
+	wg.Wait()
+	rep.Seconds = time.Since(start).Seconds()
+	hwm, err := vmHWM()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	rep.VmHWM = hwm
+	if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+		return 2
+	}
+	return 0
+}
+
+// vmHWM reads this process's peak resident set size.
+func vmHWM() (int64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/self/status")
+}
+
+// checkInChild checks the masters in a fresh child process, so that its
+// peak resident set is theirs alone.
+func checkInChild(t *testing.T, kind string, paths ...string) bombReport {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), bombEnv+"="+strings.Join(paths, string(os.PathListSeparator)), bombKindEnv+"="+kind)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, stderr.Bytes())
+	}
+	var rep bombReport
+	if err := json.Unmarshal(out, &rep); err != nil || len(rep.Outcomes) != len(paths) {
+		t.Fatalf("child said %q: %v", out, err)
+	}
+	return rep
+}
+
+// TestBombsStayInBudget regenerates every memory bomb of tracker issue 8
+// and checks each in a child process: the refusal is the LimitError it must
+// be (What, page, tag, and the byte it names, inside the file) — or, for a
+// bomb a bounded check must accept, no error — and the child's peak
+// resident set stays under the default memory budget. Two bombs checked at
+// once, as a worker at concurrency 2 would, stay under it too.
+func TestBombsStayInBudget(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("peak RSS is read from /proc/self/status (Linux)")
+	}
+	dir := t.TempDir()
+	type written struct {
+		bomb   fixtures.Bomb
+		path   string
+		offset int64
+		size   int64
+	}
+	byName := map[string]written{}
+	var order []string
+	for _, bm := range fixtures.Bombs() {
+		path := filepath.Join(dir, bm.Name+".tif")
+		off, err := bm.WriteFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName[bm.Name] = written{bm, path, off, st.Size()}
+		order = append(order, bm.Name)
+	}
+	check := func(t *testing.T, w written, o bombOutcome) {
+		t.Helper()
+		if w.bomb.What == "" {
+			if o.Err != "" {
+				t.Errorf("%s: refused (%s); want it accepted: %s", w.bomb.Name, o.Err, w.bomb.Why)
+			}
+			return
+		}
+		if o.What != w.bomb.What || o.Page != w.bomb.Page || o.Tag != w.bomb.Tag || o.Offset != w.offset {
+			t.Errorf("%s: got %q (what %q page %d tag %d offset %d), want a LimitError %q on page %d, tag %d, at byte %d",
+				w.bomb.Name, o.Err, o.What, o.Page, o.Tag, o.Offset, w.bomb.What, w.bomb.Page, w.bomb.Tag, w.offset)
+		}
+		if o.Offset < 0 || o.Offset >= w.size {
+			t.Errorf("%s: offset %d outside the %d-byte file", w.bomb.Name, o.Offset, w.size)
+		}
+	}
+	bound := func(t *testing.T, name string, size int64, rep bombReport) {
+		t.Helper()
+		result := "accepted"
+		if e := rep.Outcomes[0].Err; e != "" {
+			result = e
+		}
+		t.Logf("%s: %d-byte file, peak RSS %.1f MiB in %.2fs: %s", name, size, float64(rep.VmHWM)/(1<<20), rep.Seconds, result)
+		if rep.VmHWM >= rssBound {
+			t.Errorf("%s: peak RSS %d bytes (%.0f MiB), want under %d MiB", name, rep.VmHWM, float64(rep.VmHWM)/(1<<20), rssBound>>20)
+		}
+	}
+	for _, name := range order {
+		w := byName[name]
+		t.Run(name, func(t *testing.T) {
+			rep := checkInChild(t, "tiff", w.path)
+			check(t, w, rep.Outcomes[0])
+			bound(t, name, w.size, rep)
+		})
+	}
+	t.Run("two-at-once", func(t *testing.T) {
+		a, b := byName["deflate-strip-rgb16"], byName["packbits-strip"]
+		rep := checkInChild(t, "tiff", a.path, b.path)
+		check(t, a, rep.Outcomes[0])
+		check(t, b, rep.Outcomes[1])
+		bound(t, "two-at-once", a.size+b.size, rep)
+	})
+}
+
+// TestInterchangeBombsStayInBudget is TestBombsStayInBudget for the
+// interchange bombs: each is refused where the reader's per-message budget
+// runs out (or accepted), with the peak resident set under the bound.
+func TestInterchangeBombsStayInBudget(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("peak RSS is read from /proc/self/status (Linux)")
+	}
+	dir := t.TempDir()
+	for _, bm := range fixtures.EDIBombs() {
+		t.Run(bm.Name, func(t *testing.T) {
+			if bm.Open != "" && os.Getenv("LAZARET_TEST_OPEN_BOMBS") == "" {
+				t.Skipf("not bounded yet: %s (LAZARET_TEST_OPEN_BOMBS=1 measures it)", bm.Open)
+			}
+			path := filepath.Join(dir, bm.Name+".edi")
+			if err := bm.WriteFile(path); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := checkInChild(t, "edifact", path)
+			o := rep.Outcomes[0]
+			result := "accepted"
+			if o.Err != "" {
+				result = o.Err
+			}
+			t.Logf("%s: %d-byte file, peak RSS %.1f MiB in %.2fs: %s", bm.Name, st.Size(), float64(rep.VmHWM)/(1<<20), rep.Seconds, result)
+			switch {
+			case bm.Refused == "" && o.Err != "":
+				t.Errorf("refused (%s); want it accepted: %s", o.Err, bm.Why)
+			case bm.Refused != "" && o.Code != bm.Refused:
+				t.Errorf("got %q (code %q), want %s", o.Err, o.Code, bm.Refused)
+			case bm.Refused != "" && (o.Offset <= 0 || o.Offset >= st.Size() || o.Page <= 0):
+				t.Errorf("segment %d at byte %d: want a position inside the %d-byte file", o.Page, o.Offset, st.Size())
+			}
+			if rep.VmHWM >= rssBound {
+				t.Errorf("peak RSS %d bytes (%.0f MiB), want under %d MiB", rep.VmHWM, float64(rep.VmHWM)/(1<<20), rssBound>>20)
+			}
+		})
+	}
+}
