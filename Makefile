@@ -39,11 +39,19 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZCOUNT) ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZCOUNT) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZCOUNT) ./edifact
+	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=20000x ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzReadICC$$' -fuzztime=20000x ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzRegistryFiles$$' -fuzztime=2000x ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeEnvelope$$' -fuzztime=20000x ./ingest
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZTIME) ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZTIME) ./edifact
+	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=$(FUZZTIME) ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzReadICC$$' -fuzztime=$(FUZZTIME) ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzRegistryFiles$$' -fuzztime=$(FUZZTIME) ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeEnvelope$$' -fuzztime=$(FUZZTIME) ./ingest
 
 soak:
 	LAZARET_SOAK_ITEMS=$(SOAKITEMS) $(GO) test -count=1 -run='^TestSoak$$' -v ./ingest

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -37,6 +38,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	stop, err := startWorkers(ctx, w, cfg.operator(w, client, insp, opt), opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, *reconcileEvery)
 	if err != nil {
 		return err
+	}
+	if os.Geteuid() == 0 {
+		log.Warn("running as root: a worker needs only read access to the ingest roots and write access to its ledger; see deploy/systemd")
 	}
 	log.Info("worker running", slog.String("redis", redactURL(cfg.RedisURL)), slog.String("ledger", cfg.Ledger),
 		slog.Int("concurrency", cfg.Concurrency), slog.String("version", version))
