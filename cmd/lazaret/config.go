@@ -145,7 +145,7 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 		return err
 	}
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return &exitError{code: 0}
 		}
@@ -155,6 +155,28 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 		return &exitError{code: 2, err: fmt.Errorf("configuration: %w", err)}
 	}
 	return nil
+}
+
+// parseInterspersed parses flags wherever they stand among the arguments
+// (lazaret dlq discard ID --reason R, submit MANIFEST --redis URL); "--"
+// ends the flags, and everything after it is an argument.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional, args = append(positional, rest[0]), rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, positional...))
 }
 
 func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
@@ -259,6 +281,18 @@ func (c *Config) connect(ctx context.Context) (asynq.RedisConnOpt, premis.Ledger
 
 func (c *Config) isPostgres() bool {
 	return strings.HasPrefix(c.Ledger, "postgres://") || strings.HasPrefix(c.Ledger, "postgresql://")
+}
+
+// connectExisting is connect for commands that read or act on what is
+// recorded: an SQLite ledger must exist (a mistyped --ledger, or none in
+// this folder, must not report an empty dead-letter queue).
+func (c *Config) connectExisting(ctx context.Context) (asynq.RedisConnOpt, premis.Ledger, error) {
+	if !c.isPostgres() {
+		if _, err := os.Stat(strings.TrimPrefix(c.Ledger, "sqlite://")); err != nil {
+			return nil, nil, usageErr("ledger %s: %v (say --ledger, or LAZARET_LEDGER, for the workers' ledger)", c.Ledger, err)
+		}
+	}
+	return c.connect(ctx)
 }
 
 // openLedger opens the ledger: a postgres:// URL, or an SQLite file path.

@@ -565,3 +565,27 @@ func TestServeRefusesAnOpenListenWithoutAToken(t *testing.T) {
 		t.Errorf("--monitoring-writable: exit %d %s", code, stderr)
 	}
 }
+
+// TestFlagsAnywhereAndNoFalseAllClear: flags after the argument work as
+// operators type them, and a listing without a ledger is an error, not an
+// empty dead-letter queue with exit 0.
+func TestFlagsAnywhereAndNoFalseAllClear(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-ledger.db")
+	_, stderr, code := runCmd(t, "dlq", "ls", "--ledger", missing)
+	if code != 2 || !strings.Contains(stderr, "no-such-ledger.db") {
+		t.Errorf("dlq ls on a missing ledger: exit %d %s", code, stderr)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Error("dlq ls created the ledger it was pointed at")
+	}
+	// The ID before --reason: parsed, then refused for the right reason.
+	_, stderr, code = runCmd(t, "dlq", "discard", "some-id", "--ledger", missing, "--reason", "r")
+	if code != 2 || strings.Contains(stderr, "want exactly one ID") || !strings.Contains(stderr, "no-such-ledger.db") {
+		t.Errorf("flags after the ID: exit %d %s", code, stderr)
+	}
+	// Everything after -- is an argument.
+	out, _, code := runCmd(t, "inspect", "--", "--json")
+	if code != 1 || !strings.HasPrefix(out, "FILE") || !strings.Contains(out, "--json ") {
+		t.Errorf("inspect -- --json: exit %d, want a table with the file --json:\n%s", code, out)
+	}
+}

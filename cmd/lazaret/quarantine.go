@@ -61,7 +61,7 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 	if err := cfg.bind(fs, args[1:], "redis", "ledger", "policy", "master", "edi", "roots"); err != nil {
 		return err
 	}
-	opt, ledger, err := cfg.connect(ctx)
+	opt, ledger, err := cfg.connectExisting(ctx)
 	if err != nil {
 		return err
 	}
@@ -290,7 +290,7 @@ func runReconcileBroker(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err := cfg.bind(fs, args, "redis", "ledger", "policy"); err != nil {
 		return err
 	}
-	opt, ledger, err := cfg.connect(ctx)
+	opt, ledger, err := cfg.connectExisting(ctx)
 	if err != nil {
 		return err
 	}
