@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -66,28 +65,25 @@ func latestOutcomes(evs []premis.Event) []premis.Event {
 	return out
 }
 
-// Failures lists the open failures matching f, oldest first.
+// failureDestinations are where an open failure is.
+var failureDestinations = []premis.Destination{premis.DeadLetter, premis.Quarantined, premis.AuditHold}
+
+// Failures lists the open failures matching f, oldest first. The ledger
+// answers in SQL (premis.Filter.Latest): the cost follows the failures
+// listed, not the history.
 func Failures(ctx context.Context, l premis.Ledger, f FailureFilter) ([]Failure, error) {
-	evs, err := l.Events(ctx, premis.Filter{BatchID: f.BatchID, Kind: f.Kind})
+	q := premis.Filter{BatchID: f.BatchID, Kind: f.Kind, Class: f.Class, Code: f.Code, Since: f.Since, Until: f.Until,
+		Limit: f.Limit, Latest: true, Destinations: failureDestinations}
+	if f.Destination != "" {
+		q.Destinations = []premis.Destination{f.Destination}
+	}
+	evs, err := l.Events(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	var out []Failure
-	for _, e := range latestOutcomes(evs) {
-		switch e.Destination {
-		case premis.DeadLetter, premis.Quarantined, premis.AuditHold:
-		default:
-			continue
-		}
-		if (f.Class != "" && e.Class != f.Class) || (f.Code != "" && e.Code != f.Code) || (f.Destination != "" && e.Destination != f.Destination) ||
-			(!f.Since.IsZero() && e.DateTime.Before(f.Since)) || (!f.Until.IsZero() && !e.DateTime.Before(f.Until)) {
-			continue
-		}
+	out := make([]Failure, 0, len(evs))
+	for _, e := range evs {
 		out = append(out, Failure{e})
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].DateTime.Before(out[j].DateTime) })
-	if f.Limit > 0 && len(out) > f.Limit {
-		out = out[:f.Limit]
 	}
 	return out, nil
 }
@@ -588,11 +584,10 @@ type ItemStatus struct {
 // BatchStatus is every item's latest outcome in a batch, from the ledger:
 // submitted items that no worker has settled show as submitted.
 func BatchStatus(ctx context.Context, l premis.Ledger, batchID string) ([]ItemStatus, error) {
-	evs, err := l.Events(ctx, premis.Filter{BatchID: batchID})
+	latest, err := l.Events(ctx, premis.Filter{BatchID: batchID, Latest: true})
 	if err != nil {
 		return nil, err
 	}
-	latest := latestOutcomes(evs)
 	out := make([]ItemStatus, 0, len(latest))
 	for _, e := range latest {
 		out = append(out, ItemStatus{ObjectID: e.ObjectID, Kind: e.Kind, Destination: e.Destination, Class: e.Class, Code: e.Code,

@@ -63,11 +63,11 @@ func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*Reconcile
 	if err := o.reconcileArchived(ctx, rep); err != nil {
 		return rep, err
 	}
-	evs, err := o.Ledger.Events(ctx, premis.Filter{})
+	latest, err := o.Ledger.Events(ctx, premis.Filter{Latest: true})
 	if err != nil {
 		return rep, err
 	}
-	for _, e := range latestOutcomes(evs) {
+	for _, e := range latest {
 		if err := ctx.Err(); err != nil {
 			return rep, context.Cause(ctx)
 		}

@@ -100,12 +100,12 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 		return nil, errors.Join(errs...)
 	}
 	res := &SubmitResult{BatchID: m.BatchID, DryRun: opt.DryRun, Enqueued: []string{}, Duplicates: []string{}, Skipped: []SkipReason{}}
-	history, err := l.Events(ctx, premis.Filter{BatchID: m.BatchID})
+	settled, err := l.Events(ctx, premis.Filter{BatchID: m.BatchID, Latest: true})
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	latest := map[string]premis.Event{}
-	for _, e := range latestOutcomes(history) {
+	for _, e := range settled {
 		latest[e.CorrelationID] = e
 	}
 	var todo []*Envelope

@@ -174,8 +174,15 @@ type Filter struct {
 	Outcome       Outcome
 	Class         Class
 	Destination   Destination
-	Since, Until  time.Time
-	Limit         int // 0 = no limit
+	// Destinations, when set, matches any of them.
+	Destinations []Destination
+	// Latest keeps only events that say where their item is now: an event
+	// with a destination and no later event of the same item (correlation
+	// id) with one. The ledger answers it in SQL, so a listing of open
+	// failures reads the failures, not the history.
+	Latest       bool
+	Since, Until time.Time
+	Limit        int // 0 = no limit
 }
 
 // Ledger stores PREMIS events durably and append-only.

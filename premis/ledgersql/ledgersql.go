@@ -60,6 +60,17 @@ func Query(table string, f premis.Filter, placeholder func(n int) string, timeAr
 	if !f.Until.IsZero() {
 		where = append(where, "datetime < "+arg(timeArg(f.Until.UTC())))
 	}
+	if len(f.Destinations) > 0 {
+		ph := make([]string, len(f.Destinations))
+		for i, d := range f.Destinations {
+			ph[i] = arg(string(d))
+		}
+		where = append(where, "destination IN ("+strings.Join(ph, ", ")+")")
+	}
+	if f.Latest {
+		where = append(where, "destination <> ''", "NOT EXISTS (SELECT 1 FROM "+table+" later WHERE later.correlation_id = "+table+
+			".correlation_id AND later.seq > "+table+".seq AND later.destination <> '')")
+	}
 	if len(f.Types) > 0 {
 		ph := make([]string, len(f.Types))
 		for i, t := range f.Types {

@@ -113,6 +113,11 @@ func Run(t *testing.T, open Open) {
 			{"code", premis.Filter{Code: "tiff.ifd-loop"}, []string{a.ID}},
 			{"limit", premis.Filter{Limit: 2}, []string{a.ID, b.ID}},
 			{"since", premis.Filter{Since: time.Now().Add(time.Hour)}, nil},
+			{"destinations", premis.Filter{Destinations: []premis.Destination{premis.Quarantined, premis.Accepted}}, []string{b.ID, c.ID}},
+			// a's dead letter was superseded by its ingestion at attempt 2.
+			{"latest", premis.Filter{Latest: true}, []string{b.ID, c.ID}},
+			{"open failures", premis.Filter{Latest: true, Destinations: []premis.Destination{premis.DeadLetter, premis.Quarantined, premis.AuditHold}}, []string{b.ID}},
+			{"latest of one object", premis.Filter{Latest: true, ObjectID: "a"}, []string{c.ID}},
 		}
 		for _, tc := range cases {
 			evs, err := l.Events(ctx, tc.f)
