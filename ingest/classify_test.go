@@ -237,3 +237,15 @@ func TestMessageObjectIDEscapesWhatATerminalWouldRun(t *testing.T) {
 		}
 	}
 }
+
+func TestInterchangeOverItsMemoryBudgetIsQuarantined(t *testing.T) {
+	t.Parallel()
+	err := &validate.StageError{Stage: validate.StageOpen, Err: &validate.RuleError{Tier: validate.TierSemantic, Code: "limit.interchange-memory", Offset: 7143739, Segment: 1, Tag: "UNH"}}
+	d := DefaultPolicy().Decide(err, 1, 0)
+	if d.Class != premis.Semantic || d.Code != "limit.interchange-memory" || d.Destination != premis.Quarantined {
+		t.Errorf("Decide = %+v", d)
+	}
+	if l := Locate(err); l.Offset == nil || *l.Offset != 7143739 || l.Tag != "UNH" {
+		t.Errorf("Locate = %+v", l)
+	}
+}

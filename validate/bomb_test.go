@@ -78,6 +78,7 @@ func bombChild(kind string, paths []string) int {
 			var le *validate.LimitError
 			var te *validate.TIFFError
 			var se *edifact.SyntaxError
+			var re *validate.RuleError
 			switch {
 			case errors.As(err, &le):
 				o.What, o.Page, o.Tag, o.Offset = le.What, le.Page, le.Tag, le.Offset
@@ -85,6 +86,8 @@ func bombChild(kind string, paths []string) int {
 				o.Code, o.Page, o.Tag, o.Offset = te.Code, te.Page, te.Tag, te.Offset
 			case errors.As(err, &se):
 				o.Code, o.Page, o.Offset = se.Name(), se.Segment, se.Offset
+			case errors.As(err, &re):
+				o.Code, o.Page, o.Offset = re.Code, re.Segment, re.Offset
 			}
 			if err != nil {
 				o.Err = err.Error()

@@ -67,6 +67,10 @@ type EDIRules struct {
 	// RequiredParties lists the NAD party qualifiers (code list 3035) a
 	// message type must carry.
 	RequiredParties map[string][]string
+	// MaxRetainedBytes bounds what is kept of an interchange's messages
+	// until its envelope's verdict is known; 0 means
+	// DefaultMaxRetainedBytes.
+	MaxRetainedBytes int64
 }
 
 // DefaultEDIRules: VGM 1500..40000 kg for unknown sizes, charset warnings,

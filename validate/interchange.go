@@ -87,17 +87,37 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 	counted := &countingReader{r: io.LimitReader(f, size)}
 	tee := &ctxReader{ctx: ctx, r: io.TeeReader(counted, h)}
 	var structural error
+	budget := rules.MaxRetainedBytes
+	if budget <= 0 {
+		budget = DefaultMaxRetainedBytes
+	}
+	var retained int64
 	ic, perr := edifact.Parse(tee, edifact.Limits{}, func(m *edifact.Message) error {
-		res.Seen = append(res.Seen, edifact.Message{Ref: m.Ref, Type: m.Type, Version: m.Version, Release: m.Release, Agency: m.Agency, Offset: m.Offset, Number: m.Number})
+		// What is kept of every message until the envelope's verdict is
+		// known: copies, so that no kept string pins a message's bytes.
+		ref, typ := strings.Clone(m.Ref), strings.Clone(m.Type)
+		res.Seen = append(res.Seen, edifact.Message{Ref: ref, Type: typ, Version: strings.Clone(m.Version), Release: strings.Clone(m.Release),
+			Agency: strings.Clone(m.Agency), Offset: m.Offset, Number: m.Number})
+		retained += seenCost + int64(len(m.Ref)+len(m.Type)+len(m.Version)+len(m.Release)+len(m.Agency))
 		if only != "" && m.Ref != only {
-			return nil
+			return retainedCheck(retained, budget, m)
 		}
 		warns, err := CheckMessage(m, regs, rules)
 		var re *RuleError
 		if errors.As(err, &re) && re.Tier == TierStructural && structural == nil {
 			structural = err
 		}
-		res.Messages = append(res.Messages, MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset, Warnings: warns, Err: err})
+		res.Messages = append(res.Messages, MessageResult{Ref: ref, Type: typ, Number: m.Number, Offset: m.Offset, Warnings: warns, Err: err})
+		retained += resultCost
+		for _, w := range warns {
+			retained += warningCost + int64(len(w.Code)+len(w.Message))
+		}
+		if err != nil {
+			retained += errorCost
+		}
+		if err := retainedCheck(retained, budget, m); err != nil {
+			return err
+		}
 		return nil
 	})
 	res.Interchange = ic
@@ -142,6 +162,32 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 		rep.Warnings = append(rep.Warnings, m.Warnings...)
 	}
 	return rep, res, nil
+}
+
+// DefaultMaxRetainedBytes is what CheckInterchange may keep of all the
+// messages of one interchange (their headers and verdicts, until the
+// envelope's verdict is known) when EDIRules.MaxRetainedBytes is 0: about
+// 250,000 messages.
+const DefaultMaxRetainedBytes = 128 << 20
+
+// What one message costs while it is kept: the struct twice (a growing
+// slice holds up to twice what it uses), and an error's chain.
+const (
+	seenCost    = 2 * 168
+	resultCost  = 2 * 88
+	warningCost = 2 * 48
+	errorCost   = 512
+)
+
+// retainedCheck refuses an interchange whose kept messages are over
+// budget: semantic (quarantined; an operator may raise the budget and
+// replay), at the UNH of the message that crossed it.
+func retainedCheck(retained, budget int64, m *edifact.Message) error {
+	if retained <= budget {
+		return nil
+	}
+	return &RuleError{Tier: TierSemantic, Code: "limit.interchange-memory", Message: m.Ref, Segment: 1, Tag: "UNH", Offset: m.Offset,
+		Reason: fmt.Sprintf("message %d: the verdicts kept for the messages so far pass the budget of %d bytes (edi max_retained_bytes)", m.Number, budget)}
 }
 
 // countingReader counts the bytes read through it.

@@ -48,6 +48,7 @@ type Config struct {
 	VGMFloor     float64       `json:"vgm_floor_kg"`
 	VGMMax       float64       `json:"vgm_max_kg"`
 	Strict       bool          `json:"strict_charset"`
+	EDIRetained  int64         `json:"interchange_budget"`
 	Outbox       string        `json:"contrl_outbox"`
 	IngestRoots  []string      `json:"ingest_roots"`
 	LogLevel     string        `json:"log_level"`
@@ -122,6 +123,7 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 			fs.Float64Var(&c.VGMFloor, "vgm-floor", c.VGMFloor, "lowest plausible VGM in kg when the container size is unknown")
 			fs.Float64Var(&c.VGMMax, "vgm-max", c.VGMMax, "highest plausible VGM in kg when the container size is unknown")
 			fs.BoolVar(&c.Strict, "strict-charset", c.Strict, "quarantine messages with characters outside the declared syntax identifier")
+			fs.Int64Var(&c.EDIRetained, "interchange-budget", c.EDIRetained, "bytes the verdicts of one interchange's messages may hold until its envelope is checked")
 			fs.StringVar(&c.Outbox, "contrl-outbox", c.Outbox, "folder for CONTRL reports of rejected interchanges")
 		case "policy":
 			fs.IntVar(&c.MaxRetry, "max-retry", c.MaxRetry, "retries for transient failures")
@@ -184,7 +186,7 @@ func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 		"redis_url": &c.RedisURL, "ledger": &c.Ledger, "concurrency": &c.Concurrency, "max_retry": &c.MaxRetry,
 		"poison_cap": &c.PoisonCap, "routing_budget": &c.RoutingTries, "pixel_budget": &c.PixelBudget, "memory_budget": &c.MemoryBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
 		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll,
-		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict,
+		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
 		"contrl_outbox": &c.Outbox, "ingest_roots": &c.IngestRoots,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
@@ -346,7 +348,7 @@ func (c *Config) operator(w *ingest.Worker, b ingest.Enqueuer, insp ingest.Broke
 
 func (c *Config) ediRules() validate.EDIRules {
 	r := validate.DefaultEDIRules()
-	r.VGMFloorKg, r.VGMMaxKg, r.StrictCharset = c.VGMFloor, c.VGMMax, c.Strict
+	r.VGMFloorKg, r.VGMMaxKg, r.StrictCharset, r.MaxRetainedBytes = c.VGMFloor, c.VGMMax, c.Strict, c.EDIRetained
 	return r
 }
 
