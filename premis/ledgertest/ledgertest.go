@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -317,4 +318,40 @@ func Problems(v *premis.Verification) string {
 		fmt.Fprintln(&b, p)
 	}
 	return b.String()
+}
+
+// AppendFunc appends one event, as a benchmark's writer does.
+type AppendFunc func(ctx context.Context, e *premis.Event) error
+
+var benchSeq atomic.Int64
+
+// BenchAppend appends b.N events from writers goroutines and reports
+// appends/s: the one append benchmark both ledgers run.
+func BenchAppend(b *testing.B, writers int, appendOne AppendFunc) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				e := Event(fmt.Sprint("bench-", benchSeq.Add(1)), premis.Validation, 1)
+				if err := appendOne(ctx, e); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 }

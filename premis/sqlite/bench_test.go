@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,16 +26,16 @@ import (
 //
 //	go test -run '^$' -bench Append -benchtime 2000x ./premis/sqlite/
 
-func BenchmarkAppendV0(b *testing.B)              { benchAppend(b, 1, v0Appender(b)) }
-func BenchmarkAppendChained(b *testing.B)         { benchAppend(b, 1, chainedAppender(b)) }
-func BenchmarkAppendV0Writers4(b *testing.B)      { benchAppend(b, 4, v0Appender(b)) }
-func BenchmarkAppendChainedWriters4(b *testing.B) { benchAppend(b, 4, chainedAppender(b)) }
+func BenchmarkAppendV0(b *testing.B)              { ledgertest.BenchAppend(b, 1, v0Appender(b)) }
+func BenchmarkAppendChained(b *testing.B)         { ledgertest.BenchAppend(b, 1, chainedAppender(b)) }
+func BenchmarkAppendV0Writers4(b *testing.B)      { ledgertest.BenchAppend(b, 4, v0Appender(b)) }
+func BenchmarkAppendChainedWriters4(b *testing.B) { ledgertest.BenchAppend(b, 4, chainedAppender(b)) }
 
 // Group commit: the same four (and sixteen) writers through one committer.
-func BenchmarkAppendGroupWriters4(b *testing.B)  { benchAppend(b, 4, groupAppender(b)) }
-func BenchmarkAppendGroupWriters16(b *testing.B) { benchAppend(b, 16, groupAppender(b)) }
+func BenchmarkAppendGroupWriters4(b *testing.B)  { ledgertest.BenchAppend(b, 4, groupAppender(b)) }
+func BenchmarkAppendGroupWriters16(b *testing.B) { ledgertest.BenchAppend(b, 16, groupAppender(b)) }
 
-func groupAppender(b *testing.B) appendFunc {
+func groupAppender(b *testing.B) ledgertest.AppendFunc {
 	inner := chainedLedger(b)
 	g := premis.NewGroupCommit(inner, 0)
 	b.Cleanup(g.Stop)
@@ -44,41 +43,6 @@ func groupAppender(b *testing.B) appendFunc {
 		_, err := g.Append(ctx, e)
 		return err
 	}
-}
-
-type appendFunc func(ctx context.Context, e *premis.Event) error
-
-var benchSeq atomic.Int64
-
-// benchAppend appends b.N events from writers goroutines and reports
-// appends/s.
-func benchAppend(b *testing.B, writers int, appendOne appendFunc) {
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	errs := make(chan error, writers)
-	for range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(b.N) {
-				e := ledgertest.Event(fmt.Sprint("bench-", benchSeq.Add(1)), premis.Validation, 1)
-				if err := appendOne(ctx, e); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 }
 
 func chainedLedger(b *testing.B) premis.Ledger {
@@ -90,7 +54,7 @@ func chainedLedger(b *testing.B) premis.Ledger {
 	return l
 }
 
-func chainedAppender(b *testing.B) appendFunc {
+func chainedAppender(b *testing.B) ledgertest.AppendFunc {
 	l := chainedLedger(b)
 	return func(ctx context.Context, e *premis.Event) error {
 		_, err := l.Append(ctx, e)
@@ -101,7 +65,7 @@ func chainedAppender(b *testing.B) appendFunc {
 // v0Appender appends as the version before the chain did, with the same
 // connection settings: Prepare, then INSERT ... ON CONFLICT DO NOTHING in a
 // BEGIN IMMEDIATE transaction of its own.
-func v0Appender(b *testing.B) appendFunc {
+func v0Appender(b *testing.B) ledgertest.AppendFunc {
 	path := filepath.Join(b.TempDir(), "ledger.db")
 	writeV0(b, path, 0)
 	q := url.Values{}
