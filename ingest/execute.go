@@ -148,7 +148,7 @@ func (w *Worker) commit(ctx context.Context, r *result) error {
 		for _, p := range parcels {
 			// After the append: the event has its id (its stored one, if an
 			// earlier delivery wrote it).
-			if err := w.park(ctx, heldOf(p.env, p.ev)); err != nil {
+			if err := park(ctx, w.Broker, heldOf(p.env, p.ev)); err != nil {
 				return err
 			}
 		}

@@ -26,9 +26,6 @@ type Failure struct {
 	premis.Event
 }
 
-// At is when the failure was recorded.
-func (f Failure) At() time.Time { return f.DateTime }
-
 // FailureFilter selects failures; zero fields match everything.
 type FailureFilter struct {
 	Class        premis.Class
@@ -40,29 +37,16 @@ type FailureFilter struct {
 	Limit        int
 }
 
-// outcomeDestinations are the destinations that say where an item is now.
-var outcomeDestinations = map[premis.Destination]bool{
-	premis.Accepted: true, premis.DeadLetter: true, premis.Quarantined: true, premis.AuditHold: true,
-	premis.Discarded: true, premis.Replayed: true, premis.Submitted: true, premis.Retry: true,
-}
-
-// latestOutcomes returns, per correlation id in first-seen order, the
-// item's latest event that says where it is.
-func latestOutcomes(evs []premis.Event) []premis.Event {
-	latest := map[string]int{}
-	var out []premis.Event
-	for _, e := range evs {
-		if !outcomeDestinations[e.Destination] {
-			continue
+// lastOutcome is the latest event of one item's history that says where
+// the item is (an event with a destination: the rule premis.Filter.Latest
+// applies in SQL).
+func lastOutcome(history []premis.Event) (premis.Event, bool) {
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Destination != "" {
+			return history[i], true
 		}
-		if i, seen := latest[e.CorrelationID]; seen {
-			out[i] = e
-			continue
-		}
-		latest[e.CorrelationID] = len(out)
-		out = append(out, e)
 	}
-	return out
+	return premis.Event{}, false
 }
 
 // failureDestinations are where an open failure is.
@@ -122,12 +106,7 @@ func GetFailure(ctx context.Context, l premis.Ledger, id string) (Failure, []pre
 	if err != nil {
 		return Failure{}, nil, err
 	}
-	var last premis.Event
-	for _, h := range history {
-		if outcomeDestinations[h.Destination] {
-			last = h
-		}
-	}
+	last, _ := lastOutcome(history)
 	f := Failure{e}
 	if last.ID != e.ID {
 		return f, history, fmt.Errorf("%w: %s; the item's latest outcome is %s (event %s)", ErrNotOpen, e.ID, last.Destination, last.ID)
@@ -199,15 +178,14 @@ func (o *Operator) BrokerState(f Failure) string {
 
 // ActionResult is what an operator action did, or with DryRun would do.
 type ActionResult struct {
-	Action  string         `json:"action"` // replay, discard, hold
-	DryRun  bool           `json:"dry_run"`
-	Failure Failure        `json:"failure"`
-	Event   *premis.Event  `json:"event"`            // the event written (or that would be)
-	Replay  *Envelope      `json:"replay,omitempty"` // the fresh task, for a replay
-	TaskID  string         `json:"task_id,omitempty"`
-	Already bool           `json:"already,omitempty"` // recorded before; only the broker step was finished
-	Steps   []string       `json:"steps"`             // what happens, in order
-	Before  []premis.Event `json:"-"`
+	Action  string        `json:"action"` // replay, discard, hold
+	DryRun  bool          `json:"dry_run"`
+	Failure Failure       `json:"failure"`
+	Event   *premis.Event `json:"event"`            // the event written (or that would be)
+	Replay  *Envelope     `json:"replay,omitempty"` // the fresh task, for a replay
+	TaskID  string        `json:"task_id,omitempty"`
+	Already bool          `json:"already,omitempty"` // recorded before; only the broker step was finished
+	Steps   []string      `json:"steps"`             // what happens, in order
 }
 
 // ReplayOptions refine a replay.
@@ -271,8 +249,8 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 	if errors.Is(err, ErrNotOpen) {
 		// A replay of this very failure recorded as the item's latest
 		// outcome may not have reached the broker: finish it, nothing else.
-		if last := latestOutcomes(history); len(last) == 1 && last[0].Key == resolutionKey(f) && last[0].Destination == premis.Replayed {
-			if res, ok := o.unfinishedReplay(ctx, f, last[0], opt); ok {
+		if last, ok := lastOutcome(history); ok && last.Key == resolutionKey(f) && last.Destination == premis.Replayed {
+			if res, ok := o.unfinishedReplay(ctx, f, last, opt); ok {
 				return res, nil
 			}
 		}
@@ -559,8 +537,7 @@ func (o *Operator) hold(ctx context.Context, f Failure, env *Envelope, operator,
 	if res.Already, err = o.record(ctx, ev); err != nil {
 		return nil, err
 	}
-	w := &Worker{Broker: o.Enqueuer}
-	if err := w.park(ctx, heldOf(env, ev)); err != nil {
+	if err := park(ctx, o.Enqueuer, heldOf(env, ev)); err != nil {
 		return res, fmt.Errorf("held in the ledger, but parking failed: %w (reconcile-broker parks it)", err)
 	}
 	if err := o.Broker.DeleteTask(QueueIngest, f.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {

@@ -154,8 +154,7 @@ func (o *Operator) reconcileItem(ctx context.Context, e premis.Event, rep *Recon
 		if rep.DryRun {
 			return nil
 		}
-		w := &Worker{Broker: o.Enqueuer}
-		if err := w.park(ctx, heldOf(env, &e)); err != nil {
+		if err := park(ctx, o.Enqueuer, heldOf(env, &e)); err != nil {
 			return err
 		}
 	case premis.DeadLetter:

@@ -171,7 +171,7 @@ func (w *Worker) redo(ctx context.Context, d *delivery) error {
 	e := d.decided
 	switch e.Destination {
 	case premis.Quarantined, premis.AuditHold:
-		if err := w.park(ctx, heldOf(d.env, e)); err != nil {
+		if err := park(ctx, w.Broker, heldOf(d.env, e)); err != nil {
 			return w.routingFailed(ctx, d, nil, err)
 		}
 	}
@@ -358,13 +358,13 @@ func (w *Worker) append(ctx context.Context, evs ...*premis.Event) error {
 
 // park hands a failed item to quarantine or audit-hold: a task with no
 // consumer, named after its event so that a redelivery never parks it twice.
-func (w *Worker) park(ctx context.Context, h Held) error {
+func park(ctx context.Context, b Enqueuer, h Held) error {
 	dest := premis.Destination(h.Destination)
-	b, err := json.Marshal(h)
+	payload, err := json.Marshal(h)
 	if err != nil {
 		return &RoutingError{Destination: dest, Err: err}
 	}
-	_, err = w.Broker.EnqueueContext(ctx, asynq.NewTask(TypeHeld, b), asynq.Queue(QueueFor(dest)), asynq.TaskID(HeldTaskID(h.EventKey)), asynq.MaxRetry(0))
+	_, err = b.EnqueueContext(ctx, asynq.NewTask(TypeHeld, payload), asynq.Queue(QueueFor(dest)), asynq.TaskID(HeldTaskID(h.EventKey)), asynq.MaxRetry(0))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("park in %s: %w", QueueFor(dest), err)
 	}
