@@ -149,7 +149,8 @@ func checkInChild(t *testing.T, kind string, paths ...string) bombReport {
 // be (What, page, tag, and the byte it names, inside the file) — or, for a
 // bomb a bounded check must accept, no error — and the child's peak
 // resident set stays under the default memory budget. Two bombs checked at
-// once, as a worker at concurrency 2 would, stay under it too.
+// once, as a worker at concurrency 2 would, stay under it too, and four
+// at once under 1 GiB.
 func TestBombsStayInBudget(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("peak RSS is read from /proc/self/status (Linux)")
@@ -217,6 +218,25 @@ func TestBombsStayInBudget(t *testing.T) {
 		check(t, a, rep.Outcomes[0])
 		check(t, b, rep.Outcomes[1])
 		bound(t, "two-at-once", a.size+b.size, rep)
+	})
+	// A worker at concurrency 4 fed only bombs, the heaviest four at once
+	// (one of them accepted, decoded in bands): under 1 GiB together.
+	t.Run("four-at-once", func(t *testing.T) {
+		names := []string{"tiled", "deflate-strip-rgb16", "packbits-strip", "strip-array-sum"}
+		var paths []string
+		var size int64
+		for _, n := range names {
+			paths = append(paths, byName[n].path)
+			size += byName[n].size
+		}
+		rep := checkInChild(t, "tiff", paths...)
+		for i, n := range names {
+			check(t, byName[n], rep.Outcomes[i])
+		}
+		t.Logf("four-at-once: %d bytes of files, peak RSS %.1f MiB in %.2fs", size, float64(rep.VmHWM)/(1<<20), rep.Seconds)
+		if rep.VmHWM >= 1<<30 {
+			t.Errorf("four bombs at once: peak RSS %.0f MiB, want under 1024 MiB", float64(rep.VmHWM)/(1<<20))
+		}
 	})
 }
 
