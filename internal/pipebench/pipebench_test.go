@@ -1,0 +1,155 @@
+package pipebench_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/internal/pipebench"
+	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/postgres"
+	"github.com/lazaret/lazaret/premis/sqlite"
+	"github.com/lazaret/lazaret/validate"
+)
+
+func redisOpt(t testing.TB, db int) asynq.RedisConnOpt {
+	ro, err := asynq.ParseRedisURI(testenv.Redis(t, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ro
+}
+
+func worker(l premis.Ledger, opt asynq.RedisConnOpt) (*ingest.Worker, func()) {
+	c := asynq.NewClient(opt)
+	g := premis.NewGroupCommit(l, 0)
+	w := &ingest.Worker{Ledger: g, Broker: c, Policy: ingest.DefaultPolicy(), Master: validate.DefaultMasterPolicy(),
+		Software: premis.Software{Name: "lazaret", Version: "bench"}, Logger: pipebench.Discard()}
+	return w, func() { g.Close(); c.Close() }
+}
+
+func sqliteLedger(t testing.TB) premis.Ledger {
+	l, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func postgresLedger(t testing.TB) premis.Ledger {
+	l, err := postgres.Open(context.Background(), testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestPipelineSettlesEveryItem runs both sides of the benchmark on a small
+// batch: every item of the pipeline run is recorded where it must end
+// (accepted, or dead-lettered for the failing batch), once, and the anchor
+// handles every task.
+func TestPipelineSettlesEveryItem(t *testing.T) {
+	opt := redisOpt(t, 9)
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
+			o := pipebench.Options{Redis: opt, Items: 60, Concurrency: 2, Fail: fail, Timeout: time.Minute}
+			if _, err := pipebench.Bare(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+			b, err := pipebench.WriteBatch(t.TempDir(), o.Items, fail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := sqliteLedger(t)
+			w, stop := worker(l, opt)
+			defer stop()
+			if _, _, err := pipebench.Pipeline(context.Background(), o, w, b); err != nil {
+				t.Fatal(err)
+			}
+			want := premis.Accepted
+			if fail {
+				want = premis.DeadLetter
+			}
+			evs, err := l.Events(context.Background(), premis.Filter{Latest: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) != o.Items {
+				t.Fatalf("%d latest outcomes, want %d", len(evs), o.Items)
+			}
+			for _, e := range evs {
+				if e.Destination != want {
+					t.Errorf("%s ended %s (%s), want %s", e.ObjectID, e.Destination, e.Message, want)
+				}
+			}
+			if fail {
+				if err := asynq.NewInspector(opt).DeleteQueue(ingest.QueueIngest, true); err != nil {
+					t.Logf("clean up: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPipelineVsAsynq drains the same number of small masters through
+// Lazaret's workers and no-op tasks through bare asynq, interleaved, on one
+// Redis, and reports both rates and their ratio (the goal: 0.8).
+func BenchmarkPipelineVsAsynq(b *testing.B) {
+	const items = 1000
+	opt := redisOpt(b, 9)
+	for _, lk := range []string{"sqlite", "postgres"} {
+		for _, fail := range []bool{false, true} {
+			name := lk + "/accept"
+			if fail {
+				name = lk + "/dead-letter"
+			}
+			b.Run(name, func(b *testing.B) {
+				batch, err := pipebench.WriteBatch(b.TempDir(), items, fail)
+				if err != nil {
+					b.Fatal(err)
+				}
+				o := pipebench.Options{Redis: opt, Items: items, Concurrency: 2, Fail: fail}
+				var bare, pipe pipebench.Run
+				for range b.N {
+					bd, err := pipebench.Bare(context.Background(), o)
+					if err != nil {
+						b.Fatal(err)
+					}
+					var l premis.Ledger
+					if lk == "sqlite" {
+						l = sqliteLedger(b)
+					} else {
+						l = postgresLedger(b)
+					}
+					w, stop := worker(l, opt)
+					pd, _, err := pipebench.Pipeline(context.Background(), o, w, batch)
+					stop()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if fail {
+						_ = asynq.NewInspector(opt).DeleteQueue(ingest.QueueIngest, true)
+					}
+					bare.Wall += bd.Wall
+					bare.CPU += bd.CPU
+					pipe.Wall += pd.Wall
+					pipe.CPU += pd.CPU
+				}
+				n := float64(items * b.N)
+				b.ReportMetric(n/bare.Wall.Seconds(), "asynq-items/s")
+				b.ReportMetric(n/pipe.Wall.Seconds(), "items/s")
+				b.ReportMetric(bare.Wall.Seconds()/pipe.Wall.Seconds(), "ratio")
+				b.ReportMetric(float64(bare.CPU.Microseconds())/n, "asynq-cpu-µs/item")
+				b.ReportMetric(float64(pipe.CPU.Microseconds())/n, "cpu-µs/item")
+			})
+		}
+	}
+}
