@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -45,6 +46,68 @@ var (
 type Ledger struct {
 	db   *sql.DB
 	path string
+	// The append's statements, prepared once (Open) rather than parsed
+	// again for every event; nil in a ledger opened for audit.
+	appendStmts *appendStmts
+	queries     queries
+}
+
+type appendStmts struct{ head, insert, byKey, move *sql.Stmt }
+
+// queries caches the prepared statements of Events by their text: a
+// filter has few shapes (a worker asks the same one for every task), and
+// parsing one costs as much as running it.
+type queries struct {
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+// maxQueryShapes bounds the cache; past it, queries are parsed each time.
+const maxQueryShapes = 64
+
+func (l *Ledger) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	l.queries.mu.Lock()
+	s, ok := l.queries.stmts[q]
+	if !ok && len(l.queries.stmts) < maxQueryShapes {
+		var err error
+		if s, err = l.db.PrepareContext(ctx, q); err != nil {
+			l.queries.mu.Unlock()
+			return nil, err
+		}
+		if l.queries.stmts == nil {
+			l.queries.stmts = map[string]*sql.Stmt{}
+		}
+		l.queries.stmts[q] = s
+	}
+	l.queries.mu.Unlock()
+	if s == nil {
+		return l.db.QueryContext(ctx, q, args...)
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+const (
+	headQuery  = `SELECT event_count, last_hash FROM ledger_head WHERE id = 1`
+	byKeyQuery = `SELECT ` + ledgersql.Select + ` FROM events WHERE key = ?`
+	moveHead   = `UPDATE ledger_head SET event_count = ?, last_hash = ? WHERE id = 1`
+)
+
+// prepareAppend prepares the append's statements on the pool (database/sql
+// prepares them again on each connection as it is used).
+func (l *Ledger) prepareAppend(ctx context.Context) error {
+	var st appendStmts
+	for _, p := range []struct {
+		dst **sql.Stmt
+		q   string
+	}{{&st.head, headQuery}, {&st.insert, insert}, {&st.byKey, byKeyQuery}, {&st.move, moveHead}} {
+		s, err := l.db.PrepareContext(ctx, p.q)
+		if err != nil {
+			return fmt.Errorf("sqlite ledger: prepare: %w", mapErr(err))
+		}
+		*p.dst = s
+	}
+	l.appendStmts = &st
+	return nil
 }
 
 const tables = `
@@ -148,7 +211,7 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 	}
 	// busy_timeout first: switching to WAL takes a lock, and another process
 	// may be opening the same ledger.
-	l, err := open(path, "busy_timeout(10000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(ON)")
+	l, err := open(path, "busy_timeout(10000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(ON)", "temp_store(MEMORY)")
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +230,10 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if err := l.check(ctx); err != nil {
+		l.db.Close()
+		return nil, err
+	}
+	if err := l.prepareAppend(ctx); err != nil {
 		l.db.Close()
 		return nil, err
 	}
@@ -471,13 +538,18 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	if err := premis.Prepare(events...); err != nil {
 		return nil, fmt.Errorf("sqlite ledger: %w", err)
 	}
+	st := l.appendStmts
+	if st == nil {
+		return nil, errors.New("sqlite ledger: opened for audit: read-only")
+	}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: begin: %w", mapErr(err))
 	}
 	defer tx.Rollback()
+	ins := tx.StmtContext(ctx, st.insert)
 	var head premis.Head
-	err = tx.QueryRowContext(ctx, `SELECT event_count, last_hash FROM ledger_head WHERE id = 1`).Scan(&head.Count, &head.Hash)
+	err = tx.StmtContext(ctx, st.head).QueryRowContext(ctx).Scan(&head.Count, &head.Hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite ledger: %w: the head record is gone", premis.ErrTampered)
 	}
@@ -489,7 +561,7 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	links := make([]premis.Event, len(events)) // the chain fields of those inserted
 	for i, e := range events {
 		hash := premis.ChainHash(head.Hash, e)
-		res, err := tx.ExecContext(ctx, insert, e.ID, e.Key, e.Type, e.DateTime.Format(time.RFC3339Nano), e.Detail, e.Outcome,
+		res, err := ins.ExecContext(ctx, e.ID, e.Key, e.Type, e.DateTime.Format(time.RFC3339Nano), e.Detail, e.Outcome,
 			e.Note, e.Class, e.Code, e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, e.Destination,
 			e.ObjectID, e.BatchID, e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries,
 			e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope, head.Hash, hash)
@@ -506,7 +578,7 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 			head = premis.Head{Count: head.Count + 1, Hash: hash}
 			continue
 		}
-		stored, err := scanOne(tx.QueryRowContext(ctx, `SELECT `+ledgersql.Select+` FROM events WHERE key = ?`, e.Key))
+		stored, err := scanOne(tx.StmtContext(ctx, st.byKey).QueryRowContext(ctx, e.Key))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("sqlite ledger: append %s: event id %s is stored already, under another key", e.Type, e.ID)
 		}
@@ -516,7 +588,7 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 		*e = stored
 	}
 	if head.Count > start {
-		if _, err := tx.ExecContext(ctx, `UPDATE ledger_head SET event_count = ?, last_hash = ? WHERE id = 1`, head.Count, head.Hash); err != nil {
+		if _, err := tx.StmtContext(ctx, st.move).ExecContext(ctx, head.Count, head.Hash); err != nil {
 			return nil, fmt.Errorf("sqlite ledger: head: %w", mapErr(err))
 		}
 	}
@@ -536,7 +608,7 @@ func sqlitePlaceholder(int) string { return "?" }
 // Events implements premis.Ledger.
 func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, error) {
 	q, args := ledgersql.Query("events", f, sqlitePlaceholder, func(t time.Time) any { return t.Format(time.RFC3339Nano) })
-	rows, err := l.db.QueryContext(ctx, q, args...)
+	rows, err := l.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: query: %w", mapErr(err))
 	}
@@ -577,7 +649,20 @@ func (l *Ledger) Ping(ctx context.Context) error {
 }
 
 // Close implements premis.Ledger.
-func (l *Ledger) Close() error { return l.db.Close() }
+func (l *Ledger) Close() error {
+	l.queries.mu.Lock()
+	for _, s := range l.queries.stmts {
+		s.Close()
+	}
+	l.queries.stmts = nil
+	l.queries.mu.Unlock()
+	if st := l.appendStmts; st != nil {
+		for _, s := range []*sql.Stmt{st.head, st.insert, st.byKey, st.move} {
+			s.Close()
+		}
+	}
+	return l.db.Close()
+}
 
 type scanner interface{ Scan(...any) error }
 
