@@ -10,11 +10,19 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/internal/pipebench"
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/sqlite"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -29,6 +37,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	height := fs.Int("height", 6000, "master height in pixels")
 	ediMB := fs.Int64("edi-mb", 50, "interchange size in MB")
 	rounds := fs.Int("rounds", 3, "runs of each measurement (the best is reported)")
+	pipeItems := fs.Int("pipeline-items", 2000, "small masters drained through the pipeline and through bare asynq (0 skips)")
+	concurrency := fs.Int("concurrency", 2, "worker concurrency of the pipeline measurement (the same for bare asynq)")
+	ledgerItems := fs.String("ledger-items", "10000,100000", "ledger sizes, in items of five events, for the read-model queries (empty skips; 1000000 takes minutes)")
+	benchRedis := fs.String("bench-redis", "", "Redis URL for the pipeline measurement, which must be empty (default: a private redis-server on a free port)")
 	cfg := defaultConfig()
 	if err := cfg.bind(fs, args, "master"); err != nil {
 		return err
@@ -107,6 +119,128 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		mb := float64(st.Size()) / (1 << 20)
 		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.0f\t%.1f\n", c.name, filepath.Base(c.path), mb, mb/best.Seconds(), float64(peak)/(1<<20))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if *pipeItems > 0 {
+		if err := benchPipeline(ctx, stdout, *dir, *benchRedis, *pipeItems, *concurrency, *rounds, cfg); err != nil {
+			return fmt.Errorf("pipeline: %w", err)
+		}
+	}
+	if *ledgerItems != "" {
+		if err := benchReadModel(ctx, stdout, *dir, *ledgerItems, *rounds); err != nil {
+			return fmt.Errorf("read model: %w", err)
+		}
+	}
+	return nil
+}
+
+// benchPipeline drains small masters through the workers (SQLite ledger,
+// synchronous=FULL, group commit) and no-op tasks through bare asynq on
+// the same Redis at the same concurrency, interleaved, and prints both
+// rates and their ratio, for a batch that is accepted and one that is
+// dead-lettered (against asynq's SkipRetry path).
+func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL string, items, concurrency, rounds int, cfg Config) error {
+	if redisURL == "" {
+		addr, stop, err := pipebench.StartRedis(dir)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		redisURL = "redis://" + addr
+	}
+	opt, err := asynq.ParseRedisURI(redisURL)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nPIPELINE (%d items, concurrency %d)\tITEMS/S\tASYNQ NO-OP ITEMS/S\tRATIO\tCPU µs/ITEM\tASYNQ CPU µs/ITEM\n", items, concurrency)
+	for _, fail := range []bool{false, true} {
+		name := "small masters accepted, SQLite ledger"
+		if fail {
+			name = "small masters dead-lettered, SQLite ledger"
+		}
+		batch, err := pipebench.WriteBatch(filepath.Join(dir, fmt.Sprintf("pipeline-%d-%v", items, fail)), items, fail)
+		if err != nil {
+			return err
+		}
+		o := pipebench.Options{Redis: opt, Items: items, Concurrency: concurrency, Fail: fail}
+		var bare, pipe pipebench.Run
+		for r := range max(1, rounds) {
+			bd, err := pipebench.Bare(ctx, o)
+			if err != nil {
+				return err
+			}
+			pd, err := pipelineRun(ctx, o, batch, filepath.Join(dir, fmt.Sprintf("pipeline-ledger-%d.db", r)), cfg)
+			if err != nil {
+				return err
+			}
+			bare.Wall, bare.CPU, pipe.Wall, pipe.CPU = bare.Wall+bd.Wall, bare.CPU+bd.CPU, pipe.Wall+pd.Wall, pipe.CPU+pd.CPU
+		}
+		n := float64(items * max(1, rounds))
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\n", name, n/pipe.Wall.Seconds(), n/bare.Wall.Seconds(),
+			bare.Wall.Seconds()/pipe.Wall.Seconds(), float64(pipe.CPU.Microseconds())/n, float64(bare.CPU.Microseconds())/n)
+	}
+	return tw.Flush()
+}
+
+// pipelineRun is one pipeline drain on a fresh ledger at path, emptied of
+// its tasks afterwards.
+func pipelineRun(ctx context.Context, o pipebench.Options, batch *pipebench.Batch, path string, cfg Config) (pipebench.Run, error) {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		_ = os.Remove(p)
+	}
+	l, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return pipebench.Run{}, err
+	}
+	g := premis.NewGroupCommit(l, 0)
+	defer g.Close()
+	c := asynq.NewClient(o.Redis)
+	defer c.Close()
+	w := cfg.worker(g, c, pipebench.Discard())
+	run, _, err := pipebench.Pipeline(ctx, o, w, batch)
+	insp := asynq.NewInspector(o.Redis)
+	defer insp.Close()
+	_ = insp.DeleteQueue(ingest.QueueIngest, true) // the next run starts on an empty queue
+	return run, err
+}
+
+// benchReadModel fills a fresh ledger of each size and times the
+// operators' questions on it.
+func benchReadModel(ctx context.Context, stdout io.Writer, dir, sizes string, rounds int) error {
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nREAD MODEL (SQLite)\tITEMS\tEVENTS\tBEST ms\tALLOCATED KB\tRESULTS\n")
+	for _, f := range strings.Split(sizes, ",") {
+		items, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || items < 1 {
+			return fmt.Errorf("--ledger-items: %q is not a count of items", f)
+		}
+		path := filepath.Join(dir, fmt.Sprintf("readmodel-%d.db", items))
+		fresh := false
+		if _, err := os.Stat(path); err != nil {
+			fresh = true
+		}
+		l, err := sqlite.Open(ctx, path)
+		if err != nil {
+			return err
+		}
+		batch := fmt.Sprintf("fill-%06d", (items-1)/1000)
+		if fresh {
+			if batch, err = pipebench.FillLedger(ctx, l, items); err != nil {
+				l.Close()
+				return err
+			}
+		}
+		qs, err := pipebench.ReadModel(ctx, l, batch, rounds)
+		l.Close()
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.0f\t%d\n", q.Name, items, items*5, float64(q.Best.Microseconds())/1000, float64(q.Alloc)/1024, q.Results)
+		}
 	}
 	return tw.Flush()
 }

@@ -483,9 +483,15 @@ func TestWorkerOnPostgres(t *testing.T) {
 
 func TestBenchCommand(t *testing.T) {
 	t.Parallel()
-	out, stderr, code := runCmd(t, "bench", "--dir", t.TempDir(), "--width", "400", "--height", "300", "--edi-mb", "1", "--rounds", "1")
-	if code != 0 || strings.Count(out, "\n") != 5 || !strings.Contains(out, "EDIFACT parse") {
+	out, stderr, code := runCmd(t, "bench", "--dir", t.TempDir(), "--width", "400", "--height", "300", "--edi-mb", "1", "--rounds", "1",
+		"--pipeline-items", "40", "--ledger-items", "1000", "--bench-redis", testenv.Redis(t, 14))
+	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, row := range []string{"EDIFACT parse", "small masters accepted", "small masters dead-lettered", "50 open failures"} {
+		if !strings.Contains(out, row) {
+			t.Errorf("bench printed no %q row:\n%s", row, out)
+		}
 	}
 }
 

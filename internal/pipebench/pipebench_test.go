@@ -153,3 +153,49 @@ func BenchmarkPipelineVsAsynq(b *testing.B) {
 		}
 	}
 }
+
+// TestReadModelAnswers checks what the read-model measurement asks on a
+// small filled ledger: 50 of the open failures, the whole last batch, and
+// one item's five events.
+func TestReadModelAnswers(t *testing.T) {
+	l := sqliteLedger(t)
+	batch, err := pipebench.FillLedger(context.Background(), l, 2500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := pipebench.ReadModel(context.Background(), l, batch, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{50, 500, 5} {
+		if qs[i].Results != want {
+			t.Errorf("%s: %d results, want %d", qs[i].Name, qs[i].Results, want)
+		}
+	}
+}
+
+// BenchmarkReadModel answers the operators' questions on ledgers of 10,000
+// and 100,000 items (50,000 and 500,000 events): the time should follow
+// the answer, not the history. `lazaret bench --ledger-items` measures
+// 1,000,000 too.
+func BenchmarkReadModel(b *testing.B) {
+	for _, items := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("events=%d", items*5), func(b *testing.B) {
+			l := sqliteLedger(b)
+			batch, err := pipebench.FillLedger(context.Background(), l, items)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			var qs []pipebench.Query
+			for range b.N {
+				if qs, err = pipebench.ReadModel(context.Background(), l, batch, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, q := range qs {
+				b.ReportMetric(float64(q.Best.Microseconds()), "µs/"+q.Short)
+			}
+		})
+	}
+}
