@@ -480,3 +480,53 @@ func TestLostDeadLetterIsArchivedAgain(t *testing.T) {
 		t.Errorf("events %s: reconcile wrote something", got)
 	}
 }
+
+// brokerDownAfter enqueues n tasks, then refuses every hand-off.
+type brokerDownAfter struct {
+	ingest.Enqueuer
+	left atomic.Int32
+}
+
+func (f *brokerDownAfter) EnqueueContext(ctx context.Context, t *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error) {
+	if f.left.Add(-1) < 0 {
+		return nil, errors.New("redis: connection refused")
+	}
+	return f.Enqueuer.EnqueueContext(ctx, t, opts...)
+}
+
+// TestSubmitBrokerLostMidBatch: submission enqueues concurrently; when the
+// broker goes away part-way, Submit says how many went through, every item
+// is recorded as submitted, and a second submission enqueues exactly the
+// rest (the others are duplicates of tasks already queued).
+func TestSubmitBrokerLostMidBatch(t *testing.T) {
+	b := setup(t, fastPolicy())
+	ctx := context.Background()
+	m, dir := b.manifest(200)
+	down := &brokerDownAfter{Enqueuer: b.client}
+	down.left.Store(70)
+	res, err := ingest.Submit(ctx, b.ledger, down, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy})
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "reconcile-broker") {
+		t.Fatalf("submit with the broker down: %v", err)
+	}
+	if len(res.Enqueued) != 70 {
+		t.Errorf("%d enqueued before the broker went away, want 70", len(res.Enqueued))
+	}
+	recorded, err := b.ledger.Events(ctx, premis.Filter{BatchID: m.BatchID, Latest: true})
+	if err != nil || len(recorded) != 200 {
+		t.Fatalf("%d items recorded as submitted, want 200: %v", len(recorded), err)
+	}
+	again, err := ingest.Submit(ctx, b.ledger, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy})
+	if err != nil || len(again.Enqueued) != 130 || len(again.Duplicates) != 70 {
+		t.Fatalf("second submission: %d enqueued, %d duplicates (want 130, 70): %v", len(again.Enqueued), len(again.Duplicates), err)
+	}
+	queued := map[string]bool{}
+	for _, id := range append(res.Enqueued, again.Enqueued...) {
+		if queued[id] {
+			t.Errorf("%s enqueued twice", id)
+		}
+		queued[id] = true
+	}
+	if len(queued) != 200 {
+		t.Errorf("%d distinct items enqueued, want 200", len(queued))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -135,19 +136,74 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 			return res, fmt.Errorf("ledger: record the submission: %w (%d of %d items recorded before this; nothing enqueued)", err, i, len(record))
 		}
 	}
-	for _, env := range todo {
-		dup, err := Enqueue(ctx, b, env, opt)
-		if err != nil {
-			return res, fmt.Errorf("enqueue %s: %w (%d of %d enqueued before this; the rest are recorded as submitted and reconcile-broker enqueues them)",
-				env.ObjectID, err, len(res.Enqueued), len(todo))
-		}
-		if dup {
-			res.Duplicates = append(res.Duplicates, env.ObjectID)
-		} else {
+	dups, err := enqueueAll(ctx, b, todo, opt)
+	for i, env := range todo {
+		switch dups[i] {
+		case enqueued:
 			res.Enqueued = append(res.Enqueued, env.ObjectID)
+		case duplicate:
+			res.Duplicates = append(res.Duplicates, env.ObjectID)
 		}
 	}
+	if err != nil {
+		return res, fmt.Errorf("%w (%d of %d enqueued; the rest are recorded as submitted and reconcile-broker enqueues them)",
+			err, len(res.Enqueued)+len(res.Duplicates), len(todo))
+	}
 	return res, nil
+}
+
+// submitEnqueuers bounds the hand-offs to the broker in flight at once: a
+// round trip each, so a batch of 100,000 items is not 100,000 round trips
+// end to end.
+const submitEnqueuers = 16
+
+type enqueueResult uint8
+
+const (
+	notTried enqueueResult = iota
+	enqueued
+	duplicate
+)
+
+// enqueueAll enqueues every envelope, submitEnqueuers at a time, and says
+// for each whether it was enqueued, was a duplicate, or was not tried
+// because an earlier hand-off failed (the first error is returned).
+func enqueueAll(ctx context.Context, b Enqueuer, envs []*Envelope, opt SubmitOptions) ([]enqueueResult, error) {
+	out := make([]enqueueResult, len(envs))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range min(submitEnqueuers, len(envs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				dup, err := Enqueue(ctx, b, envs[i], opt)
+				if err != nil {
+					once.Do(func() { first = fmt.Errorf("enqueue %s: %w", envs[i].ObjectID, err); cancel(first) })
+					continue
+				}
+				out[i] = enqueued
+				if dup {
+					out[i] = duplicate
+				}
+			}
+		}()
+	}
+feed:
+	for i := range envs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return out, first
 }
 
 // submissionEvent records that env was submitted: an ins event with the
