@@ -2,11 +2,13 @@ package premis
 
 import (
 	"bufio"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -35,7 +37,7 @@ func (s Software) ID() string { return s.Name + "/" + s.Version }
 // second eventDetailInformation's eventDetailExtension. The document
 // validates against premis.xsd v3.0.
 func WriteXML(w io.Writer, events []Event, sw Software) error {
-	return writeXML(w, events, sw, nil)
+	return WriteXMLOptions(w, events, sw, ExportOptions{})
 }
 
 // WriteXMLWithHead is WriteXML, with the ledger's chain head at export time
@@ -44,10 +46,33 @@ func WriteXML(w io.Writer, events []Event, sw Software) error {
 // hash) in an agentExtension. Passed back to lazaret ledger verify --anchor
 // (as N:H), it shows whether the history exported was rewritten since.
 func WriteXMLWithHead(w io.Writer, events []Event, sw Software, head Head) error {
-	return writeXML(w, events, sw, &head)
+	return WriteXMLOptions(w, events, sw, ExportOptions{Head: &head})
 }
 
-func writeXML(w io.Writer, events []Event, sw Software, head *Head) error {
+// ExportOptions are what an export may add to the events.
+type ExportOptions struct {
+	// Head, when set, is the ledger's chain head at export time (see
+	// WriteXMLWithHead).
+	Head *Head
+	// Organisation, when set, is the organisation that runs Lazaret: an
+	// agent of type organization, linked from every event as implementer.
+	Organisation string
+}
+
+// Vocabularies of the Library of Congress used on agents and digests.
+const (
+	agentTypeAuthority = "http://id.loc.gov/vocabulary/preservation/agentType"
+	hashAuthority      = "http://id.loc.gov/vocabulary/preservation/cryptographicHashFunctions"
+)
+
+// WriteXMLOptions is WriteXML with the options. Objects are written as a
+// preservation system imports them: every file object names its format
+// (formatDesignation, and the PRONOM key when identified) and its
+// originalName relative to the batch folder when the submission recorded
+// it; a message of an interchange ("inv#ref") is a bitstream object with a
+// structural relationship to the interchange file.
+func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions) error {
+	head := opt.Head
 	if len(events) == 0 {
 		return fmt.Errorf("premis: nothing to export: no events match")
 	}
@@ -57,9 +82,9 @@ func writeXML(w io.Writer, events []Event, sw Software, head *Head) error {
 	x.raw(`<premis:premis xmlns:premis="` + NamespacePREMIS + `" xmlns:xsi="` + namespaceXSI + `" xmlns:lazaret="` + NamespaceLazaret + `" version="3.0">` + "\n")
 
 	type object struct {
-		id, sha, puid, path string
-		size                int64
-		events              []string
+		id, sha, puid, path, rel, kind string
+		size                           int64
+		events                         []string
 	}
 	objects := map[string]*object{}
 	var order []string
@@ -82,41 +107,83 @@ func writeXML(w io.Writer, events []Event, sw Software, head *Head) error {
 		if e.Path != "" {
 			o.path = e.Path
 		}
+		if e.Kind != "" {
+			o.kind = e.Kind
+		}
+		if rel := relativeName(e.Envelope); rel != "" {
+			o.rel = rel
+		}
 		o.events = append(o.events, e.ID)
 	}
 	for _, id := range order {
 		o := objects[id]
-		x.open(`premis:object xsi:type="premis:file"`)
+		parent, _, message := strings.Cut(o.id, "#")
+		if message {
+			x.open(`premis:object xsi:type="premis:bitstream"`)
+		} else {
+			x.open(`premis:object xsi:type="premis:file"`)
+		}
 		x.open("premis:objectIdentifier")
 		x.elem("premis:objectIdentifierType", "local")
 		x.elem("premis:objectIdentifierValue", o.id)
 		x.close("premis:objectIdentifier")
 		x.open("premis:objectCharacteristics")
-		x.elem("premis:compositionLevel", "0")
-		if o.sha != "" {
+		if !message {
+			x.elem("premis:compositionLevel", "0")
+		}
+		if o.sha != "" && !message {
 			x.open("premis:fixity")
-			x.elem("premis:messageDigestAlgorithm", "SHA-256")
+			x.openAttr("premis:messageDigestAlgorithm", "authority", "cryptographicHashFunctions", "authorityURI", hashAuthority, "valueURI", hashAuthority+"/sha256")
+			x.text("SHA-256")
+			x.close("premis:messageDigestAlgorithm")
 			x.elem("premis:messageDigest", o.sha)
 			x.close("premis:fixity")
 		}
-		if o.size > 0 {
+		if o.size > 0 && !message {
 			x.elem("premis:size", strconv.FormatInt(o.size, 10))
 		}
 		x.open("premis:format")
+		name, version := formatOf(o.puid, o.kind, message)
+		x.open("premis:formatDesignation")
+		x.elem("premis:formatName", name)
+		if version != "" {
+			x.elem("premis:formatVersion", version)
+		}
+		x.close("premis:formatDesignation")
 		if o.puid != "" {
 			x.open("premis:formatRegistry")
 			x.elem("premis:formatRegistryName", "PRONOM")
 			x.elem("premis:formatRegistryKey", o.puid)
+			x.openAttr("premis:formatRegistryRole", "authority", "formatRegistryRole", "authorityURI", "http://id.loc.gov/vocabulary/preservation/formatRegistryRole",
+				"valueURI", "http://id.loc.gov/vocabulary/preservation/formatRegistryRole/spe")
+			x.text("specification")
+			x.close("premis:formatRegistryRole")
 			x.close("premis:formatRegistry")
-		} else {
-			x.open("premis:formatDesignation")
-			x.elem("premis:formatName", "unidentified")
-			x.close("premis:formatDesignation")
 		}
 		x.close("premis:format")
 		x.close("premis:objectCharacteristics")
-		if o.path != "" {
+		switch {
+		case message:
+		case o.rel != "":
+			x.elem("premis:originalName", o.rel)
+		case o.path != "":
 			x.elem("premis:originalName", o.path)
+		}
+		if message {
+			x.open("premis:relationship")
+			x.openAttr("premis:relationshipType", "authority", "relationshipType", "authorityURI", "http://id.loc.gov/vocabulary/preservation/relationshipType",
+				"valueURI", "http://id.loc.gov/vocabulary/preservation/relationshipType/str")
+			x.text("structural")
+			x.close("premis:relationshipType")
+			x.openAttr("premis:relationshipSubType", "authority", "relationshipSubType", "authorityURI", "http://id.loc.gov/vocabulary/preservation/relationshipSubType",
+				"valueURI", "http://id.loc.gov/vocabulary/preservation/relationshipSubType/isi")
+			x.text("is included in")
+			x.close("premis:relationshipSubType")
+			x.open("premis:relatedObjectIdentifier")
+			x.elem("premis:relatedObjectIdentifierType", "local")
+			x.elem("premis:relatedObjectIdentifierValue", parent)
+			x.close("premis:relatedObjectIdentifier")
+			x.close("premis:relationship")
 		}
 		for _, eid := range o.events {
 			x.open("premis:linkingEventIdentifier")
@@ -129,7 +196,7 @@ func writeXML(w io.Writer, events []Event, sw Software, head *Head) error {
 
 	operators := map[string]bool{}
 	for _, e := range events {
-		writeEvent(x, e, sw)
+		writeEvent(x, e, sw, opt.Organisation)
 		if e.Operator != "" {
 			operators[e.Operator] = true
 		}
@@ -141,7 +208,7 @@ func writeXML(w io.Writer, events []Event, sw Software, head *Head) error {
 	x.elem("premis:agentIdentifierValue", sw.ID())
 	x.close("premis:agentIdentifier")
 	x.elem("premis:agentName", sw.Name)
-	x.elem("premis:agentType", "software")
+	agentType(x, "software", "sof")
 	x.elem("premis:agentVersion", sw.Version)
 	if head != nil {
 		x.elem("premis:agentNote", fmt.Sprintf("ledger chain head: %d events, last hash %s", head.Count, head.Hash))
@@ -151,6 +218,16 @@ func writeXML(w io.Writer, events []Event, sw Software, head *Head) error {
 		x.close("premis:agentExtension")
 	}
 	x.close("premis:agent")
+	if opt.Organisation != "" {
+		x.open("premis:agent")
+		x.open("premis:agentIdentifier")
+		x.elem("premis:agentIdentifierType", "organization")
+		x.elem("premis:agentIdentifierValue", opt.Organisation)
+		x.close("premis:agentIdentifier")
+		x.elem("premis:agentName", opt.Organisation)
+		agentType(x, "organization", "org")
+		x.close("premis:agent")
+	}
 	names := make([]string, 0, len(operators))
 	for n := range operators {
 		names = append(names, n)
@@ -163,7 +240,7 @@ func writeXML(w io.Writer, events []Event, sw Software, head *Head) error {
 		x.elem("premis:agentIdentifierValue", n)
 		x.close("premis:agentIdentifier")
 		x.elem("premis:agentName", n)
-		x.elem("premis:agentType", "person")
+		agentType(x, "person", "per")
 		x.close("premis:agent")
 	}
 	x.raw("</premis:premis>\n")
@@ -173,7 +250,52 @@ func writeXML(w io.Writer, events []Event, sw Software, head *Head) error {
 	return bw.Flush()
 }
 
-func writeEvent(x *xw, e Event, sw Software) {
+// agentType writes an agentType with its LoC authority.
+func agentType(x *xw, name, code string) {
+	x.openAttr("premis:agentType", "authority", "agentType", "authorityURI", agentTypeAuthority, "valueURI", agentTypeAuthority+"/"+code)
+	x.text(name)
+	x.close("premis:agentType")
+}
+
+// formatOf names an object's format: the PRONOM format of its key, or for
+// an interchange (and its messages) UN/EDIFACT, which PRONOM does not
+// register.
+func formatOf(puid, kind string, message bool) (name, version string) {
+	switch puid {
+	case "fmt/353":
+		return "Tagged Image File Format", "6.0"
+	case "fmt/1917":
+		return "BigTIFF", ""
+	case "fmt/155":
+		return "Geographic Tagged Image File Format (GeoTIFF)", ""
+	case "fmt/154":
+		return "Tagged Image File Format for Electronic Photography (TIFF/EP)", ""
+	}
+	switch {
+	case kind == "edifact" && message:
+		return "UN/EDIFACT message", "ISO 9735"
+	case kind == "edifact":
+		return "UN/EDIFACT interchange", "ISO 9735"
+	}
+	return "unidentified", ""
+}
+
+// relativeName is the path below the batch folder that a submission
+// recorded in its envelope ("rel"), or "".
+func relativeName(envelope []byte) string {
+	if len(envelope) == 0 {
+		return ""
+	}
+	var env struct {
+		Rel string `json:"rel"`
+	}
+	if json.Unmarshal(envelope, &env) != nil {
+		return ""
+	}
+	return env.Rel
+}
+
+func writeEvent(x *xw, e Event, sw Software, organisation string) {
 	x.open("premis:event")
 	x.open("premis:eventIdentifier")
 	x.elem("premis:eventIdentifierType", "UUID")
@@ -204,8 +326,11 @@ func writeEvent(x *xw, e Event, sw Software) {
 	if note == "" {
 		note = e.Message
 	}
-	failure := e.Class != "" || e.Code != "" || e.Offset != nil || e.Destination != ""
-	if note != "" || failure {
+	// The routing facts: as lazaret:failure on a failure, lazaret:routing
+	// (destination, batch, attempt) on any other event that has them.
+	failure := e.Outcome == Failure || e.Class != "" || e.Code != "" || e.Offset != nil
+	routing := !failure && (e.Destination != "" || e.BatchID != "")
+	if note != "" || failure || routing {
 		x.open("premis:eventOutcomeDetail")
 		if note != "" {
 			x.elem("premis:eventOutcomeDetailNote", note)
@@ -251,6 +376,21 @@ func writeEvent(x *xw, e Event, sw Software) {
 			x.close("lazaret:failure")
 			x.close("premis:eventOutcomeDetailExtension")
 		}
+		if routing {
+			x.open("premis:eventOutcomeDetailExtension")
+			attrs := []string{}
+			for _, kv := range [][2]string{{"destination", string(e.Destination)}, {"batch", e.BatchID}, {"correlation", e.CorrelationID}, {"replayOf", e.ReplayOf}} {
+				if kv[1] != "" {
+					attrs = append(attrs, kv[0], kv[1])
+				}
+			}
+			if e.Attempt > 0 {
+				attrs = append(attrs, "attempt", strconv.Itoa(e.Attempt))
+			}
+			x.openAttr("lazaret:routing", attrs...)
+			x.close("lazaret:routing")
+			x.close("premis:eventOutcomeDetailExtension")
+		}
 		x.close("premis:eventOutcomeDetail")
 	}
 	x.close("premis:eventOutcomeInformation")
@@ -273,6 +413,15 @@ func writeEvent(x *xw, e Event, sw Software) {
 		x.open("premis:linkingAgentIdentifier")
 		x.elem("premis:linkingAgentIdentifierType", "operator")
 		x.elem("premis:linkingAgentIdentifierValue", e.Operator)
+		x.openAttr("premis:linkingAgentRole", "authority", "eventRelatedAgentRole", "valueURI", AgentRoleAuthority+"imp")
+		x.text("imp")
+		x.close("premis:linkingAgentRole")
+		x.close("premis:linkingAgentIdentifier")
+	}
+	if organisation != "" {
+		x.open("premis:linkingAgentIdentifier")
+		x.elem("premis:linkingAgentIdentifierType", "organization")
+		x.elem("premis:linkingAgentIdentifierValue", organisation)
 		x.openAttr("premis:linkingAgentRole", "authority", "eventRelatedAgentRole", "valueURI", AgentRoleAuthority+"imp")
 		x.text("imp")
 		x.close("premis:linkingAgentRole")

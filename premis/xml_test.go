@@ -2,6 +2,7 @@ package premis_test
 
 import (
 	"bytes"
+	"encoding/xml"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,6 +111,107 @@ func TestEventKeyIsContentAddressed(t *testing.T) {
 	} {
 		if other == a {
 			t.Errorf("distinct inputs collide on %s", a)
+		}
+	}
+}
+
+// TestWriteXMLForImport reads an export back as a preservation system
+// importing it would: file objects with their format named and their
+// originalName below the batch folder, a message of an interchange as a
+// bitstream included in the interchange's file, the organisation as an
+// agent every event links, authorities on agent types and digests, and no
+// failure element on events that did not fail.
+func TestWriteXMLForImport(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	sha := strings.Repeat("cd", 32)
+	evs := []premis.Event{
+		{ID: "10000000-0000-4000-8000-000000000001", Type: premis.IngestionStart, DateTime: at, Outcome: premis.Success, ObjectID: "master-1",
+			BatchID: "b1", Kind: "tiff", SHA256: sha, Size: 4096, Path: "/staging/b1/masters/m1.tif", Destination: premis.Submitted, Attempt: 1,
+			Operator: "Reading Room Scans", Envelope: []byte(`{"v":1,"root":"/staging/b1","rel":"masters/m1.tif"}`)},
+		{ID: "10000000-0000-4000-8000-000000000002", Type: premis.Ingestion, DateTime: at, Outcome: premis.Success, ObjectID: "master-1",
+			BatchID: "b1", Kind: "tiff", SHA256: sha, PUID: "fmt/353", Path: "/staging/b1/masters/m1.tif", Destination: premis.Accepted, Attempt: 1},
+		{ID: "10000000-0000-4000-8000-000000000003", Type: premis.Ingestion, DateTime: at, Outcome: premis.Success, ObjectID: "inv",
+			BatchID: "b1", Kind: "edifact", SHA256: sha, Path: "/staging/b1/edi/inv.edi", Destination: premis.Accepted, Attempt: 1},
+		{ID: "10000000-0000-4000-8000-000000000004", Type: premis.Ingestion, DateTime: at, Outcome: premis.Success, ObjectID: "inv#MSG1",
+			BatchID: "b1", Kind: "edifact", Destination: premis.Accepted, Attempt: 1},
+	}
+	var buf bytes.Buffer
+	if err := premis.WriteXMLOptions(&buf, evs, sw, premis.ExportOptions{Organisation: "Example Archive"}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "premis.xml")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.ValidatePREMIS(t, path)
+
+	type ident struct {
+		Type  string `xml:"objectIdentifierType"`
+		Value string `xml:"objectIdentifierValue"`
+	}
+	var doc struct {
+		Objects []struct {
+			XSIType string `xml:"http://www.w3.org/2001/XMLSchema-instance type,attr"`
+			ID      ident  `xml:"objectIdentifier"`
+			Format  struct {
+				Name     string `xml:"formatDesignation>formatName"`
+				Registry string `xml:"formatRegistry>formatRegistryKey"`
+			} `xml:"objectCharacteristics>format"`
+			Digest struct {
+				Authority string `xml:"valueURI,attr"`
+			} `xml:"objectCharacteristics>fixity>messageDigestAlgorithm"`
+			OriginalName string `xml:"originalName"`
+			Related      string `xml:"relationship>relatedObjectIdentifier>relatedObjectIdentifierValue"`
+		} `xml:"object"`
+		Events []struct {
+			ID      string   `xml:"eventIdentifier>eventIdentifierValue"`
+			Agents  []string `xml:"linkingAgentIdentifier>linkingAgentIdentifierValue"`
+			Failure []string `xml:"eventOutcomeInformation>eventOutcomeDetail>eventOutcomeDetailExtension>failure"`
+		} `xml:"event"`
+		Agents []struct {
+			Value string `xml:"agentIdentifier>agentIdentifierValue"`
+			Type  struct {
+				Text string `xml:",chardata"`
+				URI  string `xml:"valueURI,attr"`
+			} `xml:"agentType"`
+		} `xml:"agent"`
+	}
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Objects) != 3 {
+		t.Fatalf("%d objects, want 3", len(doc.Objects))
+	}
+	m, ic, msg := doc.Objects[0], doc.Objects[1], doc.Objects[2]
+	if m.XSIType != "premis:file" || m.OriginalName != "masters/m1.tif" || m.Format.Name != "Tagged Image File Format" || m.Format.Registry != "fmt/353" ||
+		m.Digest.Authority != "http://id.loc.gov/vocabulary/preservation/cryptographicHashFunctions/sha256" {
+		t.Errorf("master object: %+v", m)
+	}
+	if ic.XSIType != "premis:file" || ic.OriginalName != "/staging/b1/edi/inv.edi" || ic.Format.Name != "UN/EDIFACT interchange" {
+		t.Errorf("interchange object (no envelope recorded: the stored path stands): %+v", ic)
+	}
+	if msg.XSIType != "premis:bitstream" || msg.ID.Value != "inv#MSG1" || msg.Related != "inv" || msg.OriginalName != "" || msg.Format.Name != "UN/EDIFACT message" {
+		t.Errorf("message object: %+v", msg)
+	}
+	for _, e := range doc.Events {
+		if len(e.Failure) > 0 {
+			t.Errorf("event %s succeeded but carries a failure element", e.ID)
+		}
+		if len(e.Agents) < 2 || e.Agents[len(e.Agents)-1] != "Example Archive" {
+			t.Errorf("event %s links agents %v, want the organisation last", e.ID, e.Agents)
+		}
+	}
+	types := map[string]string{}
+	for _, a := range doc.Agents {
+		types[a.Value] = a.Type.Text + " " + a.Type.URI
+	}
+	for who, want := range map[string]string{
+		sw.ID():              "software http://id.loc.gov/vocabulary/preservation/agentType/sof",
+		"Example Archive":    "organization http://id.loc.gov/vocabulary/preservation/agentType/org",
+		"Reading Room Scans": "person http://id.loc.gov/vocabulary/preservation/agentType/per",
+	} {
+		if types[who] != want {
+			t.Errorf("agent %s: %q, want %q", who, types[who], want)
 		}
 	}
 }

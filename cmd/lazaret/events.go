@@ -26,6 +26,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case "export":
 		format := fs.String("format", "premis-xml", "output format: premis-xml")
 		out := fs.String("o", "", "write to this file instead of standard output")
+		org := fs.String("organisation", "", "the organisation running lazaret: exported as an agent every event links")
 		if err := cfg.bind(fs, args[1:], "ledger"); err != nil {
 			return err
 		}
@@ -43,11 +44,14 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		// The chain head the export was taken at, so a preservation system
 		// can later check the ledger against it (lazaret ledger verify --anchor).
-		var head premis.Head
-		hasHead := false
+		opt := premis.ExportOptions{Organisation: *org}
 		if a, ok := l.(premis.Auditor); ok {
-			if head, hasHead, err = a.RecordedHead(ctx); err != nil {
+			head, has, err := a.RecordedHead(ctx)
+			if err != nil {
 				return err
+			}
+			if has {
+				opt.Head = &head
 			}
 		}
 		w := stdout
@@ -59,13 +63,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			defer f.Close()
 			w = f
 		}
-		write := premis.WriteXML
-		if hasHead {
-			write = func(w io.Writer, evs []premis.Event, sw premis.Software) error {
-				return premis.WriteXMLWithHead(w, evs, sw, head)
-			}
-		}
-		if err := write(w, evs, software); err != nil {
+		if err := premis.WriteXMLOptions(w, evs, software, opt); err != nil {
 			return err
 		}
 		if *out != "" {
