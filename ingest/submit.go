@@ -110,7 +110,9 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 		latest[e.CorrelationID] = e
 	}
 	var todo []*Envelope
-	var record []*premis.Event
+	// The batch's own fact first: how many items to expect (batch status,
+	// submit --wait).
+	record := []*premis.Event{batchEvent(m, opt.Software, now)}
 	for _, env := range envs {
 		e, seen := latest[env.CorrelationID]
 		switch {

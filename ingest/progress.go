@@ -1,0 +1,153 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/validate"
+)
+
+// KindBatch is the kind of a batch's own events: what was submitted, and
+// how many items to expect.
+const KindBatch = "batch"
+
+// batchFact is the envelope of a batch's submission event.
+type batchFact struct {
+	BatchID   string `json:"batch_id"`
+	Submitter string `json:"submitter,omitempty"`
+	Items     int    `json:"items"`
+}
+
+// batchEvent records that a manifest of len(m.Items) items was submitted as
+// batch m.BatchID. It is keyed by the manifest's items, so submitting the
+// same manifest again finds it, and a corrected manifest records a new one.
+func batchEvent(m *validate.Manifest, sw premis.Software, at time.Time) *premis.Event {
+	h := sha256.New()
+	for _, it := range m.Items {
+		b, _ := json.Marshal(it)
+		h.Write(b)
+		h.Write([]byte{'\n'})
+	}
+	digest := hex.EncodeToString(h.Sum(nil))
+	fact, _ := json.Marshal(batchFact{BatchID: m.BatchID, Submitter: m.Submitter, Items: len(m.Items)})
+	return &premis.Event{
+		Key: premis.EventKey("batch/"+m.BatchID, digest, premis.IngestionStart, 1), Type: premis.IngestionStart, DateTime: at,
+		Outcome: premis.Success, ObjectID: m.BatchID, BatchID: m.BatchID, CorrelationID: "batch/" + m.BatchID, Kind: KindBatch,
+		SHA256: digest, Agent: sw.ID(), Operator: m.Submitter,
+		Detail:   fmt.Sprintf("batch %s submitted: %d items expected", m.BatchID, len(m.Items)),
+		Envelope: fact,
+	}
+}
+
+// Progress is how far a batch has come, from the ledger: its items (the
+// manifest's; an interchange's messages are counted apart), where each
+// stands, how fast they settle and how long the rest should take.
+type Progress struct {
+	BatchID string `json:"batch_id"`
+	// Expected is the number of items the batch was submitted with (0 when
+	// its submission predates batch facts).
+	Expected int `json:"expected"`
+	// Recorded items have at least one event with a destination.
+	Recorded int `json:"recorded"`
+	// Done items have a final or parked outcome (accepted, dead-letter,
+	// quarantined, audit-hold, discarded); Failed is the part of them that
+	// is neither accepted nor discarded.
+	Done    int `json:"done"`
+	Failed  int `json:"failed"`
+	Pending int `json:"pending"` // submitted (or replayed), not yet settled
+	Retry   int `json:"retrying"`
+	// ByDestination counts items by their latest destination.
+	ByDestination map[premis.Destination]int `json:"by_destination"`
+	// Messages counts the messages of the batch's interchanges by their
+	// latest destination.
+	Messages    map[premis.Destination]int `json:"messages"`
+	SubmittedAt time.Time                  `json:"submitted_at"`
+	LastAt      time.Time                  `json:"last_at"`
+	// ItemsPerSecond is Done over the time from submission to the last
+	// settled item; ETA is what the rest takes at that rate (0 when done or
+	// unknown).
+	ItemsPerSecond float64       `json:"items_per_second"`
+	ETA            time.Duration `json:"eta_ns"`
+}
+
+// Total is the number of items the batch holds: those expected, or those
+// recorded when more are (or nothing was recorded about the batch itself).
+func (p *Progress) Total() int { return max(p.Expected, p.Recorded) }
+
+// Finished says whether every item of the batch has an outcome.
+func (p *Progress) Finished() bool { return p.Total() > 0 && p.Done >= p.Total() }
+
+// BatchProgress reads how far batch batchID has come. ErrUnknownBatch
+// when the ledger knows nothing of it.
+func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progress, error) {
+	latest, err := l.Events(ctx, premis.Filter{BatchID: batchID, Latest: true})
+	if err != nil {
+		return nil, err
+	}
+	facts, err := l.Events(ctx, premis.Filter{BatchID: batchID, Kind: KindBatch})
+	if err != nil {
+		return nil, err
+	}
+	if len(latest) == 0 && len(facts) == 0 {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownBatch, batchID)
+	}
+	p := &Progress{BatchID: batchID, ByDestination: map[premis.Destination]int{}, Messages: map[premis.Destination]int{}}
+	if len(facts) > 0 {
+		sort.Slice(facts, func(i, j int) bool { return facts[i].Seq < facts[j].Seq })
+		last := facts[len(facts)-1]
+		var f batchFact
+		if err := json.Unmarshal(last.Envelope, &f); err == nil {
+			p.Expected = f.Items
+		}
+		p.SubmittedAt = facts[0].DateTime
+	}
+	for _, e := range latest {
+		if e.Kind == KindBatch {
+			continue
+		}
+		if strings.Contains(e.ObjectID, "#") {
+			p.Messages[e.Destination]++
+			continue
+		}
+		p.Recorded++
+		p.ByDestination[e.Destination]++
+		switch e.Destination {
+		case premis.Submitted, premis.Replayed:
+			// Replayed: a new attempt is on its way.
+			p.Pending++
+			if p.SubmittedAt.IsZero() || e.DateTime.Before(p.SubmittedAt) {
+				p.SubmittedAt = e.DateTime
+			}
+			continue
+		case premis.Retry:
+			p.Retry++
+			continue
+		case premis.DeadLetter, premis.Quarantined, premis.AuditHold:
+			p.Failed++
+		}
+		p.Done++
+		if e.DateTime.After(p.LastAt) {
+			p.LastAt = e.DateTime
+		}
+	}
+	p.Pending += max(0, p.Expected-p.Recorded) // not recorded yet at all
+	if p.Done > 0 && !p.SubmittedAt.IsZero() && p.LastAt.After(p.SubmittedAt) {
+		p.ItemsPerSecond = float64(p.Done) / p.LastAt.Sub(p.SubmittedAt).Seconds()
+		if rest := p.Total() - p.Done; rest > 0 {
+			p.ETA = time.Duration(float64(rest) / p.ItemsPerSecond * float64(time.Second))
+		}
+	}
+	return p, nil
+}
+
+// ErrUnknownBatch: the ledger holds nothing of the batch (a mistyped id,
+// or a batch submitted to another ledger).
+var ErrUnknownBatch = errors.New("no such batch in the ledger")
