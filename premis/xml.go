@@ -6,6 +6,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,6 +59,12 @@ type ExportOptions struct {
 	// Organisation, when set, is the organisation that runs Lazaret: an
 	// agent of type organization, linked from every event as implementer.
 	Organisation string
+	// Archivematica shapes the document for Archivematica's import of a
+	// transfer's metadata/premis.xml (docs/archivematica.md): originalName
+	// as "objects/" + the path below the batch folder (the file's place in
+	// the transfer), message events linked to their interchange's file
+	// (Archivematica links events to files only), and no batch entity.
+	Archivematica bool
 }
 
 // Vocabularies of the Library of Congress used on agents and digests.
@@ -85,6 +93,21 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 		id, sha, puid, path, rel, kind string
 		size                           int64
 		events                         []string
+	}
+	if opt.Archivematica {
+		kept := make([]Event, 0, len(events))
+		for _, e := range events {
+			if e.Kind == kindBatch {
+				continue
+			}
+			if parent, _, ok := strings.Cut(e.ObjectID, "#"); ok {
+				e.ObjectID = parent
+			}
+			kept = append(kept, e)
+		}
+		if events = kept; len(events) == 0 {
+			return fmt.Errorf("premis: nothing to export for Archivematica: only batch events match")
+		}
 	}
 	objects := map[string]*object{}
 	var order []string
@@ -117,6 +140,17 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 	}
 	for _, id := range order {
 		o := objects[id]
+		if o.kind == kindBatch {
+			// A batch is what was submitted together, not a file.
+			x.open(`premis:object xsi:type="premis:intellectualEntity"`)
+			x.open("premis:objectIdentifier")
+			x.elem("premis:objectIdentifierType", "local")
+			x.elem("premis:objectIdentifierValue", o.id)
+			x.close("premis:objectIdentifier")
+			writeEventLinks(x, o.events)
+			x.close("premis:object")
+			continue
+		}
 		parent, _, message := strings.Cut(o.id, "#")
 		if message {
 			x.open(`premis:object xsi:type="premis:bitstream"`)
@@ -164,6 +198,10 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 		x.close("premis:objectCharacteristics")
 		switch {
 		case message:
+		case opt.Archivematica && o.rel != "":
+			x.elem("premis:originalName", "objects/"+o.rel)
+		case opt.Archivematica && o.path != "":
+			x.elem("premis:originalName", "objects/"+path.Base(filepath.ToSlash(o.path)))
 		case o.rel != "":
 			x.elem("premis:originalName", o.rel)
 		case o.path != "":
@@ -185,12 +223,7 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 			x.close("premis:relatedObjectIdentifier")
 			x.close("premis:relationship")
 		}
-		for _, eid := range o.events {
-			x.open("premis:linkingEventIdentifier")
-			x.elem("premis:linkingEventIdentifierType", "UUID")
-			x.elem("premis:linkingEventIdentifierValue", eid)
-			x.close("premis:linkingEventIdentifier")
-		}
+		writeEventLinks(x, o.events)
 		x.close("premis:object")
 	}
 
@@ -248,6 +281,18 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 		return x.err
 	}
 	return bw.Flush()
+}
+
+// kindBatch is the kind of a batch's own events (ingest.KindBatch).
+const kindBatch = "batch"
+
+func writeEventLinks(x *xw, ids []string) {
+	for _, eid := range ids {
+		x.open("premis:linkingEventIdentifier")
+		x.elem("premis:linkingEventIdentifierType", "UUID")
+		x.elem("premis:linkingEventIdentifierValue", eid)
+		x.close("premis:linkingEventIdentifier")
+	}
 }
 
 // agentType writes an agentType with its LoC authority.

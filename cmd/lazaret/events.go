@@ -27,6 +27,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		format := fs.String("format", "premis-xml", "output format: premis-xml")
 		out := fs.String("o", "", "write to this file instead of standard output")
 		org := fs.String("organisation", "", "the organisation running lazaret: exported as an agent every event links")
+		am := fs.Bool("archivematica", false, "shape the document for Archivematica's metadata/premis.xml import (docs/archivematica.md)")
 		if err := cfg.bind(fs, args[1:], "ledger"); err != nil {
 			return err
 		}
@@ -44,7 +45,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		// The chain head the export was taken at, so a preservation system
 		// can later check the ledger against it (lazaret ledger verify --anchor).
-		opt := premis.ExportOptions{Organisation: *org}
+		opt := premis.ExportOptions{Organisation: *org, Archivematica: *am}
 		if a, ok := l.(premis.Auditor); ok {
 			head, has, err := a.RecordedHead(ctx)
 			if err != nil {
