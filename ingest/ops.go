@@ -194,7 +194,12 @@ type ReplayOptions struct {
 	// File, when set, replaces the item's file (a corrected master or
 	// interchange): resolved to an absolute path now, its digest and size
 	// taken now.
-	File   string
+	File string
+	// Set corrects manifest fields of the item (json name → value, "" to
+	// clear), checked by the manifest's rules: a fixed color_profile, a
+	// resolution_dpi, a sha256 the manifest got wrong. Not with File for
+	// sha256 or size.
+	Set    map[string]string
 	DryRun bool
 }
 
@@ -271,6 +276,17 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 		env.Path, env.Root, env.Rel, env.SHA256, env.Size = src.Path, src.Root, src.Rel, sum, size
 		env.Item.SHA256, env.Item.Size = sum, size
 	}
+	if opt.File != "" {
+		for _, k := range []string{"sha256", "size"} {
+			if _, ok := opt.Set[k]; ok {
+				return nil, fmt.Errorf("--set %s with --file: the corrected file's digest and size are taken from the file", k)
+			}
+		}
+	}
+	corrected, err := correctItem(env, opt.Set)
+	if err != nil {
+		return nil, err
+	}
 	env.Attempt = max(f.Attempt, env.Attempt) + 1
 	env.ReplayOf = f.ID
 	env.SubmittedAt = time.Now().UTC()
@@ -280,6 +296,9 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 	}
 	if opt.File != "" {
 		reason += fmt.Sprintf(" (with corrected file %s, sha256 %s)", env.Path, env.SHA256)
+	}
+	if corrected != "" {
+		reason += " (" + corrected + ")"
 	}
 	unq := o.operatorEvent(f, premis.Unquarantine, opt.Operator)
 	unq.Destination, unq.Note, unq.Envelope, unq.Attempt = premis.Replayed, reason, envelopeJSON(env), env.Attempt
