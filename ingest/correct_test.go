@@ -8,6 +8,7 @@ import (
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/validate"
 )
 
 // TestReplayCorrectsManifestFields: an item quarantined for a metadata
@@ -68,5 +69,69 @@ func TestReplayCorrectsManifestFields(t *testing.T) {
 			t.Fatalf("the corrected replay did not settle: %+v", evs)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBulkReplayByCode: twelve items quarantined for the same missing
+// field are replayed with one correction by one bulk action, after a dry
+// run that lists them and changes nothing; an item of another batch with
+// the same code is left alone.
+func TestBulkReplayByCode(t *testing.T) {
+	b := setup(t, fastPolicy())
+	b.start()
+	ctx := context.Background()
+	m, dir := b.manifest(13)
+	for i := range m.Items {
+		m.Items[i].ColorProfile = ""
+	}
+	other := &validate.Manifest{BatchID: "other", Submitter: m.Submitter, Items: m.Items[12:]}
+	m.Items = m.Items[:12]
+	for _, mf := range []*validate.Manifest{m, other} {
+		if _, err := ingest.Submit(ctx, b.ledger, b.client, mf, dir, ingest.SubmitOptions{Policy: b.worker.Policy}); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range mf.Items {
+			b.settled(ingest.CorrelationID(mf.BatchID, it.ObjectID, it.SHA256), 15*time.Second)
+		}
+	}
+	open, err := ingest.Failures(ctx, b.ledger, ingest.FailureFilter{})
+	if err != nil || len(open) != 13 {
+		t.Fatalf("%d open failures, want 13: %v", len(open), err)
+	}
+	opt := ingest.BulkOptions{Filter: ingest.FailureFilter{BatchID: m.BatchID, Code: open[0].Code}, Action: "replay", Operator: "ana",
+		Set: map[string]string{"color_profile": "sRGB"}, Rate: 1000, DryRun: true}
+	dry, err := b.ops().Bulk(ctx, opt)
+	if err != nil || len(dry) != 12 {
+		t.Fatalf("dry run: %d decisions: %v", len(dry), err)
+	}
+	if still, _ := ingest.Failures(ctx, b.ledger, ingest.FailureFilter{}); len(still) != 13 {
+		t.Fatalf("a dry run resolved %d failures", 13-len(still))
+	}
+	opt.DryRun = false
+	done, err := b.ops().Bulk(ctx, opt)
+	if err != nil || len(done) != 12 {
+		t.Fatalf("bulk replay: %d decisions: %v", len(done), err)
+	}
+	for _, d := range done {
+		if d.Action != "replay" {
+			t.Errorf("%s: %s %s", d.Failure.ObjectID, d.Action, d.Detail)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		p, err := ingest.BatchProgress(ctx, b.ledger, m.BatchID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.ByDestination[premis.Accepted] == 12 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the bulk replay: %+v", p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left, _ := ingest.Failures(ctx, b.ledger, ingest.FailureFilter{}); len(left) != 1 || left[0].BatchID != "other" {
+		t.Fatalf("left open: %+v", left)
 	}
 }
