@@ -135,3 +135,75 @@ func TestBulkReplayByCode(t *testing.T) {
 		t.Fatalf("left open: %+v", left)
 	}
 }
+
+// TestResubmittedChangedEntryIsReplayed: a manifest corrected and
+// submitted again — a color_profile added, a wrong sha256 fixed — replays
+// each changed failure as a new attempt of the same object (same
+// correlation, replay_of the failure) instead of skipping it, or of
+// starting a second item for a changed digest; the batch keeps its count.
+// Without a replayer the changed items are reported, not dropped.
+func TestResubmittedChangedEntryIsReplayed(t *testing.T) {
+	b := setup(t, fastPolicy())
+	b.start()
+	ctx := context.Background()
+	m, dir := b.manifest(3)
+	good := m.Items
+	bad := append([]validate.Item(nil), good...)
+	bad[0].ColorProfile = ""
+	bad[2].SHA256 = strings.Repeat("0", 64)
+	wrong := &validate.Manifest{BatchID: m.BatchID, Submitter: m.Submitter, Items: bad}
+	if _, err := ingest.Submit(ctx, b.ledger, b.client, wrong, dir, ingest.SubmitOptions{Policy: b.worker.Policy}); err != nil {
+		t.Fatal(err)
+	}
+	var corr []string
+	for _, it := range bad {
+		c := ingest.CorrelationID(m.BatchID, it.ObjectID, it.SHA256)
+		corr = append(corr, c)
+		b.settled(c, 15*time.Second)
+	}
+	if open, _ := ingest.Failures(ctx, b.ledger, ingest.FailureFilter{}); len(open) != 2 {
+		t.Fatalf("%d open failures, want 2", len(open))
+	}
+	// Without a replayer: reported, nothing recorded for them.
+	res, err := ingest.Submit(ctx, b.ledger, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Replayed) != 0 || len(res.Enqueued) != 0 || len(res.Skipped) != 3 || !strings.Contains(res.Skipped[0].Reason+res.Skipped[1].Reason+res.Skipped[2].Reason, "--set") {
+		t.Fatalf("resubmission without a replayer: %+v", res)
+	}
+	opt := b.ops().SubmitOptions()
+	res, err = ingest.Submit(ctx, b.ledger, b.client, m, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Replayed) != 2 || len(res.Enqueued) != 0 {
+		t.Fatalf("resubmission with the corrections: %+v", res)
+	}
+	for _, i := range []int{0, 2} {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			evs, err := b.ledger.Events(ctx, premis.Filter{CorrelationID: corr[i], Latest: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) == 1 && evs[0].Attempt == 2 && evs[0].Destination.Terminal() {
+				if evs[0].Destination != premis.Accepted || evs[0].SHA256 != good[i].SHA256 {
+					t.Fatalf("item %d after its corrected resubmission: %s sha %s (%s)", i, evs[0].Destination, evs[0].SHA256, evs[0].Message)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("item %d: the replay did not settle: %+v", i, evs)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	p, err := ingest.BatchProgress(ctx, b.ledger, m.BatchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Recorded != 3 || p.ByDestination[premis.Accepted] != 3 {
+		t.Fatalf("the batch after the corrections: %+v", p)
+	}
+}

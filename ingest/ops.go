@@ -199,8 +199,12 @@ type ReplayOptions struct {
 	// clear), checked by the manifest's rules: a fixed color_profile, a
 	// resolution_dpi, a sha256 the manifest got wrong. Not with File for
 	// sha256 or size.
-	Set    map[string]string
-	DryRun bool
+	Set map[string]string
+	// Resubmitted, when set, is the item as submitted again with a
+	// changed manifest entry: its entry, file and digest replace the
+	// failed attempt's (the object and its correlation stay).
+	Resubmitted *Envelope
+	DryRun      bool
 }
 
 // resolutionKey is the key every action that resolves failure f records
@@ -275,6 +279,9 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 		}
 		env.Path, env.Root, env.Rel, env.SHA256, env.Size = src.Path, src.Root, src.Rel, sum, size
 		env.Item.SHA256, env.Item.Size = sum, size
+	}
+	if r := opt.Resubmitted; r != nil {
+		env.Item, env.Path, env.Root, env.Rel, env.SHA256, env.Size, env.Submitter = r.Item, r.Path, r.Root, r.Rel, r.SHA256, r.Size, r.Submitter
 	}
 	if opt.File != "" {
 		for _, k := range []string{"sha256", "size"} {
@@ -373,6 +380,14 @@ func (o *Operator) finishReplay(ctx context.Context, f Failure, res *ActionResul
 func (o *Operator) submitOptions() SubmitOptions {
 	opt := o.Submit
 	opt.Policy, opt.Software = o.Policy, o.Software
+	return opt
+}
+
+// SubmitOptions are the options a submission through this operator uses:
+// its policy and software, and changed entries of open failures replayed.
+func (o *Operator) SubmitOptions() SubmitOptions {
+	opt := o.submitOptions()
+	opt.Replayer = o
 	return opt
 }
 
@@ -649,7 +664,7 @@ func (o *Operator) SubmitManifest(ctx context.Context, manifestPath string, dryR
 	if err != nil {
 		return nil, err
 	}
-	opt := o.submitOptions()
+	opt := o.SubmitOptions()
 	opt.DryRun = dryRun
 	return Submit(ctx, o.Ledger, o.Enqueuer, m, dir, opt)
 }

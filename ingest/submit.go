@@ -1,10 +1,14 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +27,13 @@ type SubmitOptions struct {
 	Software premis.Software
 	// DryRun checks and reports, writing nothing.
 	DryRun bool
+	// Replayer, when set, replays an item whose manifest entry changed
+	// since it failed (a fixed color_profile, a corrected sha256) as a new
+	// attempt of the same object; *Operator is one. Without it such items
+	// are reported in Skipped with what to do.
+	Replayer interface {
+		Replay(ctx context.Context, id string, opt ReplayOptions) (*ActionResult, error)
+	}
 }
 
 // SubmitResult says what a submission did, item by item.
@@ -32,6 +43,9 @@ type SubmitResult struct {
 	Enqueued   []string     `json:"enqueued"`   // object ids enqueued now
 	Duplicates []string     `json:"duplicates"` // object ids already queued or recently finished
 	Skipped    []SkipReason `json:"skipped"`    // items the ledger has already settled
+	// Replayed lists open failures whose manifest entry changed: each was
+	// replayed as a new attempt of the same object (replay_of its failure).
+	Replayed []SkipReason `json:"replayed"`
 }
 
 // SkipReason is why a resubmitted item was not enqueued again.
@@ -100,21 +114,34 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	res := &SubmitResult{BatchID: m.BatchID, DryRun: opt.DryRun, Enqueued: []string{}, Duplicates: []string{}, Skipped: []SkipReason{}}
+	res := &SubmitResult{BatchID: m.BatchID, DryRun: opt.DryRun, Enqueued: []string{}, Duplicates: []string{}, Skipped: []SkipReason{}, Replayed: []SkipReason{}}
 	settled, err := l.Events(ctx, premis.Filter{BatchID: m.BatchID, Latest: true})
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	latest := map[string]premis.Event{}
+	byObject := map[string]premis.Event{} // the items' own, not messages or the batch
 	for _, e := range settled {
 		latest[e.CorrelationID] = e
+		if e.Kind != KindBatch && !strings.Contains(e.ObjectID, "#") {
+			byObject[e.ObjectID] = e
+		}
 	}
+	var replays []replayOf
 	var todo []*Envelope
 	// The batch's own fact first: how many items to expect (batch status,
 	// submit --wait).
 	record := []*premis.Event{batchEvent(m, opt.Software, now)}
 	for _, env := range envs {
 		e, seen := latest[env.CorrelationID]
+		if !seen {
+			// The same object with another digest: its entry changed.
+			e, seen = byObject[env.ObjectID]
+		}
+		if seen && slices.Contains(failureDestinations, e.Destination) && entryChanged(e, env) {
+			replays = append(replays, replayOf{env: env, failure: e})
+			continue
+		}
 		switch {
 		case !seen:
 			record = append(record, submissionEvent(env, opt.Software, now))
@@ -131,12 +158,15 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 		for _, env := range todo {
 			res.Enqueued = append(res.Enqueued, env.ObjectID)
 		}
-		return res, nil
+		return res, replayChanged(ctx, opt, m, replays, res)
 	}
 	for i := 0; i < len(record); i += submitChunk {
 		if _, err := l.Append(ctx, record[i:min(i+submitChunk, len(record))]...); err != nil {
 			return res, fmt.Errorf("ledger: record the submission: %w (%d of %d items recorded before this; nothing enqueued)", err, i, len(record))
 		}
+	}
+	if err := replayChanged(ctx, opt, m, replays, res); err != nil {
+		return res, err
 	}
 	dups, err := enqueueAll(ctx, b, todo, opt)
 	for i, env := range todo {
@@ -206,6 +236,53 @@ feed:
 	close(next)
 	wg.Wait()
 	return out, first
+}
+
+// replayOf is a resubmitted item whose entry changed since it failed.
+type replayOf struct {
+	env     *Envelope
+	failure premis.Event
+}
+
+// entryChanged says whether env, resubmitted, differs from the manifest
+// entry of the attempt that failed (recorded with the failure).
+func entryChanged(failed premis.Event, env *Envelope) bool {
+	if failed.SHA256 != "" && failed.CorrelationID != env.CorrelationID {
+		return true // another digest: another file, or a corrected sha256
+	}
+	prev, err := DecodeEnvelope(failed.Envelope)
+	if err != nil {
+		return false
+	}
+	a, _ := json.Marshal(prev.Item)
+	b, _ := json.Marshal(env.Item)
+	return !bytes.Equal(a, b)
+}
+
+// replayChanged replays each changed open failure with its resubmitted
+// entry, or reports it skipped when there is no Replayer.
+func replayChanged(ctx context.Context, opt SubmitOptions, m *validate.Manifest, replays []replayOf, res *SubmitResult) error {
+	for _, r := range replays {
+		sr := SkipReason{ObjectID: r.env.ObjectID, Destination: r.failure.Destination, EventID: r.failure.ID}
+		if opt.Replayer == nil {
+			sr.Reason = "changed since it failed in " + string(r.failure.Destination) + ": replay it with the correction (lazaret " +
+				cliFor(r.failure.Destination) + " replay " + r.failure.ID + " --set field=value, or --file)"
+			res.Skipped = append(res.Skipped, sr)
+			continue
+		}
+		who := m.Submitter
+		if who == "" {
+			who = "submitter"
+		}
+		ar, err := opt.Replayer.Replay(ctx, r.failure.ID, ReplayOptions{Operator: who, Reason: "resubmitted with a changed manifest entry",
+			Resubmitted: r.env, DryRun: opt.DryRun})
+		if err != nil {
+			return fmt.Errorf("replay %s with its changed entry: %w", r.env.ObjectID, err)
+		}
+		sr.Reason = fmt.Sprintf("changed since it failed in %s: replayed as attempt %d (task %s)", r.failure.Destination, ar.Replay.Attempt, ar.TaskID)
+		res.Replayed = append(res.Replayed, sr)
+	}
+	return nil
 }
 
 // submissionEvent records that env was submitted: an ins event with the
