@@ -22,8 +22,11 @@ import (
 )
 
 // TestMain lets this test binary double as a worker process that a test can
-// kill with SIGKILL.
+// kill with SIGKILL, or measure (bombWorker).
 func TestMain(m *testing.M) {
+	if url := os.Getenv(bombWorkerEnv); url != "" {
+		os.Exit(bombWorker(url))
+	}
 	if url := os.Getenv("LAZARET_TEST_CHILD_WORKER"); url != "" {
 		childWorker(url, os.Getenv("LAZARET_TEST_CHILD_LEDGER"))
 		return
