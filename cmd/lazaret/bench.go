@@ -30,7 +30,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ediMB := fs.Int64("edi-mb", 50, "interchange size in MB")
 	rounds := fs.Int("rounds", 3, "runs of each measurement (the best is reported)")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args, "master"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "master"); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {

@@ -33,7 +33,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up if items have not settled by then")
 	cfg := defaultConfig()
 	cfg.RetryBase, cfg.LogLevel = 200*time.Millisecond, "warn"
-	if err := cfg.bind(fs, args, "worker", "policy", "master", "edi"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "worker", "policy", "master", "edi"); err != nil {
 		return err
 	}
 	if *data == "" {
