@@ -128,7 +128,7 @@ func (c *Config) bind(ctx context.Context, fs *flag.FlagSet, args []string, fiel
 			if err := env("LAZARET_LEDGER", func(v string) error { c.Ledger = v; return nil }); err != nil {
 				return err
 			}
-			fs.StringVar(&c.Ledger, "ledger", c.Ledger, "the ledger: an SQLite file, or postgres://user@host/db for several machines (default $XDG_DATA_HOME/lazaret/ledger.db); env LAZARET_LEDGER")
+			fs.StringVar(&c.Ledger, "ledger", c.Ledger, "the `LEDGER`: an SQLite file, or postgres://user@host/db for several machines (default $XDG_DATA_HOME/lazaret/ledger.db); env LAZARET_LEDGER")
 		case "roots":
 			fs.Var((*listFlag)(&c.IngestRoots), "ingest-root", "`DIR` manifests and corrected files must lie beneath (repeatable); the API reads nothing without one")
 		case "worker":

@@ -47,7 +47,7 @@ func failureHelp(fc failureCommand, sub string) failureUsage {
 	case "ls":
 		return failureUsage{"ls [flags]", "list open " + where + ", oldest first",
 			"List the open " + where + " (each item's latest outcome), oldest first, with\nclass, code and position.",
-			"  lazaret " + n + " ls\n  lazaret " + n + " ls --class corrupt --since 24h\n  lazaret " + n + " ls --batch batch-17 --json", ""}
+			"  lazaret " + n + " ls\n  lazaret " + n + " ls --class structural --since 24h\n  lazaret " + n + " ls --batch batch-17 --json", ""}
 	case "show":
 		return failureUsage{"show [flags] ID", "one failure: position, message, broker state and history",
 			"Show one failure (class, code, position, message), where the broker holds it,\nand its item's whole history.",
