@@ -398,7 +398,7 @@ func (c *Config) openReadOnly(ctx context.Context) (premis.Ledger, error) {
 	}
 	l, err := sqlite.OpenAudit(ctx, c.sqlitePath())
 	if err != nil {
-		return nil, err
+		return nil, &exitError{code: 2, err: fmt.Errorf("ledger %s cannot be read as a lazaret ledger (a worker creates and upgrades ledgers; read commands change nothing): %w", c.Ledger, err)}
 	}
 	if err := l.Guards(ctx); err != nil {
 		l.Close()
