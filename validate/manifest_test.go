@@ -72,10 +72,10 @@ func TestManifestSyntaxErrorsHaveLineAndColumn(t *testing.T) {
 		js           string
 		line, column int
 	}{
-		{"{\"batch_id\": \"b\",\n \"submitter\": \"s\"\n \"items\": []}", 3, 2}, // a missing comma before "items"
+		{"{\"batch_id\": \"b\",\n \"submitter\": \"s\"\n \"items\": []}", 3, 2},             // a missing comma before "items"
 		{"{\"batch_id\": \"b\",\n  \"items\": [\n    {\"object_id\": \"é\",}\n  ]}", 3, 23}, // a trailing comma; é is one column
-		{"{\"batch_id\": \"b\"}\n{}", 2, 1},                                          // trailing data
-		{"\xef\xbb\xbf[1,2]", 1, 1},                                                      // a list, not an object (after the BOM)
+		{"{\"batch_id\": \"b\"}\n{}", 2, 1},                                                 // trailing data
+		{"\xef\xbb\xbf[1,2]", 1, 1},                                                         // a list, not an object (after the BOM)
 		{"", 1, 1},
 	} {
 		_, err := validate.ParseManifest([]byte(c.js))
