@@ -37,7 +37,9 @@ type FailureDetail struct {
 	Open   bool   `json:"open"`
 	Status string `json:"status,omitempty"`
 	// Broker is where the broker holds the task, or that it lost it.
-	Broker  string         `json:"broker"`
+	Broker string `json:"broker"`
+	// Help explains the failure's code (docs/codes.md).
+	Help    *CodeHelp      `json:"help,omitempty"`
 	History []premis.Event `json:"history"`
 }
 
@@ -76,6 +78,9 @@ func Detail(ops *ingest.Operator, f ingest.Failure, history []premis.Event, err 
 	}
 	if ops != nil && ops.Broker != nil {
 		d.Broker = ops.BrokerState(f)
+	}
+	if h, ok := LookupCode(f.Code); ok {
+		d.Help = &h
 	}
 	return d
 }

@@ -63,7 +63,7 @@ func failureHelp(fc failureCommand, sub string) failureUsage {
 	case "redrive":
 		return failureUsage{"redrive [flags]", "replay dead letters by filter, throttled, after a fix",
 			"Replay the dead letters that match the filters, --rate per second. Each is\nre-checked first and left alone if it still fails the same way (--force\nreplays anyway); one whose next attempt reaches the poison cap goes to\naudit-hold instead.",
-			"  lazaret dlq redrive --code tiff.icc-missing --dry-run\n  lazaret dlq redrive --class transient --since 2h --rate 5", ""}
+			"  lazaret dlq redrive --code io.permission --dry-run\n  lazaret dlq redrive --class transient --since 2h --rate 5", ""}
 	case "reconcile":
 		return failureUsage{"reconcile [flags]", "re-check quarantined items against the registries in force",
 			"Reload the registries (--locode, --hs: give the workers' files) and\nre-check every quarantined item whose failure depended on a registry version\nthat has changed; replay those that now pass.",
@@ -336,6 +336,9 @@ func printDetail(stdout io.Writer, d api.FailureDetail) error {
 		f.ID, f.ObjectID, dash(f.BatchID), f.Kind, f.Class, f.Code, position(f.Position), int64OrDash(f.Offset), indent(f.Message, "           "), d.Broker)
 	if d.Status != "" {
 		fmt.Fprintf(stdout, "  status   %s\n", d.Status)
+	}
+	if h := d.Help; h != nil {
+		fmt.Fprintf(stdout, "  meaning  %s\n  cause    %s\n  to do    %s\n  see      %s\n", h.Meaning, h.Cause, h.Action, h.Doc)
 	}
 	fmt.Fprintln(stdout, "history:")
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
