@@ -111,6 +111,11 @@ func (l leaf) command() *cobra.Command {
 	}
 	d.fs.VisitAll(func(f *flag.Flag) {
 		pf := pflag.PFlagFromGoFlag(f)
+		// The back-quoted word of a usage names the value (--ledger
+		// LEDGER); help shows it, completion shows the usage without it.
+		if name, usage := pflag.UnquoteUsage(pf); name != "" && strings.Contains(pf.Usage, "`") {
+			pf.Value, pf.Usage = namedValue{pf.Value, name}, usage
+		}
 		if d.settings[f.Name] {
 			pf.Annotations = map[string][]string{settingAnnotation: {"true"}}
 		}
@@ -124,6 +129,14 @@ func (l leaf) command() *cobra.Command {
 	}
 	return cmd
 }
+
+// namedValue is a flag value whose type, in help, is the name its usage gave.
+type namedValue struct {
+	pflag.Value
+	name string
+}
+
+func (v namedValue) Type() string { return v.name }
 
 // group is a command that only holds others (dlq, events, ...).
 func group(use, short, long string, children ...*cobra.Command) *cobra.Command {

@@ -38,7 +38,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	readToken := fs.String("read-token", "", "bearer `TOKEN` for reads (env LAZARET_READ_TOKEN); the API token works too")
 	insecure := fs.Bool("insecure-listen", false, "serve beyond loopback without a read token (failures, paths and digests are then public)")
 	var hosts listFlag
-	fs.Var(&hosts, "allowed-host", "host name requests may carry in Host (repeatable); default: localhost and the listen address's")
+	fs.Var(&hosts, "allowed-host", "`HOST` name requests may carry in Host (repeatable); default: localhost and the listen address's")
 	cfg := defaultConfig()
 	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "roots"); err != nil {
 		return err
