@@ -197,6 +197,20 @@ $XDG_DATA_HOME/lazaret/ledger.db (~/.local/share/lazaret/ledger.db).`,
 		&cobra.Group{ID: "failures", Title: "Failures (each action is a PREMIS event naming who did it):"},
 		&cobra.Group{ID: "records", Title: "Ledger and reports:"},
 	)
+	root.SetHelpCommand(&cobra.Command{Use: "help [COMMAND...]", Short: "a command's arguments, flags and examples",
+		Long: "Print the help of a command: lazaret help dlq replay is lazaret dlq replay --help.",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil {
+				return &exitError{code: 2, err: err, cmd: c.Root()}
+			}
+			if len(rest) > 0 {
+				return unknownCommand(cmd, rest[0])
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		}})
 	root.SetHelpCommandGroupID("")
 	add := func(groupID string, cmds ...*cobra.Command) {
 		for _, c := range cmds {

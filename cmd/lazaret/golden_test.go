@@ -104,6 +104,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"batch", "status"}, []string{"want exactly one batch ID", "lazaret batch status --help"}},
 		{[]string{}, []string{"Usage:"}},
 		{[]string{"dlq"}, []string{"Usage:\n  lazaret dlq COMMAND"}},
+		{[]string{"help", "dlq", "lss"}, []string{`unknown command "lss" for "lazaret dlq"`, "\tls"}},
+		{[]string{"help", "bogus"}, []string{`unknown command "bogus" for "lazaret"`}},
 	} {
 		out, stderr, code := runCmd(t, c.args...)
 		if code != 2 || out != "" {
