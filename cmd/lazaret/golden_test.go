@@ -217,6 +217,16 @@ func TestReadCommandsGolden(t *testing.T) {
 		}
 		golden(t, filepath.Join("read", c.name), scrub(out, dir))
 	}
+	// An action names where the failure is: dlq does not discard a
+	// quarantined item, it says which command does.
+	if _, stderr, code := runCmd(t, "dlq", "discard", "--redis", url, "--ledger", ledger, "--dry-run", "--reason", "r", "edi-0003#1"); code != 1 ||
+		!strings.Contains(stderr, "is in quarantine, not dead-letter: use lazaret quarantine discard") {
+		t.Errorf("dlq discard of a quarantined item: exit %d %s", code, stderr)
+	}
+	if out, stderr, code := runCmd(t, "quarantine", "discard", "--redis", url, "--ledger", ledger, "--dry-run", "--reason", "r", "corr-edi-0003#1"); code != 0 ||
+		!strings.Contains(out, "dry run: discard of edi-0003#1") {
+		t.Errorf("quarantine discard --dry-run by correlation id: exit %d %s%s", code, out, stderr)
+	}
 	// Unknown ids: an error naming the forms an id may take, not an empty answer.
 	if _, stderr, code := runCmd(t, "dlq", "show", "--redis", url, "--ledger", ledger, "nope"); code != 1 || !strings.Contains(stderr, "no event, object or correlation") {
 		t.Errorf("show nope: exit %d %s", code, stderr)

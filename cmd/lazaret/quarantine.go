@@ -72,6 +72,16 @@ func failureHelp(fc failureCommand, sub string) failureUsage {
 	return failureUsage{use: sub}
 }
 
+// commandFor is the command that acts on failures at d.
+func commandFor(d premis.Destination) string {
+	for _, fc := range failureCommands {
+		if fc.destination == d {
+			return fc.name
+		}
+	}
+	return "dlq"
+}
+
 func defaultOperator() string {
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		return u.Username
@@ -211,8 +221,14 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 	w := cfg.worker(ledger, client, cfg.logger(stderr))
 	ops := cfg.operator(w, client, insp, opt)
 	if id != "" && sub != "show" {
-		// Actions take the same ids as show: the failure's event id.
-		if f, history, _ := api.FindFailure(ctx, ledger, id); history != nil {
+		// Actions take the same ids as show, and act only on a failure
+		// that is where the command says: dlq discard does not discard a
+		// quarantined item by its object id.
+		if f, history, ferr := api.FindFailure(ctx, ledger, id); history != nil {
+			if ferr == nil && f.Destination != fc.destination {
+				return &exitError{code: 1, err: fmt.Errorf("%s %s: %s's open failure (%s) is in %s, not %s: use lazaret %s %s", fc.name, sub, f.ObjectID, f.ID,
+					f.Destination, fc.destination, commandFor(f.Destination), sub)}
+			}
 			id = f.ID
 		}
 	}

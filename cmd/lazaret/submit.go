@@ -48,7 +48,7 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return writeJSON(stdout, res)
 	}
 	for _, sk := range res.Skipped {
-		fmt.Fprintf(stdout, "%s\tnot resubmitted: %s (event %s)\n", sk.ObjectID, sk.Reason, sk.EventID)
+		fmt.Fprintf(stdout, "%s\tnot resubmitted: %s (event %s)\n", sk.ObjectID, cell(sk.Reason), sk.EventID)
 	}
 	verb := "enqueued"
 	if *dry {
