@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/premis"
 )
 
 // Metrics are Lazaret's Prometheus series.
@@ -37,12 +38,34 @@ func NewMetrics(ops *ingest.Operator) *Metrics {
 		Help: "Webhook alerts, by result (sent, failed)."}, []string{"result"})
 	m.alertsDrop = prometheus.NewCounter(prometheus.CounterOpts{Name: "lazaret_alerts_dropped_total",
 		Help: "Alerts not sent because the alert queue was full or the rate limit held them back too long."})
+	m.initSeries()
 	m.Registry.MustRegister(m.failures, m.outcomes, m.events, m.duration, m.alertsSent, m.alertsDrop,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if ops != nil {
 		m.Registry.MustRegister(&queueCollector{ops: ops})
 	}
 	return m
+}
+
+// seriesKinds are the kinds a task can have: a master, an interchange, or
+// an undecodable task.
+var seriesKinds = []string{"tiff", "edifact", "task"}
+
+// initSeries creates the failure and outcome series at 0 for every class,
+// destination and kind. A counter series born at 1 (the first dead letter
+// after a restart) shows no increase to Prometheus, and an alert on
+// increase() would miss exactly the first arrival.
+func (m *Metrics) initSeries() {
+	for _, kind := range seriesKinds {
+		for _, d := range premis.Destinations() {
+			m.outcomes.WithLabelValues(string(d), kind)
+		}
+		for _, d := range []premis.Destination{premis.Retry, premis.DeadLetter, premis.Quarantined, premis.AuditHold} {
+			for _, c := range premis.Classes() {
+				m.failures.WithLabelValues(string(c), string(d), kind)
+			}
+		}
+	}
 }
 
 // Observe is the ingest.Worker Observe hook.

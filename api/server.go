@@ -108,7 +108,7 @@ type apiError struct {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
+	EncodeJSON(w, v)
 }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
@@ -185,11 +185,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("batch %s: nothing in the ledger", r.PathValue("id")))
 		return
 	}
-	counts := map[premis.Destination]int{}
-	for _, it := range items {
-		counts[it.Destination]++
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"batch_id": r.PathValue("id"), "items": items, "counts": counts})
+	writeJSON(w, http.StatusOK, NewBatchStatus(r.PathValue("id"), items))
 }
 
 func (s *Server) premisXML(by string) http.HandlerFunc {
@@ -218,11 +214,12 @@ func (s *Server) failures(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := ingest.FailureFilter{Class: premis.Class(q.Get("class")), Code: q.Get("code"), Kind: q.Get("kind"), BatchID: q.Get("batch"),
 		Destination: premis.Destination(q.Get("destination"))}
+	now := time.Now()
 	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
 		if v := q.Get(name); v != "" {
-			t, err := time.Parse(time.RFC3339, v)
+			t, err := ParseTime(v, now)
 			if err != nil {
-				s.fail(w, r, http.StatusBadRequest, fmt.Errorf("%s: want RFC 3339 time: %v", name, err))
+				s.fail(w, r, http.StatusBadRequest, fmt.Errorf("%s: %v", name, err))
 				return
 			}
 			*dst = t
@@ -252,23 +249,16 @@ func (s *Server) failures(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
-	f, history, err := ingest.GetFailure(r.Context(), s.Ops.Ledger, r.PathValue("id"))
+	f, history, err := FindFailure(r.Context(), s.Ops.Ledger, r.PathValue("id"))
 	if history == nil {
 		code := http.StatusInternalServerError
-		if errors.Is(err, premis.ErrNotFound) {
+		if errors.Is(err, premis.ErrNotFound) || errors.Is(err, ErrNoSuchFailure) {
 			code = http.StatusNotFound
 		}
 		s.fail(w, r, code, err)
 		return
 	}
-	for i := range history {
-		history[i].Envelope = nil
-	}
-	out := map[string]any{"failure": f, "open": err == nil, "broker": s.Ops.BrokerState(f), "history": history}
-	if err != nil {
-		out["status"] = err.Error()
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, Detail(s.Ops, f, history, err))
 }
 
 type actionRequest struct {
@@ -322,7 +312,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	if req.DryRun {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, actionJSON(res))
+	writeJSON(w, status, NewAction(res))
 }
 
 func (s *Server) discard(w http.ResponseWriter, r *http.Request) {
@@ -339,18 +329,7 @@ func (s *Server) discard(w http.ResponseWriter, r *http.Request) {
 		s.actionErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, actionJSON(res))
-}
-
-// actionJSON is the answer to an operator action: what was (or with
-// dry_run would be) done, the event, and the replay's task.
-func actionJSON(res *ingest.ActionResult) map[string]any {
-	out := map[string]any{"action": res.Action, "dry_run": res.DryRun, "failure_id": res.Failure.ID, "object_id": res.Failure.ObjectID,
-		"event": res.Event, "steps": res.Steps, "already": res.Already}
-	if res.Replay != nil {
-		out["task_id"], out["attempt"], out["replay_of"] = res.TaskID, res.Replay.Attempt, res.Replay.ReplayOf
-	}
-	return out
+	writeJSON(w, http.StatusOK, NewAction(res))
 }
 
 func (s *Server) queues(w http.ResponseWriter, r *http.Request) {

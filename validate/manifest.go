@@ -8,8 +8,10 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
 )
@@ -80,10 +82,13 @@ func newValidator() *validator.Validate {
 
 // ReadManifest reads and checks a manifest file: JSON shape, required
 // fields, digests, kinds, unique object ids, and every path inside the
-// manifest's folder. All problems come back together (errors.Join of
-// *FieldError). Per-item content rules (colour profile, resolution) are not
-// checked here: they belong to the item's validation and route it to
-// quarantine without refusing the batch.
+// manifest's folder and there. A UTF-8 byte-order mark (what Notepad and
+// Excel write) is skipped. All problems come back together (errors.Join of
+// *FieldError, each naming its item's object id), except that JSON which
+// does not parse is one *ManifestSyntaxError with its line and column.
+// Per-item content rules (colour profile, resolution) are not checked
+// here: they belong to the item's validation and route it to quarantine
+// without refusing the batch.
 func ReadManifest(path string) (*Manifest, string, error) {
 	f, _, err := Open(Source{Path: path})
 	if err != nil {
@@ -99,44 +104,314 @@ func ReadManifest(path string) (*Manifest, string, error) {
 	}
 	m, err := ParseManifest(b)
 	dir := filepath.Dir(path)
-	if err != nil {
-		return m, dir, err
+	if m == nil {
+		return nil, dir, err
 	}
-	return m, dir, m.Check(dir)
+	return m, dir, errors.Join(err, m.Check(dir))
 }
 
-// ParseManifest decodes a manifest strictly (unknown fields are errors).
+// ManifestSyntaxError: the manifest is not one JSON object. Offset is the
+// 0-based byte offset (after a byte-order mark), Line and Column are
+// 1-based, the column counted in characters.
+type ManifestSyntaxError struct {
+	Offset       int64
+	Line, Column int
+	Err          error
+}
+
+func (e *ManifestSyntaxError) Error() string {
+	return fmt.Sprintf("manifest: line %d, column %d (byte %d): %v", e.Line, e.Column, e.Offset, e.Err)
+}
+
+func (e *ManifestSyntaxError) Unwrap() error { return e.Err }
+
+// lineColumn turns a byte offset in b into a 1-based line and column.
+func lineColumn(b []byte, off int64) (line, col int) {
+	off = max(0, min(off, int64(len(b))))
+	before := b[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	lineStart := bytes.LastIndexByte(before, '\n') + 1
+	return line, utf8.RuneCount(before[lineStart:]) + 1
+}
+
+func syntaxError(b []byte, off int64, err error) *ManifestSyntaxError {
+	line, col := lineColumn(b, off)
+	return &ManifestSyntaxError{Offset: off, Line: line, Column: col, Err: err}
+}
+
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// ParseManifest decodes a manifest. JSON that does not parse is a
+// *ManifestSyntaxError and no manifest. Otherwise the manifest comes back
+// with every unknown field and every value of the wrong JSON type as a
+// *FieldError (naming the item's object id, the line and the column),
+// joined: the caller sees them with the other problems, all at once.
 func ParseManifest(b []byte) (*Manifest, error) {
-	var m Manifest
+	b = bytes.TrimPrefix(b, utf8BOM)
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
+	var probe json.RawMessage
+	if err := dec.Decode(&probe); err != nil {
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &se):
+			// Offset is after the character at fault: point at it.
+			return nil, syntaxError(b, max(se.Offset-1, 0), err)
+		case errors.Is(err, io.EOF):
+			return nil, syntaxError(b, 0, errors.New("empty: want a JSON object with batch_id, submitter and items"))
+		}
+		return nil, syntaxError(b, dec.InputOffset(), err)
 	}
 	if dec.More() {
-		return nil, errors.New("manifest: trailing data after the JSON object")
+		off := dec.InputOffset()
+		for off < int64(len(b)) && strings.ContainsRune(" \t\r\n", rune(b[off])) {
+			off++
+		}
+		return nil, syntaxError(b, off, errors.New("trailing data after the JSON object"))
 	}
-	return &m, nil
+	if t := bytes.TrimSpace(probe); len(t) == 0 || t[0] != '{' {
+		return nil, syntaxError(b, int64(len(b)-len(bytes.TrimLeft(b, " \t\r\n"))), errors.New("want a JSON object with batch_id, submitter and items"))
+	}
+	spans := itemSpans(b)
+	var m Manifest
+	var errs []error
+	if err := json.Unmarshal(b, &m); err != nil {
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			return nil, syntaxError(b, 0, err)
+		}
+		// Unmarshal goes on past a type error and reports the first one;
+		// its offset is after the value: the position given is the key's.
+		field := te.Field
+		if i := strings.LastIndexByte(field, '.'); i >= 0 {
+			field = field[i+1:]
+		}
+		line, col := lineColumn(b, spans.keyOffset(b, te.Offset, field))
+		errs = append(errs, &FieldError{ObjectID: spans.objectID(&m, te.Offset), Field: field, Rule: "type", Value: te.Value,
+			Message: fmt.Sprintf("line %d, column %d: a JSON %s where a %s is wanted", line, col, te.Value, jsonKind(te.Type))})
+	}
+	errs = append(errs, spans.unknownFields(b, &m)...)
+	return &m, errors.Join(errs...)
+}
+
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Int, reflect.Int64, reflect.Float64:
+		return "number"
+	case reflect.Slice:
+		return "list"
+	case reflect.Struct:
+		return "object"
+	}
+	return t.String()
+}
+
+// manifestSpans is where the manifest's keys and items are in its bytes.
+type manifestSpans struct {
+	top   []keyAt
+	items []itemSpan
+}
+
+type keyAt struct {
+	name string
+	off  int64
+}
+
+type itemSpan struct {
+	start int64
+	keys  []keyAt
+}
+
+// itemSpans reads the layout of a manifest that parses: the top-level keys
+// and, for each item, where it starts and its keys.
+func itemSpans(b []byte) manifestSpans {
+	var sp manifestSpans
+	dec := json.NewDecoder(bytes.NewReader(b))
+	objectKeys := func() []keyAt {
+		var keys []keyAt
+		for dec.More() {
+			off := dec.InputOffset()
+			tok, err := dec.Token()
+			if err != nil {
+				return keys
+			}
+			name, _ := tok.(string)
+			keys = append(keys, keyAt{name, off})
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return keys
+			}
+		}
+		return keys
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return sp
+	}
+	for dec.More() {
+		off := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return sp
+		}
+		name, _ := tok.(string)
+		sp.top = append(sp.top, keyAt{name, off})
+		if name != "items" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return sp
+			}
+			continue
+		}
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+			continue // not a list: the type error says so
+		}
+		for dec.More() {
+			it := itemSpan{start: dec.InputOffset()}
+			if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+				return sp
+			}
+			it.keys = objectKeys()
+			if _, err := dec.Token(); err != nil { // '}'
+				return sp
+			}
+			sp.items = append(sp.items, it)
+		}
+		if _, err := dec.Token(); err != nil { // ']'
+			return sp
+		}
+	}
+	return sp
+}
+
+// keyStart skips what stands between a decoder's offset and the key that
+// follows (white space, a comma).
+func keyStart(b []byte, off int64) int64 {
+	for off < int64(len(b)) && strings.ContainsRune(" \t\r\n,", rune(b[off])) {
+		off++
+	}
+	return off
+}
+
+// keyOffset is where the key name stands in the item (or the top level)
+// that holds byte offset off; off itself when it cannot be found.
+func (sp manifestSpans) keyOffset(b []byte, off int64, name string) int64 {
+	keys := sp.top
+	for _, it := range sp.items {
+		if it.start <= off {
+			keys = it.keys
+		}
+	}
+	found := off
+	for _, k := range keys {
+		if k.name == name && k.off < off {
+			found = k.off
+		}
+	}
+	if found == off {
+		return off
+	}
+	return keyStart(b, found)
+}
+
+// objectID names the item at byte offset off: its object id, or its
+// 1-based place in the list; "" outside the items.
+func (sp manifestSpans) objectID(m *Manifest, off int64) string {
+	idx := -1
+	for i, it := range sp.items {
+		if it.start <= off {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return ""
+	}
+	return itemName(m, idx)
+}
+
+// itemName is item i's object id, or "item N" (1-based) without one.
+func itemName(m *Manifest, i int) string {
+	if i < len(m.Items) && m.Items[i].ObjectID != "" {
+		return m.Items[i].ObjectID
+	}
+	return fmt.Sprintf("item %d", i+1)
+}
+
+var (
+	manifestFields = jsonFields(reflect.TypeOf(Manifest{}))
+	itemFields     = jsonFields(reflect.TypeOf(Item{}))
+)
+
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// unknownFields is one *FieldError per key the manifest format does not
+// have, with the item's object id, the line and the column.
+func (sp manifestSpans) unknownFields(b []byte, m *Manifest) []error {
+	var errs []error
+	check := func(objectID string, keys []keyAt, known []string) {
+		for _, k := range keys {
+			if slices.Contains(known, k.name) {
+				continue
+			}
+			line, col := lineColumn(b, keyStart(b, k.off))
+			errs = append(errs, &FieldError{ObjectID: objectID, Field: k.name, Rule: "known", Value: k.name,
+				Message: fmt.Sprintf("line %d, column %d: not a manifest field (the fields are: %s)", line, col, strings.Join(known, ", "))})
+		}
+	}
+	check("", sp.top, manifestFields)
+	for i, it := range sp.items {
+		check(itemName(m, i), it.keys, itemFields)
+	}
+	return errs
 }
 
 // Check applies the boundary rules to m. dir is the manifest's folder; item
-// paths must stay inside it.
+// paths must stay inside it and name a regular file there.
 func (m *Manifest) Check(dir string) error {
 	var errs []error
 	if err := validate.Struct(m); err != nil {
 		errs = append(errs, fieldErrors(m, err)...)
 	}
+	root, rootErr := filepath.Abs(dir)
 	seen := map[string]int{}
 	for i, it := range m.Items {
 		if j, dup := seen[it.ObjectID]; dup && it.ObjectID != "" {
 			errs = append(errs, &FieldError{ObjectID: it.ObjectID, Field: "object_id", Rule: "unique", Value: it.ObjectID,
-				Message: fmt.Sprintf("object id repeats item %d", j)})
+				Message: fmt.Sprintf("item %d repeats the object id of item %d (items counted from 1)", i+1, j+1)})
+		} else {
+			seen[it.ObjectID] = i
 		}
-		seen[it.ObjectID] = i
-		if it.Path != "" {
-			if _, err := ResolvePath(dir, it.Path); err != nil {
-				errs = append(errs, &FieldError{ObjectID: it.ObjectID, Field: "path", Rule: "inside", Value: it.Path, Message: err.Error()})
-			}
+		if it.Path == "" {
+			continue
+		}
+		full, err := ResolvePath(dir, it.Path)
+		if err != nil {
+			errs = append(errs, &FieldError{ObjectID: itemName(m, i), Field: "path", Rule: "inside", Value: it.Path, Message: err.Error()})
+			continue
+		}
+		if rootErr != nil {
+			continue
+		}
+		// The file is opened as a worker opens it, so that a missing or
+		// unreadable file is reported now, with the other problems.
+		rel, _ := filepath.Rel(root, full)
+		f, _, err := Open(Source{Root: root, Rel: filepath.ToSlash(rel), Path: full})
+		var oe *OpenError
+		switch {
+		case errors.As(err, &oe):
+			errs = append(errs, &FieldError{ObjectID: itemName(m, i), Field: "path", Rule: "file", Value: it.Path, Message: oe.Reason})
+		case err != nil:
+			errs = append(errs, &FieldError{ObjectID: itemName(m, i), Field: "path", Rule: "exists", Value: it.Path, Message: err.Error()})
+		default:
+			f.Close()
 		}
 	}
 	return errors.Join(errs...)
@@ -247,10 +522,7 @@ func fieldErrors(root any, err error) []error {
 			if i := strings.Index(ns, "items["); i >= 0 {
 				var idx int
 				if _, err := fmt.Sscanf(ns[i:], "items[%d]", &idx); err == nil && idx < len(m.Items) {
-					objectID = m.Items[idx].ObjectID
-					if objectID == "" {
-						objectID = fmt.Sprintf("items[%d]", idx)
-					}
+					objectID = itemName(m, idx)
 				}
 			}
 		}

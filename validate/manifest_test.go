@@ -50,15 +50,81 @@ func TestManifestReportsEveryProblemAtOnce(t *testing.T) {
 	_, _, err := validate.ReadManifest(path)
 	// One problem per field and rule; the validator reports the first rule a
 	// field breaks (sha256 "XYZ" fails len before hexadecimal).
+	// Items without an object id are named by their place, counted from 1;
+	// a missing file is reported with the rest, not after they are fixed.
 	want := []string{
 		":manifest.submitter.required",
-		"a:manifest.kind.oneof", "a:manifest.object_id.unique", "a:manifest.path.inside", "a:manifest.sha256.len",
-		"items[2]:manifest.object_id.required",
-		":manifest.path.inside",
+		"a:manifest.kind.oneof", "a:manifest.object_id.unique", "a:manifest.path.exists", "a:manifest.path.inside", "a:manifest.sha256.len",
+		"item 3:manifest.object_id.required",
+		"item 3:manifest.path.inside",
 	}
 	sort.Strings(want)
 	if diff := cmp.Diff(want, codes(err)); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// TestManifestSyntaxErrorsHaveLineAndColumn: the position is where the
+// JSON breaks, counted as an editor counts it (1-based line and column).
+func TestManifestSyntaxErrorsHaveLineAndColumn(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		js           string
+		line, column int
+	}{
+		{"{\"batch_id\": \"b\",\n \"submitter\": \"s\"\n \"items\": []}", 3, 2},             // a missing comma before "items"
+		{"{\"batch_id\": \"b\",\n  \"items\": [\n    {\"object_id\": \"é\",}\n  ]}", 3, 23}, // a trailing comma; é is one column
+		{"{\"batch_id\": \"b\"}\n{}", 2, 1},                                                 // trailing data
+		{"\xef\xbb\xbf[1,2]", 1, 1},                                                         // a list, not an object (after the BOM)
+		{"", 1, 1},
+	} {
+		_, err := validate.ParseManifest([]byte(c.js))
+		var se *validate.ManifestSyntaxError
+		if !errors.As(err, &se) || se.Line != c.line || se.Column != c.column {
+			t.Errorf("%q: %v, want line %d column %d", c.js, err, c.line, c.column)
+		}
+	}
+}
+
+// TestManifestWithBOM: Notepad and Excel write a UTF-8 byte-order mark.
+func TestManifestWithBOM(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.tif"), []byte("II*\x00"), 0o644)
+	js := "\xef\xbb\xbf" + `{"batch_id": "b1", "submitter": "s", "items": [{"object_id": "a", "kind": "tiff", "path": "a.tif", "sha256": "` + strings.Repeat("a", 64) + `"}]}`
+	path := filepath.Join(dir, "manifest.json")
+	os.WriteFile(path, []byte(js), 0o644)
+	if m, _, err := validate.ReadManifest(path); err != nil || m.BatchID != "b1" {
+		t.Fatalf("manifest with a BOM: %v", err)
+	}
+}
+
+// TestManifestUnknownFieldsNameTheirItem: every unknown field and every
+// value of the wrong type, each with its item, its line and its column,
+// together with the other problems.
+func TestManifestUnknownFieldsNameTheirItem(t *testing.T) {
+	t.Parallel()
+	sha := strings.Repeat("a", 64)
+	js := `{"batch_id": "b1", "submitter": "s", "note": "x",
+ "items": [
+  {"object_id": "a", "kind": "tiff", "path": "a.tif", "sha256": "` + sha + `", "colour_profile": "sRGB"},
+  {"object_id": "b", "kind": "tiff", "path": "b.tif", "sha256": "` + sha + `", "size": "big"},
+  {"kind": "tiff", "path": "c.tif", "sha256": "` + sha + `", "dpi": 400}
+ ]}`
+	dir := t.TempDir()
+	path := filepath.Join(dir, "manifest.json")
+	os.WriteFile(path, []byte(js), 0o644)
+	_, _, err := validate.ReadManifest(path)
+	want := []string{":manifest.note.known", "a:manifest.colour_profile.known", "a:manifest.path.exists",
+		"b:manifest.path.exists", "b:manifest.size.type", "item 3:manifest.dpi.known", "item 3:manifest.object_id.required", "item 3:manifest.path.exists"}
+	if diff := cmp.Diff(want, codes(err)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	for _, w := range []string{"a: colour_profile: line 3, column 133: not a manifest field", "b: size: line 4, column 133: a JSON string where a number is wanted",
+		"item 3: dpi: line 5, column 115", ": note: line 1, column 38"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("lacks %q:\n%v", w, err)
+		}
 	}
 }
 

@@ -42,7 +42,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ledgerItems := fs.String("ledger-items", "10000,100000", "ledger sizes, in items of five events, for the read-model queries (empty skips; 1000000 takes minutes)")
 	benchRedis := fs.String("bench-redis", "", "Redis URL for the pipeline measurement, which must be empty (default: a private redis-server on a free port)")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args, "master"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "master"); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {

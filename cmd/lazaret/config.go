@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -52,13 +53,15 @@ type Config struct {
 	Outbox       string        `json:"contrl_outbox"`
 	IngestRoots  []string      `json:"ingest_roots"`
 	LogLevel     string        `json:"log_level"`
+
+	ledgerDefault bool // Ledger is the default, not a setting
 }
 
 func defaultConfig() Config {
 	p := ingest.DefaultPolicy()
 	m := validate.DefaultMasterPolicy()
 	return Config{
-		RedisURL: "redis://127.0.0.1:6379/0", Ledger: "lazaret-ledger.db", Concurrency: 2,
+		RedisURL: "redis://127.0.0.1:6379/0", Concurrency: 2,
 		MaxRetry: p.MaxRetry, RetryBase: p.RetryBase, RetryMax: p.RetryMax, PoisonCap: p.PoisonCap,
 		RoutingTries: p.RoutingBudget, RoutingBase: p.RoutingBase, RoutingMax: p.RoutingMax, DrainTimeout: 30 * time.Second,
 		PixelBudget: m.PixelBudget, MemoryBudget: m.MemoryBudget, MinDPI: m.Rules.MinDPI, RequireICC: m.Rules.RequireICC,
@@ -67,18 +70,29 @@ func defaultConfig() Config {
 	}
 }
 
-// bind loads the file and environment layers into c and registers flags for
-// the fields a command uses.
-func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
-	cfgFile := os.Getenv("LAZARET_CONFIG")
-	for i, a := range args {
-		if (a == "--config" || a == "-config") && i+1 < len(args) {
-			cfgFile = args[i+1]
-		} else if v, ok := strings.CutPrefix(a, "--config="); ok {
-			cfgFile = v
+// bind loads the file and environment layers into c, registers flags for
+// the fields a command uses, and parses args. In describe mode (see
+// describe) it registers the flags and returns errDescribed, reading
+// nothing; with -h or --help among the arguments it returns errHelp.
+func (c *Config) bind(ctx context.Context, fs *flag.FlagSet, args []string, fields ...string) error {
+	d := describing(ctx)
+	own := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { own[f.Name] = true })
+	if d == nil && wantsHelp(args) {
+		return errHelp
+	}
+	cfgFile := ""
+	if d == nil {
+		cfgFile = os.Getenv("LAZARET_CONFIG")
+		for i, a := range args {
+			if (a == "--config" || a == "-config") && i+1 < len(args) {
+				cfgFile = args[i+1]
+			} else if v, ok := strings.CutPrefix(a, "--config="); ok {
+				cfgFile = v
+			}
 		}
 	}
-	fs.String("config", cfgFile, "JSON config file")
+	fs.String("config", cfgFile, "JSON config `FILE` (env LAZARET_CONFIG); its keys are the snake_case names of the settings")
 	if cfgFile != "" {
 		b, err := os.ReadFile(cfgFile)
 		if err != nil {
@@ -93,6 +107,9 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 		}
 	}
 	env := func(name string, set func(string) error) error {
+		if d != nil {
+			return nil // help shows the built-in defaults, not this shell's
+		}
 		if v, ok := os.LookupEnv(name); ok && v != "" {
 			if err := set(v); err != nil {
 				return usageErr("%s: %v", name, err)
@@ -106,25 +123,25 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 			if err := env("LAZARET_REDIS_URL", func(v string) error { c.RedisURL = v; return nil }); err != nil {
 				return err
 			}
-			fs.StringVar(&c.RedisURL, "redis", c.RedisURL, "Redis URL (redis://[:password@]host:port/db); env LAZARET_REDIS_URL")
+			fs.StringVar(&c.RedisURL, "redis", c.RedisURL, "Redis `URL` (redis://[:password@]host:port/db); env LAZARET_REDIS_URL")
 		case "ledger":
 			if err := env("LAZARET_LEDGER", func(v string) error { c.Ledger = v; return nil }); err != nil {
 				return err
 			}
-			fs.StringVar(&c.Ledger, "ledger", c.Ledger, "ledger: an SQLite file path, or postgres://user@host/db for several machines; env LAZARET_LEDGER")
+			fs.StringVar(&c.Ledger, "ledger", c.Ledger, "the `LEDGER`: an SQLite file, or postgres://user@host/db for several machines (default $XDG_DATA_HOME/lazaret/ledger.db); env LAZARET_LEDGER")
 		case "roots":
-			fs.Var((*listFlag)(&c.IngestRoots), "ingest-root", "folder manifests and corrected files must lie beneath (repeatable); the API reads nothing without one")
+			fs.Var((*listFlag)(&c.IngestRoots), "ingest-root", "`DIR` manifests and corrected files must lie beneath (repeatable); the API reads nothing without one")
 		case "worker":
 			fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "tasks processed at once")
 			fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM, how long running tasks may finish before they are handed back to the queue unrecorded")
 		case "edi":
-			fs.Var((*listFlag)(&c.LOCODE), "locode", "UN/LOCODE code list (UNECE CSV, .bz2 too); repeat for several files")
-			fs.Var((*listFlag)(&c.HS), "hs", "HS nomenclature CSV with an hscode column; repeat for several files")
+			fs.Var((*listFlag)(&c.LOCODE), "locode", "UN/LOCODE code list `FILE` (UNECE CSV, .bz2 too); repeat for several files")
+			fs.Var((*listFlag)(&c.HS), "hs", "HS nomenclature CSV `FILE` with an hscode column; repeat for several files")
 			fs.Float64Var(&c.VGMFloor, "vgm-floor", c.VGMFloor, "lowest plausible VGM in kg when the container size is unknown")
 			fs.Float64Var(&c.VGMMax, "vgm-max", c.VGMMax, "highest plausible VGM in kg when the container size is unknown")
 			fs.BoolVar(&c.Strict, "strict-charset", c.Strict, "quarantine messages with characters outside the declared syntax identifier")
 			fs.Int64Var(&c.EDIRetained, "interchange-budget", c.EDIRetained, "bytes the verdicts of one interchange's messages may hold until its envelope is checked")
-			fs.StringVar(&c.Outbox, "contrl-outbox", c.Outbox, "folder for CONTRL reports of rejected interchanges")
+			fs.StringVar(&c.Outbox, "contrl-outbox", c.Outbox, "`DIR` for CONTRL reports of rejected interchanges")
 		case "policy":
 			fs.IntVar(&c.MaxRetry, "max-retry", c.MaxRetry, "retries for transient failures")
 			fs.DurationVar(&c.RetryBase, "retry-base", c.RetryBase, "backoff ceiling of the first retry")
@@ -146,17 +163,44 @@ func (c *Config) bind(fs *flag.FlagSet, args []string, fields ...string) error {
 	if err := env("LAZARET_LOG_LEVEL", func(v string) error { c.LogLevel = v; return nil }); err != nil {
 		return err
 	}
-	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "`LEVEL` of the JSON log on standard error: debug, info, warn or error")
+	if d != nil {
+		d.fs, d.settings = fs, map[string]bool{}
+		fs.VisitAll(func(f *flag.Flag) {
+			if !own[f.Name] {
+				d.settings[f.Name] = true
+			}
+		})
+		return errDescribed
+	}
+	fs.SetOutput(io.Discard) // the error is printed once, by main
+	fs.Usage = func() {}
 	if err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return &exitError{code: 0}
+			return errHelp
 		}
 		return &exitError{code: 2, err: err}
 	}
 	if err := c.Validate(); err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("configuration: %w", err)}
 	}
+	if c.Ledger == "" {
+		c.Ledger, c.ledgerDefault = defaultLedger(), true
+	}
 	return nil
+}
+
+// wantsHelp reports whether -h or --help stands among the flags.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 // parseInterspersed parses flags wherever they stand among the arguments
@@ -285,35 +329,103 @@ func (c *Config) isPostgres() bool {
 	return strings.HasPrefix(c.Ledger, "postgres://") || strings.HasPrefix(c.Ledger, "postgresql://")
 }
 
-// connectExisting is connect for commands that read or act on what is
-// recorded: an SQLite ledger must exist (a mistyped --ledger, or none in
-// this folder, must not report an empty dead-letter queue).
+// sqlitePath is the file of an SQLite ledger setting.
+func (c *Config) sqlitePath() string { return strings.TrimPrefix(c.Ledger, "sqlite://") }
+
+// ledgerExists refuses an SQLite ledger that is not there: a command that
+// reads or acts on what is recorded must not create an empty ledger and
+// report an empty dead-letter queue (a mistyped --ledger, or none in this
+// folder).
+func (c *Config) ledgerExists() error {
+	if c.isPostgres() {
+		return nil
+	}
+	if c.Ledger == "" {
+		return usageErr("no ledger: there is no data directory ($XDG_DATA_HOME or $HOME) for the default; say --ledger or LAZARET_LEDGER")
+	}
+	_, err := os.Stat(c.sqlitePath())
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, os.ErrNotExist) && c.ledgerDefault:
+		return usageErr("no ledger at %s (the default): no worker has written one there; say --ledger or LAZARET_LEDGER for the workers' ledger", c.Ledger)
+	case errors.Is(err, os.ErrNotExist):
+		return usageErr("no ledger at %s: say --ledger or LAZARET_LEDGER for the workers' ledger (nothing was created)", c.Ledger)
+	}
+	return usageErr("ledger %s: %v", c.Ledger, err)
+}
+
+// connectExisting is connect for commands that act on what is recorded:
+// the ledger must exist.
 func (c *Config) connectExisting(ctx context.Context) (asynq.RedisConnOpt, premis.Ledger, error) {
-	if !c.isPostgres() {
-		if _, err := os.Stat(strings.TrimPrefix(c.Ledger, "sqlite://")); err != nil {
-			return nil, nil, usageErr("ledger %s: %v (say --ledger, or LAZARET_LEDGER, for the workers' ledger)", c.Ledger, err)
-		}
+	if err := c.ledgerExists(); err != nil {
+		return nil, nil, err
 	}
 	return c.connect(ctx)
 }
 
-// openLedger opens the ledger: a postgres:// URL, or an SQLite file path.
+// openLedger opens the ledger for writing: a postgres:// URL, or an SQLite
+// file path (created, with its folder, when missing).
 func (c *Config) openLedger(ctx context.Context) (premis.Ledger, error) {
 	if c.isPostgres() {
 		return postgres.Open(ctx, c.Ledger)
 	}
-	return sqlite.Open(ctx, strings.TrimPrefix(c.Ledger, "sqlite://"))
+	if c.Ledger == "" {
+		return nil, c.ledgerExists()
+	}
+	return sqlite.Open(ctx, c.sqlitePath())
 }
 
-// openExistingLedger opens a ledger for reading: an SQLite file must exist
-// already (a typo must not create an empty ledger and report nothing).
+// openExistingLedger opens an existing ledger as workers do (schema and
+// guard checks included).
 func (c *Config) openExistingLedger(ctx context.Context) (premis.Ledger, error) {
-	if !c.isPostgres() {
-		if _, err := os.Stat(strings.TrimPrefix(c.Ledger, "sqlite://")); err != nil {
-			return nil, usageErr("ledger %s: %v", c.Ledger, err)
-		}
+	if err := c.ledgerExists(); err != nil {
+		return nil, err
 	}
 	return c.openLedger(ctx)
+}
+
+// openReadOnly opens an existing ledger for a read command: an SQLite
+// ledger query-only, so that reading never writes, migrates or creates.
+// A ledger whose append-only guards or head record are gone is refused,
+// as Open refuses it (premis.ErrTampered), rather than shown.
+func (c *Config) openReadOnly(ctx context.Context) (premis.Ledger, error) {
+	if err := c.ledgerExists(); err != nil {
+		return nil, err
+	}
+	if c.isPostgres() {
+		return postgres.Open(ctx, c.Ledger)
+	}
+	l, err := sqlite.OpenAudit(ctx, c.sqlitePath())
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("ledger %s cannot be read as a lazaret ledger (a worker creates and upgrades ledgers; read commands change nothing): %w", c.Ledger, err)}
+	}
+	if err := l.Guards(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if _, ok, err := l.RecordedHead(ctx); err != nil || !ok {
+		l.Close()
+		if err == nil {
+			err = fmt.Errorf("sqlite ledger %s: %w: the head record is gone (run lazaret ledger verify)", c.Ledger, premis.ErrTampered)
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+// defaultLedger is $XDG_DATA_HOME/lazaret/ledger.db, or
+// ~/.local/share/lazaret/ledger.db; "" when neither can be known.
+func defaultLedger() string {
+	dir := os.Getenv("XDG_DATA_HOME")
+	if !filepath.IsAbs(dir) { // the XDG spec: a relative value is ignored
+		home, err := os.UserHomeDir()
+		if err != nil || home == "" {
+			return ""
+		}
+		dir = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(dir, "lazaret", "ledger.db")
 }
 
 func (c *Config) logger(w io.Writer) *slog.Logger {

@@ -31,10 +31,18 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	data := fs.String("data", "", "data folder (default: a new temporary folder)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up if items have not settled by then")
+	asJSON := fs.Bool("json", false, "one JSON object per outcome on standard output (item, check, event); the narrative goes to standard error")
 	cfg := defaultConfig()
 	cfg.RetryBase, cfg.LogLevel = 200*time.Millisecond, "warn"
-	if err := cfg.bind(fs, args, "worker", "policy", "master", "edi"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "worker", "policy", "master", "edi"); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("demo: unexpected arguments %q", fs.Args())
+	}
+	human := stdout
+	if *asJSON {
+		human = stderr
 	}
 	if *data == "" {
 		d, err := os.MkdirTemp("", "lazaret-demo-")
@@ -80,7 +88,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("fixtures: %w", err)
 	}
 	outbox := filepath.Join(*data, "contrl-outbox")
-	fmt.Fprintf(stdout, "lazaret %s demo\n  data folder: %s\n  embedded redis: %s\n  ledger: %s\n  batches: %s, %s\n  CONTRL outbox: %s\n\n",
+	fmt.Fprintf(human, "lazaret %s demo\n  data folder: %s\n  embedded redis: %s\n  ledger: %s\n  batches: %s, %s\n  CONTRL outbox: %s\n\n",
 		version, *data, mr.Addr(), cfg.Ledger, archive.Manifest, logistics.Manifest, outbox)
 
 	client := asynq.NewClient(opt)
@@ -119,7 +127,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			order = append(order, key)
 		}
 	}
-	fmt.Fprintf(stdout, "submitted %d items (%d outcomes expected, one per master, interchange or message); waiting for every one to settle...\n\n", submitted, len(order))
+	fmt.Fprintf(human, "submitted %d items (%d outcomes expected, one per master, interchange or message); waiting for every one to settle...\n\n", submitted, len(order))
 	final, err := waitSettled(ctx, ledger, corr, *timeout)
 	if err != nil {
 		return err
@@ -143,9 +151,16 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if check != "ok" {
 			bad++
 		}
+		if *asJSON {
+			e.Envelope = nil
+			writeJSON(stdout, demoLine{Item: id, Check: check, Event: e})
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, dash(string(e.Class)), e.Destination, dash(e.Code), intOrDash(e.Page), int64OrDash(e.Offset), check)
 	}
-	tw.Flush()
+	if !*asJSON {
+		tw.Flush()
+	}
 
 	evs, err := ledger.Events(ctx, premis.Filter{})
 	if err != nil {
@@ -164,12 +179,19 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	contrls, _ := filepath.Glob(filepath.Join(outbox, "*.edi"))
-	fmt.Fprintf(stdout, "\n%d PREMIS events in the ledger; PREMIS XML: %s\n%d CONTRL reports in %s\nlog: %s\n", len(evs), xmlPath, len(contrls), outbox, logFile.Name())
+	fmt.Fprintf(human, "\n%d PREMIS events in the ledger; PREMIS XML: %s\n%d CONTRL reports in %s\nlog: %s\n", len(evs), xmlPath, len(contrls), outbox, logFile.Name())
 	if bad > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d outcomes are not where they should be", bad, len(order))}
 	}
-	fmt.Fprintf(stdout, "all %d outcomes landed where they should.\n", len(order))
+	fmt.Fprintf(human, "all %d outcomes landed where they should.\n", len(order))
 	return nil
+}
+
+// demoLine is one line of lazaret demo --json.
+type demoLine struct {
+	Item  string       `json:"item"`
+	Check string       `json:"check"` // "ok", or what is wrong
+	Event premis.Event `json:"event"` // the item's latest outcome
 }
 
 func fastForward(ctx context.Context, mr *miniredis.Miniredis) {

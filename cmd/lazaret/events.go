@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -18,28 +17,34 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fs := flag.NewFlagSet("events "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	object := fs.String("object", "", "only this object id")
-	batch := fs.String("batch", "", "only this batch id")
-	correlation := fs.String("correlation", "", "only this correlation id")
+	object := fs.String("object", "", "only this object `ID`")
+	batch := fs.String("batch", "", "only this batch `ID`")
+	correlation := fs.String("correlation", "", "only this correlation `ID` (one item's history)")
+	var since, until timeFlag
+	fs.Var(&since, "since", "only events at or after `TIME`: RFC 3339, a date, or a duration back from now (24h, 7d)")
+	fs.Var(&until, "until", "only events before `TIME` (same forms as --since)")
 	cfg := defaultConfig()
 	switch args[0] {
 	case "export":
-		format := fs.String("format", "premis-xml", "output format: premis-xml")
-		out := fs.String("o", "", "write to this file instead of standard output")
-		org := fs.String("organisation", "", "the organisation running lazaret: exported as an agent every event links")
+		format := fs.String("format", "premis-xml", "output `FORMAT`: premis-xml")
+		out := fs.String("o", "", "write to this `FILE` instead of standard output")
+		org := fs.String("organisation", "", "the `ORGANISATION` running lazaret: exported as an agent every event links")
 		am := fs.Bool("archivematica", false, "shape the document for Archivematica's metadata/premis.xml import (docs/archivematica.md)")
-		if err := cfg.bind(fs, args[1:], "ledger"); err != nil {
+		if err := cfg.bind(ctx, fs, args[1:], "ledger"); err != nil {
 			return err
 		}
 		if *format != "premis-xml" {
 			return usageErr("events export: --format %q: want premis-xml", *format)
 		}
-		l, err := cfg.openExistingLedger(ctx)
+		if fs.NArg() > 0 {
+			return usageErr("events export: unexpected arguments %q (select with --object, --batch or --correlation)", fs.Args())
+		}
+		l, err := cfg.openReadOnly(ctx)
 		if err != nil {
 			return err
 		}
 		defer l.Close()
-		evs, err := l.Events(ctx, premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation})
+		evs, err := l.Events(ctx, premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t})
 		if err != nil {
 			return err
 		}
@@ -72,29 +77,32 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	case "ls":
-		asJSON := fs.Bool("json", false, "one JSON object per event per line")
-		if err := cfg.bind(fs, args[1:], "ledger"); err != nil {
+		asJSON := fs.Bool("json", false, "one JSON object per event per line (a PREMIS event as the API serves it)")
+		limit := fs.Int("limit", 0, "at most `N` events (0: all)")
+		if err := cfg.bind(ctx, fs, args[1:], "ledger"); err != nil {
 			return err
 		}
-		evs, err := queryEvents(ctx, &cfg, premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation})
+		if fs.NArg() > 0 {
+			return usageErr("events ls: unexpected arguments %q (select with --object, --batch or --correlation)", fs.Args())
+		}
+		evs, err := queryEvents(ctx, &cfg, premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t, Limit: *limit})
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
 			for _, e := range evs {
 				e.Envelope = nil
-				if err := enc.Encode(e); err != nil {
+				if err := writeJSON(stdout, e); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TIME\tOBJECT\tTYPE\tOUTCOME\tCLASS\tDESTINATION\tCODE\tPAGE\tOFFSET\tATTEMPT")
+		fmt.Fprintln(tw, "TIME\tOBJECT\tTYPE\tOUTCOME\tCLASS\tDESTINATION\tCODE\tWHERE\tOFFSET\tATTEMPT")
 		for _, e := range evs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", e.DateTime.Format("2006-01-02T15:04:05.000Z"), e.ObjectID, e.Type,
-				e.Outcome, dash(string(e.Class)), dash(string(e.Destination)), dash(e.Code), intOrDash(e.Page), int64OrDash(e.Offset), e.Attempt)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", e.DateTime.Format("2006-01-02T15:04:05.000Z"), cell(e.ObjectID), e.Type,
+				e.Outcome, dash(string(e.Class)), dash(string(e.Destination)), dash(cell(e.Code)), position(e.Position), int64OrDash(e.Offset), e.Attempt)
 		}
 		return tw.Flush()
 	}
@@ -102,7 +110,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func queryEvents(ctx context.Context, cfg *Config, f premis.Filter) ([]premis.Event, error) {
-	l, err := cfg.openExistingLedger(ctx)
+	l, err := cfg.openReadOnly(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	batch := fs.String("batch", "", "a batch manifest: inspect its items with fixity and manifest rules")
 	kind := fs.String("kind", "", "force the kind (tiff or edifact) instead of detecting it from the content")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args, "master", "policy", "edi"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "master", "policy", "edi"); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 && *batch == "" {
@@ -129,7 +129,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if r.MessageRef != "" {
 				file += "#" + r.MessageRef
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", file, r.Verdict, dash(r.Class), dash(r.Code), where(r), int64OrDash(r.Offset), dash(r.PUID), msg)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(file), r.Verdict, dash(r.Class), dash(r.Code), where(r), int64OrDash(r.Offset), dash(r.PUID), cell(msg))
 		}
 	}
 	if tw != nil {

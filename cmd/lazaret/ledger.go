@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,17 +14,6 @@ import (
 	"github.com/lazaret/lazaret/premis/sqlite"
 )
 
-func runLedger(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageErr("ledger: want a subcommand: verify")
-	}
-	switch args[0] {
-	case "verify":
-		return runLedgerVerify(ctx, args[1:], stdout, stderr)
-	}
-	return usageErr("ledger: unknown subcommand %q", args[0])
-}
-
 // runLedgerVerify walks the ledger's hash chain (premis.Verify). Exit 0 with
 // a one-line summary when it is intact; exit 1 with every problem, one a
 // line (the first broken link by seq, event id and what differs; missing
@@ -33,11 +21,11 @@ func runLedger(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func runLedgerVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ledger verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the verification as one JSON object")
+	asJSON := fs.Bool("json", false, "the verification as one JSON object")
 	var anchors headsFlag
-	fs.Var(&anchors, "anchor", "a head recorded earlier, COUNT:HASH (from an export or an earlier verify), that must be on the chain; repeat for several")
+	fs.Var(&anchors, "anchor", "a head recorded earlier, `COUNT:HASH` (from an export or an earlier verify), that must be on the chain; repeat for several")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args, "ledger"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "ledger"); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -59,7 +47,7 @@ func runLedgerVerify(ctx context.Context, args []string, stdout, stderr io.Write
 			Intact bool   `json:"intact"`
 			*premis.Verification
 		}{name, v.Intact(), v}
-		if err := json.NewEncoder(stdout).Encode(out); err != nil {
+		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
 		if !v.Intact() {

@@ -6,20 +6,26 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-// exitError carries an exit code out of a subcommand.
+// exitError carries an exit code out of a command (see exitStatus): 1 for
+// a failure found or an operation that failed, 2 for a usage error. cmd,
+// when set, is the command whose help a usage error points to.
 type exitError struct {
 	code int
 	err  error
+	cmd  *cobra.Command
 }
 
 func (e *exitError) Error() string {
@@ -28,6 +34,8 @@ func (e *exitError) Error() string {
 	}
 	return e.err.Error()
 }
+
+func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(format string, args ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
@@ -50,69 +58,44 @@ func main() {
 	}
 }
 
-const usage = `lazaret: failure-handling ingest for TIFF masters and UN/EDIFACT interchanges
-
-Usage:
-  lazaret inspect [--json] [--batch MANIFEST] [FILE...]   validate files locally, no queue
-  lazaret submit  [--redis URL] MANIFEST                  check a batch manifest and enqueue it
-  lazaret worker  [--redis URL] [--ledger DSN]            run workers until SIGINT/SIGTERM
-  lazaret serve   [--listen 127.0.0.1:8080] [--no-worker]  workers + asynqmon + /metrics + /v1/ API
-  lazaret events export [--ledger DSN] --format premis-xml [--object ID | --batch ID] [-o FILE]
-  lazaret events ls [--ledger DSN] [--batch ID | --object ID] [--json]
-  lazaret ledger verify [--ledger DSN] [--json] [--anchor N:HASH]  check the ledger's hash chain and guards
-  lazaret dlq        ls|show|replay|redrive|discard         dead letters (asynq's archived set)
-  lazaret quarantine ls|show|replay|discard|reconcile       parked for reconciliation
-  lazaret hold       ls|show|release|reject                 audit-hold: a person decides
-  lazaret batch status ID                                   every item's latest outcome
-  lazaret reconcile-broker                                  ledger vs broker: record and report gaps
-  lazaret contrl  FILE.edi                                print the CONTRL report for an interchange
-  lazaret demo    [--data DIR]                            everything in one process, embedded Redis + SQLite
-  lazaret bench   [--dir DIR]                             measure validation speed on this machine
-  lazaret version
-
-Every command reads LAZARET_REDIS_URL and LAZARET_LEDGER; flags win. Run a
-command with -h for its flags.
-`
-
+// run runs the command args name. Every error is an *exitError; a usage
+// error says which --help to read.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return &exitError{code: 2}
-	}
-	switch args[0] {
-	case "inspect":
-		return runInspect(ctx, args[1:], stdout, stderr)
-	case "submit":
-		return runSubmit(ctx, args[1:], stdout, stderr)
-	case "worker":
-		return runWorker(ctx, args[1:], stdout, stderr)
-	case "events":
-		return runEvents(ctx, args[1:], stdout, stderr)
-	case "ledger":
-		return runLedger(ctx, args[1:], stdout, stderr)
-	case "demo":
-		return runDemo(ctx, args[1:], stdout, stderr)
-	case "contrl":
-		return runContrl(ctx, args[1:], stdout, stderr)
-	case "dlq", "quarantine", "hold":
-		return runFailures(ctx, failureCommands[args[0]], args[1:], stdout, stderr)
-	case "serve":
-		return runServe(ctx, args[1:], stdout, stderr)
-	case "batch":
-		return runBatch(ctx, args[1:], stdout, stderr)
-	case "reconcile-broker":
-		return runReconcileBroker(ctx, args[1:], stdout, stderr)
-	case "bench":
-		return runBench(ctx, args[1:], stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintln(stdout, "lazaret", version)
-		return nil
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	_, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return nil
 	}
-	fmt.Fprint(stderr, usage)
-	return usageErr("unknown command %q", args[0])
+	ee := &exitError{code: 2, err: err, cmd: root} // cobra's own: an unknown command or flag
+	errors.As(err, &ee)
+	if ee.code == 2 && ee.err != nil && ee.cmd != nil {
+		ee.err = fmt.Errorf("%w\n\nRun '%s --help' for usage", ee.err, ee.cmd.CommandPath())
+	}
+	return ee
+}
+
+// runVersion serves lazaret version.
+func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print {\"version\": ...}")
+	cfg := defaultConfig()
+	if err := cfg.bind(ctx, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("version: unexpected arguments %q", fs.Args())
+	}
+	if *asJSON {
+		return writeJSON(stdout, struct {
+			Version string `json:"version"`
+		}{version})
+	}
+	fmt.Fprintln(stdout, "lazaret", version)
+	return nil
 }
 
 // asAny reports whether err matches any of the targets (errors.As).

@@ -2,32 +2,84 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os/user"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/hibiken/asynq"
 
+	"github.com/lazaret/lazaret/api"
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
 )
 
-// failureCommand describes `lazaret dlq|quarantine|hold`.
+// failureCommand describes lazaret dlq|quarantine|hold.
 type failureCommand struct {
 	name        string
 	destination premis.Destination
-	queue       string
-	subcommands map[string]bool
+	short, long string
+	subcommands []string
 }
 
 var failureCommands = map[string]failureCommand{
-	"dlq":        {"dlq", premis.DeadLetter, ingest.QueueIngest, map[string]bool{"ls": true, "show": true, "replay": true, "redrive": true, "discard": true}},
-	"quarantine": {"quarantine", premis.Quarantined, ingest.QueueQuarantine, map[string]bool{"ls": true, "show": true, "replay": true, "discard": true, "reconcile": true}},
-	"hold":       {"hold", premis.AuditHold, ingest.QueueAuditHold, map[string]bool{"ls": true, "show": true, "release": true, "reject": true}},
+	"dlq": {"dlq", premis.DeadLetter, "dead letters: items that failed for good (asynq's archived set)",
+		"Dead letters are items that failed in a way retrying cannot fix (corrupt or\nunsupported files, bad fixity) or that exhausted their retries.",
+		[]string{"ls", "show", "replay", "redrive", "discard"}},
+	"quarantine": {"quarantine", premis.Quarantined, "items parked for reconciliation (registries, unknown failures)",
+		"Quarantined items failed against a registry (UN/LOCODE, HS) or in a way\nLazaret does not recognise; a registry change re-checks them.",
+		[]string{"ls", "show", "replay", "discard", "reconcile"}},
+	"hold": {"hold", premis.AuditHold, "audit-hold: items a person must decide on",
+		"Items on audit-hold reached the poison cap or need a person's decision:\nrelease replays them, reject discards them.",
+		[]string{"ls", "show", "release", "reject"}},
+}
+
+// failureUsage is the help of one dlq|quarantine|hold subcommand.
+type failureUsage struct{ use, short, long, example, args string }
+
+func failureHelp(fc failureCommand, sub string) failureUsage {
+	n, where := fc.name, map[string]string{"dlq": "dead letters", "quarantine": "quarantined items", "hold": "items on audit-hold"}[fc.name]
+	idArg := "  ID  a failure's event id, its object id, or its correlation id (from " + n + " ls)"
+	switch sub {
+	case "ls":
+		return failureUsage{"ls [flags]", "list open " + where + ", oldest first",
+			"List the open " + where + " (each item's latest outcome), oldest first, with\nclass, code and position.",
+			"  lazaret " + n + " ls\n  lazaret " + n + " ls --class structural --since 24h\n  lazaret " + n + " ls --batch batch-17 --json", ""}
+	case "show":
+		return failureUsage{"show [flags] ID", "one failure: position, message, broker state and history",
+			"Show one failure (class, code, position, message), where the broker holds it,\nand its item's whole history.",
+			"  lazaret " + n + " show scan-0001\n  lazaret " + n + " show 0b5c0e0e-3c1d-4f57-a0d6-9d1c8b0a7e11 --json", idArg}
+	case "replay", "release":
+		return failureUsage{sub + " [flags] ID", "enqueue the item again (optionally with a corrected file)",
+			"Record an unq event naming you, then enqueue the item as a new attempt (with\n--file: the corrected file, its digest taken now).",
+			"  lazaret " + n + " " + sub + " scan-0001 --reason \"rescanned\" --file /srv/ingest/fix/scan-0001.tif\n  lazaret " + n + " " + sub + " scan-0001 --dry-run", idArg}
+	case "discard", "reject":
+		return failureUsage{sub + " [flags] ID --reason TEXT", "settle the item as discarded, with a reason",
+			"Record that the item will not be ingested (a PREMIS event with you and the\nreason), and remove its task from the broker.",
+			"  lazaret " + n + " " + sub + " scan-0001 --reason \"duplicate of scan-0002\"", idArg}
+	case "redrive":
+		return failureUsage{"redrive [flags]", "replay dead letters by filter, throttled, after a fix",
+			"Replay the dead letters that match the filters, --rate per second. Each is\nre-checked first and left alone if it still fails the same way (--force\nreplays anyway); one whose next attempt reaches the poison cap goes to\naudit-hold instead.",
+			"  lazaret dlq redrive --code io.permission --dry-run\n  lazaret dlq redrive --class transient --since 2h --rate 5", ""}
+	case "reconcile":
+		return failureUsage{"reconcile [flags]", "re-check quarantined items against the registries in force",
+			"Reload the registries (--locode, --hs: give the workers' files) and\nre-check every quarantined item whose failure depended on a registry version\nthat has changed; replay those that now pass.",
+			"  lazaret quarantine reconcile --locode /srv/registries/unlocode.csv --dry-run", ""}
+	}
+	return failureUsage{use: sub}
+}
+
+// commandFor is the command that acts on failures at d.
+func commandFor(d premis.Destination) string {
+	for _, fc := range failureCommands {
+		if fc.destination == d {
+			return fc.name
+		}
+	}
+	return "dlq"
 }
 
 func defaultOperator() string {
@@ -37,31 +89,127 @@ func defaultOperator() string {
 	return "unknown"
 }
 
-func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !fc.subcommands[args[0]] {
-		return usageErr("%s: want one of %v", fc.name, keys(fc.subcommands))
+// failureFlags are the filters of ls and redrive.
+type failureFlags struct {
+	class, code, kind, batch string
+	since, until             timeFlag
+	limit                    int
+}
+
+func (f *failureFlags) declare(fs *flag.FlagSet) {
+	fs.StringVar(&f.class, "class", "", "only this `CLASS` ("+strings.Join(classNames(), ", ")+")")
+	fs.StringVar(&f.code, "code", "", "only this failure `CODE` (e.g. tiff.ifd-loop)")
+	fs.StringVar(&f.kind, "kind", "", "only this `KIND`: tiff or edifact")
+	fs.StringVar(&f.batch, "batch", "", "only this batch `ID`")
+	fs.Var(&f.since, "since", "only failures at or after `TIME`: RFC 3339, a date, or a duration back from now (24h, 7d)")
+	fs.Var(&f.until, "until", "only failures before `TIME` (same forms as --since)")
+	fs.IntVar(&f.limit, "limit", 0, "at most `N` (0: all)")
+}
+
+func (f *failureFlags) filter(dst premis.Destination) (ingest.FailureFilter, error) {
+	if f.class != "" && !premis.Class(f.class).Valid() {
+		return ingest.FailureFilter{}, usageErr("--class %q: want one of %s", f.class, strings.Join(classNames(), ", "))
 	}
-	sub := args[0]
+	return ingest.FailureFilter{Class: premis.Class(f.class), Code: f.code, Kind: f.kind, BatchID: f.batch, Destination: dst,
+		Since: f.since.t, Until: f.until.t, Limit: f.limit}, nil
+}
+
+func classNames() []string {
+	var out []string
+	for _, c := range premis.Classes() {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+// runFailure serves one lazaret dlq|quarantine|hold subcommand.
+func runFailure(ctx context.Context, fc failureCommand, sub string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(fc.name+" "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "one JSON object per line")
-	class := fs.String("class", "", "only this class")
-	code := fs.String("code", "", "only this failure code")
-	kind := fs.String("kind", "", "only this kind (tiff, edifact)")
-	batch := fs.String("batch", "", "only this batch")
-	since := fs.Duration("since", 0, "only failures newer than this (e.g. 24h)")
-	limit := fs.Int("limit", 0, "at most this many")
-	operator := fs.String("operator", defaultOperator(), "who acts (recorded in the PREMIS event)")
-	reason := fs.String("reason", "", "why (recorded in the PREMIS event)")
-	file := fs.String("file", "", "replay with this corrected file")
-	rate := fs.Float64("rate", 10, "redrive: items per second")
-	force := fs.Bool("force", false, "redrive: even items that still fail the same way")
-	dry := fs.Bool("dry-run", false, "say what would happen, change nothing")
+	asJSON := fs.Bool("json", false, "JSON: one object per line for a listing, one object otherwise")
+	var filters failureFlags
+	var operator, reason, file string
+	var rate float64
+	var force, dry bool
+	actor := func() {
+		fs.StringVar(&operator, "operator", "", "who acts, recorded in the PREMIS event (default: your login name)")
+		fs.StringVar(&reason, "reason", "", "why, recorded in the PREMIS event")
+		fs.BoolVar(&dry, "dry-run", false, "say what would happen; change nothing")
+	}
+	fields := []string{"redis", "ledger"}
+	switch sub {
+	case "ls":
+		filters.declare(fs)
+	case "replay", "release":
+		actor()
+		fs.StringVar(&file, "file", "", "replay with this corrected `FILE` (beneath an --ingest-root, or beside the original)")
+		fields = append(fields, "policy", "roots")
+	case "discard", "reject":
+		actor()
+	case "redrive":
+		filters.declare(fs)
+		actor()
+		fs.Float64Var(&rate, "rate", 10, "items per second")
+		fs.BoolVar(&force, "force", false, "replay even items whose re-check fails the same way")
+		fields = append(fields, "policy", "master", "edi")
+	case "reconcile":
+		fs.BoolVar(&dry, "dry-run", false, "say what would be replayed; change nothing")
+		fields = append(fields, "policy", "master", "edi")
+	}
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args[1:], "redis", "ledger", "policy", "master", "edi", "roots"); err != nil {
+	if err := cfg.bind(ctx, fs, args, fields...); err != nil {
 		return err
 	}
-	opt, ledger, err := cfg.connectExisting(ctx)
+	if operator == "" {
+		operator = defaultOperator()
+	}
+	needID := func() (string, error) {
+		if fs.NArg() != 1 {
+			return "", usageErr("%s %s: want exactly one ID (an event, object or correlation id from %s ls)", fc.name, sub, fc.name)
+		}
+		return fs.Arg(0), nil
+	}
+	if sub == "ls" {
+		if fs.NArg() > 0 {
+			return usageErr("%s ls: unexpected arguments %q (filters are flags: --class, --code, --batch...)", fc.name, fs.Args())
+		}
+		filter, err := filters.filter(fc.destination)
+		if err != nil {
+			return err
+		}
+		ledger, err := cfg.openReadOnly(ctx)
+		if err != nil {
+			return err
+		}
+		defer ledger.Close()
+		list, err := ingest.Failures(ctx, ledger, filter)
+		if err != nil {
+			return err
+		}
+		return printFailures(stdout, list, *asJSON)
+	}
+	var id string
+	if sub != "redrive" && sub != "reconcile" {
+		var err error
+		if id, err = needID(); err != nil {
+			return err
+		}
+	}
+	if (sub == "discard" || sub == "reject") && reason == "" {
+		return usageErr("%s %s: --reason is required (it is recorded in the PREMIS event)", fc.name, sub)
+	}
+	var (
+		opt    asynq.RedisConnOpt
+		ledger premis.Ledger
+		err    error
+	)
+	if sub == "show" {
+		if opt, err = cfg.redis(); err == nil {
+			ledger, err = cfg.openReadOnly(ctx)
+		}
+	} else {
+		opt, ledger, err = cfg.connectExisting(ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -72,106 +220,66 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 	defer client.Close()
 	w := cfg.worker(ledger, client, cfg.logger(stderr))
 	ops := cfg.operator(w, client, insp, opt)
-	filter := ingest.FailureFilter{Class: premis.Class(*class), Code: *code, Kind: *kind, BatchID: *batch, Destination: fc.destination, Limit: *limit}
-	if *since > 0 {
-		filter.Since = time.Now().Add(-*since)
-	}
-	needID := func() (string, error) {
-		if fs.NArg() != 1 {
-			return "", usageErr("%s %s: want exactly one ID (from %s ls)", fc.name, sub, fc.name)
-		}
-		return fs.Arg(0), nil
-	}
-	enc := json.NewEncoder(stdout)
-	switch sub {
-	case "ls":
-		list, err := ingest.Failures(ctx, ledger, filter)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			for _, f := range list {
-				enc.Encode(f)
+	if id != "" && sub != "show" {
+		// Actions take the same ids as show, and act only on a failure
+		// that is where the command says: dlq discard does not discard a
+		// quarantined item by its object id.
+		if f, history, ferr := api.FindFailure(ctx, ledger, id); history != nil {
+			if ferr == nil && f.Destination != fc.destination {
+				return &exitError{code: 1, err: fmt.Errorf("%s %s: %s's open failure (%s) is in %s, not %s: use lazaret %s %s", fc.name, sub, f.ObjectID, f.ID,
+					f.Destination, fc.destination, commandFor(f.Destination), sub)}
 			}
-			return nil
+			id = f.ID
 		}
-		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tOBJECT\tKIND\tCLASS\tCODE\tOFFSET\tATTEMPT\tAT")
-		for _, f := range list {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", f.ID, f.ObjectID, f.Kind, f.Class, f.Code, int64OrDash(f.Offset), f.Attempt, f.DateTime.Format(time.RFC3339))
-		}
-		return tw.Flush()
+	}
+	switch sub {
 	case "show":
-		id, err := needID()
-		if err != nil {
-			return err
-		}
-		f, history, ferr := ingest.GetFailure(ctx, ledger, id)
+		f, history, ferr := api.FindFailure(ctx, ledger, id)
 		if history == nil {
 			return &exitError{code: 1, err: ferr}
 		}
-		state := ops.BrokerState(f)
+		d := api.Detail(ops, f, history, ferr)
 		if *asJSON {
-			for i := range history {
-				history[i].Envelope = nil
-			}
-			return enc.Encode(map[string]any{"failure": f, "open": ferr == nil, "broker": state, "history": history})
+			return api.EncodeJSON(stdout, d)
 		}
-		fmt.Fprintf(stdout, "failure %s\n  object   %s (batch %s, %s)\n  class    %s\n  code     %s\n  where    offset %s page %s segment %d element %d:%d\n  message  %s\n  broker   %s\n",
-			f.ID, f.ObjectID, f.BatchID, f.Kind, f.Class, f.Code, int64OrDash(f.Offset), intOrDash(f.Page), f.Segment, f.Element, f.Component, f.Message, state)
-		if ferr != nil {
-			fmt.Fprintf(stdout, "  status   %v\n", ferr)
-		}
-		fmt.Fprintln(stdout, "history:")
-		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		for _, e := range history {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\tattempt %d\t%s\t%s\n", e.DateTime.Format(time.RFC3339), e.Type, e.Outcome, dash(string(e.Destination)), dash(e.Code), e.Attempt, dash(e.Operator), e.Note)
-		}
-		return tw.Flush()
+		return printDetail(stdout, d)
 	case "replay", "release":
-		id, err := needID()
-		if err != nil {
-			return err
-		}
-		res, err := ops.Replay(ctx, id, ingest.ReplayOptions{Operator: *operator, Reason: *reason, File: *file, DryRun: *dry})
+		res, err := ops.Replay(ctx, id, ingest.ReplayOptions{Operator: operator, Reason: reason, File: file, DryRun: dry})
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
 		return printAction(stdout, res, *asJSON)
 	case "discard", "reject":
-		id, err := needID()
-		if err != nil {
-			return err
-		}
-		if *reason == "" {
-			return usageErr("%s %s: --reason is required", fc.name, sub)
-		}
-		res, err := ops.Discard(ctx, id, *operator, *reason, *dry)
+		res, err := ops.Discard(ctx, id, operator, reason, dry)
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
 		return printAction(stdout, res, *asJSON)
 	case "redrive":
+		filter, err := filters.filter(premis.DeadLetter)
+		if err != nil {
+			return err
+		}
 		counts := map[string]int{}
-		_, err := ops.Redrive(ctx, ingest.RedriveOptions{Filter: filter, Rate: *rate, Limit: *limit, Force: *force, Operator: *operator, DryRun: *dry,
+		_, err = ops.Redrive(ctx, ingest.RedriveOptions{Filter: filter, Rate: rate, Limit: filter.Limit, Force: force, Operator: operator, DryRun: dry,
 			Progress: func(d ingest.RedriveDecision) {
 				counts[d.Action]++
 				if *asJSON {
-					enc.Encode(map[string]any{"id": d.Failure.ID, "object_id": d.Failure.ObjectID, "action": d.Action, "detail": d.Detail, "dry_run": *dry})
+					api.EncodeJSON(stdout, redriveLine{d.Failure.ID, d.Failure.ObjectID, d.Action, d.Detail, dry})
 				} else {
-					fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\n", d.Failure.ID, d.Failure.ObjectID, d.Action, d.Detail)
+					fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\n", d.Failure.ID, d.Failure.ObjectID, d.Action, cell(d.Detail))
 				}
 			}})
 		if !*asJSON {
 			prefix := ""
-			if *dry {
+			if dry {
 				prefix = "dry run, nothing changed; would have: "
 			}
 			fmt.Fprintf(stdout, "%sredriven %d, held at the ceiling %d, unchanged %d, errors %d\n", prefix, counts["redriven"], counts["held"], counts["unchanged"], counts["error"])
 		}
 		return err
 	case "reconcile":
-		ds, err := ops.ReconcileQuarantine(ctx, *dry)
+		ds, err := ops.ReconcileQuarantine(ctx, dry)
 		replayed := 0
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 		for _, d := range ds {
@@ -179,15 +287,15 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 				replayed++
 			}
 			if *asJSON {
-				enc.Encode(map[string]any{"id": d.Parked.Held.EventID, "task_id": d.Parked.TaskID, "object_id": d.Parked.Held.Envelope.ObjectID,
-					"code": d.Parked.Held.Code, "action": d.Action, "detail": d.Detail, "dry_run": *dry})
+				api.EncodeJSON(stdout, reconcileLine{d.Parked.Held.EventID, d.Parked.TaskID, d.Parked.Held.Envelope.ObjectID,
+					d.Parked.Held.Code, d.Action, d.Detail, dry})
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Parked.Held.EventID, d.Parked.Held.Envelope.ObjectID, d.Parked.Held.Code, d.Action, d.Detail)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Parked.Held.EventID, d.Parked.Held.Envelope.ObjectID, d.Parked.Held.Code, d.Action, cell(d.Detail))
 		}
 		tw.Flush()
 		if !*asJSON {
-			if *dry {
+			if dry {
 				fmt.Fprintf(stdout, "dry run, nothing changed: %d parked, %d would be replayed\n", len(ds), replayed)
 			} else {
 				fmt.Fprintf(stdout, "%d parked, %d replayed\n", len(ds), replayed)
@@ -198,10 +306,69 @@ func runFailures(ctx context.Context, fc failureCommand, args []string, stdout, 
 	return nil
 }
 
+// redriveLine is one line of dlq redrive --json.
+type redriveLine struct {
+	ID       string `json:"id"`
+	ObjectID string `json:"object_id"`
+	Action   string `json:"action"` // redriven, held, unchanged, error
+	Detail   string `json:"detail"`
+	DryRun   bool   `json:"dry_run"`
+}
+
+// reconcileLine is one line of quarantine reconcile --json.
+type reconcileLine struct {
+	ID       string `json:"id"`
+	TaskID   string `json:"task_id"`
+	ObjectID string `json:"object_id"`
+	Code     string `json:"code"`
+	Action   string `json:"action"` // replayed, still-failing, unchanged-registry, not-registry-dependent
+	Detail   string `json:"detail"`
+	DryRun   bool   `json:"dry_run"`
+}
+
+// printFailures lists failures: a table, or one ingest.Failure per line.
+func printFailures(stdout io.Writer, list []ingest.Failure, asJSON bool) error {
+	if asJSON {
+		for _, f := range list {
+			if err := api.EncodeJSON(stdout, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tOBJECT\tKIND\tCLASS\tCODE\tWHERE\tOFFSET\tATTEMPT\tAT\tMESSAGE")
+	for _, f := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", f.ID, cell(f.ObjectID), f.Kind, f.Class, cell(f.Code), position(f.Position),
+			int64OrDash(f.Offset), f.Attempt, f.DateTime.Format(time.RFC3339), cell(truncate(f.Message, 80)))
+	}
+	return tw.Flush()
+}
+
+// printDetail is show's text form.
+func printDetail(stdout io.Writer, d api.FailureDetail) error {
+	f := d.Failure
+	fmt.Fprintf(stdout, "failure %s\n  object   %s (batch %s, %s)\n  class    %s\n  code     %s\n  where    %s, byte offset %s\n  message  %s\n  broker   %s\n",
+		f.ID, f.ObjectID, dash(f.BatchID), f.Kind, f.Class, f.Code, position(f.Position), int64OrDash(f.Offset), indent(f.Message, "           "), d.Broker)
+	if d.Status != "" {
+		fmt.Fprintf(stdout, "  status   %s\n", d.Status)
+	}
+	if h := d.Help; h != nil {
+		fmt.Fprintf(stdout, "  meaning  %s\n  cause    %s\n  to do    %s\n  see      %s\n", h.Meaning, h.Cause, h.Action, h.Doc)
+	}
+	fmt.Fprintln(stdout, "history:")
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	for _, e := range d.History {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\tattempt %d\t%s\t%s\n", e.DateTime.Format(time.RFC3339), e.Type, e.Outcome, dash(string(e.Destination)),
+			dash(e.Code), e.Attempt, dash(e.Operator), cell(e.Note))
+	}
+	return tw.Flush()
+}
+
 // printAction says what an operator action did, or with --dry-run would do.
 func printAction(stdout io.Writer, res *ingest.ActionResult, asJSON bool) error {
 	if asJSON {
-		return json.NewEncoder(stdout).Encode(res)
+		return api.EncodeJSON(stdout, api.NewAction(res))
 	}
 	switch {
 	case res.DryRun:
@@ -220,30 +387,22 @@ func printAction(stdout io.Writer, res *ingest.ActionResult, asJSON bool) error 
 	return nil
 }
 
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-// runBatch serves `lazaret batch status ID`.
+// runBatch serves lazaret batch status ID.
 func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "status" {
 		return usageErr("batch: want: batch status ID")
 	}
 	fs := flag.NewFlagSet("batch status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "one JSON object per line")
+	asJSON := fs.Bool("json", false, "one JSON object: batch_id, items, counts (what GET /v1/batches/{id} serves)")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args[1:], "ledger"); err != nil {
+	if err := cfg.bind(ctx, fs, args[1:], "ledger"); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageErr("batch status: want exactly one batch ID")
 	}
-	l, err := cfg.openExistingLedger(ctx)
+	l, err := cfg.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
@@ -255,25 +414,19 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(items) == 0 {
 		return &exitError{code: 1, err: fmt.Errorf("batch %s: nothing in the ledger", fs.Arg(0))}
 	}
-	counts := map[premis.Destination]int{}
-	enc := json.NewEncoder(stdout)
-	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	if !*asJSON {
-		fmt.Fprintln(tw, "OBJECT\tKIND\tDESTINATION\tCLASS\tCODE\tATTEMPT\tEVENT")
+	b := api.NewBatchStatus(fs.Arg(0), items)
+	if *asJSON {
+		return api.EncodeJSON(stdout, b)
 	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "OBJECT\tKIND\tDESTINATION\tCLASS\tCODE\tATTEMPT\tEVENT")
 	for _, it := range items {
-		counts[it.Destination]++
-		if *asJSON {
-			enc.Encode(it)
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", it.ObjectID, it.Kind, it.Destination, dash(string(it.Class)), dash(it.Code), it.Attempt, it.EventID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(it.ObjectID), it.Kind, it.Destination, dash(string(it.Class)), dash(cell(it.Code)), it.Attempt, it.EventID)
 	}
 	tw.Flush()
-	if !*asJSON {
-		fmt.Fprintf(stdout, "%d items: %d accepted, %d retrying, %d dead-letter, %d quarantine, %d audit-hold, %d replayed, %d discarded\n", len(items),
-			counts[premis.Accepted], counts[premis.Retry], counts[premis.DeadLetter], counts[premis.Quarantined], counts[premis.AuditHold], counts[premis.Replayed], counts[premis.Discarded])
-	}
+	c := b.Counts
+	fmt.Fprintf(stdout, "%d items: %d accepted, %d retrying, %d dead-letter, %d quarantine, %d audit-hold, %d replayed, %d discarded, %d submitted and not yet processed\n", len(items),
+		c[premis.Accepted], c[premis.Retry], c[premis.DeadLetter], c[premis.Quarantined], c[premis.AuditHold], c[premis.Replayed], c[premis.Discarded], c[premis.Submitted])
 	return nil
 }
 
@@ -287,7 +440,7 @@ func runReconcileBroker(ctx context.Context, args []string, stdout, stderr io.Wr
 	dry := fs.Bool("dry-run", false, "say what would be repaired, change nothing")
 	asJSON := fs.Bool("json", false, "the report as one JSON object")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args, "redis", "ledger", "policy"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "policy"); err != nil {
 		return err
 	}
 	opt, ledger, err := cfg.connectExisting(ctx)
@@ -305,7 +458,7 @@ func runReconcileBroker(ctx context.Context, args []string, stdout, stderr io.Wr
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(rep)
+		return api.EncodeJSON(stdout, rep)
 	}
 	for _, id := range rep.Missing {
 		fmt.Fprintf(stdout, "%s\tnot in the broker: replayable from the ledger\n", id)

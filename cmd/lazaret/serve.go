@@ -26,20 +26,30 @@ import (
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on (loopback unless told otherwise)")
+	listen := fs.String("listen", "127.0.0.1:8080", "`ADDRESS` to serve on (loopback unless told otherwise)")
 	noWorker := fs.Bool("no-worker", false, "serve the API and monitoring only")
-	token := fs.String("api-token", os.Getenv("LAZARET_API_TOKEN"), "bearer token for mutating API calls (env LAZARET_API_TOKEN); empty disables them")
-	webhook := fs.String("webhook", os.Getenv("LAZARET_WEBHOOK_URL"), "POST a JSON alert here for every dead letter, quarantine and audit-hold arrival")
-	secret := fs.String("webhook-secret", os.Getenv("LAZARET_WEBHOOK_SECRET"), "sign alerts: X-Lazaret-Signature = sha256=HMAC(secret, body) (env LAZARET_WEBHOOK_SECRET)")
+	// Secrets come from the environment after parsing, so that --help
+	// never prints one as a default.
+	token := fs.String("api-token", "", "bearer `TOKEN` for mutating API calls (env LAZARET_API_TOKEN); empty disables them")
+	webhook := fs.String("webhook", "", "POST a JSON alert to this `URL` for every dead letter, quarantine and audit-hold arrival (env LAZARET_WEBHOOK_URL)")
+	secret := fs.String("webhook-secret", "", "sign alerts: X-Lazaret-Signature = sha256=HMAC(`SECRET`, body) (env LAZARET_WEBHOOK_SECRET)")
 	writable := fs.Bool("monitoring-writable", false, "refused: asynqmon's task actions bypass the ledger (use lazaret dlq, quarantine and hold)")
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often the broker is reconciled with the ledger and registries reloaded")
-	readToken := fs.String("read-token", os.Getenv("LAZARET_READ_TOKEN"), "bearer token for reads (env LAZARET_READ_TOKEN); the API token works too")
+	readToken := fs.String("read-token", "", "bearer `TOKEN` for reads (env LAZARET_READ_TOKEN); the API token works too")
 	insecure := fs.Bool("insecure-listen", false, "serve beyond loopback without a read token (failures, paths and digests are then public)")
 	var hosts listFlag
-	fs.Var(&hosts, "allowed-host", "host name requests may carry in Host (repeatable); default: localhost and the listen address's")
+	fs.Var(&hosts, "allowed-host", "`HOST` name requests may carry in Host (repeatable); default: localhost and the listen address's")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "roots"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "roots"); err != nil {
 		return err
+	}
+	for _, v := range []struct {
+		dst *string
+		env string
+	}{{token, "LAZARET_API_TOKEN"}, {webhook, "LAZARET_WEBHOOK_URL"}, {secret, "LAZARET_WEBHOOK_SECRET"}, {readToken, "LAZARET_READ_TOKEN"}} {
+		if *v.dst == "" {
+			*v.dst = os.Getenv(v.env)
+		}
 	}
 	if *writable {
 		return usageErr("serve: --monitoring-writable is refused: asynqmon would run, delete and archive tasks with no ledger event and no operator; act with lazaret dlq|quarantine|hold or the /v1/ API, which record who did what")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -19,7 +18,7 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	dry := fs.Bool("dry-run", false, "check the manifest against the ledger and say what would be enqueued; record and enqueue nothing")
 	asJSON := fs.Bool("json", false, "the result as one JSON object")
 	cfg := defaultConfig()
-	if err := cfg.bind(fs, args, "redis", "ledger", "policy", "roots"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "policy", "roots"); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -46,10 +45,10 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &exitError{code: 1, err: fmt.Errorf("batch %s: %w", m.BatchID, err)}
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(res)
+		return writeJSON(stdout, res)
 	}
 	for _, sk := range res.Skipped {
-		fmt.Fprintf(stdout, "%s\tnot resubmitted: %s (event %s)\n", sk.ObjectID, sk.Reason, sk.EventID)
+		fmt.Fprintf(stdout, "%s\tnot resubmitted: %s (event %s)\n", sk.ObjectID, cell(sk.Reason), sk.EventID)
 	}
 	verb := "enqueued"
 	if *dry {

@@ -1,0 +1,428 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// runFunc is a command's run function: it declares its flags on a
+// flag.FlagSet, lets Config.bind parse them (file, environment, flags), and
+// does the work. The command tree below reuses these functions as they
+// are: cobra gives the help, completion, suggestions and the help command;
+// bind stays the one place where arguments are parsed.
+type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+// exitStatus is the same for every command.
+const exitStatus = `Exit status:
+  0  done; nothing failed
+  1  a failure was found (an item that does not pass, a ledger that is not
+     intact) or the operation failed
+  2  usage: an unknown command or flag, a missing argument, a bad setting`
+
+// Annotations a command's help shows.
+const (
+	argsAnnotation = "lazaret_args" // the Arguments: section
+	exitAnnotation = "lazaret_exit" // what exit status 1 means for this command
+)
+
+// leaf describes one runnable command.
+type leaf struct {
+	use, short, long, example string
+	// args explains the positional arguments, one "NAME  meaning" a line.
+	args string
+	// exit says what exit status 1 means here, when more than a failure.
+	exit string
+	run  runFunc
+	// prefix are the arguments the run function expects before the
+	// user's: the subcommand name of a function that serves several.
+	prefix []string
+	// files: positional arguments are files (shell completion offers them).
+	files bool
+}
+
+// errHelp: bind saw -h or --help; the command prints its help, exit 0.
+var errHelp = errors.New("help requested")
+
+// errDescribed: bind declared the flags and stopped (see describe).
+var errDescribed = errors.New("flags described")
+
+type describeKey struct{}
+
+// flagDescription is what a run function declares, captured by bind.
+type flagDescription struct {
+	fs       *flag.FlagSet
+	settings map[string]bool // flags bind added: the Config layer, shared by commands
+}
+
+// describe calls run in describe mode: it runs up to bind, which records
+// the flag set and returns errDescribed before reading any file, the
+// environment or the arguments. Nothing of the command runs.
+func describe(run runFunc, prefix []string) (*flagDescription, error) {
+	d := &flagDescription{}
+	ctx := context.WithValue(context.Background(), describeKey{}, d)
+	err := run(ctx, slices.Clone(prefix), io.Discard, io.Discard)
+	if !errors.Is(err, errDescribed) {
+		return nil, fmt.Errorf("describe %v: the run function returned %v before declaring its flags", prefix, err)
+	}
+	return d, nil
+}
+
+// describing is the description bind fills in, when ctx asks for one.
+func describing(ctx context.Context) *flagDescription {
+	d, _ := ctx.Value(describeKey{}).(*flagDescription)
+	return d
+}
+
+const settingAnnotation = "lazaret_setting"
+
+func (l leaf) command() *cobra.Command {
+	cmd := &cobra.Command{
+		Use: l.use, Short: l.short, Long: l.long, Example: l.example,
+		Annotations: map[string]string{argsAnnotation: l.args, exitAnnotation: l.exit},
+		// bind parses (flags anywhere, "--" ends them, -flag and --flag);
+		// cobra knows the flags for help and completion only.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := l.run(cmd.Context(), append(slices.Clone(l.prefix), args...), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if errors.Is(err, errHelp) {
+				return cmd.Help()
+			}
+			var ee *exitError
+			if err != nil && !errors.As(err, &ee) {
+				err = &exitError{code: 1, err: err}
+			}
+			if errors.As(err, &ee) {
+				ee.cmd = cmd
+			}
+			return err
+		},
+	}
+	d, err := describe(l.run, l.prefix)
+	if err != nil {
+		panic(err) // a programming error, caught by every test that builds the tree
+	}
+	d.fs.VisitAll(func(f *flag.Flag) {
+		pf := pflag.PFlagFromGoFlag(f)
+		// The back-quoted word of a usage names the value (--ledger
+		// LEDGER); help shows it, completion shows the usage without it.
+		if name, usage := pflag.UnquoteUsage(pf); name != "" && strings.Contains(pf.Usage, "`") {
+			pf.Value, pf.Usage = namedValue{pf.Value, name}, usage
+		}
+		if d.settings[f.Name] {
+			pf.Annotations = map[string][]string{settingAnnotation: {"true"}}
+		}
+		cmd.Flags().AddFlag(pf)
+	})
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if l.files && !strings.HasPrefix(toComplete, "-") {
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return cmd
+}
+
+// namedValue is a flag value whose type, in help, is the name its usage gave.
+type namedValue struct {
+	pflag.Value
+	name string
+}
+
+func (v namedValue) Type() string { return v.name }
+
+// group is a command that only holds others (dlq, events, ...).
+func group(use, short, long string, children ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Long: long, Args: cobra.ArbitraryArgs, SuggestionsMinimumDistance: 2,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				cmd.SetOut(cmd.ErrOrStderr())
+				cmd.Help()
+				return &exitError{code: 2, cmd: cmd}
+			}
+			return unknownCommand(cmd, args[0])
+		}}
+	cmd.AddCommand(children...)
+	return cmd
+}
+
+func unknownCommand(cmd *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", name, cmd.CommandPath())
+	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return &exitError{code: 2, err: errors.New(msg), cmd: cmd}
+}
+
+// newRoot builds the command tree.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:         "lazaret",
+		Short:       "failure-handling ingest for TIFF masters and UN/EDIFACT interchanges",
+		Annotations: map[string]string{exitAnnotation: ""},
+		Long: `lazaret validates TIFF preservation masters and UN/EDIFACT interchanges on
+asynq workers, classifies every failure, records PREMIS events in a
+hash-chained ledger and routes each item to exactly one place: accepted,
+retried, dead-letter (dlq), quarantine or audit-hold.
+
+Settings come from defaults, then a JSON file (--config or LAZARET_CONFIG),
+then LAZARET_* environment variables (LAZARET_REDIS_URL, LAZARET_LEDGER,
+LAZARET_LOG_LEVEL), then flags: a flag wins. The ledger defaults to
+$XDG_DATA_HOME/lazaret/ledger.db (~/.local/share/lazaret/ledger.db).`,
+		Version:       version,
+		Args:          nil, // unknown commands get "did you mean"
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			cmd.Help()
+			return &exitError{code: 2, cmd: cmd}
+		},
+	}
+	root.SetVersionTemplate("lazaret {{.Version}}\n")
+	root.SetUsageTemplate(usageTemplate)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &exitError{code: 2, err: err, cmd: cmd}
+	})
+	root.CompletionOptions.HiddenDefaultCmd = false
+	root.AddGroup(
+		&cobra.Group{ID: "ingest", Title: "Ingest:"},
+		&cobra.Group{ID: "failures", Title: "Failures (each action is a PREMIS event naming who did it):"},
+		&cobra.Group{ID: "records", Title: "Ledger and reports:"},
+	)
+	root.SetHelpCommand(&cobra.Command{Use: "help [COMMAND...]", Short: "a command's arguments, flags and examples",
+		Long: "Print the help of a command: lazaret help dlq replay is lazaret dlq replay --help.",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil {
+				return &exitError{code: 2, err: err, cmd: c.Root()}
+			}
+			if len(rest) > 0 {
+				return unknownCommand(cmd, rest[0])
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		}})
+	root.SetHelpCommandGroupID("")
+	add := func(groupID string, cmds ...*cobra.Command) {
+		for _, c := range cmds {
+			c.GroupID = groupID
+			root.AddCommand(c)
+		}
+	}
+	add("ingest", commandInspect(), commandSubmit(), commandWorker(), commandServe(), commandDemo())
+	add("failures", failureGroup(failureCommands["dlq"]), failureGroup(failureCommands["quarantine"]),
+		failureGroup(failureCommands["hold"]), commandReconcileBroker())
+	add("records", commandBatch(), commandEvents(), commandLedger(), commandStats(), commandContrl())
+	add("", commandBench(), commandVersion())
+	return root
+}
+
+const usageTemplate = `Usage:{{if not .HasAvailableSubCommands}}
+  {{.UseLine}}{{else}}
+  {{.CommandPath}} COMMAND [flags] [ARGUMENTS]{{end}}{{with index .Annotations "lazaret_args"}}
+
+Arguments:
+{{.}}{{end}}{{if .HasExample}}
+
+Examples:
+{{.Example}}{{end}}{{if .HasAvailableSubCommands}}{{$cmds := .Commands}}{{if eq (len .Groups) 0}}
+
+Commands:{{range $cmds}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{else}}{{range $group := .Groups}}
+
+{{.Title}}{{range $cmds}}{{if (and (eq .GroupID $group.ID) (or .IsAvailableCommand (eq .Name "help")))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if not .AllChildCommandsHaveGroup}}
+
+Other:{{range $cmds}}{{if (and (eq .GroupID "") (or .IsAvailableCommand (eq .Name "help")))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{end}}{{end}}{{if ownFlags .}}
+
+Flags:
+{{ownFlags .}}{{end}}{{if settingFlags .}}
+
+Settings (also from --config FILE and LAZARET_* variables; a flag wins):
+{{settingFlags .}}{{end}}{{if .HasAvailableSubCommands}}
+
+Run "{{.CommandPath}} COMMAND --help" for a command's arguments, flags and examples.{{end}}{{if .Runnable}}{{with .Annotations}}
+
+{{exitStatus}}{{with index . "lazaret_exit"}}
+  ({{.}}){{end}}{{end}}{{end}}
+`
+
+func init() {
+	cobra.AddTemplateFunc("ownFlags", func(c *cobra.Command) string { return flagUsages(c, false) })
+	cobra.AddTemplateFunc("settingFlags", func(c *cobra.Command) string { return flagUsages(c, true) })
+	cobra.AddTemplateFunc("exitStatus", func() string { return exitStatus })
+	cobra.EnableCommandSorting = false
+}
+
+// flagUsages lists a command's own flags, or the Config settings it reads.
+func flagUsages(c *cobra.Command, settings bool) string {
+	fs := pflag.NewFlagSet(c.Name(), pflag.ContinueOnError)
+	c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		_, isSetting := f.Annotations[settingAnnotation]
+		if isSetting == settings {
+			fs.AddFlag(f)
+		}
+	})
+	return strings.TrimRight(fs.FlagUsagesWrapped(110), "\n ")
+}
+
+func commandInspect() *cobra.Command {
+	return leaf{use: "inspect [flags] [FILE...]", run: runInspect, files: true,
+		args:  "  FILE  a TIFF master or a UN/EDIFACT interchange (with --batch, none are needed)",
+		short: "validate files locally, no queue and no ledger",
+		long: `Validate each FILE (a TIFF master or a UN/EDIFACT interchange, told apart by
+its content) with the workers' own rules, or every item of a batch manifest
+with fixity and manifest rules, and say where a first attempt would be
+routed. Nothing is enqueued or recorded.`, exit: "1: at least one file would not be accepted",
+		example: `  lazaret inspect scan-0001.tif
+  lazaret inspect --batch /srv/ingest/batch-17/manifest.json --json
+  lazaret inspect --kind edifact --locode unlocode.csv IFTMIN.edi`}.command()
+}
+
+func commandSubmit() *cobra.Command {
+	return leaf{use: "submit [flags] MANIFEST", run: runSubmit, files: true,
+		args:  "  MANIFEST  the batch manifest (JSON); its items' paths are relative to its folder",
+		short: "check a batch manifest and enqueue its items",
+		long: `Read MANIFEST (JSON: batch_id, submitter, items with object_id, path, sha256,
+size and metadata), refuse it whole if any item is wrong, and enqueue every
+item the ledger has not settled yet. Items already queued, or settled, are
+listed and not enqueued again.`,
+		example: `  lazaret submit /srv/ingest/batch-17/manifest.json
+  lazaret submit manifest.json --dry-run --json`}.command()
+}
+
+func commandWorker() *cobra.Command {
+	return leaf{use: "worker [flags]", run: runWorker,
+		short: "run workers until SIGINT or SIGTERM",
+		long: `Process queued items: validate, classify, record the PREMIS events, route.
+SIGTERM drains running tasks (--drain-timeout). Archived tasks are
+reconciled with the ledger every --reconcile-every, and registry files
+reloaded.`,
+		example: `  lazaret worker --redis redis://127.0.0.1:6379/0 --ledger /var/lib/lazaret/ledger.db
+  LAZARET_LEDGER=postgres://lazaret_writer@db/lazaret lazaret worker --concurrency 8`}.command()
+}
+
+func commandServe() *cobra.Command {
+	return leaf{use: "serve [flags]", run: runServe,
+		short: "workers, the /v1/ API, /metrics and read-only asynqmon",
+		long: `Serve the HTTP API (/v1/), Prometheus metrics (/metrics), health checks
+(/healthz, /readyz) and asynqmon (read-only, at /monitoring/), and run the
+workers unless --no-worker. Loopback only unless a read token is set.`,
+		example: `  lazaret serve
+  lazaret serve --no-worker --listen 0.0.0.0:8080 --read-token "$TOKEN" --ingest-root /srv/ingest`}.command()
+}
+
+func commandDemo() *cobra.Command {
+	return leaf{use: "demo [flags]", run: runDemo,
+		short: "everything in one process: embedded Redis, SQLite ledger, generated batches",
+		long: `Generate the fixture batches (TIFF masters and EDIFACT interchanges, good and
+bad), submit them to workers on an embedded Redis, wait until every item has
+settled, and print where each went. Exit 0 only if every item landed where it
+must.`,
+		example: `  lazaret demo
+  lazaret demo --data ./demo-data`}.command()
+}
+
+func commandBench() *cobra.Command {
+	return leaf{use: "bench [flags]", run: runBench,
+		short: "measure validation speed on this machine",
+		long: `Generate a large TIFF master and a large interchange once (in --dir) and
+measure validation throughput against a plain read of the same bytes.`,
+		example: `  lazaret bench --rounds 5`}.command()
+}
+
+func commandReconcileBroker() *cobra.Command {
+	return leaf{use: "reconcile-broker [flags]", run: runReconcileBroker,
+		short: "compare the ledger with the broker; record and repair the gaps",
+		long: `Archived tasks with no ledger event are recorded; items the ledger expects in
+the broker but the broker lost are enqueued or parked again; dead letters the
+broker no longer holds are reported (they stay listable and replayable).
+Workers do this on their own at start and after a Redis restart.`,
+		example: `  lazaret reconcile-broker --dry-run
+  lazaret reconcile-broker --json`}.command()
+}
+
+func commandBatch() *cobra.Command {
+	return group("batch", "a batch's items and where each stands", "",
+		leaf{use: "status [flags] BATCH_ID", run: runBatch, prefix: []string{"status"},
+			args:  "  BATCH_ID  the manifest's batch_id",
+			short: "every item's latest outcome, and the counts",
+			long: `List every item of the batch with its latest outcome in the ledger (submitted,
+accepted, retry, dead-letter, quarantine, audit-hold, replayed, discarded).`, exit: "1: the ledger knows nothing of the batch",
+			example: `  lazaret batch status batch-17
+  lazaret batch status batch-17 --json`}.command())
+}
+
+func commandEvents() *cobra.Command {
+	return group("events", "PREMIS events in the ledger", "",
+		leaf{use: "ls [flags]", run: runEvents, prefix: []string{"ls"},
+			short: "list events, oldest first",
+			long:  "List the ledger's PREMIS events, oldest first, optionally for one object,\nbatch or correlation.",
+			example: `  lazaret events ls --object scan-0001
+  lazaret events ls --batch batch-17 --since 24h --json`}.command(),
+		leaf{use: "export [flags]", run: runEvents, prefix: []string{"export"},
+			short: "write events as PREMIS 3.0 XML",
+			long: `Write the ledger's events as a PREMIS 3.0 XML document, with the chain head
+the export was taken at (check it later with ledger verify --anchor).`,
+			example: `  lazaret events export --batch batch-17 -o batch-17.premis.xml
+  lazaret events export --object scan-0001`}.command())
+}
+
+func commandLedger() *cobra.Command {
+	return group("ledger", "the ledger itself", "",
+		leaf{use: "verify [flags]", run: runLedgerVerify,
+			short: "check the ledger's hash chain and guards",
+			long: `Walk the ledger's hash chain: every event chains to the one before, the
+guards against updates and deletes are in place, the recorded head is the
+last event, and each --anchor (a head from an export or an earlier verify)
+is on the chain.`, exit: "1: the ledger is not intact (every problem is printed)",
+			example: `  lazaret ledger verify
+  lazaret ledger verify --anchor 1200:9f86d081884c7d65... --json`}.command())
+}
+
+func commandContrl() *cobra.Command {
+	return leaf{use: "contrl [flags] FILE.edi", run: runContrl, files: true,
+		args:  "  FILE.edi  a UN/EDIFACT interchange",
+		short: "print the CONTRL report for an interchange",
+		long: `Print the UN/EDIFACT CONTRL syntax and service report Lazaret would send back
+for the interchange: acknowledged (action 7) or rejected (action 4) with the
+fault's segment, element and 0085 code.`, exit: "1: the file cannot be read",
+		example: `  lazaret contrl IFTMIN.edi
+  lazaret contrl IFTMIN.edi --json`}.command()
+}
+
+func commandStats() *cobra.Command {
+	return leaf{use: "stats [flags]", run: runStats,
+		short: "queue sizes and latency, as asynq counts them",
+		long:  "Per queue: pending, active, scheduled, retry, archived and completed tasks,\nand the age of the oldest pending task (what /v1/queues serves).",
+		example: `  lazaret stats
+  lazaret stats --json`}.command()
+}
+
+func commandVersion() *cobra.Command {
+	return leaf{use: "version [flags]", run: runVersion, short: "print the version", long: "Print the version.",
+		example: "  lazaret version\n  lazaret --version"}.command()
+}
+
+// failureGroup is lazaret dlq|quarantine|hold.
+func failureGroup(fc failureCommand) *cobra.Command {
+	var children []*cobra.Command
+	for _, sub := range fc.subcommands {
+		s := failureHelp(fc, sub)
+		children = append(children, leaf{use: s.use, short: s.short, long: s.long, example: s.example, args: s.args,
+			run: func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+				return runFailure(ctx, fc, sub, args, stdout, stderr)
+			}}.command())
+	}
+	return group(fc.name, fc.short, fc.long, children...)
+}

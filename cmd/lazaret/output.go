@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/lazaret/lazaret/api"
+	"github.com/lazaret/lazaret/premis"
+)
+
+// writeJSON prints v as --json does everywhere: the API's encoding.
+func writeJSON(w io.Writer, v any) error { return api.EncodeJSON(w, v) }
+
+// cell is s fit for one table cell: a line break or a tab in a message
+// would start a new row or column, so each becomes a visible mark.
+func cell(s string) string {
+	if !strings.ContainsAny(s, "\r\n\t") {
+		return s
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.NewReplacer("\n", " ⏎ ", "\r", " ⏎ ", "\t", " ").Replace(s)
+	return strings.TrimSpace(s)
+}
+
+// truncate shortens s to at most n runes, marking the cut.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// indent continues the lines of a multi-line value under its first.
+func indent(s, prefix string) string {
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
+}
+
+// position is a short human position: "page 3", "seg 5 (DTM) el 2:1", "-".
+func position(p premis.Position) string {
+	switch {
+	case p.Page != nil && p.Tag != "":
+		return fmt.Sprintf("page %d tag %s", *p.Page, p.Tag)
+	case p.Page != nil:
+		return fmt.Sprintf("page %d", *p.Page)
+	case p.Segment > 0 && p.Element > 0:
+		return fmt.Sprintf("seg %d%s el %d:%d", p.Segment, tagSuffix(p.Tag), p.Element, p.Component)
+	case p.Segment > 0:
+		return fmt.Sprintf("seg %d%s", p.Segment, tagSuffix(p.Tag))
+	}
+	return "-"
+}
+
+func tagSuffix(tag string) string {
+	if tag == "" {
+		return ""
+	}
+	return " (" + tag + ")"
+}
+
+// timeFlag is a --since or --until: a time in any form api.ParseTime takes.
+type timeFlag struct {
+	t   time.Time
+	raw string
+}
+
+func (f *timeFlag) String() string { return f.raw }
+func (f *timeFlag) Set(v string) error {
+	t, err := api.ParseTime(v, time.Now())
+	if err != nil {
+		return err
+	}
+	f.t, f.raw = t, v
+	return nil
+}
