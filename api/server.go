@@ -176,16 +176,24 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
-	items, err := ingest.BatchStatus(r.Context(), s.Ops.Ledger, r.PathValue("id"))
+	id := r.PathValue("id")
+	progress, err := ingest.BatchProgress(r.Context(), s.Ops.Ledger, id)
+	if errors.Is(err, ingest.ErrUnknownBatch) {
+		s.fail(w, r, http.StatusNotFound, err)
+		return
+	}
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	if len(items) == 0 {
-		s.fail(w, r, http.StatusNotFound, fmt.Errorf("batch %s: nothing in the ledger", r.PathValue("id")))
+	items, err := ingest.BatchStatus(r.Context(), s.Ops.Ledger, id)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, NewBatchStatus(r.PathValue("id"), items))
+	b := NewBatchStatus(id, items)
+	b.Progress = progress
+	writeJSON(w, http.StatusOK, b)
 }
 
 func (s *Server) premisXML(by string) http.HandlerFunc {

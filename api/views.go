@@ -91,6 +91,9 @@ type BatchStatus struct {
 	BatchID string                     `json:"batch_id"`
 	Items   []ingest.ItemStatus        `json:"items"`
 	Counts  map[premis.Destination]int `json:"counts"`
+	// Progress: done of the items the batch was submitted with, pending,
+	// retrying, rate and time left.
+	Progress *ingest.Progress `json:"progress,omitempty"`
 }
 
 // NewBatchStatus counts items by destination.

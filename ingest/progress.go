@@ -75,7 +75,8 @@ type Progress struct {
 	// settled item; ETA is what the rest takes at that rate (0 when done or
 	// unknown).
 	ItemsPerSecond float64       `json:"items_per_second"`
-	ETA            time.Duration `json:"eta_ns"`
+	ETA            time.Duration `json:"-"`
+	ETASeconds     float64       `json:"eta_seconds"`
 }
 
 // Total is the number of items the batch holds: those expected, or those
@@ -143,6 +144,7 @@ func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progr
 		p.ItemsPerSecond = float64(p.Done) / p.LastAt.Sub(p.SubmittedAt).Seconds()
 		if rest := p.Total() - p.Done; rest > 0 {
 			p.ETA = time.Duration(float64(rest) / p.ItemsPerSecond * float64(time.Second))
+			p.ETASeconds = p.ETA.Seconds()
 		}
 	}
 	return p, nil

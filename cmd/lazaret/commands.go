@@ -296,8 +296,13 @@ func commandSubmit() *cobra.Command {
 		long: `Read MANIFEST (JSON: batch_id, submitter, items with object_id, path, sha256,
 size and metadata), refuse it whole if any item is wrong, and enqueue every
 item the ledger has not settled yet. Items already queued, or settled, are
-listed and not enqueued again.`,
+listed and not enqueued again; an open failure whose entry changed in the
+manifest (a field corrected, a new digest) is replayed as a new attempt of
+the same object. With --wait, follow the batch until every item has an
+outcome: a progress bar on a terminal, a line per change otherwise.`,
+		exit: "1: the manifest was refused, or with --wait an item failed",
 		example: `  lazaret submit /srv/ingest/batch-17/manifest.json
+  lazaret submit manifest.json --wait
   lazaret submit manifest.json --dry-run --json`}.command()
 }
 
@@ -358,9 +363,19 @@ func commandBatch() *cobra.Command {
 			args:  "  BATCH_ID  the manifest's batch_id",
 			short: "every item's latest outcome, and the counts",
 			long: `List every item of the batch with its latest outcome in the ledger (submitted,
-accepted, retry, dead-letter, quarantine, audit-hold, replayed, discarded).`, exit: "1: the ledger knows nothing of the batch",
+accepted, retry, dead-letter, quarantine, audit-hold, replayed, discarded),
+and how far the batch has come: done of the items it was submitted with,
+pending, retrying, the rate and the time left.`, exit: "1: the ledger knows nothing of the batch",
 			example: `  lazaret batch status batch-17
-  lazaret batch status batch-17 --json`}.command())
+  lazaret batch status batch-17 --json`}.command(),
+		leaf{use: "watch [flags] BATCH_ID", run: runBatch, prefix: []string{"watch"},
+			args:  "  BATCH_ID  the manifest's batch_id",
+			short: "follow a batch until every item has an outcome",
+			long: `Follow the batch in the ledger until every item it was submitted with has
+an outcome: a progress bar on a terminal, a line per change otherwise; then a
+summary.`, exit: "1: an item failed (dead-letter, quarantine, audit-hold), or --timeout passed",
+			example: `  lazaret batch watch batch-17
+  lazaret batch watch batch-17 --timeout 2h`}.command())
 }
 
 func commandEvents() *cobra.Command {

@@ -229,7 +229,7 @@ func TestSubmitAndWorker(t *testing.T) {
 	if out, stderr, code := runCmd(t, "submit", "--redis", url, "--ledger", ledger, b.Manifest); code != 0 || !strings.Contains(out, "10 enqueued") {
 		t.Fatalf("submit: exit %d %s %s (a dry run must enqueue nothing)", code, out, stderr)
 	}
-	if out, _, _ := runCmd(t, "submit", "--redis", url, "--ledger", ledger, b.Manifest); !strings.Contains(out, "0 enqueued, 10 already") {
+	if out, _, _ := runCmd(t, "submit", "--redis", url, "--ledger", ledger, b.Manifest); !strings.Contains(out, "0 enqueued, 0 replayed with changed entries, 10 already") {
 		t.Errorf("resubmit: %s", out)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -299,6 +299,13 @@ func TestSubmitAndWorker(t *testing.T) {
 		t.Fatal("no quarantined item to try dry runs on")
 	}
 	beforeEvents, beforeBroker := ledgerCount(t, l), brokerSnapshot(t, url)
+	// hold acts on audit-hold only, and names the command that fits.
+	for verb, want := range map[string]string{"release": "quarantine replay", "reject": "quarantine discard"} {
+		args := []string{"hold", verb, "--redis", url, "--ledger", ledger, "--dry-run", "--reason", "x", quar[0].ID}
+		if _, stderr, code := runCmd(t, args...); code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("%v on a quarantined item: exit %d, want 1 naming %q: %s", args, code, want, stderr)
+		}
+	}
 	for _, args := range [][]string{
 		{"dlq", "discard", "--reason", "x", dead[0].ID},
 		{"dlq", "replay", dead[0].ID},
@@ -306,8 +313,6 @@ func TestSubmitAndWorker(t *testing.T) {
 		{"quarantine", "replay", quar[0].ID},
 		{"quarantine", "discard", "--reason", "x", quar[0].ID},
 		{"quarantine", "reconcile"},
-		{"hold", "release", quar[0].ID},
-		{"hold", "reject", "--reason", "x", quar[0].ID},
 		{"reconcile-broker"},
 		{"submit", b.Manifest},
 	} {

@@ -53,13 +53,13 @@ func failureHelp(fc failureCommand, sub string) failureUsage {
 			"Show one failure (class, code, position, message), where the broker holds it,\nand its item's whole history.",
 			"  lazaret " + n + " show scan-0001\n  lazaret " + n + " show 0b5c0e0e-3c1d-4f57-a0d6-9d1c8b0a7e11 --json", idArg}
 	case "replay", "release":
-		return failureUsage{sub + " [flags] ID", "enqueue the item again (optionally with a corrected file)",
-			"Record an unq event naming you, then enqueue the item as a new attempt (with\n--file: the corrected file, its digest taken now).",
-			"  lazaret " + n + " " + sub + " scan-0001 --reason \"rescanned\" --file /srv/ingest/fix/scan-0001.tif\n  lazaret " + n + " " + sub + " scan-0001 --dry-run", idArg}
+		return failureUsage{sub + " [flags] ID | --all [filters]", "enqueue the item again (optionally corrected), or every item a filter selects",
+			"Record an unq event naming you, then enqueue the item as a new attempt (with\n--file: the corrected file, its digest taken now; with --set: manifest fields\ncorrected, checked by the manifest's rules). With --all, every open failure\nthe filters select, --rate a second; --dry-run lists them.",
+			"  lazaret " + n + " " + sub + " scan-0001 --reason \"rescanned\" --file /srv/ingest/fix/scan-0001.tif\n  lazaret " + n + " " + sub + " scan-0001 --set color_profile=\"sRGB IEC61966-2.1\"\n  lazaret " + n + " " + sub + " --all --code manifest.color_profile.required --batch batch-17 --set color_profile=sRGB --dry-run", idArg}
 	case "discard", "reject":
-		return failureUsage{sub + " [flags] ID --reason TEXT", "settle the item as discarded, with a reason",
-			"Record that the item will not be ingested (a PREMIS event with you and the\nreason), and remove its task from the broker.",
-			"  lazaret " + n + " " + sub + " scan-0001 --reason \"duplicate of scan-0002\"", idArg}
+		return failureUsage{sub + " [flags] ID --reason TEXT | --all [filters] --reason TEXT", "settle the item (or every item a filter selects) as discarded, with a reason",
+			"Record that the item will not be ingested (a PREMIS event with you and the\nreason), and remove its task from the broker. With --all, every open failure\nthe filters select, --rate a second; --dry-run lists them.",
+			"  lazaret " + n + " " + sub + " scan-0001 --reason \"duplicate of scan-0002\"\n  lazaret " + n + " " + sub + " --all --batch batch-17 --code edifact.locode.unknown --reason \"partner resends\" --dry-run", idArg}
 	case "redrive":
 		return failureUsage{"redrive [flags]", "replay dead letters by filter, throttled, after a fix",
 			"Replay the dead letters that match the filters, --rate per second. Each is\nre-checked first and left alone if it still fails the same way (--force\nreplays anyway); one whose next attempt reaches the poison cap goes to\naudit-hold instead.",
@@ -80,6 +80,24 @@ func commandFor(d premis.Destination) string {
 		}
 	}
 	return "dlq"
+}
+
+// verbFor is sub as the queue of d names it: audit-hold releases and
+// rejects what the other queues replay and discard.
+func verbFor(d premis.Destination, sub string) string {
+	held := map[string]string{"replay": "release", "discard": "reject"}
+	if d == premis.AuditHold {
+		if v, ok := held[sub]; ok {
+			return v
+		}
+		return sub
+	}
+	for v, h := range held {
+		if sub == h {
+			return v
+		}
+	}
+	return sub
 }
 
 func defaultOperator() string {
@@ -130,7 +148,8 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 	var filters failureFlags
 	var operator, reason, file string
 	var rate float64
-	var force, dry bool
+	var force, dry, all bool
+	var sets listFlag
 	actor := func() {
 		fs.StringVar(&operator, "operator", "", "who acts, recorded in the PREMIS event (default: your login name)")
 		fs.StringVar(&reason, "reason", "", "why, recorded in the PREMIS event")
@@ -143,9 +162,12 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 	case "replay", "release":
 		actor()
 		fs.StringVar(&file, "file", "", "replay with this corrected `FILE` (beneath an --ingest-root, or beside the original)")
+		fs.Var(&sets, "set", "correct a manifest field, `FIELD=VALUE` (repeatable; e.g. color_profile=sRGB), checked by the manifest's rules")
+		bulk(fs, &filters, &all, &rate)
 		fields = append(fields, "policy", "roots")
 	case "discard", "reject":
 		actor()
+		bulk(fs, &filters, &all, &rate)
 	case "redrive":
 		filters.declare(fs)
 		actor()
@@ -188,8 +210,24 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 		}
 		return printFailures(stdout, list, *asJSON)
 	}
+	set := map[string]string{}
+	for _, kv := range sets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usageErr("%s %s: --set %q: want FIELD=VALUE", fc.name, sub, kv)
+		}
+		set[k] = v
+	}
 	var id string
-	if sub != "redrive" && sub != "reconcile" {
+	switch {
+	case all:
+		if fs.NArg() > 0 {
+			return usageErr("%s %s --all: no ID (the filters select: --class, --code, --batch...)", fc.name, sub)
+		}
+		if file != "" {
+			return usageErr("%s %s --all: --file corrects one item; give its ID", fc.name, sub)
+		}
+	case sub != "redrive" && sub != "reconcile":
 		var err error
 		if id, err = needID(); err != nil {
 			return err
@@ -227,10 +265,41 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 		if f, history, ferr := api.FindFailure(ctx, ledger, id); history != nil {
 			if ferr == nil && f.Destination != fc.destination {
 				return &exitError{code: 1, err: fmt.Errorf("%s %s: %s's open failure (%s) is in %s, not %s: use lazaret %s %s", fc.name, sub, f.ObjectID, f.ID,
-					f.Destination, fc.destination, commandFor(f.Destination), sub)}
+					f.Destination, fc.destination, commandFor(f.Destination), verbFor(f.Destination, sub))}
 			}
 			id = f.ID
 		}
+	}
+	if all {
+		filter, err := filters.filter(fc.destination)
+		if err != nil {
+			return err
+		}
+		action := "replay"
+		if sub == "discard" || sub == "reject" {
+			action = "discard"
+		}
+		counts := map[string]int{}
+		_, err = ops.Bulk(ctx, ingest.BulkOptions{Filter: filter, Action: action, Operator: operator, Reason: reason, Set: set,
+			Rate: rate, Limit: filter.Limit, DryRun: dry, Progress: func(d ingest.BulkDecision) {
+				counts[d.Action]++
+				if *asJSON {
+					api.EncodeJSON(stdout, redriveLine{d.Failure.ID, d.Failure.ObjectID, d.Action, d.Detail, dry})
+				} else {
+					fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\n", d.Failure.ID, cell(d.Failure.ObjectID), d.Action, cell(d.Detail))
+				}
+			}})
+		if !*asJSON {
+			prefix := ""
+			if dry {
+				prefix = "dry run, nothing changed; would have: "
+			}
+			fmt.Fprintf(stdout, "%s%s %d, errors %d\n", prefix, action, counts[action], counts["error"])
+		}
+		if err == nil && counts["error"] > 0 {
+			err = &exitError{code: 1, err: fmt.Errorf("%s %s --all: %d of %d failed", fc.name, sub, counts["error"], counts[action]+counts["error"])}
+		}
+		return err
 	}
 	switch sub {
 	case "show":
@@ -244,7 +313,7 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 		}
 		return printDetail(stdout, d)
 	case "replay", "release":
-		res, err := ops.Replay(ctx, id, ingest.ReplayOptions{Operator: operator, Reason: reason, File: file, DryRun: dry})
+		res, err := ops.Replay(ctx, id, ingest.ReplayOptions{Operator: operator, Reason: reason, File: file, Set: set, DryRun: dry})
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
@@ -306,7 +375,15 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 	return nil
 }
 
-// redriveLine is one line of dlq redrive --json.
+// bulk declares the flags of an action over every failure a filter
+// selects (--all).
+func bulk(fs *flag.FlagSet, filters *failureFlags, all *bool, rate *float64) {
+	filters.declare(fs)
+	fs.BoolVar(all, "all", false, "act on every failure the filters select (--class, --code, --kind, --batch, --since, --until, --limit) instead of one ID")
+	fs.Float64Var(rate, "rate", 10, "with --all: at most `N` actions a second")
+}
+
+// redriveLine is one line of dlq redrive --json (and of an --all action).
 type redriveLine struct {
 	ID       string `json:"id"`
 	ObjectID string `json:"object_id"`
@@ -389,32 +466,52 @@ func printAction(stdout io.Writer, res *ingest.ActionResult, asJSON bool) error 
 
 // runBatch serves lazaret batch status ID.
 func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "status" {
-		return usageErr("batch: want: batch status ID")
+	if len(args) == 0 || (args[0] != "status" && args[0] != "watch") {
+		return usageErr("batch: want: batch status ID, or batch watch ID")
 	}
-	fs := flag.NewFlagSet("batch status", flag.ContinueOnError)
+	sub := args[0]
+	fs := flag.NewFlagSet("batch "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "one JSON object: batch_id, items, counts (what GET /v1/batches/{id} serves)")
+	var asJSON *bool
+	var timeout *time.Duration
+	if sub == "status" {
+		asJSON = fs.Bool("json", false, "one JSON object: batch_id, items, counts, progress (what GET /v1/batches/{id} serves)")
+	} else {
+		timeout = fs.Duration("timeout", 0, "give up after `DURATION` (0: never)")
+	}
 	cfg := defaultConfig()
 	if err := cfg.bind(ctx, fs, args[1:], "ledger"); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageErr("batch status: want exactly one batch ID")
+		return usageErr("batch %s: want exactly one batch ID", sub)
 	}
 	l, err := cfg.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
+	if sub == "watch" {
+		if _, err := ingest.BatchProgress(ctx, l, fs.Arg(0)); err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		p, err := watchBatch(ctx, l, fs.Arg(0), stdout, 500*time.Millisecond, *timeout)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		fmt.Fprintln(stdout, progressLine(p))
+		return waitVerdict(p)
+	}
 	items, err := ingest.BatchStatus(ctx, l, fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	if len(items) == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("batch %s: nothing in the ledger", fs.Arg(0))}
+	progress, err := ingest.BatchProgress(ctx, l, fs.Arg(0))
+	if err != nil {
+		return &exitError{code: 1, err: err}
 	}
 	b := api.NewBatchStatus(fs.Arg(0), items)
+	b.Progress = progress
 	if *asJSON {
 		return api.EncodeJSON(stdout, b)
 	}
@@ -427,6 +524,7 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	c := b.Counts
 	fmt.Fprintf(stdout, "%d items: %d accepted, %d retrying, %d dead-letter, %d quarantine, %d audit-hold, %d replayed, %d discarded, %d submitted and not yet processed\n", len(items),
 		c[premis.Accepted], c[premis.Retry], c[premis.DeadLetter], c[premis.Quarantined], c[premis.AuditHold], c[premis.Replayed], c[premis.Discarded], c[premis.Submitted])
+	fmt.Fprintln(stdout, progressLine(progress))
 	return nil
 }
 
