@@ -34,7 +34,7 @@ var edgeDecisions = map[string]struct {
 	"pillow-multipage_out_of_order.tiff":                   {true, "IFDs stored out of file order are legal"},
 	"pillow-tiff_wrong_bits_per_sample_2.tiff":             {true, "excess BitsPerSample values: warned, the first SamplesPerPixel values are used"},
 	"pillow-separate_planar_extra_samples.tiff":            {false, "a plane with StripByteCounts 0 has no data (libtiff -D fails too)"},
-	"pillow-child_ifd_jpeg.tiff":                           {true, "the main image is fine; the child (SubIFD) image is not validated, warned"},
+	"pillow-child_ifd_jpeg.tiff":                           {false, "the child (SubIFD) image has no ImageLength: refused at page 1 / SubIFD 1 (libtiff also errors on this file)"},
 }
 
 func corpusFiles(t *testing.T, sub string) []string {

@@ -204,11 +204,13 @@ func DecodePages(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) (skipped []*U
 	if cancelled == nil {
 		cancelled = func() error { return nil }
 	}
-	for i := range info.Pages {
+	var cur *Page
+	defer func() { err = atPath(err, cur) }()
+	for _, p := range info.images() {
+		cur = p
 		if err := cancelled(); err != nil {
 			return skipped, err
 		}
-		p := &info.Pages[i]
 		if px := int64(p.Width) * int64(p.Height); px > pixelBudget || px < 0 {
 			return skipped, &LimitError{Page: p.Index + 1, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
 		}
@@ -256,7 +258,7 @@ func verify(r io.ReaderAt, info *TIFFInfo, p *Page, reason string, skipped *[]*U
 		return err
 	}
 	if !ok {
-		*skipped = append(*skipped, &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: reason})
+		*skipped = append(*skipped, &UnsupportedError{Page: p.Index + 1, Path: p.Path, Offset: p.Offset, Reason: reason})
 	}
 	return nil
 }

@@ -90,16 +90,20 @@ func (p MasterPolicy) Validate() error {
 
 // Report is what master validation found, filled as far as it got.
 type Report struct {
-	Path     string    `json:"path"`
-	Size     int64     `json:"size"`
-	SHA256   string    `json:"sha256"`
-	PUID     string    `json:"puid"`
-	Format   string    `json:"format"`
-	Pages    int       `json:"pages"`
-	Decoded  int       `json:"decoded_pages"`
-	Warnings []Warning `json:"warnings"`
-	ICC      *ICCProfile
-	Info     *TIFFInfo `json:"-"`
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	SHA256  string `json:"sha256"`
+	PUID    string `json:"puid"`
+	Format  string `json:"format"`
+	Pages   int    `json:"pages"`
+	Decoded int    `json:"decoded_pages"`
+	// SubImages are the SubIFD images (reduced-resolution and child
+	// images) of all pages, SubDecoded those checked to the pixel data.
+	SubImages  int       `json:"sub_images,omitempty"`
+	SubDecoded int       `json:"sub_images_decoded,omitempty"`
+	Warnings   []Warning `json:"warnings"`
+	ICC        *ICCProfile
+	Info       *TIFFInfo `json:"-"`
 }
 
 var tiffExtensions = map[string][]string{
@@ -268,7 +272,8 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 			}
 			return nil
 		}})
-	rep.Decoded = len(info.Pages) - len(skipped)
+	rep.Decoded = len(info.Pages) - mainSkipped(skipped)
+	rep.SubImages, rep.SubDecoded = len(info.SubImages), len(info.SubImages)-(len(skipped)-mainSkipped(skipped))
 	if err != nil {
 		return &StageError{StageDecode, err}
 	}
@@ -277,7 +282,7 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 			return &StageError{StageRules, &PolicyError{Page: u.Page, Offset: u.Offset, Code: "policy.undecodable", Reason: u.Reason}}
 		}
 		pg, off := u.Page, u.Offset
-		rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &pg, Offset: &off, Message: u.Error()})
+		rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &pg, Path: u.Path, Offset: &off, Message: u.Error()})
 	}
 	if item != nil {
 		if err := CheckItemRules(*item, info, rep.ICC, pol.Rules); err != nil {
