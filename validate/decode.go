@@ -214,6 +214,12 @@ func DecodePages(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) (skipped []*U
 		if px := int64(p.Width) * int64(p.Height); px > pixelBudget || px < 0 {
 			return skipped, &LimitError{Page: p.Index + 1, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
 		}
+		if handled, err := decodeOwn(r, info, p, avail, &skipped); handled {
+			if err != nil {
+				return skipped, err
+			}
+			continue
+		}
 		if p.Compression == 1 && !opt.DecodeUncompressed && !info.BigTIFF && p.Photometric <= 3 {
 			continue // proven by the walk: every strip holds its rows
 		}

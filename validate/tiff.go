@@ -53,8 +53,20 @@ type Page struct {
 	ICCLength      int64
 	UnknownTags    []uint16 // tags Lazaret does not recognise
 	DateTime       string
-	GeoKeys        bool // a GeoKeyDirectory (34735): GeoTIFF
-	EPStandard     bool // a TIFF/EPStandardID (37398): TIFF/EP
+	GeoKeys        bool   // a GeoKeyDirectory (34735): GeoTIFF
+	EPStandard     bool   // a TIFF/EPStandardID (37398): TIFF/EP
+	FillOrder      uint64 // 1 (default): most significant bit first; 2: least
+	Predictor      uint64 // 1 (default) none, 2 horizontal, 3 floating point
+	// YCbCrSubsampling is the horizontal and vertical chroma subsampling of
+	// a YCbCr page (default 2, 2), 1, 1 for other pages; YCbCrCoefficients
+	// the luma coefficients (default 0.299, 0.587, 0.114).
+	YCbCrSubsampling  [2]uint64
+	YCbCrCoefficients [3]float64
+	// JPEGTables is the offset and length of the JPEG tables (347) of a
+	// JPEG page (compression 7), -1 when absent; JPEGInterchange the
+	// offset and length of an old-style JPEG page's JPEG stream (513, 514).
+	JPEGTablesOffset, JPEGTablesLength           int64
+	JPEGInterchangeOffset, JPEGInterchangeLength int64
 }
 
 // Limits bound the work a structural walk may do.
@@ -524,6 +536,12 @@ func (w *walker) page_(off int64, entries map[uint16]entry) (*Page, error) {
 			return nil, err
 		}
 	}
+	if err := w.codecFields(p, entries); err != nil {
+		return nil, err
+	}
+	if err := w.ycbcr(p, entries); err != nil {
+		return nil, err
+	}
 	if err := w.blocks(p, entries); err != nil {
 		return nil, err
 	}
@@ -667,16 +685,6 @@ func (w *walker) blocks(p *Page, entries map[uint16]entry) error {
 	}
 	ts := typeSize[offE.typ]
 	uncompressed := p.Compression == 1
-	var rowBits uint64
-	if uncompressed {
-		if p.Planar == 2 {
-			rowBits = p.BitsPerSample[0]
-		} else {
-			for i := uint64(0); i < p.Samples; i++ {
-				rowBits += p.BitsPerSample[min(i, uint64(len(p.BitsPerSample)-1))]
-			}
-		}
-	}
 	for i := range p.BlockOffsets {
 		o, n := p.BlockOffsets[i], p.BlockCounts[i]
 		if n == 0 {
@@ -687,15 +695,7 @@ func (w *walker) blocks(p *Page, entries map[uint16]entry) error {
 				"strip or tile %d: %d bytes at %d run past the end of the %d-byte file", i, n, o, w.size)
 		}
 		if uncompressed {
-			var need uint64
-			if p.Tiled {
-				need = ceilDiv(p.TileWidth*rowBits, 8) * p.TileLength
-			} else {
-				row := uint64(i) % ceilDiv(p.Height, p.RowsPerStrip) * p.RowsPerStrip
-				rows := min(p.RowsPerStrip, p.Height-row)
-				need = ceilDiv(p.Width*rowBits, 8) * rows
-			}
-			if n < need {
+			if need := rawNeed(p, i); n < need {
 				return w.fail(cntE.tag, cntE.valueAt+int64(i)*typeSize[cntE.typ], "tiff.short-block", ErrShortData,
 					"uncompressed strip or tile %d holds %d bytes, its rows need %d", i, n, need)
 			}
