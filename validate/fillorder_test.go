@@ -77,12 +77,12 @@ func TestFillOrder2ShortStrip(t *testing.T) {
 func TestOldStyleLZWIsDecoded(t *testing.T) {
 	t.Parallel()
 	blocks := encodeAll(bilevel(), fixtures.OldLZW)
-	data, lay := dirs(t, fixtures.Image(61, 16, 1, 1, 5, 0, 8, 0, 0, blocks))
+	data, _ := dirs(t, fixtures.Image(61, 16, 1, 1, 5, 0, 8, 0, 0, blocks))
 	if _, skipped, err := checkTIFF(data); err != nil || len(skipped) != 0 {
 		t.Fatalf("old-style LZW: %v %v", err, skipped)
 	}
 	blocks[0] = blocks[0][:len(blocks[0])/2]
-	data, lay = dirs(t, fixtures.Image(61, 16, 1, 1, 5, 0, 8, 0, 0, blocks))
+	data, lay := dirs(t, fixtures.Image(61, 16, 1, 1, 5, 0, 8, 0, 0, blocks))
 	_, _, err := checkTIFF(data)
 	wantPos(t, err, validate.ErrShortData, 1, "", 0, lay.Blocks["page 1"][0])
 }

@@ -1,0 +1,145 @@
+package validate_test
+
+import (
+	"bytes"
+	"errors"
+	"image"
+	"testing"
+
+	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/validate"
+)
+
+// jpegStrips is a w x h YCbCr JPEG page (compression 7) in strips of rps
+// rows, each strip its own JPEG stream; with tables, the streams are
+// abbreviated and the page carries JPEGTables.
+func jpegStrips(w, h, rps int, withTables bool) *fixtures.Dir {
+	img := fixtures.Gradient(w, h)
+	var blocks [][]byte
+	var tables []byte
+	for y := 0; y < h; y += rps {
+		full := fixtures.JPEG(img.SubImage(image.Rect(0, y, w, min(y+rps, h))))
+		if withTables {
+			tables, full = fixtures.SplitJPEG(full)
+		}
+		blocks = append(blocks, full)
+	}
+	var extra []fixtures.Tag
+	if withTables {
+		extra = append(extra, fixtures.Undefined(347, tables))
+	}
+	return fixtures.Image(w, h, 3, 8, 7, 6, rps, 0, 0, blocks, extra...)
+}
+
+// jpegTiles is a w x h grey JPEG page in t x t tiles, with JPEGTables.
+func jpegTiles(w, h, t int) *fixtures.Dir {
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i * 3)
+	}
+	var blocks [][]byte
+	var tables []byte
+	for y := 0; y < h; y += t {
+		for x := 0; x < w; x += t {
+			tile := image.NewGray(image.Rect(0, 0, t, t))
+			for ty := 0; ty < t; ty++ {
+				for tx := 0; tx < t; tx++ {
+					if x+tx < w && y+ty < h {
+						tile.Pix[ty*t+tx] = img.Pix[(y+ty)*w+x+tx]
+					}
+				}
+			}
+			var full []byte
+			tables, full = fixtures.SplitJPEG(fixtures.JPEG(tile))
+			blocks = append(blocks, full)
+		}
+	}
+	return fixtures.Image(w, h, 1, 8, 7, 1, 0, t, t, blocks, fixtures.Undefined(347, tables))
+}
+
+// TestJPEGIsDecoded: JPEG-in-TIFF strips and tiles decode with
+// image/jpeg, JPEGTables merged; on main they were only walked.
+func TestJPEGIsDecoded(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		d    *fixtures.Dir
+	}{
+		{"strips with tables, short last strip", jpegStrips(37, 21, 8, true)},
+		{"strips, whole streams", jpegStrips(37, 21, 16, false)},
+		{"grey tiles with tables", jpegTiles(40, 20, 16)},
+	} {
+		data, _ := dirs(t, c.d)
+		if _, skipped, err := checkTIFF(data); err != nil || len(skipped) != 0 {
+			t.Errorf("%s: %v %v", c.name, err, skipped)
+		}
+	}
+}
+
+func TestJPEGFaultsArePlaced(t *testing.T) {
+	t.Parallel()
+	// The second strip's scan is cut short.
+	d := jpegStrips(37, 21, 8, true)
+	d.Blocks[1] = d.Blocks[1][:len(d.Blocks[1])/2]
+	data, lay := dirs(t, d)
+	_, _, err := checkTIFF(data)
+	wantPos(t, err, validate.ErrUndecodable, 1, "", 273, lay.Blocks["page 1"][1])
+
+	// The second tile's stream is a frame bigger than the tile.
+	d = jpegTiles(40, 20, 16)
+	_, big := fixtures.SplitJPEG(fixtures.JPEG(image.NewGray(image.Rect(0, 0, 32, 16))))
+	d.Blocks[1] = big
+	data, lay = dirs(t, d)
+	_, _, err = checkTIFF(data)
+	wantPos(t, err, validate.ErrBadValue, 1, "", 324, lay.Blocks["page 1"][1])
+
+	// A strip whose frame is shorter than its rows.
+	d = jpegStrips(37, 21, 8, false)
+	d.Blocks[0] = fixtures.JPEG(fixtures.Gradient(37, 4))
+	data, lay = dirs(t, d)
+	_, _, err = checkTIFF(data)
+	wantPos(t, err, validate.ErrShortData, 1, "", 273, lay.Blocks["page 1"][0])
+
+	// JPEGTables that are not a JPEG stream.
+	d = jpegStrips(37, 21, 8, true)
+	d.Tags[len(d.Tags)-1] = fixtures.Undefined(347, []byte("not a JPEG stream"))
+	data, lay = dirs(t, d)
+	_, _, err = checkTIFF(data)
+	wantPos(t, err, validate.ErrUndecodable, 1, "", 347, lay.Value["page 1 347"])
+}
+
+// TestJPEGMemoryBudget: a JPEG block is refused before it is decoded when
+// its frame needs more than the memory budget leaves.
+func TestJPEGMemoryBudget(t *testing.T) {
+	t.Parallel()
+	data, lay := dirs(t, jpegStrips(1024, 1024, 1024, true))
+	r := bytes.NewReader(data)
+	info, err := validate.WalkTIFF(r, int64(len(data)), validate.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, budget := range []int64{2 << 20, 64 << 20} {
+		_, err = validate.DecodePages(r, info, validate.DecodeOptions{PixelBudget: 1 << 30, MemoryBudget: budget})
+		var le *validate.LimitError
+		over := errors.As(err, &le)
+		switch {
+		case budget == 2<<20 && (!over || le.What != "jpeg" || le.Offset != lay.Blocks["page 1"][0] || le.Have <= le.Limit):
+			t.Errorf("budget %d: got %v, want a jpeg *LimitError at byte %d", budget, err, lay.Blocks["page 1"][0])
+		case budget == 64<<20 && err != nil:
+			t.Errorf("budget %d: %v", budget, err)
+		}
+	}
+}
+
+// TestOldJPEGIsWarned: old-style JPEG (compression 6) is walked and
+// reported as not decoded, with a reason that says so.
+func TestOldJPEGIsWarned(t *testing.T) {
+	t.Parallel()
+	d := jpegStrips(37, 21, 8, false)
+	d.Tags[3] = fixtures.Shorts(259, 6)
+	data, _ := dirs(t, d)
+	_, skipped, err := checkTIFF(data)
+	if err != nil || len(skipped) != 1 || !bytes.Contains([]byte(skipped[0].Reason), []byte("old-style JPEG")) {
+		t.Fatalf("got %v %v, want one old-style JPEG warning", err, skipped)
+	}
+}
