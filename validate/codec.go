@@ -239,6 +239,10 @@ func decodeOwn(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped *[]*
 		return true, decodeJPEGPage(r, info, p, avail, skipped)
 	case p.Compression == 6:
 		return true, decodeOldJPEG(r, info, p, avail, skipped)
+	case p.Compression == 50001:
+		return true, decodeWebP(r, p, avail)
+	case (p.Compression == 34676 && (p.Photometric == 32844 || p.Photometric == 32845)) || (p.Compression == 34677 && p.Photometric == 32845):
+		return true, decodeLogLuv(r, p)
 	case !ownCodec(p):
 		return false, nil
 	case p.Compression == 5 && oldLZW(r, p):
