@@ -28,6 +28,12 @@ func (w *walker) codecFields(p *Page, entries map[uint16]entry) error {
 	if p.Predictor, _, err = w.one(entries, tagPredictor, 1); err != nil {
 		return err
 	}
+	if p.T4Options, _, err = w.one(entries, tagT4Options, 0); err != nil {
+		return err
+	}
+	if p.T6Options, _, err = w.one(entries, tagT6Options, 0); err != nil {
+		return err
+	}
 	p.JPEGTablesOffset, p.JPEGTablesLength = -1, 0
 	if e, ok := entries[tagJPEGTables]; ok {
 		if e.typ != typeUndefined && e.typ != typeByte {

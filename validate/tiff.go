@@ -56,6 +56,8 @@ type Page struct {
 	GeoKeys        bool   // a GeoKeyDirectory (34735): GeoTIFF
 	EPStandard     bool   // a TIFF/EPStandardID (37398): TIFF/EP
 	FillOrder      uint64 // 1 (default): most significant bit first; 2: least
+	T4Options      uint64 // CCITT Group 3 options (292): bit 0 2-D, bit 1 uncompressed mode, bit 2 EOL fill
+	T6Options      uint64 // CCITT Group 4 options (293): bit 1 uncompressed mode
 	Predictor      uint64 // 1 (default) none, 2 horizontal, 3 floating point
 	// YCbCrSubsampling is the horizontal and vertical chroma subsampling of
 	// a YCbCr page (default 2, 2), 1, 1 for other pages; YCbCrCoefficients

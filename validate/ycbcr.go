@@ -6,6 +6,8 @@ import (
 
 // Tags of YCbCr, FillOrder and JPEG pages.
 const (
+	tagT4Options                  = 292
+	tagT6Options                  = 293
 	tagJPEGTables                 = 347
 	tagJPEGProc                   = 512
 	tagJPEGInterchangeFormat      = 513
