@@ -257,13 +257,80 @@ func blockWord(p *Page) string {
 	return "strip"
 }
 
-// decodeOldJPEG checks an old-style JPEG page (compression 6, TIFF 6.0
-// §22, withdrawn by TIFF Technical Note 2): its structure only, since its
-// streams need the tables its tags scatter to be reassembled. Its strips
-// are inside the file (checked by the walk); the pixels are reported as
-// not decoded.
+// decodeOldJPEG decodes an old-style JPEG page (compression 6, TIFF 6.0
+// §22, withdrawn by TIFF Technical Note 2) where its JPEG stream can be
+// put together without guessing: JPEGInterchangeFormat (513) holds the
+// stream's headers and the strips, the first opening with SOS, are the
+// pieces of its one scan (or the interchange stream is the whole image).
+// The frame must be the page's size. Anything else, and a stream
+// image/jpeg cannot decode, leaves the page checked structurally (its
+// strips inside the file) and reported as not decoded: libtiff's reader
+// of this format guesses at far more than this, so a failure here is not
+// taken as corruption.
 func decodeOldJPEG(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped *[]*UnsupportedError) error {
-	*skipped = append(*skipped, &UnsupportedError{Page: p.Index + 1, Path: p.Path, Offset: p.Offset,
-		Reason: "old-style JPEG (compression 6, withdrawn by TIFF Technical Note 2): structure checked, pixels not decoded"})
+	notDecoded := func(why string) error {
+		*skipped = append(*skipped, &UnsupportedError{Page: p.Index + 1, Path: p.Path, Offset: p.Offset,
+			Reason: "old-style JPEG (compression 6, withdrawn by TIFF Technical Note 2): structure checked, pixels not decoded: " + why})
+		return nil
+	}
+	if p.JPEGInterchangeOffset < 0 {
+		return notDecoded("no JPEGInterchangeFormat stream to decode")
+	}
+	hdrLen := p.JPEGInterchangeLength
+	var tail [2]byte
+	if _, err := r.ReadAt(tail[:], p.JPEGInterchangeOffset+hdrLen-2); err == nil && tail == [2]byte{0xff, 0xd9} {
+		hdrLen -= 2
+	}
+	var head [2]byte
+	scanInStrips := false
+	if len(p.BlockOffsets) > 0 {
+		if _, err := r.ReadAt(head[:], int64(p.BlockOffsets[0])); err == nil && head == [2]byte{0xff, 0xda} {
+			scanInStrips = true
+		}
+	}
+	// Strips after the first end where a restart would be: the writer
+	// restarted its coder at each strip and dropped the RST markers, which
+	// go back in (as libtiff's reader puts them back), with a DRI segment
+	// that says how many MCUs a strip holds.
+	var dri []byte
+	stream := func() io.Reader {
+		if !scanInStrips {
+			return io.NewSectionReader(storageReader{r}, p.JPEGInterchangeOffset, p.JPEGInterchangeLength)
+		}
+		parts := []io.Reader{io.NewSectionReader(storageReader{r}, p.JPEGInterchangeOffset, hdrLen), bytes.NewReader(dri)}
+		for i := range p.BlockOffsets {
+			if i > 0 && dri != nil {
+				parts = append(parts, bytes.NewReader([]byte{0xff, byte(0xd0 + (i-1)%8)}))
+			}
+			parts = append(parts, io.NewSectionReader(storageReader{r}, int64(p.BlockOffsets[i]), int64(p.BlockCounts[i])))
+		}
+		return io.MultiReader(parts...)
+	}
+	f, err := scanFrame(stream())
+	if err == nil && scanInStrips && len(p.BlockOffsets) > 1 && !p.Tiled {
+		mcuW, mcuH := uint64(8*f.maxH), uint64(8*f.maxV)
+		if n := ceilDiv(p.Width, mcuW) * (p.RowsPerStrip / mcuH); p.RowsPerStrip%mcuH == 0 && n > 0 && n < 1<<16 {
+			dri = []byte{0xff, 0xdd, 0, 4, byte(n >> 8), byte(n)}
+		}
+	}
+	var re *readErr
+	if errors.As(err, &re) {
+		return re.err
+	}
+	if err != nil {
+		return notDecoded(err.Error())
+	}
+	if f.width != p.Width || f.height != p.Height || f.components != int(p.Samples) || f.precision != 8 {
+		return notDecoded(fmt.Sprintf("the stream's frame is %dx%d, %d components of %d bits", f.width, f.height, f.components, f.precision))
+	}
+	if cost := jpegCost(f); cost > avail {
+		return &LimitError{Page: p.Index + 1, Path: p.Path, Tag: tagJPEGInterchangeFormat, Offset: p.JPEGInterchangeOffset, What: "jpeg", Have: cost, Limit: avail}
+	}
+	if err := decodeJPEG(stream()); err != nil {
+		if errors.As(err, &re) {
+			return re.err
+		}
+		return notDecoded("image/jpeg: " + err.Error())
+	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"image"
+	"strings"
 	"testing"
 
 	"github.com/lazaret/lazaret/fixtures"
@@ -131,15 +132,57 @@ func TestJPEGMemoryBudget(t *testing.T) {
 	}
 }
 
-// TestOldJPEGIsWarned: old-style JPEG (compression 6) is walked and
-// reported as not decoded, with a reason that says so.
-func TestOldJPEGIsWarned(t *testing.T) {
+// oldJPEG is a 37x21 old-style JPEG page (compression 6) as Wang and
+// others wrote them: JPEGInterchangeFormat points at the stream's headers,
+// the one strip holds the scan from its SOS on. scan edits the strip.
+func oldJPEG(scan func([]byte) []byte) *fixtures.Dir {
+	full := fixtures.JPEG(fixtures.Gradient(37, 21))
+	sos := bytes.Index(full, []byte{0xff, 0xda})
+	d := fixtures.Image(37, 21, 3, 8, 6, 6, 21, 0, 0, [][]byte{scan(full[sos:])})
+	d.Tags = append(d.Tags, fixtures.Undefined(40000, full[:sos])) // the headers, somewhere in the file
+	return d
+}
+
+// TestOldJPEGIsDecoded: an old-style JPEG page whose stream is its
+// interchange headers then its strips is decoded; one whose scan
+// image/jpeg cannot decode is checked structurally and reported as not
+// decoded (libtiff's reader of the format is more lenient than any
+// standard); one without a stream to decode is reported so.
+func TestOldJPEGIsDecoded(t *testing.T) {
 	t.Parallel()
-	d := jpegStrips(37, 21, 8, false)
-	d.Tags[3] = fixtures.Shorts(259, 6)
-	data, _ := dirs(t, d)
-	_, skipped, err := checkTIFF(data)
-	if err != nil || len(skipped) != 1 || !bytes.Contains([]byte(skipped[0].Reason), []byte("old-style JPEG")) {
-		t.Fatalf("got %v %v, want one old-style JPEG warning", err, skipped)
+	build := func(scan func([]byte) []byte, interchange bool) []byte {
+		d := oldJPEG(scan)
+		data, lay := dirs(t, d)
+		if !interchange {
+			return data
+		}
+		// Point 513/514 at the headers written as tag 40000's value.
+		d.Tags = append(d.Tags, fixtures.Longs(513, uint32(lay.Value["page 1 40000"])),
+			fixtures.Longs(514, uint32(len(d.Tags[len(d.Tags)-1].Value))))
+		data2, lay2 := dirs(t, d)
+		if lay2.Value["page 1 40000"] != lay.Value["page 1 40000"] {
+			t.Fatal("layout moved")
+		}
+		return data2
 	}
+	same := func(b []byte) []byte { return b }
+	if _, skipped, err := checkTIFF(build(same, true)); err != nil || len(skipped) != 0 {
+		t.Errorf("old-style JPEG: %v %v", err, skipped)
+	}
+	cut := func(b []byte) []byte { return append(append([]byte(nil), b[:len(b)/2]...), 0xff, 0xd9) }
+	_, skipped, err := checkTIFF(build(cut, true))
+	if err != nil || len(skipped) != 1 || !strings.Contains(skipped[0].Reason, "old-style JPEG") {
+		t.Errorf("cut scan: got %v %v, want one old-style JPEG warning", err, skipped)
+	}
+	_, skipped, err = checkTIFF(build(same, false))
+	if err != nil || len(skipped) != 1 || !strings.Contains(skipped[0].Reason, "no JPEGInterchangeFormat") {
+		t.Errorf("no interchange stream: got %v %v", err, skipped)
+	}
+	// A stream pointer past the end of the file is refused by the walk.
+	data := build(same, true)
+	d := oldJPEG(same)
+	d.Tags = append(d.Tags, fixtures.Longs(513, uint32(len(data)+100)))
+	data, lay := dirs(t, d)
+	_, _, err = checkTIFF(data)
+	wantPos(t, err, validate.ErrOutsideFile, 1, "", 513, lay.Value["page 1 513"])
 }
