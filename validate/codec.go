@@ -247,13 +247,21 @@ func decodeOwn(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped *[]*
 		return true, decodeOldJPEG(r, info, p, avail, skipped)
 	case p.Compression == 50001:
 		return true, decodeWebP(r, p, avail)
+	case info.BigTIFF && (p.Compression == 2 || p.Compression == 3 || p.Compression == 4):
+		// x/image/tiff reads classic TIFF only: Lazaret's fax decoder
+		// reads the blocks of a BigTIFF page as well.
+		u, err := decodeFax(r, p, "BigTIFF")
+		if u != nil {
+			*skipped = append(*skipped, u)
+		}
+		return true, err
 	case (p.Compression == 34676 && (p.Photometric == 32844 || p.Photometric == 32845)) || (p.Compression == 34677 && p.Photometric == 32845):
 		return true, decodeLogLuv(r, p)
 	case !ownCodec(p):
 		return false, nil
 	case p.Compression == 5 && oldLZW(r, p):
 		old = true
-	case p.Photometric == 6, p.FillOrder == 2:
+	case p.Photometric == 6, p.FillOrder == 2, info.BigTIFF && p.Compression != 1:
 	default:
 		return false, nil
 	}
