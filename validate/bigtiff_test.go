@@ -65,3 +65,35 @@ func TestBigTIFFPixelsAreDecoded(t *testing.T) {
 		t.Errorf("zeros in the BigTIFF fax strip at %d: %v", at, err)
 	}
 }
+
+// TestFaxMemoryBudget: a Group 4 row of zero-length horizontal runs grows
+// its changing elements without advancing; they are counted against the
+// memory budget and refused before they outgrow it.
+func TestFaxMemoryBudget(t *testing.T) {
+	t.Parallel()
+	var bits []byte
+	for i := 0; i < 200; i++ {
+		bits = append(bits, "001"+"00110101"+"0000110111"...) // H, white 0, black 0
+	}
+	strip := make([]byte, (len(bits)+7)/8)
+	for i, b := range bits {
+		if b == '1' {
+			strip[i/8] |= 0x80 >> (i % 8)
+		}
+	}
+	data, lay := bigDirs(t, fixtures.Image(1000, 1, 1, 1, 4, 0, 1, 0, 0, [][]byte{strip}))
+	r := bytes.NewReader(data)
+	info, err := validate.WalkTIFF(r, int64(len(data)), validate.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = validate.DecodePages(r, info, validate.DecodeOptions{PixelBudget: 1 << 20, MemoryBudget: info.Held + 1600})
+	var le *validate.LimitError
+	if !errors.As(err, &le) || le.What != "memory" || le.Offset < lay.Blocks["page 1"][0] || le.Offset > lay.Blocks["page 1"][0]+int64(len(strip)) {
+		t.Errorf("small budget: got %v, want a memory *LimitError in the strip", err)
+	}
+	_, err = validate.DecodePages(r, info, validate.DecodeOptions{PixelBudget: 1 << 20})
+	if !errors.Is(err, validate.ErrShortData) {
+		t.Errorf("default budget: got %v, want the row to end short", err)
+	}
+}

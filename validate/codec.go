@@ -142,9 +142,12 @@ func decodeLossless(r io.ReaderAt, p *Page, old bool, unit func(i int, piece []b
 		if err != nil {
 			return nil, blockErr(p, off, "tiff.undecodable", err)
 		}
+		// Pieces of 32 KiB, whole data units for the YCbCr conversion: a
+		// row of units is as many bytes, so pieces stay aligned on them.
 		piece := uint64(32 << 10)
 		if unit != nil {
-			piece = max(unitRowBytes(p, i), 1)
+			u := p.YCbCrSubsampling[0]*p.YCbCrSubsampling[1] + 2
+			piece = piece / u * u
 		}
 		piece = min(piece, max(need, 1))
 		if uint64(cap(buf)) < piece {
@@ -212,27 +215,6 @@ func (s storageReader) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// unitRowBytes is the bytes of one row of data units (subsampled YCbCr)
-// or one row of pixels of block i of p.
-func unitRowBytes(p *Page, i int) uint64 {
-	width := p.Width
-	if p.Tiled {
-		width = p.TileWidth
-	}
-	rows := uint64(1)
-	if subsampled(p) && (p.Planar == 1 || blockPlane(p, i) > 0) {
-		rows = p.YCbCrSubsampling[1]
-	}
-	return blockBytes(p, i, width, rows)
-}
-
-func blockPlane(p *Page, i int) uint64 {
-	if p.Planar != 2 {
-		return 0
-	}
-	return uint64(i) / max(uint64(len(p.BlockOffsets))/max(p.Samples, 1), 1)
-}
-
 // decodeOwn decodes the pages Lazaret decodes itself rather than through
 // golang.org/x/image/tiff: JPEG (compression 7) and old-style JPEG (6);
 // YCbCr; FillOrder 2 and old-style LZW data, which that decoder would
@@ -250,7 +232,7 @@ func decodeOwn(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped *[]*
 	case info.BigTIFF && (p.Compression == 2 || p.Compression == 3 || p.Compression == 4):
 		// x/image/tiff reads classic TIFF only: Lazaret's fax decoder
 		// reads the blocks of a BigTIFF page as well.
-		u, err := decodeFax(r, p, "BigTIFF")
+		u, err := decodeFax(r, p, avail, "BigTIFF")
 		if u != nil {
 			*skipped = append(*skipped, u)
 		}

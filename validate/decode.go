@@ -411,7 +411,7 @@ func decodePage(r io.ReaderAt, info *TIFFInfo, p *Page, pixelBudget, avail int64
 	if p.Compression == 2 || p.Compression == 3 || p.Compression == 4 {
 		for _, lim := range ccittLimits {
 			if strings.Contains(msg, lim) {
-				return decodeFax(r, p, "CCITT decoder: "+msg)
+				return decodeFax(r, p, avail, "CCITT decoder: "+msg)
 			}
 		}
 	}

@@ -239,6 +239,7 @@ func (f *faxBits) eol() bool {
 // elements.
 type faxLine struct {
 	width int
+	limit int   // most changing elements a row may hold: its width, or what the memory budget leaves
 	ref   []int // changing elements of the row above, then width, width
 	cur   []int
 }
@@ -330,7 +331,7 @@ func (l *faxLine) twoD(f *faxBits) error {
 
 // full reports whether the row holds more changing elements than a row
 // of its width can: zero-length runs repeated without end.
-func (l *faxLine) full() bool { return len(l.cur) > 2*l.width+8 }
+func (l *faxLine) full() bool { return len(l.cur) > l.limit }
 
 func (l *faxLine) next() {
 	l.ref, l.cur = l.cur, l.ref
@@ -341,14 +342,14 @@ func (l *faxLine) next() {
 // x/image/ccitt could not (reason) is retried here. A row that does not
 // decode is refused at its byte; one this decoder cannot read either
 // (T.4 uncompressed mode) leaves the page not decoded.
-func decodeFax(r io.ReaderAt, p *Page, reason string) (*UnsupportedError, error) {
-	return faxRows(r, p, reason, nil)
+func decodeFax(r io.ReaderAt, p *Page, avail int64, reason string) (*UnsupportedError, error) {
+	return faxRows(r, p, avail, reason, nil)
 }
 
 // faxRows is decodeFax; row, if not nil, is handed each row's changing
 // elements (the columns where white turns black, black white, ...,
 // ending at the width).
-func faxRows(r io.ReaderAt, p *Page, reason string, row func(block int, y uint64, changes []int)) (*UnsupportedError, error) {
+func faxRows(r io.ReaderAt, p *Page, avail int64, reason string, row func(block int, y uint64, changes []int)) (*UnsupportedError, error) {
 	if p.T4Options&2 != 0 || p.T6Options&2 != 0 {
 		return &UnsupportedError{Page: p.Index + 1, Path: p.Path, Offset: p.Offset, Reason: reason + "; uncompressed mode is not decoded"}, nil
 	}
@@ -356,7 +357,9 @@ func faxRows(r io.ReaderAt, p *Page, reason string, row func(block int, y uint64
 		off := int64(p.BlockOffsets[i])
 		f := &faxBits{r: bufio.NewReaderSize(io.NewSectionReader(storageReader{r}, off, int64(p.BlockCounts[i])), 16<<10), lsb: p.FillOrder == 2}
 		width, rows := blockSize(p, i)
-		l := &faxLine{width: int(width)}
+		// Two rows of changing elements, 8 bytes each, are held: a row
+		// with more than the budget allows is refused before it is grown.
+		l := &faxLine{width: int(width), limit: int(min(2*int64(width)+8, avail/16))}
 		l.reset()
 		for y := uint64(0); y < rows; y++ {
 			var err error
@@ -387,6 +390,10 @@ func faxRows(r io.ReaderAt, p *Page, reason string, row func(block int, y uint64
 			}
 			if err == nil && row != nil {
 				row(i, y, l.ref[:len(l.ref)-2])
+			}
+			if errors.Is(err, errFaxCode) && l.full() && l.limit < 2*l.width+8 {
+				return nil, &LimitError{Page: p.Index + 1, Path: p.Path, Tag: blockTag(p), Offset: off + f.at(), What: "memory",
+					Have: int64(len(l.cur)) * 16, Limit: avail}
 			}
 			if err != nil {
 				cause, code := error(ErrUndecodable), "tiff.undecodable"

@@ -67,7 +67,7 @@ func TestFaxRowsMatchLibtiff(t *testing.T) {
 				bad := 0
 				y0 := uint64(0)
 				lastBlock := -1
-				_, err = faxRows(bytes.NewReader(data), &p, "", func(block int, y uint64, changes []int) {
+				_, err = faxRows(bytes.NewReader(data), &p, DefaultMemoryBudget, "", func(block int, y uint64, changes []int) {
 					if block != lastBlock {
 						lastBlock = block
 						y0 = uint64(block) * p.RowsPerStrip
