@@ -5,6 +5,9 @@ import (
 	"compress/zlib"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -218,4 +221,45 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestCorpusChildDirectoryFindings pins what walking child directories
+// finds in the shared corpus: the offsets libtiff's tiffinfo prints for
+// the same directories, and the faults it refuses the files for.
+func TestCorpusChildDirectoryFindings(t *testing.T) {
+	t.Parallel()
+	read := func(sub, name string) []byte {
+		b, err := os.ReadFile(filepath.Join(testCorpusOrSkip(t, sub), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// tiffinfo: "EXIF directory within directory 0 ... at offset 0x2e2
+	// (738)", "GPS directory ... at offset 0x1bc (444)".
+	info, _, err := checkTIFF(read("good", "libtiff-custom_dir_EXIF_GPS.tiff"))
+	if err != nil || len(info.Directories) != 2 ||
+		info.Directories[0] != (validate.Directory{Page: 1, Path: "EXIF", Offset: 738, Entries: info.Directories[0].Entries}) ||
+		info.Directories[1] != (validate.Directory{Page: 1, Path: "GPS", Offset: 444, Entries: info.Directories[1].Entries}) {
+		t.Errorf("EXIF and GPS: %v %+v", err, info.Directories)
+	}
+	// tiffinfo: SubIFD chains at 1800 and 1324 (page 1), and 1990 then
+	// 1562 (page 2).
+	info, _, err = checkTIFF(read("good", "libtiff-tiff_with_subifd_chain.tif"))
+	var got []string
+	for _, p := range info.SubImages {
+		got = append(got, fmt.Sprintf("page %d / %s at %d", p.Index+1, p.Path, p.Offset))
+	}
+	want := []string{"page 1 / SubIFD 1 at 1800", "page 1 / SubIFD 2 at 1324", "page 2 / SubIFD 1 at 1990", "page 2 / SubIFD 1.2 at 1562"}
+	if err != nil || !equalStrings(got, want) {
+		t.Errorf("SubIFD chains: %v %q, want %q", err, got, want)
+	}
+	// The child IFD at 155 holds only a JPEG thumbnail pointer (513,
+	// 514): no ImageWidth, no ImageLength (tiffinfo: "MissingRequired").
+	_, _, err = checkTIFF(read("edge", "pillow-child_ifd_jpeg.tiff"))
+	wantPos(t, err, validate.ErrMissingTag, 1, "SubIFD 1", 256, 155)
+	// A SubIFD chain that loops: its fourth IFD's next pointer (at byte
+	// 842) goes back to its second (at 524).
+	_, _, err = checkTIFF(read("bad", "libtiff-test_ifd_loop_subifd.tif"))
+	wantPos(t, err, validate.ErrIFDLoop, 2, "SubIFD 1.4", 0, 842)
 }
