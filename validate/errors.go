@@ -198,16 +198,22 @@ func (e *FieldError) Error() string {
 func (e *FieldError) Code() string { return "manifest." + e.Field + "." + e.Rule }
 
 // PolicyError: a well-formed file breaks a configured policy (a private tag
-// where policy rejects them, an encoding policy refuses).
+// where policy rejects them, an encoding policy refuses). Path is as in
+// TIFFError.
 type PolicyError struct {
 	Page   int
+	Path   string
 	Offset int64
 	Code   string
 	Reason string
 }
 
 func (e *PolicyError) Error() string {
-	return fmt.Sprintf("policy: page %d at byte %d: %s", e.Page, e.Offset, e.Reason)
+	var b strings.Builder
+	fmt.Fprintf(&b, "policy: page %d ", e.Page)
+	writePath(&b, e.Path)
+	fmt.Fprintf(&b, "at byte %d: %s", e.Offset, e.Reason)
+	return b.String()
 }
 
 // Warning is something worth a look that does not fail the item.

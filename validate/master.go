@@ -90,20 +90,21 @@ func (p MasterPolicy) Validate() error {
 
 // Report is what master validation found, filled as far as it got.
 type Report struct {
-	Path    string `json:"path"`
-	Size    int64  `json:"size"`
-	SHA256  string `json:"sha256"`
-	PUID    string `json:"puid"`
-	Format  string `json:"format"`
-	Pages   int    `json:"pages"`
-	Decoded int    `json:"decoded_pages"`
+	Path     string    `json:"path"`
+	Size     int64     `json:"size"`
+	SHA256   string    `json:"sha256"`
+	PUID     string    `json:"puid"`
+	Format   string    `json:"format"`
+	Pages    int       `json:"pages"`
+	Decoded  int       `json:"decoded_pages"`
+	Warnings []Warning `json:"warnings"`
+	ICC      *ICCProfile
+	Info     *TIFFInfo `json:"-"`
+
 	// SubImages are the SubIFD images (reduced-resolution and child
 	// images) of all pages, SubDecoded those checked to the pixel data.
-	SubImages  int       `json:"sub_images,omitempty"`
-	SubDecoded int       `json:"sub_images_decoded,omitempty"`
-	Warnings   []Warning `json:"warnings"`
-	ICC        *ICCProfile
-	Info       *TIFFInfo `json:"-"`
+	SubImages  int `json:"sub_images,omitempty"`
+	SubDecoded int `json:"sub_images_decoded,omitempty"`
 }
 
 var tiffExtensions = map[string][]string{
@@ -279,7 +280,7 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 	}
 	for _, u := range skipped {
 		if pol.Undecodable == "reject" {
-			return &StageError{StageRules, &PolicyError{Page: u.Page, Offset: u.Offset, Code: "policy.undecodable", Reason: u.Reason}}
+			return &StageError{StageRules, &PolicyError{Page: u.Page, Path: u.Path, Offset: u.Offset, Code: "policy.undecodable", Reason: u.Reason}}
 		}
 		pg, off := u.Page, u.Offset
 		rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &pg, Path: u.Path, Offset: &off, Message: u.Error()})
