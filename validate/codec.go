@@ -41,6 +41,26 @@ func (w *walker) codecFields(p *Page, entries map[uint16]entry) error {
 		}
 		p.JPEGTablesOffset, p.JPEGTablesLength = e.valueAt, e.valueLen
 	}
+	if p.Compression == 6 {
+		t := &OldJPEGTables{}
+		if t.Proc, _, err = w.one(entries, tagJPEGProc, 1); err != nil {
+			return err
+		}
+		if t.RestartInterval, _, err = w.one(entries, tagJPEGRestartInterval, 0); err != nil {
+			return err
+		}
+		for _, f := range []struct {
+			tag uint16
+			dst *[]uint64
+		}{{tagJPEGQTables, &t.Q}, {tagJPEGDCTables, &t.DC}, {tagJPEGACTables, &t.AC}} {
+			if e, ok := entries[f.tag]; ok {
+				if *f.dst, err = w.uints(e, w.lim.MaxSamples); err != nil {
+					return err
+				}
+			}
+		}
+		p.OldJPEG = t
+	}
 	p.JPEGInterchangeOffset = -1
 	if off, ok, err := w.one(entries, tagJPEGInterchangeFormat, 0); err != nil {
 		return err

@@ -23,7 +23,7 @@ var edgeDecisions = map[string]struct {
 	"imagetiff-no_rows_per_strip.tiff":                     {true, "RowsPerStrip absent on a 512x512 RGB image; one strip, complete"},
 	"libtiff-deflate-last-strip-extra-data.tiff":           {true, "extra trailing bytes after a complete deflate strip do not lose data"},
 	"libtiff-ojpeg_chewey_subsamp21_multi_strip.tiff":      {true, "old-style JPEG is deprecated but valid; its interchange headers and strips (restart markers put back) decode"},
-	"libtiff-ojpeg_zackthecat_subsamp22_single_strip.tiff": {true, "old-style JPEG without an interchange stream: checked structurally, warned as not decoded (tiffinfo -D does not decode it either: \"Cannot display data\")"},
+	"libtiff-ojpeg_zackthecat_subsamp22_single_strip.tiff": {true, "old-style JPEG without an interchange stream: decoded from a stream built out of its table tags (tiffinfo -D does not decode it: \"Cannot display data\")"},
 	"libtiff-ojpeg_single_strip_no_rowsperstrip.tiff":      {false, "an IFD entry of field type 0 (libtiff also errors on this file)"},
 	"libtiff-testfax3_bug54_1dnoEOL.tif":                   {true, "G3 1-D without EOL codes: libtiff decodes it, and so does Lazaret's own CCITT decoder"},
 	"libtiff-testfax3_bug_513.tiff":                        {true, "valid G3; the failure was a libtiff bug; decodes here"},

@@ -274,7 +274,7 @@ func decodeOldJPEG(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped 
 		return nil
 	}
 	if p.JPEGInterchangeOffset < 0 {
-		return notDecoded("no JPEGInterchangeFormat stream to decode")
+		return oldJPEGFromTables(r, p, avail, notDecoded)
 	}
 	hdrLen := p.JPEGInterchangeLength
 	var tail [2]byte
@@ -331,6 +331,105 @@ func decodeOldJPEG(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped 
 			return re.err
 		}
 		return notDecoded("image/jpeg: " + err.Error())
+	}
+	return nil
+}
+
+// oldJPEGFromTables decodes an old-style JPEG page that has no
+// JPEGInterchangeFormat stream but its tables in tags: each strip or tile
+// is then entropy-coded data alone, and the stream in front of it is
+// built from TIFF 6.0 §22's fields — DQT and DHT segments from the
+// tables (in file order: zig-zag quantisation values, Huffman counts then
+// values), a frame of the block's size with the page's YCbCr
+// subsampling on the first component (extended sequential, so that
+// each component may have tables of its own), DRI for
+// JPEGRestartInterval, and a
+// scan of every component.
+func oldJPEGFromTables(r io.ReaderAt, p *Page, avail int64, notDecoded func(string) error) error {
+	t := p.OldJPEG
+	n := int(p.Samples)
+	if t == nil || t.Proc != 1 || len(t.Q) < n || len(t.DC) < n || len(t.AC) < n || p.Planar != 1 || n > 4 {
+		return notDecoded("no JPEGInterchangeFormat stream, and no baseline tables for every component to build one from")
+	}
+	var hdr []byte
+	for i := 0; i < n; i++ {
+		q := make([]byte, 64)
+		if _, err := r.ReadAt(q, int64(t.Q[i])); err != nil {
+			return notDecoded(fmt.Sprintf("quantisation table %d at %d: %v", i+1, t.Q[i], err))
+		}
+		hdr = append(hdr, 0xff, 0xdb, 0, 67, byte(i))
+		hdr = append(hdr, q...)
+	}
+	for class, offs := range [][]uint64{t.DC, t.AC} {
+		for i := 0; i < n; i++ {
+			var counts [16]byte
+			if _, err := r.ReadAt(counts[:], int64(offs[i])); err != nil {
+				return notDecoded(fmt.Sprintf("Huffman table at %d: %v", offs[i], err))
+			}
+			total := 0
+			for _, c := range counts {
+				total += int(c)
+			}
+			if total > 256 {
+				return notDecoded(fmt.Sprintf("Huffman table at %d has %d codes", offs[i], total))
+			}
+			vals := make([]byte, total)
+			if _, err := r.ReadAt(vals, int64(offs[i])+16); err != nil {
+				return notDecoded(fmt.Sprintf("Huffman table at %d: %v", offs[i], err))
+			}
+			l := 2 + 1 + 16 + total
+			hdr = append(hdr, 0xff, 0xc4, byte(l>>8), byte(l), byte(class<<4|i))
+			hdr = append(append(hdr, counts[:]...), vals...)
+		}
+	}
+	if t.RestartInterval > 0 && t.RestartInterval < 1<<16 {
+		hdr = append(hdr, 0xff, 0xdd, 0, 4, byte(t.RestartInterval>>8), byte(t.RestartInterval))
+	}
+	sampling := byte(0x11)
+	if p.Photometric == 6 && n == 3 {
+		sampling = byte(p.YCbCrSubsampling[0]<<4 | p.YCbCrSubsampling[1])
+	}
+	for i := range p.BlockOffsets {
+		width, rows := blockSize(p, i)
+		if width > 0xffff || rows > 0xffff {
+			return notDecoded(fmt.Sprintf("%s of %dx%d is larger than a JPEG frame", blockWord(p), width, rows))
+		}
+		frame := []byte{0xff, 0xd8}
+		frame = append(frame, hdr...)
+		// Extended sequential (SOF1): baseline allows two Huffman tables
+		// of a kind, these pages give each component its own.
+		frame = append(frame, 0xff, 0xc1, 0, byte(8+3*n), 8, byte(rows>>8), byte(rows), byte(width>>8), byte(width), byte(n))
+		for c := 0; c < n; c++ {
+			s := byte(0x11)
+			if c == 0 {
+				s = sampling
+			}
+			frame = append(frame, byte(c+1), s, byte(c))
+		}
+		frame = append(frame, 0xff, 0xda, 0, byte(6+2*n), byte(n))
+		for c := 0; c < n; c++ {
+			frame = append(frame, byte(c+1), byte(c<<4|c))
+		}
+		frame = append(frame, 0, 63, 0)
+		stream := func() io.Reader {
+			return io.MultiReader(bytes.NewReader(frame),
+				io.NewSectionReader(storageReader{r}, int64(p.BlockOffsets[i]), int64(p.BlockCounts[i])),
+				bytes.NewReader([]byte{0xff, 0xd9}))
+		}
+		f, err := scanFrame(stream())
+		if err != nil {
+			return notDecoded(err.Error())
+		}
+		if cost := jpegCost(f); cost > avail {
+			return &LimitError{Page: p.Index + 1, Path: p.Path, Tag: blockTag(p), Offset: int64(p.BlockOffsets[i]), What: "jpeg", Have: cost, Limit: avail}
+		}
+		if err := decodeJPEG(stream()); err != nil {
+			var re *readErr
+			if errors.As(err, &re) {
+				return re.err
+			}
+			return notDecoded(fmt.Sprintf("%s %d, stream built from the tables: image/jpeg: %v", blockWord(p), i, err))
+		}
 	}
 	return nil
 }

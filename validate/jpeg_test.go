@@ -186,3 +186,40 @@ func TestOldJPEGIsDecoded(t *testing.T) {
 	_, _, err = checkTIFF(data)
 	wantPos(t, err, validate.ErrOutsideFile, 1, "", 513, lay.Value["page 1 513"])
 }
+
+// TestOldJPEGFromTables: an old-style JPEG page with no interchange
+// stream, its tables in JPEGQTables, JPEGDCTables and JPEGACTables and
+// its strip the scan data alone (as libtiff's ojpeg_zackthecat test image
+// is), is decoded from a stream built out of those tables; a scan cut
+// short leaves it not decoded, with the reason.
+func TestOldJPEGFromTables(t *testing.T) {
+	t.Parallel()
+	q, dc, ac, scan := fixtures.OldJPEGParts(fixtures.JPEG(fixtures.Gradient(37, 21)))
+	if len(q) != 2 || len(dc) != 2 || len(ac) != 2 {
+		t.Fatalf("image/jpeg wrote %d, %d, %d tables", len(q), len(dc), len(ac))
+	}
+	build := func(scan []byte) []byte {
+		blobs := func() []fixtures.Tag {
+			return []fixtures.Tag{fixtures.Undefined(460, bytes.Join(q, nil)), fixtures.Undefined(461, bytes.Join(dc, nil)), fixtures.Undefined(462, bytes.Join(ac, nil))}
+		}
+		d := fixtures.Image(37, 21, 3, 8, 6, 6, 21, 0, 0, [][]byte{scan}, append(blobs(), fixtures.Shorts(530, 2, 2), fixtures.Shorts(512, 1))...)
+		_, lay := dirs(t, d)
+		v := func(tag int) uint32 { return uint32(lay.Value["page 1 "+itoa(tag)]) }
+		// Cb and Cr share the second tables, as image/jpeg codes them.
+		d.Tags = append(d.Tags, fixtures.Longs(519, v(460), v(460)+64, v(460)+64),
+			fixtures.Longs(520, v(461), v(461)+uint32(len(dc[0])), v(461)+uint32(len(dc[0]))),
+			fixtures.Longs(521, v(462), v(462)+uint32(len(ac[0])), v(462)+uint32(len(ac[0]))))
+		data, lay2 := dirs(t, d)
+		if lay2.Value["page 1 460"] != lay.Value["page 1 460"] || lay2.Value["page 1 462"] != lay.Value["page 1 462"] {
+			t.Fatal("layout moved")
+		}
+		return data
+	}
+	if _, skipped, err := checkTIFF(build(scan)); err != nil || len(skipped) != 0 {
+		t.Errorf("old-style JPEG from tables: %v %v", err, skipped)
+	}
+	_, skipped, err := checkTIFF(build(scan[:len(scan)/3]))
+	if err != nil || len(skipped) != 1 || !strings.Contains(skipped[0].Reason, "built from the tables") {
+		t.Errorf("cut scan: got %v %v", err, skipped)
+	}
+}

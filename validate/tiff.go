@@ -69,6 +69,18 @@ type Page struct {
 	// offset and length of an old-style JPEG page's JPEG stream (513, 514).
 	JPEGTablesOffset, JPEGTablesLength           int64
 	JPEGInterchangeOffset, JPEGInterchangeLength int64
+	// OldJPEG are an old-style JPEG page's table pointers and coding
+	// fields (TIFF 6.0 §22), for putting a stream together.
+	OldJPEG *OldJPEGTables
+}
+
+// OldJPEGTables are the fields of TIFF 6.0 §22 an old-style JPEG page
+// codes with: JPEGProc (512), JPEGRestartInterval (515), and per
+// component the offsets of its quantisation table (519: 64 bytes) and its
+// DC and AC Huffman tables (520, 521: 16 counts, then the values).
+type OldJPEGTables struct {
+	Proc, RestartInterval uint64
+	Q, DC, AC             []uint64
 }
 
 // Limits bound the work a structural walk may do.

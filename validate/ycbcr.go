@@ -12,6 +12,10 @@ const (
 	tagJPEGProc                   = 512
 	tagJPEGInterchangeFormat      = 513
 	tagJPEGInterchangeFormatLngth = 514
+	tagJPEGRestartInterval        = 515
+	tagJPEGQTables                = 519
+	tagJPEGDCTables               = 520
+	tagJPEGACTables               = 521
 	tagYCbCrCoefficients          = 529
 	tagYCbCrSubSampling           = 530
 	tagReferenceBlackWhite        = 532
