@@ -204,13 +204,21 @@ func DecodePages(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) (skipped []*U
 	if cancelled == nil {
 		cancelled = func() error { return nil }
 	}
-	for i := range info.Pages {
+	var cur *Page
+	defer func() { err = atPath(err, cur) }()
+	for _, p := range info.images() {
+		cur = p
 		if err := cancelled(); err != nil {
 			return skipped, err
 		}
-		p := &info.Pages[i]
 		if px := int64(p.Width) * int64(p.Height); px > pixelBudget || px < 0 {
 			return skipped, &LimitError{Page: p.Index + 1, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
+		}
+		if handled, err := decodeOwn(r, info, p, avail, &skipped); handled {
+			if err != nil {
+				return skipped, err
+			}
+			continue
 		}
 		if p.Compression == 1 && !opt.DecodeUncompressed && !info.BigTIFF && p.Photometric <= 3 {
 			continue // proven by the walk: every strip holds its rows
@@ -256,7 +264,7 @@ func verify(r io.ReaderAt, info *TIFFInfo, p *Page, reason string, skipped *[]*U
 		return err
 	}
 	if !ok {
-		*skipped = append(*skipped, &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: reason})
+		*skipped = append(*skipped, &UnsupportedError{Page: p.Index + 1, Path: p.Path, Offset: p.Offset, Reason: reason})
 	}
 	return nil
 }
@@ -403,7 +411,7 @@ func decodePage(r io.ReaderAt, info *TIFFInfo, p *Page, pixelBudget, avail int64
 	if p.Compression == 2 || p.Compression == 3 || p.Compression == 4 {
 		for _, lim := range ccittLimits {
 			if strings.Contains(msg, lim) {
-				return &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: "CCITT decoder: " + msg}, nil
+				return decodeFax(r, p, avail, "CCITT decoder: "+msg)
 			}
 		}
 	}

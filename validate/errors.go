@@ -39,14 +39,22 @@ var (
 	// ErrDecoderPanic: the decoder panicked on this input (a decoder bug
 	// triggered by malformed data); the input is treated as corrupt.
 	ErrDecoderPanic = errors.New("decoder panicked")
+	// ErrIFDDepth: EXIF, GPS, Interoperability or SubIFD directories nest
+	// deeper than Lazaret follows (maxIFDDepth).
+	ErrIFDDepth = errors.New("IFDs nested too deep")
 )
 
 // TIFFError is a structural fault in a TIFF file. Page is the 1-based page
 // number (IFD index + 1; 0 for the header), Offset the 0-based byte offset of
 // the offending bytes in the file, Tag the tag number (0 when none applies).
 // Every page number in this package is 1-based, as a person counts pages.
+// Path names the directory inside the page when it is not the page's own
+// IFD: "EXIF", "GPS", "EXIF / Interoperability", "SubIFD 2" (the second
+// SubIFDs value), "SubIFD 2.3" (the third IFD of that SubIFD's chain),
+// "SubIFD 1 / EXIF"; "" for the page's IFD. Counts in a path are 1-based.
 type TIFFError struct {
 	Page   int
+	Path   string
 	Tag    uint16
 	Offset int64
 	Code   string // stable machine code, e.g. "tiff.ifd-loop"
@@ -58,6 +66,7 @@ func (e *TIFFError) Error() string {
 	b.WriteString("tiff: ")
 	if e.Page > 0 {
 		fmt.Fprintf(&b, "page %d ", e.Page)
+		writePath(&b, e.Path)
 	} else {
 		b.WriteString("header ")
 	}
@@ -70,25 +79,42 @@ func (e *TIFFError) Error() string {
 
 func (e *TIFFError) Unwrap() error { return e.Err }
 
+// writePath writes "/ EXIF " after a page number, or nothing for a page's
+// own IFD.
+func writePath(b *strings.Builder, path string) {
+	if path != "" {
+		fmt.Fprintf(b, "/ %s ", path)
+	}
+}
+
 // UnsupportedError: the input is valid as far as Lazaret can tell but uses
 // something the pixel decoder does not support (an encoding, a colour model).
 // It is a warning, not a failure, unless policy says otherwise.
+// Path is as in TIFFError ("" for a page's own image, "SubIFD 1" for a
+// child image).
 type UnsupportedError struct {
 	Page   int
+	Path   string
 	Offset int64
 	Reason string
 }
 
 func (e *UnsupportedError) Error() string {
-	return fmt.Sprintf("tiff: page %d at byte %d: pixel data not decoded: %s", e.Page, e.Offset, e.Reason)
+	var b strings.Builder
+	fmt.Fprintf(&b, "tiff: page %d ", e.Page)
+	writePath(&b, e.Path)
+	fmt.Fprintf(&b, "at byte %d: pixel data not decoded: %s", e.Offset, e.Reason)
+	return b.String()
 }
 
 // LimitError: the input is larger than a configured budget. It is not corrupt;
 // an operator may raise the limit and replay. Page is 1-based, Offset the
 // 0-based byte of what was refused (an IFD, an IFD entry, a strip or tile),
-// Tag the tag whose values are over budget (0 when none applies).
+// Tag the tag whose values are over budget (0 when none applies), Path as
+// in TIFFError.
 type LimitError struct {
 	Page   int
+	Path   string
 	Tag    uint16
 	Offset int64
 	// What is over budget, and the code's suffix ("limit.<What>"):
@@ -98,7 +124,9 @@ type LimitError struct {
 	//   - "strip-array": the strip or tile offset and byte-count arrays of
 	//     the pages so far, against the memory budget;
 	//   - "memory": decoding a page would hold more than what the memory
-	//     budget leaves, and its blocks cannot be counted instead.
+	//     budget leaves, and its blocks cannot be counted instead;
+	//   - "jpeg": decoding one JPEG strip or tile would hold more than what
+	//     the memory budget leaves (refused before anything is allocated).
 	What  string
 	Have  int64
 	Limit int64
@@ -107,6 +135,7 @@ type LimitError struct {
 func (e *LimitError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tiff: page %d ", e.Page)
+	writePath(&b, e.Path)
 	if e.Tag != 0 {
 		fmt.Fprintf(&b, "tag %s ", TagName(e.Tag))
 	}
@@ -118,6 +147,8 @@ func (e *LimitError) Error() string {
 		fmt.Fprintf(&b, "strip and tile arrays need %d bytes, more than the memory budget leaves (%d)", e.Have, e.Limit)
 	case "memory":
 		fmt.Fprintf(&b, "decoding needs %d bytes, more than the memory budget leaves (%d)", e.Have, e.Limit)
+	case "jpeg":
+		fmt.Fprintf(&b, "decoding the JPEG data needs %d bytes, more than the memory budget leaves (%d)", e.Have, e.Limit)
 	default:
 		fmt.Fprintf(&b, "%d %s exceeds the budget of %d", e.Have, e.What, e.Limit)
 	}
@@ -167,22 +198,30 @@ func (e *FieldError) Error() string {
 func (e *FieldError) Code() string { return "manifest." + e.Field + "." + e.Rule }
 
 // PolicyError: a well-formed file breaks a configured policy (a private tag
-// where policy rejects them, an encoding policy refuses).
+// where policy rejects them, an encoding policy refuses). Path is as in
+// TIFFError.
 type PolicyError struct {
 	Page   int
+	Path   string
 	Offset int64
 	Code   string
 	Reason string
 }
 
 func (e *PolicyError) Error() string {
-	return fmt.Sprintf("policy: page %d at byte %d: %s", e.Page, e.Offset, e.Reason)
+	var b strings.Builder
+	fmt.Fprintf(&b, "policy: page %d ", e.Page)
+	writePath(&b, e.Path)
+	fmt.Fprintf(&b, "at byte %d: %s", e.Offset, e.Reason)
+	return b.String()
 }
 
 // Warning is something worth a look that does not fail the item.
+// Path is as in TIFFError.
 type Warning struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Page    *int   `json:"page,omitempty"`
+	Path    string `json:"path,omitempty"`
 	Offset  *int64 `json:"offset,omitempty"`
 }

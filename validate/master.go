@@ -100,6 +100,11 @@ type Report struct {
 	Warnings []Warning `json:"warnings"`
 	ICC      *ICCProfile
 	Info     *TIFFInfo `json:"-"`
+
+	// SubImages are the SubIFD images (reduced-resolution and child
+	// images) of all pages, SubDecoded those checked to the pixel data.
+	SubImages  int `json:"sub_images,omitempty"`
+	SubDecoded int `json:"sub_images_decoded,omitempty"`
 }
 
 var tiffExtensions = map[string][]string{
@@ -268,16 +273,17 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 			}
 			return nil
 		}})
-	rep.Decoded = len(info.Pages) - len(skipped)
+	rep.Decoded = len(info.Pages) - mainSkipped(skipped)
+	rep.SubImages, rep.SubDecoded = len(info.SubImages), len(info.SubImages)-(len(skipped)-mainSkipped(skipped))
 	if err != nil {
 		return &StageError{StageDecode, err}
 	}
 	for _, u := range skipped {
 		if pol.Undecodable == "reject" {
-			return &StageError{StageRules, &PolicyError{Page: u.Page, Offset: u.Offset, Code: "policy.undecodable", Reason: u.Reason}}
+			return &StageError{StageRules, &PolicyError{Page: u.Page, Path: u.Path, Offset: u.Offset, Code: "policy.undecodable", Reason: u.Reason}}
 		}
 		pg, off := u.Page, u.Offset
-		rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &pg, Offset: &off, Message: u.Error()})
+		rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &pg, Path: u.Path, Offset: &off, Message: u.Error()})
 	}
 	if item != nil {
 		if err := CheckItemRules(*item, info, rep.ICC, pol.Rules); err != nil {

@@ -15,16 +15,24 @@ type TIFFInfo struct {
 	ByteOrder binary.ByteOrder
 	Size      int64
 	Pages     []Page
-	Warnings  []Warning
+	// SubImages are the images of SubIFDs (tag 330: reduced-resolution
+	// and child images), in walk order; each has the Index of its page and
+	// a Path. They are checked and decoded as pages are.
+	SubImages []Page
+	// Directories are the EXIF, GPS and Interoperability IFDs walked.
+	Directories []Directory
+	Warnings    []Warning
 	// Held is what the walk keeps in memory for Pages: blockCost a strip or
 	// tile and pageCost a page, in bytes. It is charged against
 	// Limits.MemoryBudget as the walk goes, and decoding gets what is left.
 	Held int64
 }
 
-// Page is one image file directory (IFD) in the main chain.
+// Page is one image file directory (IFD) in the main chain, or a SubIFD
+// image (then Path names it, e.g. "SubIFD 1", and Index is its page's).
 type Page struct {
 	Index          int
+	Path           string
 	Offset         int64 // byte offset of the IFD
 	Width, Height  uint64
 	BitsPerSample  []uint64
@@ -45,13 +53,39 @@ type Page struct {
 	ICCLength      int64
 	UnknownTags    []uint16 // tags Lazaret does not recognise
 	DateTime       string
-	GeoKeys        bool // a GeoKeyDirectory (34735): GeoTIFF
-	EPStandard     bool // a TIFF/EPStandardID (37398): TIFF/EP
+	GeoKeys        bool   // a GeoKeyDirectory (34735): GeoTIFF
+	EPStandard     bool   // a TIFF/EPStandardID (37398): TIFF/EP
+	FillOrder      uint64 // 1 (default): most significant bit first; 2: least
+	T4Options      uint64 // CCITT Group 3 options (292): bit 0 2-D, bit 1 uncompressed mode, bit 2 EOL fill
+	T6Options      uint64 // CCITT Group 4 options (293): bit 1 uncompressed mode
+	Predictor      uint64 // 1 (default) none, 2 horizontal, 3 floating point
+	// YCbCrSubsampling is the horizontal and vertical chroma subsampling of
+	// a YCbCr page (default 2, 2), 1, 1 for other pages; YCbCrCoefficients
+	// the luma coefficients (default 0.299, 0.587, 0.114).
+	YCbCrSubsampling  [2]uint64
+	YCbCrCoefficients [3]float64
+	// JPEGTables is the offset and length of the JPEG tables (347) of a
+	// JPEG page (compression 7), -1 when absent; JPEGInterchange the
+	// offset and length of an old-style JPEG page's JPEG stream (513, 514).
+	JPEGTablesOffset, JPEGTablesLength           int64
+	JPEGInterchangeOffset, JPEGInterchangeLength int64
+	// OldJPEG are an old-style JPEG page's table pointers and coding
+	// fields (TIFF 6.0 §22), for putting a stream together.
+	OldJPEG *OldJPEGTables
+}
+
+// OldJPEGTables are the fields of TIFF 6.0 §22 an old-style JPEG page
+// codes with: JPEGProc (512), JPEGRestartInterval (515), and per
+// component the offsets of its quantisation table (519: 64 bytes) and its
+// DC and AC Huffman tables (520, 521: 16 counts, then the values).
+type OldJPEGTables struct {
+	Proc, RestartInterval uint64
+	Q, DC, AC             []uint64
 }
 
 // Limits bound the work a structural walk may do.
 type Limits struct {
-	MaxPages      int // IFDs in the main chain
+	MaxPages      int // IFDs: the main chain and all EXIF, GPS, Interoperability and SubIFD directories
 	MaxEntries    int // entries in one IFD
 	MaxSamples    uint64
 	MaxBlocksPage int // strips or tiles in one page
@@ -83,7 +117,10 @@ type walker struct {
 	lim   Limits
 	info  *TIFFInfo
 	buf   [16]byte
-	page  int
+	page  int    // index of the main-chain page being walked
+	path  string // the child directory inside it, "" for the page's IFD
+	ifds  int    // IFDs walked so far, main chain and children
+	seen  map[uint64]string
 	ioErr error
 }
 
@@ -110,12 +147,12 @@ func (w *walker) fail(tag uint16, off int64, code string, err error, format stri
 	if format != "" {
 		err = fmt.Errorf("%w: %s", err, fmt.Sprintf(format, args...))
 	}
-	return &TIFFError{Page: w.page + 1, Tag: tag, Offset: off, Code: code, Err: err}
+	return &TIFFError{Page: w.page + 1, Path: w.path, Tag: tag, Offset: off, Code: code, Err: err}
 }
 
 func (w *walker) warn(code string, off int64, format string, args ...any) {
 	page, o := w.page+1, off
-	wr := Warning{Code: code, Message: fmt.Sprintf(format, args...), Offset: &o}
+	wr := Warning{Code: code, Message: fmt.Sprintf(format, args...), Offset: &o, Path: w.path}
 	if page >= 1 {
 		wr.Page = &page
 	}
@@ -176,42 +213,72 @@ func (w *walker) walk() (*TIFFInfo, error) {
 	if first == 0 {
 		return w.info, w.fail(0, 4, "tiff.no-ifd", ErrMissingTag, "no IFD in file")
 	}
-	seen := map[uint64]int{}
+	w.seen = map[uint64]string{}
 	next, nextAt := first, int64(4)
 	if w.big {
 		nextAt = 8
 	}
 	for next != 0 {
-		w.page = len(w.info.Pages)
-		if prev, ok := seen[next]; ok {
-			return w.info, w.fail(0, nextAt, "tiff.ifd-loop", ErrIFDLoop, "next IFD pointer %d goes back to page %d", next, prev+1)
+		w.page, w.path = len(w.info.Pages), ""
+		if err := w.visit(next, nextAt, "next IFD pointer"); err != nil {
+			return w.info, err
 		}
-		if len(w.info.Pages) >= w.lim.MaxPages {
-			return w.info, w.fail(0, nextAt, "tiff.too-many-pages", ErrTooManyPages, "more than %d IFDs", w.lim.MaxPages)
+		entries, n2, n2At, err := w.ifd(int64(next))
+		if err != nil {
+			return w.info, err
 		}
-		hdrLen := uint64(8)
-		if w.big {
-			hdrLen = 16
-		}
-		if next < hdrLen || next >= uint64(w.size) {
-			return w.info, w.fail(0, nextAt, "tiff.ifd-outside-file", ErrOutsideFile, "IFD offset %d, file has %d bytes", next, w.size)
-		}
-		seen[next] = w.page
-		if next%2 != 0 {
-			w.warn("tiff.ifd-unaligned", nextAt, "IFD offset %d is not on a word boundary", next)
-		}
-		p, n2, n2At, err := w.ifd(int64(next))
+		p, err := w.page_(int64(next), entries)
 		if err != nil {
 			return w.info, err
 		}
 		w.info.Pages = append(w.info.Pages, *p)
+		if err := w.children(entries, 1); err != nil {
+			return w.info, err
+		}
+		w.path = ""
 		next, nextAt = n2, n2At
 	}
 	return w.info, nil
 }
 
-// ifd reads and checks one IFD and returns the page and the next IFD offset.
-func (w *walker) ifd(off int64) (*Page, uint64, int64, error) {
+// visit checks an IFD offset before it is read: inside the file, not seen
+// before anywhere (main chain or child directories: a second visit is a
+// loop), and within the cap on IFDs, which counts every directory walked.
+// at is the offset of the pointer; what names it in messages.
+func (w *walker) visit(off uint64, at int64, what string) error {
+	if prev, ok := w.seen[off]; ok {
+		return w.fail(0, at, "tiff.ifd-loop", ErrIFDLoop, "%s %d goes back to %s", what, off, prev)
+	}
+	if w.ifds >= w.lim.MaxPages {
+		return w.fail(0, at, "tiff.too-many-pages", ErrTooManyPages, "more than %d IFDs", w.lim.MaxPages)
+	}
+	hdrLen := uint64(8)
+	if w.big {
+		hdrLen = 16
+	}
+	if off < hdrLen || off >= uint64(w.size) {
+		return w.fail(0, at, "tiff.ifd-outside-file", ErrOutsideFile, "IFD offset %d, file has %d bytes", off, w.size)
+	}
+	w.ifds++
+	w.seen[off] = w.where()
+	if off%2 != 0 {
+		w.warn("tiff.ifd-unaligned", at, "IFD offset %d is not on a word boundary", off)
+	}
+	return nil
+}
+
+// where names the directory being walked, as in messages: "page 2" or
+// "page 2 / EXIF".
+func (w *walker) where() string {
+	if w.path == "" {
+		return fmt.Sprintf("page %d", w.page+1)
+	}
+	return fmt.Sprintf("page %d / %s", w.page+1, w.path)
+}
+
+// ifd reads and checks one IFD's entries and returns them with the next
+// IFD offset and where that pointer is.
+func (w *walker) ifd(off int64) (map[uint16]entry, uint64, int64, error) {
 	countLen, entLen := int64(2), int64(12)
 	if w.big {
 		countLen, entLen = 8, 20
@@ -298,8 +365,7 @@ func (w *walker) ifd(off int64) (*Page, uint64, int64, error) {
 	} else {
 		next = uint64(w.bo.Uint32(tail))
 	}
-	p, err := w.page_(off, entries)
-	return p, next, nextAt, err
+	return entries, next, nextAt, nil
 }
 
 // uints reads an integer-valued entry (BYTE, SHORT, LONG, LONG8, IFD types),
@@ -484,14 +550,17 @@ func (w *walker) page_(off int64, entries map[uint16]entry) (*Page, error) {
 			return nil, err
 		}
 	}
+	if err := w.codecFields(p, entries); err != nil {
+		return nil, err
+	}
+	if err := w.ycbcr(p, entries); err != nil {
+		return nil, err
+	}
 	if err := w.blocks(p, entries); err != nil {
 		return nil, err
 	}
 	_, p.GeoKeys = entries[tagGeoKeyDirectory]
 	_, p.EPStandard = entries[tagTIFFEPStandardID]
-	if e, ok := entries[tagSubIFDs]; ok {
-		w.warn("tiff.subifds", e.at, "%d SubIFD(s) (reduced-resolution or child images) are not validated", e.count)
-	}
 	for tag := range entries {
 		if !knownTag(tag) {
 			p.UnknownTags = append(p.UnknownTags, tag)
@@ -630,16 +699,6 @@ func (w *walker) blocks(p *Page, entries map[uint16]entry) error {
 	}
 	ts := typeSize[offE.typ]
 	uncompressed := p.Compression == 1
-	var rowBits uint64
-	if uncompressed {
-		if p.Planar == 2 {
-			rowBits = p.BitsPerSample[0]
-		} else {
-			for i := uint64(0); i < p.Samples; i++ {
-				rowBits += p.BitsPerSample[min(i, uint64(len(p.BitsPerSample)-1))]
-			}
-		}
-	}
 	for i := range p.BlockOffsets {
 		o, n := p.BlockOffsets[i], p.BlockCounts[i]
 		if n == 0 {
@@ -650,15 +709,7 @@ func (w *walker) blocks(p *Page, entries map[uint16]entry) error {
 				"strip or tile %d: %d bytes at %d run past the end of the %d-byte file", i, n, o, w.size)
 		}
 		if uncompressed {
-			var need uint64
-			if p.Tiled {
-				need = ceilDiv(p.TileWidth*rowBits, 8) * p.TileLength
-			} else {
-				row := uint64(i) % ceilDiv(p.Height, p.RowsPerStrip) * p.RowsPerStrip
-				rows := min(p.RowsPerStrip, p.Height-row)
-				need = ceilDiv(p.Width*rowBits, 8) * rows
-			}
-			if n < need {
+			if need := rawNeed(p, i); n < need {
 				return w.fail(cntE.tag, cntE.valueAt+int64(i)*typeSize[cntE.typ], "tiff.short-block", ErrShortData,
 					"uncompressed strip or tile %d holds %d bytes, its rows need %d", i, n, need)
 			}
