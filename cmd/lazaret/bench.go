@@ -39,7 +39,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rounds := fs.Int("rounds", 3, "runs of each measurement (the best is reported)")
 	pipeItems := fs.Int("pipeline-items", 2000, "small masters drained through the pipeline and through bare asynq (0 skips)")
 	concurrency := fs.Int("concurrency", 2, "worker concurrency of the pipeline measurement (the same for bare asynq)")
-	ledgerItems := fs.String("ledger-items", "10000,100000", "ledger sizes, in items of five events, for the read-model queries (empty skips; 1000000 takes minutes)")
+	ledgerItems := fs.String("ledger-items", "2000,20000", "ledger sizes, in items of five events, for the read-model queries (empty skips; 200000 = 1M events takes minutes)")
 	benchRedis := fs.String("bench-redis", "", "Redis URL for the pipeline measurement, which must be empty (default: a private redis-server on a free port)")
 	cfg := defaultConfig()
 	if err := cfg.bind(ctx, fs, args, "master"); err != nil {

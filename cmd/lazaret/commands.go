@@ -340,10 +340,14 @@ must.`,
 
 func commandBench() *cobra.Command {
 	return leaf{use: "bench [flags]", run: runBench,
-		short: "measure validation speed on this machine",
+		short: "measure validation, the pipeline and the ledger's queries on this machine",
 		long: `Generate a large TIFF master and a large interchange once (in --dir) and
-measure validation throughput against a plain read of the same bytes.`,
-		example: `  lazaret bench --rounds 5`}.command()
+measure validation throughput against a plain read of the same bytes; drain
+small masters through the workers and no-op tasks through bare asynq on one
+private Redis at the same concurrency (the ratio of the two); and time the
+operators' queries on ledgers of --ledger-items items.`,
+		example: `  lazaret bench --rounds 5
+  lazaret bench --pipeline-items 0 --ledger-items 2000,20000,200000`}.command()
 }
 
 func commandReconcileBroker() *cobra.Command {
