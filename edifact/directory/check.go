@@ -129,7 +129,10 @@ type Finding struct {
 	Element   int
 	Component int
 	Offset    int64
-	Reason    string
+	// Expected is the tag of the missing segment, or the trigger of the
+	// missing group, for SegmentMissing and GroupMissing.
+	Expected string
+	Reason   string
 }
 
 func (f Finding) String() string {
@@ -204,9 +207,13 @@ func (c *checker) add(k Kind, elem, comp int, off int64, format string, args ...
 	c.emit(Finding{Kind: k, Segment: c.seg, Tag: c.s.Tag, Element: elem, Component: comp, Offset: off, Reason: fmt.Sprintf(format, args...)})
 }
 
+func (c *checker) addMissing(k Kind, want string, format string, args ...any) {
+	c.emit(Finding{Kind: k, Segment: c.seg, Tag: c.s.Tag, Offset: c.s.Offset, Expected: want, Reason: fmt.Sprintf(format, args...)})
+}
+
 func describe(n *Node) string {
 	if n.Segment != nil {
-		return n.Segment.Tag
+		return "segment " + n.Segment.Tag
 	}
 	return fmt.Sprintf("segment group %d (%s)", n.Number, n.trigger)
 }
@@ -227,18 +234,14 @@ func (c *checker) missing(f *frame, from, to, count int) {
 		if c.s.Tag == "UNT" {
 			where = "at the end of the message"
 		}
-		if n.Segment != nil {
-			if got == 0 {
-				c.add(SegmentMissing, 0, 0, c.s.Offset, "mandatory segment %s missing %s", n.Segment.Tag, where)
-			} else {
-				c.add(SegmentMissing, 0, 0, c.s.Offset, "segment %s occurs %d times, at least %d required", n.Segment.Tag, got, n.Min)
-			}
+		k := SegmentMissing
+		if n.Segment == nil {
+			k = GroupMissing
+		}
+		if got == 0 {
+			c.addMissing(k, n.trigger, "mandatory %s missing %s", describe(n), where)
 		} else {
-			if got == 0 {
-				c.add(GroupMissing, 0, 0, c.s.Offset, "mandatory %s missing %s", describe(n), where)
-			} else {
-				c.add(GroupMissing, 0, 0, c.s.Offset, "%s occurs %d times, at least %d required", describe(n), got, n.Min)
-			}
+			c.addMissing(k, n.trigger, "%s occurs %d times, at least %d required", describe(n), got, n.Min)
 		}
 	}
 }
@@ -295,7 +298,7 @@ func (c *checker) commit(level, idx int, repeat bool) *Segment {
 		f.count++
 		if n.Max > 0 && f.count > n.Max {
 			if n.Segment != nil {
-				c.add(SegmentRepeated, 0, 0, c.s.Offset, "segment %s occurs more than %d times", n.Segment.Tag, n.Max)
+				c.add(SegmentRepeated, 0, 0, c.s.Offset, "%s occurs more than %d times", describe(n), n.Max)
 			} else {
 				c.add(GroupRepeated, 0, 0, c.s.Offset, "%s occurs more than %d times", describe(n), n.Max)
 			}

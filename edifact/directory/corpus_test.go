@@ -2,6 +2,8 @@ package directory_test
 
 import (
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -55,27 +57,76 @@ func messagesOf(t *testing.T, path string) []*edifact.Message {
 	}
 }
 
-// TestCorpusFindings lists the findings of every message of the corpus
-// interchanges whose release the directory holds.
+var update = flag.Bool("update", false, "rewrite testdata/corpus.golden")
+
+// TestCorpusFindings checks every message of the shared corpus's
+// interchanges (and of fixtures/logistics) against its release's directory
+// where the directory has it, and compares every finding, with its
+// position, with testdata/corpus.golden (go test -update rewrites it).
 func TestCorpusFindings(t *testing.T) {
+	t.Parallel()
 	dir := testenv.Corpus(t, "edifact")
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	sort.Strings(files)
 	fx, _ := filepath.Glob(filepath.Join("..", "..", "fixtures", "logistics", "*.edi"))
-	files = append(files, fx...)
-	for _, f := range files {
-		for _, m := range messagesOf(t, f) {
+	if len(files) == 0 || len(fx) == 0 {
+		t.Fatalf("%d corpus files, %d fixtures", len(files), len(fx))
+	}
+	var b strings.Builder
+	for _, f := range append(files, fx...) {
+		name := filepath.Base(f)
+		if strings.Contains(f, "fixtures") {
+			name = "fixtures/logistics/" + name
+		}
+		ms := messagesOf(t, f)
+		if len(ms) == 0 {
+			fmt.Fprintf(&b, "%s: no complete message\n", name)
+		}
+		for _, m := range ms {
 			def := directory.Lookup(m.Version, m.Release, m.Type)
 			if def == nil {
-				t.Logf("%s msg %s %s:%s:%s: no directory", filepath.Base(f), m.Ref, m.Type, m.Version, m.Release)
+				fmt.Fprintf(&b, "%s: message %s %s:%s:%s:%s: no directory, envelope only\n", name, m.Ref, m.Type, m.Version, m.Release, m.Agency)
 				continue
 			}
 			fs := def.Check(m, directory.Options{})
-			var b strings.Builder
+			fmt.Fprintf(&b, "%s: message %s %s: %d findings\n", name, m.Ref, def.Name(), len(fs))
 			for _, x := range fs {
-				b.WriteString("\n    " + x.String())
+				fmt.Fprintf(&b, "\t%s\n", x)
 			}
-			t.Logf("%s msg %s %s: %d findings%s", filepath.Base(f), m.Ref, def.Name(), len(fs), b.String())
 		}
 	}
+	golden := filepath.Join("testdata", "corpus.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); got != string(want) {
+		t.Errorf("findings differ from %s (go test -update rewrites it):\n%s", golden, diffLines(string(want), got))
+	}
+}
+
+// diffLines lists the lines only in want (-) or only in got (+).
+func diffLines(want, got string) string {
+	count := map[string]int{}
+	for _, l := range strings.Split(want, "\n") {
+		count[l]++
+	}
+	for _, l := range strings.Split(got, "\n") {
+		count[l]--
+	}
+	var b strings.Builder
+	for l, n := range count {
+		switch {
+		case n > 0:
+			b.WriteString("- " + l + "\n")
+		case n < 0:
+			b.WriteString("+ " + l + "\n")
+		}
+	}
+	return b.String()
 }
