@@ -202,9 +202,13 @@ func partyName(q string) string {
 var messagesWithoutBGM = map[string]bool{"CONTRL": true, "AUTACK": true, "KEYMAN": true, "PAORES": true}
 
 // CheckMessage applies the structural, semantic and regulatory rules to one
-// message, through its view (see ViewOf). All problems come back joined,
-// structural first, then regulatory, then semantic; warnings are things
-// worth a look that do not fail the message.
+// message, through its view (see ViewOf), and checks it against its
+// release's message directory (package edifact/directory: segment table,
+// elements, representation, length, code values) as rules.Directory says.
+// All problems come back joined, structural first, then regulatory, then
+// semantic; warnings are things worth a look that do not fail the message.
+// Numeric values may use either decimal mark (the message does not carry
+// its interchange's UNA).
 func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warnings []Warning, err error) {
 	v := ViewOf(m)
 	var errs []*RuleError
@@ -334,7 +338,10 @@ var unknownWarnings sync.Map
 // come back as warnings. A message the directory does not hold gets a
 // warning (policy.Unknown). A missing BGM is left to the BGM rule.
 func checkDirectory(m *edifact.Message, policy DirectoryPolicy, reject func(*RuleError)) (warnings []Warning) {
-	def := directory.Lookup(m.Version, m.Release, m.Type)
+	var def *directory.Message
+	if m.Agency == "UN" {
+		def = directory.Lookup(m.Version, m.Release, m.Type)
+	}
 	if def == nil {
 		switch policy.Unknown {
 		case ActionIgnore:

@@ -163,7 +163,7 @@ type frame struct {
 
 type checker struct {
 	stack []frame
-	buf   []byte
+	vals  []val
 	opt   Options
 	m     *edifact.Message
 	def   *Message
@@ -172,7 +172,7 @@ type checker struct {
 	s     *edifact.Segment
 }
 
-var checkers = sync.Pool{New: func() any { return &checker{stack: make([]frame, 0, 8), buf: make([]byte, 0, 256)} }}
+var checkers = sync.Pool{New: func() any { return &checker{stack: make([]frame, 0, 8), vals: make([]val, 0, 32)} }}
 
 // Validate checks m against def and calls report for every finding, in
 // message order. It keeps no reference to m or its segments.
@@ -261,11 +261,12 @@ func (c *checker) close(f *frame) {
 func (c *checker) match(tag string) *Segment {
 	type hit struct{ level, idx int }
 	over := hit{-1, -1} // the innermost entry tag would repeat past its maximum
+	key := tagKey(tag)
 	for level := len(c.stack) - 1; level >= 0; level-- {
 		f := &c.stack[level]
 		if f.pos >= 0 {
 			n := &f.nodes[f.pos]
-			if n.trigger == tag {
+			if n.tkey == key {
 				if n.Max == 0 || f.count < n.Max {
 					return c.commit(level, f.pos, true)
 				}
@@ -275,7 +276,7 @@ func (c *checker) match(tag string) *Segment {
 			}
 		}
 		for j := f.pos + 1; j < len(f.nodes); j++ {
-			if f.nodes[j].trigger == tag {
+			if f.nodes[j].tkey == key {
 				return c.commit(level, j, false)
 			}
 		}
@@ -318,100 +319,97 @@ func (c *checker) commit(level, idx int, repeat bool) *Segment {
 	return n.Segment
 }
 
-// elements checks the data elements of the current segment against sd.
+// val is one value of the segment being checked.
+type val struct {
+	comp int
+	off  int64
+	v    []byte
+}
+
+// elements checks the data elements of the current segment against sd,
+// one element repetition at a time.
 func (c *checker) elements(sd *Segment) {
 	s := c.s
 	nv := s.ValueCount()
-	i := 0
-	last := 0 // elements seen
-	for i < nv {
-		e, _, r, off, _ := s.ValueAt(i, c.buf)
-		// The values of one repetition of element e: i .. j-1.
-		j := i + 1
-		for j < nv {
-			e2, _, r2, _, _ := s.ValueAt(j, c.buf)
-			if e2 != e || r2 != r {
-				break
+	vals := c.vals[:0]
+	curE, curR := 0, 0
+	for i := 0; i < nv; i++ {
+		// A value holding release characters is unescaped into a new
+		// slice (rare); the others alias the segment.
+		e, comp, r, off, v := s.ValueAt(i, nil)
+		if e != curE || r != curR {
+			if len(vals) > 0 {
+				c.element(sd, curE, curR, vals)
 			}
-			j++
+			vals, curE, curR = vals[:0], e, r
 		}
-		for k := last + 1; k < e; k++ { // elements skipped by a repetition separator? never: spans are dense
-			c.elementMissing(sd, k, off)
-		}
-		last = e
-		if e > len(sd.Elements) {
-			if c.nonEmpty(i, j) {
-				c.add(ElementExtra, e, 0, off, "%s defines %d data elements", sd.Tag, len(sd.Elements))
-			}
-			i = j
-			continue
-		}
-		ed := &sd.Elements[e-1]
-		if r > 0 && ed.Repeat != 0 && r >= ed.Repeat {
-			if c.nonEmpty(i, j) {
-				c.add(RepetitionExtra, e, 0, off, "element %s repeated more than %d times", ed.Num, ed.Repeat)
-			}
-			i = j
-			continue
-		}
-		c.element(sd, e, ed, r, i, j, off)
-		i = j
+		vals = append(vals, val{comp, off, v})
 	}
-	for k := last + 1; k <= len(sd.Elements); k++ {
-		c.elementMissing(sd, k, s.Offset+int64(len(s.Raw())))
+	if len(vals) > 0 {
+		c.element(sd, curE, curR, vals)
+	}
+	c.vals = vals[:0]
+	for k := curE + 1; k <= len(sd.Elements); k++ {
+		if sd.Elements[k-1].Mandatory {
+			c.add(ElementMissing, k, 0, s.Offset+int64(len(s.Raw())), "mandatory data element %s missing", sd.Elements[k-1].Num)
+		}
 	}
 }
 
-func (c *checker) nonEmpty(i, j int) bool {
-	for ; i < j; i++ {
-		if _, _, _, _, v := c.s.ValueAt(i, c.buf); len(v) > 0 {
+func nonEmpty(vals []val) bool {
+	for _, x := range vals {
+		if len(x.v) > 0 {
 			return true
 		}
 	}
 	return false
 }
 
-func (c *checker) elementMissing(sd *Segment, e int, off int64) {
-	if e <= len(sd.Elements) && sd.Elements[e-1].Mandatory {
-		ed := &sd.Elements[e-1]
-		c.add(ElementMissing, e, 0, off, "mandatory data element %s missing", ed.Num)
+// element checks one repetition r of data element e.
+func (c *checker) element(sd *Segment, e, r int, vals []val) {
+	off := vals[0].off
+	if e > len(sd.Elements) {
+		if nonEmpty(vals) {
+			c.add(ElementExtra, e, 0, off, "%s defines %d data elements", sd.Tag, len(sd.Elements))
+		}
+		return
 	}
-}
-
-// element checks one repetition (values i .. j-1) of data element e.
-func (c *checker) element(sd *Segment, e int, ed *Element, r, i, j int, off int64) {
-	s := c.s
+	ed := &sd.Elements[e-1]
+	if r > 0 && ed.Repeat != 0 && r >= ed.Repeat {
+		if nonEmpty(vals) {
+			c.add(RepetitionExtra, e, 0, off, "element %s repeated more than %d times", ed.Num, ed.Repeat)
+		}
+		return
+	}
 	var present uint64
 	otherList := false
 	if ed.coded && (ed.listComp > 0 || ed.agencyComp > 0) {
-		for k := i; k < j; k++ {
-			_, comp, _, _, v := s.ValueAt(k, c.buf)
-			if len(v) > 0 && (comp == ed.listComp || (comp == ed.agencyComp && string(v) != "6")) {
+		for _, x := range vals {
+			if len(x.v) > 0 && (x.comp == ed.listComp || (x.comp == ed.agencyComp && string(x.v) != "6")) {
 				otherList = true // qualified by a list other than UNCL (ISO 6346, EAN, a partner's)
 			}
 		}
 	}
-	for k := i; k < j; k++ {
-		_, comp, _, voff, v := s.ValueAt(k, c.buf)
-		if len(v) == 0 {
+	for _, x := range vals {
+		if len(x.v) == 0 {
 			continue
 		}
-		if comp > len(ed.Components) {
+		if x.comp > len(ed.Components) {
 			what := "element " + ed.Num + " is simple"
 			if ed.Composite {
 				what = fmt.Sprintf("composite %s defines %d components", ed.Num, len(ed.Components))
 			}
-			c.add(ComponentExtra, e, comp, voff, "%s", what)
+			c.add(ComponentExtra, e, x.comp, x.off, "%s", what)
 			continue
 		}
-		if comp <= 64 {
-			present |= 1 << (comp - 1)
+		if x.comp <= 64 {
+			present |= 1 << (x.comp - 1)
 		}
 		cc := 0
 		if ed.Composite {
-			cc = comp
+			cc = x.comp
 		}
-		c.value(e, cc, &ed.Components[comp-1], v, voff, otherList)
+		c.value(e, cc, &ed.Components[x.comp-1], x.v, x.off, otherList)
 	}
 	if present == 0 {
 		if r == 0 && ed.Mandatory {
@@ -426,12 +424,12 @@ func (c *checker) element(sd *Segment, e int, ed *Element, r, i, j int, off int6
 		if k >= 64 || !ed.Components[k].Mandatory || present&(1<<k) != 0 {
 			continue
 		}
-		coff := off
-		if i+k < j {
-			_, _, _, coff, _ = s.ValueAt(i+k, c.buf)
-		} else if j > i {
-			_, _, _, lo, lv := s.ValueAt(j-1, c.buf)
-			coff = lo + int64(len(lv))
+		var coff int64
+		if k < len(vals) {
+			coff = vals[k].off
+		} else {
+			last := vals[len(vals)-1]
+			coff = last.off + int64(len(last.v))
 		}
 		c.add(ComponentMissing, e, k+1, coff, "mandatory component %s of %s missing", ed.Components[k].Num, ed.Num)
 	}

@@ -60,14 +60,57 @@ func (r Rep) String() string {
 
 // CodeList is the set of values of a coded data element.
 type CodeList struct {
-	set map[string]struct{}
-	Len int
+	// packed holds the codes of up to 3 bytes as sorted packCode keys;
+	// set holds the longer ones (none in the tables shipped).
+	packed []uint32
+	set    map[string]struct{}
+	Len    int
+}
+
+func packCode(v []byte) (uint32, bool) {
+	if len(v) > 3 {
+		return 0, false
+	}
+	k := uint32(len(v)) << 24
+	for i, b := range v {
+		k |= uint32(b) << (16 - 8*i)
+	}
+	return k, true
+}
+
+func newCodeList(codes []string) *CodeList {
+	c := &CodeList{Len: len(codes)}
+	for _, v := range codes {
+		if k, ok := packCode([]byte(v)); ok {
+			c.packed = append(c.packed, k)
+			continue
+		}
+		if c.set == nil {
+			c.set = map[string]struct{}{}
+		}
+		c.set[v] = struct{}{}
+	}
+	sort.Slice(c.packed, func(i, j int) bool { return c.packed[i] < c.packed[j] })
+	return c
 }
 
 // Has reports whether v is in the list.
 func (c *CodeList) Has(v []byte) bool {
-	_, ok := c.set[string(v)]
-	return ok
+	k, ok := packCode(v)
+	if !ok {
+		_, ok := c.set[string(v)]
+		return ok
+	}
+	lo, hi := 0, len(c.packed)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if c.packed[m] < k {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < len(c.packed) && c.packed[lo] == k
 }
 
 // Simple is a simple data element, on its own or as a component.
@@ -110,6 +153,15 @@ type Node struct {
 	Number   int      // segment group number (1-based, as the directory counts them); 0 for a segment
 	Min, Max int      // occurrences; Max 0 = unbounded
 	trigger  string
+	tkey     uint32 // tagKey(trigger)
+}
+
+// tagKey packs a 3-byte tag into an integer, for quick comparisons.
+func tagKey(tag string) uint32 {
+	if len(tag) != 3 {
+		return 0
+	}
+	return uint32(tag[0])<<16 | uint32(tag[1])<<8 | uint32(tag[2])
 }
 
 // Trigger is the tag that opens the node: the segment's, or the group's
@@ -198,11 +250,7 @@ func parseTables(gz []byte, into map[key]*Message) error {
 			if len(f) < 2 || f[1] != strconv.Itoa(len(codes)) {
 				return bad("code list out of order")
 			}
-			c := &CodeList{set: make(map[string]struct{}, len(f)-2), Len: len(f) - 2}
-			for _, v := range f[2:] {
-				c.set[v] = struct{}{}
-			}
-			codes = append(codes, c)
+			codes = append(codes, newCodeList(f[2:]))
 		case "S":
 			if len(f) < 3 || f[1] != strconv.Itoa(len(segs)) {
 				return bad("segment out of order")
@@ -358,7 +406,7 @@ func (p *treeParser) nodes(depth int) ([]Node, error) {
 				return nil, err
 			}
 			p.i++
-			n.Group, n.trigger = inner, inner[0].trigger
+			n.Group, n.trigger, n.tkey = inner, inner[0].trigger, inner[0].tkey
 			out = append(out, n)
 		case strings.HasPrefix(t, "]"):
 			return out, nil
@@ -368,7 +416,7 @@ func (p *treeParser) nodes(depth int) ([]Node, error) {
 			if !ok || err != nil || n < 0 || n >= len(p.segs) {
 				return nil, fmt.Errorf("segment %q", t)
 			}
-			node := Node{Segment: p.segs[n], trigger: p.segs[n].Tag}
+			node := Node{Segment: p.segs[n], trigger: p.segs[n].Tag, tkey: tagKey(p.segs[n].Tag)}
 			if node.Min, node.Max, err = occ(rest); err != nil {
 				return nil, err
 			}
