@@ -148,6 +148,13 @@ func (f Finding) String() string {
 	return b.String()
 }
 
+// MaxCodeLength bounds a coded value. The schemas give coded elements a
+// code list but no representation; their codes are at most 3 characters,
+// and a coded element holding another list's code (qualified by 1131 and
+// 3055) is at most an..35 in the directories, so a longer value is too
+// long whatever its list.
+const MaxCodeLength = 35
+
 // Options are what a check needs to know of the interchange.
 type Options struct {
 	// Decimal is the decimal mark the interchange declares (UNA); 0 accepts
@@ -443,6 +450,9 @@ func (c *checker) value(e, comp int, sd *Simple, v []byte, off int64, otherList 
 	}
 	switch sd.Rep {
 	case Code:
+		if n := utf8.RuneCount(v); n > MaxCodeLength {
+			c.add(TooLong, e, comp, off, "%d characters, longer than any coded element (%s) may be (an..%d)", n, name, MaxCodeLength)
+		}
 		if !otherList && !sd.Codes.Has(v) {
 			c.add(CodeUnknown, e, comp, off, "%q is not a code of %s", v, name)
 		}
