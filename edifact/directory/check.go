@@ -237,9 +237,9 @@ func (c *checker) missing(f *frame, from, to, count int) {
 		if got >= n.Min {
 			continue
 		}
-		where := "before " + c.s.Tag
-		if c.s.Tag == "UNT" {
-			where = "at the end of the message"
+		where := "at the end of the message"
+		if c.s.Tag != "UNT" {
+			where = "before " + c.s.Tag
 		}
 		k := SegmentMissing
 		if n.Segment == nil {
@@ -446,7 +446,7 @@ func (c *checker) element(sd *Segment, e, r int, vals []val) {
 func (c *checker) value(e, comp int, sd *Simple, v []byte, off int64, otherList bool) {
 	name := sd.Num
 	if name == "" {
-		name = "value"
+		name = "the value"
 	}
 	switch sd.Rep {
 	case Code:
@@ -474,6 +474,9 @@ func (c *checker) value(e, comp int, sd *Simple, v []byte, off int64, otherList 
 		}
 	}
 	n := len(v)
+	if n <= sd.Max && sd.Min <= 1 {
+		return // no more characters than bytes, and a value is never empty here
+	}
 	for _, b := range v {
 		if b >= 0x80 {
 			if utf8.Valid(v) {

@@ -60,37 +60,54 @@ func (r Rep) String() string {
 
 // CodeList is the set of values of a coded data element.
 type CodeList struct {
-	// packed holds the codes of up to 3 bytes as sorted packCode keys;
-	// set holds the longer ones (none in the tables shipped).
-	packed []uint32
-	set    map[string]struct{}
-	Len    int
+	// table is an open-addressing hash set of the codes of up to 3 bytes
+	// (packCode keys, 0 = empty slot), mask its size - 1; set holds longer
+	// codes (none in the tables shipped).
+	table []uint32
+	mask  uint32
+	set   map[string]struct{}
+	Len   int
 }
 
-func packCode(v []byte) (uint32, bool) {
-	if len(v) > 3 {
-		return 0, false
+// packCode packs a value of 1 to 3 bytes, with its length, into a non-zero
+// key; ok is false for other lengths.
+func packCode(v []byte) (k uint32, ok bool) {
+	switch len(v) {
+	case 1:
+		return 1<<24 | uint32(v[0]), true
+	case 2:
+		return 2<<24 | uint32(v[0])<<8 | uint32(v[1]), true
+	case 3:
+		return 3<<24 | uint32(v[0])<<16 | uint32(v[1])<<8 | uint32(v[2]), true
 	}
-	k := uint32(len(v)) << 24
-	for i, b := range v {
-		k |= uint32(b) << (16 - 8*i)
-	}
-	return k, true
+	return 0, false
 }
+
+func hashCode(k uint32) uint32 { return (k * 0x9E3779B1) >> 7 }
 
 func newCodeList(codes []string) *CodeList {
 	c := &CodeList{Len: len(codes)}
+	size := 8
+	for size < 2*len(codes) {
+		size *= 2
+	}
+	c.table, c.mask = make([]uint32, size), uint32(size-1)
 	for _, v := range codes {
-		if k, ok := packCode([]byte(v)); ok {
-			c.packed = append(c.packed, k)
+		k, ok := packCode([]byte(v))
+		if !ok {
+			if c.set == nil {
+				c.set = map[string]struct{}{}
+			}
+			c.set[v] = struct{}{}
 			continue
 		}
-		if c.set == nil {
-			c.set = map[string]struct{}{}
+		for i := hashCode(k) & c.mask; ; i = (i + 1) & c.mask {
+			if c.table[i] == 0 || c.table[i] == k {
+				c.table[i] = k
+				break
+			}
 		}
-		c.set[v] = struct{}{}
 	}
-	sort.Slice(c.packed, func(i, j int) bool { return c.packed[i] < c.packed[j] })
 	return c
 }
 
@@ -101,16 +118,14 @@ func (c *CodeList) Has(v []byte) bool {
 		_, ok := c.set[string(v)]
 		return ok
 	}
-	lo, hi := 0, len(c.packed)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if c.packed[m] < k {
-			lo = m + 1
-		} else {
-			hi = m
+	for i := hashCode(k) & c.mask; ; i = (i + 1) & c.mask {
+		switch c.table[i] {
+		case k:
+			return true
+		case 0:
+			return false
 		}
 	}
-	return lo < len(c.packed) && c.packed[lo] == k
 }
 
 // Simple is a simple data element, on its own or as a component.
