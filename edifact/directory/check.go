@@ -164,13 +164,13 @@ type Options struct {
 
 type frame struct {
 	nodes []Node
-	pos   int // current entry, -1 before the first
+	keys  []uint32 // trigger keys of nodes
+	pos   int      // current entry, -1 before the first
 	count int // occurrences of the current entry so far
 }
 
 type checker struct {
 	stack []frame
-	vals  []val
 	opt   Options
 	m     *edifact.Message
 	def   *Message
@@ -179,14 +179,14 @@ type checker struct {
 	s     *edifact.Segment
 }
 
-var checkers = sync.Pool{New: func() any { return &checker{stack: make([]frame, 0, 8), vals: make([]val, 0, 32)} }}
+var checkers = sync.Pool{New: func() any { return &checker{stack: make([]frame, 0, 8)} }}
 
 // Validate checks m against def and calls report for every finding, in
 // message order. It keeps no reference to m or its segments.
 func (def *Message) Validate(m *edifact.Message, opt Options, report func(Finding)) {
 	c := checkers.Get().(*checker)
 	c.opt, c.m, c.def, c.emit = opt, m, def, report
-	c.stack = append(c.stack[:0], frame{nodes: def.Table, pos: -1})
+	c.stack = append(c.stack[:0], frame{nodes: def.Table, keys: def.keys, pos: -1})
 	for i := range m.Segments {
 		s := &m.Segments[i]
 		c.seg, c.s = i+1, s
@@ -228,7 +228,16 @@ func describe(n *Node) string {
 // missing reports the mandatory entries of f from index from on that did
 // not occur (count is the occurrences of entry from).
 func (c *checker) missing(f *frame, from, to, count int) {
-	for j := from; j < to; j++ {
+	if from >= len(f.nodes) {
+		return
+	}
+	next := func(j int) int {
+		if j+1 >= len(f.nodes) {
+			return len(f.nodes)
+		}
+		return f.nodes[j+1].nextMandatory
+	}
+	for j := f.nodes[from].nextMandatory; j < to; j = next(j) {
 		n := &f.nodes[j]
 		got := 0
 		if j == f.pos {
@@ -282,8 +291,8 @@ func (c *checker) match(tag string) *Segment {
 				}
 			}
 		}
-		for j := f.pos + 1; j < len(f.nodes); j++ {
-			if f.nodes[j].tkey == key {
+		for j := f.pos + 1; j < len(f.keys); j++ {
+			if f.keys[j] == key {
 				return c.commit(level, j, false)
 			}
 		}
@@ -320,7 +329,7 @@ func (c *checker) commit(level, idx int, repeat bool) *Segment {
 		f.pos, f.count = idx, 1
 	}
 	for n.Segment == nil {
-		c.stack = append(c.stack, frame{nodes: n.Group, pos: 0, count: 1})
+		c.stack = append(c.stack, frame{nodes: n.Group, keys: n.keys, pos: 0, count: 1})
 		n = &n.Group[0]
 	}
 	return n.Segment
@@ -338,7 +347,8 @@ type val struct {
 func (c *checker) elements(sd *Segment) {
 	s := c.s
 	nv := s.ValueCount()
-	vals := c.vals[:0]
+	var local [32]val // on the stack: no write barriers for the common segment
+	vals := local[:0]
 	curE, curR := 0, 0
 	for i := 0; i < nv; i++ {
 		// A value holding release characters is unescaped into a new
@@ -355,7 +365,6 @@ func (c *checker) elements(sd *Segment) {
 	if len(vals) > 0 {
 		c.element(sd, curE, curR, vals)
 	}
-	c.vals = vals[:0]
 	for k := curE + 1; k <= len(sd.Elements); k++ {
 		if sd.Elements[k-1].Mandatory {
 			c.add(ElementMissing, k, 0, s.Offset+int64(len(s.Raw())), "mandatory data element %s missing", sd.Elements[k-1].Num)

@@ -168,7 +168,11 @@ type Node struct {
 	Number   int      // segment group number (1-based, as the directory counts them); 0 for a segment
 	Min, Max int      // occurrences; Max 0 = unbounded
 	trigger  string
-	tkey     uint32 // tagKey(trigger)
+	tkey     uint32   // tagKey(trigger)
+	keys     []uint32 // tkey of each entry of Group, for a quick scan
+	// nextMandatory is the index, in the slice holding this node, of the
+	// first mandatory entry from this one on (len of the slice if none).
+	nextMandatory int
 }
 
 // tagKey packs a 3-byte tag into an integer, for quick comparisons.
@@ -187,6 +191,7 @@ func (n *Node) Trigger() string { return n.trigger }
 type Message struct {
 	Version, Release, Type string // "D", "95B", "BAPLIE"
 	Table                  []Node
+	keys                   []uint32 // tkey of each entry of Table
 	depth                  int
 }
 
@@ -292,7 +297,7 @@ func parseTables(gz []byte, into map[key]*Message) error {
 			if p.i != len(p.toks) {
 				return bad("%s: unbalanced groups", f[3])
 			}
-			m.Table = table
+			m.Table, m.keys = table, link(table)
 			m.depth = p.maxDepth + 1
 			into[key{m.Version, m.Release, m.Type}] = m
 		default:
@@ -421,7 +426,7 @@ func (p *treeParser) nodes(depth int) ([]Node, error) {
 				return nil, err
 			}
 			p.i++
-			n.Group, n.trigger, n.tkey = inner, inner[0].trigger, inner[0].tkey
+			n.Group, n.trigger, n.tkey, n.keys = inner, inner[0].trigger, inner[0].tkey, link(inner)
 			out = append(out, n)
 		case strings.HasPrefix(t, "]"):
 			return out, nil
@@ -440,6 +445,21 @@ func (p *treeParser) nodes(depth int) ([]Node, error) {
 		}
 	}
 	return out, nil
+}
+
+// link fills the nextMandatory of the entries of ns and returns their
+// trigger keys.
+func link(ns []Node) []uint32 {
+	keys := make([]uint32, len(ns))
+	next := len(ns)
+	for i := len(ns) - 1; i >= 0; i-- {
+		if ns[i].Min > 0 {
+			next = i
+		}
+		ns[i].nextMandatory = next
+		keys[i] = ns[i].tkey
+	}
+	return keys
 }
 
 func occ(s string) (lo, hi int, err error) {
