@@ -166,7 +166,7 @@ type frame struct {
 	nodes []Node
 	keys  []uint32 // trigger keys of nodes
 	pos   int      // current entry, -1 before the first
-	count int // occurrences of the current entry so far
+	count int      // occurrences of the current entry so far
 }
 
 type checker struct {
@@ -335,101 +335,116 @@ func (c *checker) commit(level, idx int, repeat bool) *Segment {
 	return n.Segment
 }
 
-// val is one value of the segment being checked.
-type val struct {
-	comp int
-	off  int64
-	v    []byte
+// elem is the state of the element repetition being checked.
+type elem struct {
+	e, r      int
+	ed        *Element // nil past the segment's elements
+	start     int      // index of its first value
+	off       int64    // offset of its first value
+	end       int64    // offset just after its last value
+	present   uint64   // components with a value
+	surplus   bool     // an element or repetition the segment does not have
+	reported  bool     // surplus reported
+	otherList bool     // a code qualified by another list than UNCL
 }
 
-// elements checks the data elements of the current segment against sd,
-// one element repetition at a time.
+// elements checks the data elements of the current segment against sd in
+// one pass over its values, one element repetition at a time.
 func (c *checker) elements(sd *Segment) {
 	s := c.s
 	nv := s.ValueCount()
-	var local [32]val // on the stack: no write barriers for the common segment
-	vals := local[:0]
-	curE, curR := 0, 0
+	var st elem
 	for i := 0; i < nv; i++ {
 		// A value holding release characters is unescaped into a new
 		// slice (rare); the others alias the segment.
 		e, comp, r, off, v := s.ValueAt(i, nil)
-		if e != curE || r != curR {
-			if len(vals) > 0 {
-				c.element(sd, curE, curR, vals)
+		if e != st.e || r != st.r {
+			if st.e > 0 {
+				c.finish(&st, i)
 			}
-			vals, curE, curR = vals[:0], e, r
+			c.begin(sd, &st, e, r, i, off)
 		}
-		vals = append(vals, val{comp, off, v})
+		st.end = off + int64(len(v))
+		if len(v) == 0 {
+			continue
+		}
+		if st.surplus {
+			if !st.reported {
+				st.reported = true
+				if st.ed == nil {
+					c.add(ElementExtra, e, 0, st.off, "%s defines %d data elements", sd.Tag, len(sd.Elements))
+				} else {
+					c.add(RepetitionExtra, e, 0, st.off, "element %s repeated more than %d times", st.ed.Num, st.ed.Repeat)
+				}
+			}
+			continue
+		}
+		ed := st.ed
+		if comp > len(ed.Components) {
+			what := "element " + ed.Num + " is simple"
+			if ed.Composite {
+				what = fmt.Sprintf("composite %s defines %d components", ed.Num, len(ed.Components))
+			}
+			c.add(ComponentExtra, e, comp, off, "%s", what)
+			continue
+		}
+		if comp <= 64 {
+			st.present |= 1 << (comp - 1)
+		}
+		cc := 0
+		if ed.Composite {
+			cc = comp
+		}
+		c.value(e, cc, &ed.Components[comp-1], v, off, st.otherList)
 	}
-	if len(vals) > 0 {
-		c.element(sd, curE, curR, vals)
+	if st.e > 0 {
+		c.finish(&st, nv)
 	}
-	for k := curE + 1; k <= len(sd.Elements); k++ {
+	for k := st.e + 1; k <= len(sd.Elements); k++ {
 		if sd.Elements[k-1].Mandatory {
 			c.add(ElementMissing, k, 0, s.Offset+int64(len(s.Raw())), "mandatory data element %s missing", sd.Elements[k-1].Num)
 		}
 	}
 }
 
-func nonEmpty(vals []val) bool {
-	for _, x := range vals {
-		if len(x.v) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// element checks one repetition r of data element e.
-func (c *checker) element(sd *Segment, e, r int, vals []val) {
-	off := vals[0].off
+// begin starts repetition r of element e at value i.
+func (c *checker) begin(sd *Segment, st *elem, e, r, i int, off int64) {
+	*st = elem{e: e, r: r, start: i, off: off, end: off}
 	if e > len(sd.Elements) {
-		if nonEmpty(vals) {
-			c.add(ElementExtra, e, 0, off, "%s defines %d data elements", sd.Tag, len(sd.Elements))
-		}
+		st.surplus = true
 		return
 	}
 	ed := &sd.Elements[e-1]
+	st.ed = ed
 	if r > 0 && ed.Repeat != 0 && r >= ed.Repeat {
-		if nonEmpty(vals) {
-			c.add(RepetitionExtra, e, 0, off, "element %s repeated more than %d times", ed.Num, ed.Repeat)
-		}
+		st.surplus = true
 		return
 	}
-	var present uint64
-	otherList := false
-	if ed.coded && (ed.listComp > 0 || ed.agencyComp > 0) {
-		for _, x := range vals {
-			if len(x.v) > 0 && (x.comp == ed.listComp || (x.comp == ed.agencyComp && string(x.v) != "6")) {
-				otherList = true // qualified by a list other than UNCL (ISO 6346, EAN, a partner's)
-			}
+	if !ed.coded || (ed.listComp == 0 && ed.agencyComp == 0) {
+		return
+	}
+	s := c.s
+	for j := i; j < s.ValueCount(); j++ {
+		e2, comp, r2, _, v := s.ValueAt(j, nil)
+		if e2 != e || r2 != r {
+			break
+		}
+		if len(v) > 0 && (comp == ed.listComp || (comp == ed.agencyComp && string(v) != "6")) {
+			st.otherList = true // qualified by a list other than UNCL (ISO 6346, EAN, a partner's)
 		}
 	}
-	for _, x := range vals {
-		if len(x.v) == 0 {
-			continue
-		}
-		if x.comp > len(ed.Components) {
-			what := "element " + ed.Num + " is simple"
-			if ed.Composite {
-				what = fmt.Sprintf("composite %s defines %d components", ed.Num, len(ed.Components))
-			}
-			c.add(ComponentExtra, e, x.comp, x.off, "%s", what)
-			continue
-		}
-		if x.comp <= 64 {
-			present |= 1 << (x.comp - 1)
-		}
-		cc := 0
-		if ed.Composite {
-			cc = x.comp
-		}
-		c.value(e, cc, &ed.Components[x.comp-1], x.v, x.off, otherList)
+}
+
+// finish reports what the element repetition that ends before value i
+// lacks.
+func (c *checker) finish(st *elem, i int) {
+	ed := st.ed
+	if st.surplus || ed == nil {
+		return
 	}
-	if present == 0 {
-		if r == 0 && ed.Mandatory {
-			c.add(ElementMissing, e, 0, off, "mandatory data element %s is empty", ed.Num)
+	if st.present == 0 {
+		if st.r == 0 && ed.Mandatory {
+			c.add(ElementMissing, st.e, 0, st.off, "mandatory data element %s is empty", ed.Num)
 		}
 		return
 	}
@@ -437,17 +452,14 @@ func (c *checker) element(sd *Segment, e, r int, vals []val) {
 		return
 	}
 	for k := range ed.Components {
-		if k >= 64 || !ed.Components[k].Mandatory || present&(1<<k) != 0 {
+		if k >= 64 || !ed.Components[k].Mandatory || st.present&(1<<k) != 0 {
 			continue
 		}
-		var coff int64
-		if k < len(vals) {
-			coff = vals[k].off
-		} else {
-			last := vals[len(vals)-1]
-			coff = last.off + int64(len(last.v))
+		coff := st.end // where the component would stand
+		if st.start+k < i {
+			_, _, _, coff, _ = c.s.ValueAt(st.start+k, nil)
 		}
-		c.add(ComponentMissing, e, k+1, coff, "mandatory component %s of %s missing", ed.Components[k].Num, ed.Num)
+		c.add(ComponentMissing, st.e, k+1, coff, "mandatory component %s of %s missing", ed.Components[k].Num, ed.Num)
 	}
 }
 
