@@ -6,9 +6,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lazaret/lazaret/edifact"
+	"github.com/lazaret/lazaret/edifact/directory"
 )
 
 // Tier is the validation tier a logistics rule belongs to; it decides the
@@ -71,13 +73,114 @@ type EDIRules struct {
 	// until its envelope's verdict is known; 0 means
 	// DefaultMaxRetainedBytes.
 	MaxRetainedBytes int64
+	// Directory is what the message-directory checks (segment table,
+	// elements, representation, length, code values) do with what they
+	// find; see DirectoryPolicy.
+	Directory DirectoryPolicy
+}
+
+// Action is what a message-directory check does with a finding.
+type Action string
+
+const (
+	// ActionReject fails the message: a structural finding (segment table,
+	// elements, representation, length) dead-letters the interchange, a
+	// code value quarantines the message (semantic).
+	ActionReject Action = "reject"
+	// ActionWarn records the finding as a warning; the message passes.
+	ActionWarn Action = "warn"
+	// ActionIgnore drops the finding.
+	ActionIgnore Action = "ignore"
+)
+
+// Actions lists the actions.
+func Actions() []Action { return []Action{ActionReject, ActionWarn, ActionIgnore} }
+
+// DirectoryPolicy is the strictness of each message-directory check, in
+// one place. An empty field takes its default (DefaultDirectoryPolicy).
+type DirectoryPolicy struct {
+	// Segments: segment order and groups, repetitions, mandatory segments.
+	Segments Action `json:"segments"`
+	// Elements: mandatory and surplus data elements, components and
+	// repetitions.
+	Elements Action `json:"elements"`
+	// Representation: a digit in an a element, a non-number in an n one.
+	Representation Action `json:"representation"`
+	// Length: values longer or shorter than the directory allows.
+	Length Action `json:"length"`
+	// Codes: a coded value not in its UN/EDIFACT code list (UNCL). Values
+	// qualified by another list (1131/3055) are not checked.
+	Codes Action `json:"codes"`
+	// Unknown: a message whose release or type the directory does not hold
+	// gets envelope checks only; warn or ignore (reject fails it as
+	// semantic).
+	Unknown Action `json:"unknown"`
+	// MaxFindings bounds the findings kept per message (0 = 1000); the
+	// rest are counted in one last finding.
+	MaxFindings int `json:"max_findings"`
+}
+
+// DefaultDirectoryPolicy rejects what breaks the syntax of a message
+// (segment table, elements, representation) and warns about lengths, code
+// values and messages without a directory: the good interchanges of the
+// shared corpus carry partner and SMDG codes outside UNCL (BAPLIE, COARRI,
+// IFTSAI, ORDERS) and one EANCOM order 4-character units in an an..3
+// element (6411); they must pass.
+func DefaultDirectoryPolicy() DirectoryPolicy {
+	return DirectoryPolicy{Segments: ActionReject, Elements: ActionReject, Representation: ActionReject,
+		Length: ActionWarn, Codes: ActionWarn, Unknown: ActionWarn, MaxFindings: 1000}
+}
+
+func (p DirectoryPolicy) action(c directory.Check) Action {
+	d := DefaultDirectoryPolicy()
+	pick := func(a, def Action) Action {
+		if a == "" {
+			return def
+		}
+		return a
+	}
+	switch c {
+	case directory.CheckSegments:
+		return pick(p.Segments, d.Segments)
+	case directory.CheckElements:
+		return pick(p.Elements, d.Elements)
+	case directory.CheckRepresentation:
+		return pick(p.Representation, d.Representation)
+	case directory.CheckLength:
+		return pick(p.Length, d.Length)
+	case directory.CheckCodes:
+		return pick(p.Codes, d.Codes)
+	}
+	return ActionReject
+}
+
+// Validate reports the fields that hold no known action.
+func (p DirectoryPolicy) Validate() error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		a    Action
+	}{{"segments", p.Segments}, {"elements", p.Elements}, {"representation", p.Representation}, {"length", p.Length}, {"codes", p.Codes}, {"unknown", p.Unknown}} {
+		switch f.a {
+		case "", ActionReject, ActionWarn, ActionIgnore:
+		default:
+			errs = append(errs, &FieldError{Field: "edi.directory." + f.name, Rule: "oneof", Param: "reject warn ignore", Value: string(f.a),
+				Message: "want reject, warn or ignore"})
+		}
+	}
+	if p.MaxFindings < 0 {
+		errs = append(errs, &FieldError{Field: "edi.directory.max_findings", Rule: "min", Param: "0", Value: fmt.Sprint(p.MaxFindings), Message: "must not be negative"})
+	}
+	return errors.Join(errs...)
 }
 
 // DefaultEDIRules: VGM 1500..40000 kg for unknown sizes, charset warnings,
-// IFTMIN and IFCSUM need a consignor (CZ) and a consignee (CN).
+// IFTMIN and IFCSUM need a consignor (CZ) and a consignee (CN), and the
+// message-directory policy of DefaultDirectoryPolicy.
 func DefaultEDIRules() EDIRules {
 	return EDIRules{VGMFloorKg: 1500, VGMMaxKg: 40000,
-		RequiredParties: map[string][]string{"IFTMIN": {"CZ", "CN"}, "IFCSUM": {"CZ", "CN"}}}
+		RequiredParties: map[string][]string{"IFTMIN": {"CZ", "CN"}, "IFCSUM": {"CZ", "CN"}},
+		Directory:       DefaultDirectoryPolicy()}
 }
 
 // partyNames are the code list 3035 qualifiers the rules talk about.
@@ -93,13 +196,19 @@ func partyName(q string) string {
 	return q
 }
 
-// messagesWithoutBGM are message types that have no BGM segment.
-var messagesWithoutBGM = map[string]bool{"CONTRL": true, "PAORES": true}
+// messagesWithoutBGM are message types that have no BGM segment: the
+// UN/EDIFACT service messages (ISO 9735: CONTRL, AUTACK part 6, KEYMAN
+// part 9) and IATA's PAORES.
+var messagesWithoutBGM = map[string]bool{"CONTRL": true, "AUTACK": true, "KEYMAN": true, "PAORES": true}
 
 // CheckMessage applies the structural, semantic and regulatory rules to one
-// message, through its view (see ViewOf). All problems come back joined,
-// structural first, then regulatory, then semantic; warnings are things
-// worth a look that do not fail the message.
+// message, through its view (see ViewOf), and checks it against its
+// release's message directory (package edifact/directory: segment table,
+// elements, representation, length, code values) as rules.Directory says.
+// All problems come back joined, structural first, then regulatory, then
+// semantic; warnings are things worth a look that do not fail the message.
+// Numeric values may use either decimal mark (the message does not carry
+// its interchange's UNA).
 func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warnings []Warning, err error) {
 	v := ViewOf(m)
 	var errs []*RuleError
@@ -209,6 +318,7 @@ func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warning
 			add(d.Value, TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", d.Value.Value, d.Format)
 		}
 	}
+	warnings = append(warnings, checkDirectory(m, rules.Directory, func(e *RuleError) { errs = append(errs, e) })...)
 	rank := map[Tier]int{TierStructural: 0, TierRegulatory: 1, TierSemantic: 2}
 	sort.SliceStable(errs, func(i, j int) bool { return rank[errs[i].Tier] < rank[errs[j].Tier] })
 	joined := make([]error, len(errs))
@@ -216,6 +326,94 @@ func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warning
 		joined[i] = e
 	}
 	return warnings, errors.Join(joined...)
+}
+
+// unknownWarnings holds one warning text per message type and release
+// without a directory, so that a large interchange of them shares it.
+var unknownWarnings sync.Map
+
+// checkDirectory checks m against its release's message directory (see
+// package directory) and applies policy: rejected findings go to reject
+// as *RuleError (code values semantic, the rest structural), warned ones
+// come back as warnings. A message the directory does not hold gets a
+// warning (policy.Unknown). A missing BGM is left to the BGM rule.
+func checkDirectory(m *edifact.Message, policy DirectoryPolicy, reject func(*RuleError)) (warnings []Warning) {
+	var def *directory.Message
+	if m.Agency == "UN" {
+		def = directory.Lookup(m.Version, m.Release, m.Type)
+	}
+	if def == nil {
+		switch policy.Unknown {
+		case ActionIgnore:
+			return nil
+		case ActionReject:
+			reject(&RuleError{Tier: TierSemantic, Code: "edifact.directory.unknown", Message: m.Ref, Segment: 1, Tag: "UNH", Offset: m.Offset,
+				Reason: fmt.Sprintf("no message directory for %s %s:%s:%s; only the envelope was checked", m.Type, m.Version, m.Release, m.Agency)})
+			return nil
+		}
+		k := m.Type + ":" + m.Version + ":" + m.Release + ":" + m.Agency
+		text, ok := unknownWarnings.Load(k)
+		if !ok {
+			text, _ = unknownWarnings.LoadOrStore(k, fmt.Sprintf("no message directory for %s; only the envelope was checked", k))
+		}
+		off := m.Offset
+		return []Warning{{Code: "edifact.directory.unknown", Message: text.(string), Offset: &off}}
+	}
+	limit := policy.MaxFindings
+	if limit <= 0 {
+		limit = 1000
+	}
+	kept, droppedWarn := 0, 0
+	var over *RuleError // the first rejected finding past the limit, standing for all of them
+	droppedReject := 0
+	registry := def.Name() + " directory"
+	def.Validate(m, directory.Options{}, func(f directory.Finding) {
+		if f.Kind == directory.SegmentMissing && f.Expected == "BGM" {
+			return // the BGM rule reports it, with its established code
+		}
+		action := policy.action(f.Kind.Check())
+		if action == ActionIgnore {
+			return
+		}
+		full := kept >= limit
+		if !full {
+			kept++
+		}
+		code := "edifact.directory." + string(f.Kind)
+		if action == ActionWarn {
+			if full {
+				droppedWarn++
+				return
+			}
+			off := f.Offset
+			warnings = append(warnings, Warning{Code: code, Offset: &off, Message: fmt.Sprintf("message %s %s", m.Ref, f.String())})
+			return
+		}
+		tier := TierStructural
+		if f.Kind == directory.CodeUnknown {
+			tier = TierSemantic
+		}
+		e := &RuleError{Tier: tier, Code: code, Syntax: f.Kind.Syntax(), Message: m.Ref, Segment: f.Segment, Tag: f.Tag,
+			Element: f.Element, Component: f.Component, Offset: f.Offset, Registry: registry, Reason: f.Reason}
+		if !full {
+			reject(e)
+			return
+		}
+		droppedReject++
+		if over == nil || (tier == TierStructural && over.Tier != TierStructural) {
+			over = e
+		}
+	})
+	if over != nil {
+		over.Reason = fmt.Sprintf("%s; and %d more rejected findings past the limit of %d (edi directory max_findings)", over.Reason, droppedReject-1, limit)
+		reject(over)
+	}
+	if droppedWarn > 0 {
+		off := m.Offset
+		warnings = append(warnings, Warning{Code: "edifact.directory.more", Offset: &off,
+			Message: fmt.Sprintf("message %s: %d more directory warnings not listed (edi directory max_findings %d)", m.Ref, droppedWarn, limit)})
+	}
+	return warnings
 }
 
 func orNone(s []string) []string {

@@ -1,0 +1,164 @@
+package directory_test
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/lazaret/lazaret/edifact"
+	"github.com/lazaret/lazaret/edifact/directory"
+	"github.com/lazaret/lazaret/fixtures"
+)
+
+var (
+	bigOnce sync.Once
+	bigPath string
+)
+
+// bigInterchange is fixtures.LargeInterchange (~50 MB of IFTMIN and VERMAS
+// messages, all labelled D:99B) in the temp folder, the same file the
+// edifact benchmarks read.
+func bigInterchange(b *testing.B) string {
+	bigOnce.Do(func() {
+		bigPath = filepath.Join(os.TempDir(), "lazaret-bench-50mb.edi")
+		if st, err := os.Stat(bigPath); err == nil && st.Size() > 50<<20 {
+			return
+		}
+		tmp := bigPath + ".partial-directory"
+		f, err := os.Create(tmp)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := bufio.NewWriterSize(f, 1<<20)
+		if err := fixtures.LargeInterchange(w, 50<<20); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		if err := os.Rename(tmp, bigPath); err != nil {
+			b.Fatal(err)
+		}
+	})
+	return bigPath
+}
+
+// benchFile runs fn over the large interchange, reporting MB/s, allocations
+// and the heap the process holds at the end.
+func benchFile(b *testing.B, fn func(io.Reader)) {
+	path := bigInterchange(b)
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(st.Size())
+	b.ReportAllocs()
+	runtime.GC()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fn(f)
+		f.Close()
+	}
+	b.StopTimer()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapSys)/(1<<20), "heap-sys-MB")
+}
+
+// BenchmarkParse is the anchor: edifact.Parse alone, envelope checks in
+// constant memory.
+func BenchmarkParse(b *testing.B) {
+	benchFile(b, func(r io.Reader) {
+		if _, err := edifact.Parse(r, edifact.Limits{}, nil); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkParseMessages is Parse handing every message, its segments
+// kept, to a callback: what any message check costs before it starts.
+func BenchmarkParseMessages(b *testing.B) {
+	benchFile(b, func(r io.Reader) {
+		n := 0
+		if _, err := edifact.Parse(r, edifact.Limits{}, func(m *edifact.Message) error { n += len(m.Segments); return nil }); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkParseDirectory is Parse with every message checked against its
+// directory (the IFTMIN D:99B half; VERMAS has no table and is skipped).
+func BenchmarkParseDirectory(b *testing.B) { benchDirectory(b) }
+
+func benchDirectory(b *testing.B) {
+	benchFile(b, func(r io.Reader) {
+		checked, findings := 0, 0
+		report := func(directory.Finding) { findings++ }
+		_, err := edifact.Parse(r, edifact.Limits{}, func(m *edifact.Message) error {
+			if def := directory.Lookup(m.Version, m.Release, m.Type); def != nil {
+				def.Validate(m, directory.Options{}, report)
+				checked++
+			}
+			return nil
+		})
+		if err != nil || checked == 0 || findings != 0 {
+			b.Fatalf("%v: %d messages checked, %d findings", err, checked, findings)
+		}
+	})
+}
+
+// BenchmarkDirectoryOnly is the checker alone over messages parsed
+// beforehand (the first 20,000 of the large interchange; SetBytes counts
+// their bytes, UNH to UNT), so that its cost is seen apart from Parse's.
+func BenchmarkDirectoryOnly(b *testing.B) {
+	f, err := os.Open(bigInterchange(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	type parsed struct {
+		m   edifact.Message
+		def *directory.Message
+	}
+	var ms []parsed
+	var size int64
+	stop := io.EOF
+	_, err = edifact.Parse(f, edifact.Limits{}, func(m *edifact.Message) error {
+		c := *m
+		c.Segments = append([]edifact.Segment(nil), m.Segments...)
+		last := c.Segments[len(c.Segments)-1]
+		size += last.Offset + int64(len(last.Raw())) + 1 - c.Offset
+		ms = append(ms, parsed{c, directory.Lookup(m.Version, m.Release, m.Type)})
+		if len(ms) == 20000 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	b.ResetTimer()
+	findings := 0
+	report := func(directory.Finding) { findings++ }
+	for i := 0; i < b.N; i++ {
+		for j := range ms {
+			if p := &ms[j]; p.def != nil {
+				p.def.Validate(&p.m, directory.Options{}, report)
+			}
+		}
+	}
+	if findings != 0 {
+		b.Fatalf("%d findings", findings)
+	}
+}

@@ -1,0 +1,551 @@
+package directory
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/lazaret/lazaret/edifact"
+)
+
+// Kind is what a finding is about.
+type Kind string
+
+const (
+	// SegmentUnexpected: the segment is not allowed where it stands (out of
+	// order, or not in the message at all).
+	SegmentUnexpected Kind = "segment-unexpected"
+	// SegmentMissing: a mandatory segment is absent.
+	SegmentMissing Kind = "segment-missing"
+	// SegmentRepeated: a segment occurs more often than the table allows.
+	SegmentRepeated Kind = "segment-repeated"
+	// GroupMissing: a mandatory segment group is absent.
+	GroupMissing Kind = "group-missing"
+	// GroupRepeated: a segment group occurs more often than allowed.
+	GroupRepeated Kind = "group-repeated"
+	// ElementMissing: a mandatory data element is absent.
+	ElementMissing Kind = "element-missing"
+	// ComponentMissing: a mandatory component of a composite that is there
+	// is absent.
+	ComponentMissing Kind = "component-missing"
+	// ElementExtra: more data elements than the segment defines.
+	ElementExtra Kind = "element-extra"
+	// ComponentExtra: more components than the element defines.
+	ComponentExtra Kind = "component-extra"
+	// RepetitionExtra: a data element repeated more often than allowed.
+	RepetitionExtra Kind = "repetition-extra"
+	// Representation: a character the representation does not allow (a
+	// digit in an a element, a letter in an n element, a misplaced sign or
+	// decimal mark).
+	Representation Kind = "representation"
+	// TooLong: longer than the element's maximum length.
+	TooLong Kind = "too-long"
+	// TooShort: shorter than the element's minimum length.
+	TooShort Kind = "too-short"
+	// CodeUnknown: a coded element's value is not in its code list.
+	CodeUnknown Kind = "code-unknown"
+)
+
+// Kinds lists every kind of finding.
+func Kinds() []Kind {
+	return []Kind{SegmentUnexpected, SegmentMissing, SegmentRepeated, GroupMissing, GroupRepeated, ElementMissing, ComponentMissing,
+		ElementExtra, ComponentExtra, RepetitionExtra, Representation, TooLong, TooShort, CodeUnknown}
+}
+
+// Check is the policy group a kind belongs to.
+type Check string
+
+const (
+	// CheckSegments: order, groups, repetitions and mandatory segments.
+	CheckSegments Check = "segments"
+	// CheckElements: mandatory and surplus elements, components and
+	// repetitions.
+	CheckElements Check = "elements"
+	// CheckRepresentation: the characters an a or n element may hold.
+	CheckRepresentation Check = "representation"
+	// CheckLength: minimum and maximum lengths.
+	CheckLength Check = "length"
+	// CheckCodes: code values of coded elements.
+	CheckCodes Check = "codes"
+)
+
+// Checks lists the policy groups.
+func Checks() []Check {
+	return []Check{CheckSegments, CheckElements, CheckRepresentation, CheckLength, CheckCodes}
+}
+
+// Check is the policy group of k.
+func (k Kind) Check() Check {
+	switch k {
+	case SegmentUnexpected, SegmentMissing, SegmentRepeated, GroupMissing, GroupRepeated:
+		return CheckSegments
+	case Representation:
+		return CheckRepresentation
+	case TooLong, TooShort:
+		return CheckLength
+	case CodeUnknown:
+		return CheckCodes
+	}
+	return CheckElements
+}
+
+// Syntax is the UN/EDIFACT syntax error code (0085) CONTRL reports for k.
+func (k Kind) Syntax() int {
+	switch k {
+	case SegmentUnexpected:
+		return edifact.CodeNotSupportedHere // 15
+	case SegmentMissing, GroupMissing, ElementMissing, ComponentMissing:
+		return edifact.CodeMissing // 13
+	case SegmentRepeated, RepetitionExtra:
+		return 35 // too many repetitions
+	case GroupRepeated:
+		return 36 // too many segment group repetitions
+	case ElementExtra, ComponentExtra:
+		return edifact.CodeTooManyConstituent // 16
+	case Representation:
+		return 37 // invalid type of characters
+	case TooLong:
+		return edifact.CodeTooLong // 39
+	case TooShort:
+		return 40 // data element too short
+	case CodeUnknown:
+		return edifact.CodeInvalidValue // 12
+	}
+	return edifact.CodeUnspecified
+}
+
+// Finding is one way a message departs from its directory. Segment is the
+// 1-based position of the segment in its message (UNH = 1), Element and
+// Component are 1-based as CONTRL counts them (Component 0 for a simple
+// element or the whole element, Element 0 for the whole segment), Offset
+// the 0-based byte in the interchange: of the value when there is one, of
+// the segment otherwise, and where the element would stand for one that
+// is missing at the end of a segment.
+type Finding struct {
+	Kind      Kind
+	Segment   int
+	Tag       string
+	Element   int
+	Component int
+	Offset    int64
+	// Expected is the tag of the missing segment, or the trigger of the
+	// missing group, for SegmentMissing and GroupMissing.
+	Expected string
+	Reason   string
+}
+
+func (f Finding) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "segment %d (%s)", f.Segment, f.Tag)
+	if f.Element > 0 {
+		fmt.Fprintf(&b, " element %d", f.Element)
+		if f.Component > 0 {
+			fmt.Fprintf(&b, ":%d", f.Component)
+		}
+	}
+	fmt.Fprintf(&b, " at byte %d: %s: %s", f.Offset, f.Kind, f.Reason)
+	return b.String()
+}
+
+// MaxCodeLength bounds a coded value. The schemas give coded elements a
+// code list but no representation; their codes are at most 3 characters,
+// and a coded element holding another list's code (qualified by 1131 and
+// 3055) is at most an..35 in the directories, so a longer value is too
+// long whatever its list.
+const MaxCodeLength = 35
+
+// Options are what a check needs to know of the interchange.
+type Options struct {
+	// Decimal is the decimal mark the interchange declares (UNA); 0 accepts
+	// both full stop and comma, as ISO 9735 allows either.
+	Decimal byte
+}
+
+type frame struct {
+	nodes []Node
+	keys  []uint32 // trigger keys of nodes
+	pos   int      // current entry, -1 before the first
+	count int      // occurrences of the current entry so far
+}
+
+type checker struct {
+	stack []frame
+	opt   Options
+	m     *edifact.Message
+	def   *Message
+	emit  func(Finding)
+	seg   int // position of the segment being checked
+	s     *edifact.Segment
+}
+
+var checkers = sync.Pool{New: func() any { return &checker{stack: make([]frame, 0, 8)} }}
+
+// Validate checks m against def and calls report for every finding, in
+// message order. It keeps no reference to m or its segments.
+func (def *Message) Validate(m *edifact.Message, opt Options, report func(Finding)) {
+	c := checkers.Get().(*checker)
+	c.opt, c.m, c.def, c.emit = opt, m, def, report
+	c.stack = append(c.stack[:0], frame{nodes: def.Table, keys: def.keys, pos: -1})
+	for i := range m.Segments {
+		s := &m.Segments[i]
+		c.seg, c.s = i+1, s
+		if sd := c.match(s.Tag); sd != nil && !sd.Any {
+			c.elements(sd)
+		}
+	}
+	// The end of the message closes every open group.
+	for len(c.stack) > 0 {
+		c.close(&c.stack[len(c.stack)-1])
+		c.stack = c.stack[:len(c.stack)-1]
+	}
+	c.m, c.s, c.def, c.emit = nil, nil, nil, nil
+	checkers.Put(c)
+}
+
+// Check is Validate collecting the findings.
+func (def *Message) Check(m *edifact.Message, opt Options) []Finding {
+	var out []Finding
+	def.Validate(m, opt, func(f Finding) { out = append(out, f) })
+	return out
+}
+
+func (c *checker) add(k Kind, elem, comp int, off int64, format string, args ...any) {
+	c.emit(Finding{Kind: k, Segment: c.seg, Tag: c.s.Tag, Element: elem, Component: comp, Offset: off, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) addMissing(k Kind, want string, format string, args ...any) {
+	c.emit(Finding{Kind: k, Segment: c.seg, Tag: c.s.Tag, Offset: c.s.Offset, Expected: want, Reason: fmt.Sprintf(format, args...)})
+}
+
+func describe(n *Node) string {
+	if n.Segment != nil {
+		return "segment " + n.Segment.Tag
+	}
+	return fmt.Sprintf("segment group %d (%s)", n.Number, n.trigger)
+}
+
+// missing reports the mandatory entries of f from index from on that did
+// not occur (count is the occurrences of entry from).
+func (c *checker) missing(f *frame, from, to, count int) {
+	if from >= len(f.nodes) {
+		return
+	}
+	next := func(j int) int {
+		if j+1 >= len(f.nodes) {
+			return len(f.nodes)
+		}
+		return f.nodes[j+1].nextMandatory
+	}
+	for j := f.nodes[from].nextMandatory; j < to; j = next(j) {
+		n := &f.nodes[j]
+		got := 0
+		if j == f.pos {
+			got = count
+		}
+		if got >= n.Min {
+			continue
+		}
+		where := "at the end of the message"
+		if c.s.Tag != "UNT" {
+			where = "before " + c.s.Tag
+		}
+		k := SegmentMissing
+		if n.Segment == nil {
+			k = GroupMissing
+		}
+		if got == 0 {
+			c.addMissing(k, n.trigger, "mandatory %s missing %s", describe(n), where)
+		} else {
+			c.addMissing(k, n.trigger, "%s occurs %d times, at least %d required", describe(n), got, n.Min)
+		}
+	}
+}
+
+// close reports what is missing at the end of a frame.
+func (c *checker) close(f *frame) {
+	start := f.pos
+	if start < 0 {
+		start = 0
+	}
+	c.missing(f, start, len(f.nodes), f.count)
+}
+
+// match advances the state machine over the segment table with tag and
+// returns the layout of the matched segment, or nil when tag is not
+// allowed here (reported).
+func (c *checker) match(tag string) *Segment {
+	type hit struct{ level, idx int }
+	over := hit{-1, -1} // the innermost entry tag would repeat past its maximum
+	key := tagKey(tag)
+	for level := len(c.stack) - 1; level >= 0; level-- {
+		f := &c.stack[level]
+		if f.pos >= 0 {
+			n := &f.nodes[f.pos]
+			if n.tkey == key {
+				if n.Max == 0 || f.count < n.Max {
+					return c.commit(level, f.pos, true)
+				}
+				if over.level < 0 {
+					over = hit{level, f.pos}
+				}
+			}
+		}
+		for j := f.pos + 1; j < len(f.keys); j++ {
+			if f.keys[j] == key {
+				return c.commit(level, j, false)
+			}
+		}
+	}
+	if over.level >= 0 {
+		return c.commit(over.level, over.idx, true)
+	}
+	c.add(SegmentUnexpected, 0, 0, c.s.Offset, "segment %s is not allowed here in %s", tag, c.def.Name())
+	return nil
+}
+
+func (c *checker) commit(level, idx int, repeat bool) *Segment {
+	for len(c.stack)-1 > level {
+		c.close(&c.stack[len(c.stack)-1])
+		c.stack = c.stack[:len(c.stack)-1]
+	}
+	f := &c.stack[level]
+	n := &f.nodes[idx]
+	if repeat {
+		f.count++
+		if n.Max > 0 && f.count > n.Max {
+			if n.Segment != nil {
+				c.add(SegmentRepeated, 0, 0, c.s.Offset, "%s occurs more than %d times", describe(n), n.Max)
+			} else {
+				c.add(GroupRepeated, 0, 0, c.s.Offset, "%s occurs more than %d times", describe(n), n.Max)
+			}
+		}
+	} else {
+		if f.pos >= 0 {
+			c.missing(f, f.pos, idx, f.count)
+		} else {
+			c.missing(f, 0, idx, 0)
+		}
+		f.pos, f.count = idx, 1
+	}
+	for n.Segment == nil {
+		c.stack = append(c.stack, frame{nodes: n.Group, keys: n.keys, pos: 0, count: 1})
+		n = &n.Group[0]
+	}
+	return n.Segment
+}
+
+// elem is the state of the element repetition being checked.
+type elem struct {
+	e, r      int
+	ed        *Element // nil past the segment's elements
+	start     int      // index of its first value
+	off       int64    // offset of its first value
+	end       int64    // offset just after its last value
+	present   uint64   // components with a value
+	surplus   bool     // an element or repetition the segment does not have
+	reported  bool     // surplus reported
+	otherList bool     // a code qualified by another list than UNCL
+}
+
+// elements checks the data elements of the current segment against sd in
+// one pass over its values, one element repetition at a time.
+func (c *checker) elements(sd *Segment) {
+	s := c.s
+	nv := s.ValueCount()
+	var st elem
+	for i := 0; i < nv; i++ {
+		// A value holding release characters is unescaped into a new
+		// slice (rare); the others alias the segment.
+		e, comp, r, off, v := s.ValueAt(i, nil)
+		if e != st.e || r != st.r {
+			if st.e > 0 {
+				c.finish(&st, i)
+			}
+			c.begin(sd, &st, e, r, i, off)
+		}
+		st.end = off + int64(len(v))
+		if len(v) == 0 {
+			continue
+		}
+		if st.surplus {
+			if !st.reported {
+				st.reported = true
+				if st.ed == nil {
+					c.add(ElementExtra, e, 0, st.off, "%s defines %d data elements", sd.Tag, len(sd.Elements))
+				} else {
+					c.add(RepetitionExtra, e, 0, st.off, "element %s repeated more than %d times", st.ed.Num, st.ed.Repeat)
+				}
+			}
+			continue
+		}
+		ed := st.ed
+		if comp > len(ed.Components) {
+			what := "element " + ed.Num + " is simple"
+			if ed.Composite {
+				what = fmt.Sprintf("composite %s defines %d components", ed.Num, len(ed.Components))
+			}
+			c.add(ComponentExtra, e, comp, off, "%s", what)
+			continue
+		}
+		if comp <= 64 {
+			st.present |= 1 << (comp - 1)
+		}
+		cc := 0
+		if ed.Composite {
+			cc = comp
+		}
+		c.value(e, cc, &ed.Components[comp-1], v, off, st.otherList)
+	}
+	if st.e > 0 {
+		c.finish(&st, nv)
+	}
+	for k := st.e + 1; k <= len(sd.Elements); k++ {
+		if sd.Elements[k-1].Mandatory {
+			c.add(ElementMissing, k, 0, s.Offset+int64(len(s.Raw())), "mandatory data element %s missing", sd.Elements[k-1].Num)
+		}
+	}
+}
+
+// begin starts repetition r of element e at value i.
+func (c *checker) begin(sd *Segment, st *elem, e, r, i int, off int64) {
+	*st = elem{e: e, r: r, start: i, off: off, end: off}
+	if e > len(sd.Elements) {
+		st.surplus = true
+		return
+	}
+	ed := &sd.Elements[e-1]
+	st.ed = ed
+	if r > 0 && ed.Repeat != 0 && r >= ed.Repeat {
+		st.surplus = true
+		return
+	}
+	if !ed.coded || (ed.listComp == 0 && ed.agencyComp == 0) {
+		return
+	}
+	s := c.s
+	for j := i; j < s.ValueCount(); j++ {
+		e2, comp, r2, _, v := s.ValueAt(j, nil)
+		if e2 != e || r2 != r {
+			break
+		}
+		if len(v) > 0 && (comp == ed.listComp || (comp == ed.agencyComp && string(v) != "6")) {
+			st.otherList = true // qualified by a list other than UNCL (ISO 6346, EAN, a partner's)
+		}
+	}
+}
+
+// finish reports what the element repetition that ends before value i
+// lacks.
+func (c *checker) finish(st *elem, i int) {
+	ed := st.ed
+	if st.surplus || ed == nil {
+		return
+	}
+	if st.present == 0 {
+		if st.r == 0 && ed.Mandatory {
+			c.add(ElementMissing, st.e, 0, st.off, "mandatory data element %s is empty", ed.Num)
+		}
+		return
+	}
+	if !ed.Composite {
+		return
+	}
+	for k := range ed.Components {
+		if k >= 64 || !ed.Components[k].Mandatory || st.present&(1<<k) != 0 {
+			continue
+		}
+		coff := st.end // where the component would stand
+		if st.start+k < i {
+			_, _, _, coff, _ = c.s.ValueAt(st.start+k, nil)
+		}
+		c.add(ComponentMissing, st.e, k+1, coff, "mandatory component %s of %s missing", ed.Components[k].Num, ed.Num)
+	}
+}
+
+// value checks one non-empty value against its simple element.
+func (c *checker) value(e, comp int, sd *Simple, v []byte, off int64, otherList bool) {
+	name := sd.Num
+	if name == "" {
+		name = "the value"
+	}
+	switch sd.Rep {
+	case Code:
+		if n := utf8.RuneCount(v); n > MaxCodeLength {
+			c.add(TooLong, e, comp, off, "%d characters, longer than any coded element (%s) may be (an..%d)", n, name, MaxCodeLength)
+		}
+		if !otherList && !sd.Codes.Has(v) {
+			c.add(CodeUnknown, e, comp, off, "%q is not a code of %s", v, name)
+		}
+		return
+	case N:
+		digits, bad, badAt := c.numeric(v)
+		if bad {
+			c.add(Representation, e, comp, off+int64(badAt), "%q is not numeric (%s n%s)", v, name, span(sd))
+			return
+		}
+		c.length(e, comp, sd, name, v, digits, off)
+		return
+	case A:
+		for k, b := range v {
+			if b >= '0' && b <= '9' {
+				c.add(Representation, e, comp, off+int64(k), "%q holds a digit; %s is alphabetic (a%s)", v, name, span(sd))
+				return
+			}
+		}
+	}
+	n := len(v)
+	if n <= sd.Max && sd.Min <= 1 {
+		return // no more characters than bytes, and a value is never empty here
+	}
+	for _, b := range v {
+		if b >= 0x80 {
+			if utf8.Valid(v) {
+				n = utf8.RuneCount(v)
+			}
+			break
+		}
+	}
+	c.length(e, comp, sd, name, v, n, off)
+}
+
+func (c *checker) length(e, comp int, sd *Simple, name string, v []byte, n int, off int64) {
+	switch {
+	case n > sd.Max:
+		c.add(TooLong, e, comp, off, "%d characters, %s is %s%s", n, name, sd.Rep, span(sd))
+	case n < sd.Min:
+		c.add(TooShort, e, comp, off, "%d characters, %s is %s%s", n, name, sd.Rep, span(sd))
+	}
+}
+
+func span(sd *Simple) string {
+	if sd.Min == sd.Max {
+		return fmt.Sprint(sd.Max)
+	}
+	return fmt.Sprintf("..%d", sd.Max)
+}
+
+// numeric counts the digits of v, an n value: digits, an optional leading
+// minus sign and at most one decimal mark. bad is set, with the index of
+// the first offending byte, when v is none.
+func (c *checker) numeric(v []byte) (digits int, bad bool, at int) {
+	marks := 0
+	for k, b := range v {
+		switch {
+		case b >= '0' && b <= '9':
+			digits++
+		case b == '-' && k == 0:
+		case (c.opt.Decimal == 0 && (b == '.' || b == ',')) || (c.opt.Decimal != 0 && b == c.opt.Decimal):
+			marks++
+			if marks > 1 {
+				return digits, true, k
+			}
+		default:
+			return digits, true, k
+		}
+	}
+	if digits == 0 {
+		return 0, true, 0
+	}
+	return digits, false, 0
+}

@@ -1,0 +1,473 @@
+// Package directory holds the UN/EDIFACT message directories Lazaret knows
+// (segment tables with groups and repetitions, segment and composite
+// layouts, representations, code lists) and checks a parsed message
+// against its release's table, as an EDI translator does: segment order and
+// groups, repetitions, mandatory segments, elements and components,
+// representation and length, and code values. Every finding of a message
+// is reported, each with its position.
+//
+// The tables are generated (go generate) from the machine-readable
+// directories published as BizTalk XML Schemas in microsoft/Integration
+// (MIT licence; see NOTICE and tables.txt.gz's header): 13 messages
+// (APERAK, BAPLIE, COARRI, CODECO, COPRAR, CUSCAR, DESADV, IFCSUM, IFTMIN,
+// IFTSAI, IFTSTA, INVOIC, ORDERS) in releases D95B, D96A, D97A, D97B, D99B,
+// D00B, D01B, D04B and D10B, and the service message CONTRL D:3.
+package directory
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+//go:generate go run ./gen -src ../../../shared/corpus/edifact-directory -out tables.txt.gz
+
+//go:embed tables.txt.gz
+var tablesGz []byte
+
+// Rep is the representation of a simple data element.
+type Rep uint8
+
+const (
+	// AN is alphanumeric (an): any character of the repertoire.
+	AN Rep = iota
+	// A is alphabetic (a): no digits.
+	A
+	// N is numeric (n): digits, a leading minus sign and one decimal mark;
+	// its length counts the digits only.
+	N
+	// Code is a coded element: its value must be in the code list.
+	Code
+)
+
+func (r Rep) String() string {
+	switch r {
+	case A:
+		return "a"
+	case N:
+		return "n"
+	case Code:
+		return "code"
+	}
+	return "an"
+}
+
+// CodeList is the set of values of a coded data element.
+type CodeList struct {
+	// table is an open-addressing hash set of the codes of up to 3 bytes
+	// (packCode keys, 0 = empty slot), mask its size - 1; set holds longer
+	// codes (none in the tables shipped).
+	table []uint32
+	mask  uint32
+	set   map[string]struct{}
+	Len   int
+}
+
+// packCode packs a value of 1 to 3 bytes, with its length, into a non-zero
+// key; ok is false for other lengths.
+func packCode(v []byte) (k uint32, ok bool) {
+	switch len(v) {
+	case 1:
+		return 1<<24 | uint32(v[0]), true
+	case 2:
+		return 2<<24 | uint32(v[0])<<8 | uint32(v[1]), true
+	case 3:
+		return 3<<24 | uint32(v[0])<<16 | uint32(v[1])<<8 | uint32(v[2]), true
+	}
+	return 0, false
+}
+
+func hashCode(k uint32) uint32 { return (k * 0x9E3779B1) >> 7 }
+
+func newCodeList(codes []string) *CodeList {
+	c := &CodeList{Len: len(codes)}
+	size := 8
+	for size < 2*len(codes) {
+		size *= 2
+	}
+	c.table, c.mask = make([]uint32, size), uint32(size-1)
+	for _, v := range codes {
+		k, ok := packCode([]byte(v))
+		if !ok {
+			if c.set == nil {
+				c.set = map[string]struct{}{}
+			}
+			c.set[v] = struct{}{}
+			continue
+		}
+		for i := hashCode(k) & c.mask; ; i = (i + 1) & c.mask {
+			if c.table[i] == 0 || c.table[i] == k {
+				c.table[i] = k
+				break
+			}
+		}
+	}
+	return c
+}
+
+// Has reports whether v is in the list.
+func (c *CodeList) Has(v []byte) bool {
+	k, ok := packCode(v)
+	if !ok {
+		_, ok := c.set[string(v)]
+		return ok
+	}
+	for i := hashCode(k) & c.mask; ; i = (i + 1) & c.mask {
+		switch c.table[i] {
+		case k:
+			return true
+		case 0:
+			return false
+		}
+	}
+}
+
+// Simple is a simple data element, on its own or as a component.
+type Simple struct {
+	Num       string // data element number, e.g. "1004"; "" when the directory names none
+	Mandatory bool
+	Rep       Rep
+	Min, Max  int // length in characters (digits for N); 0 for codes
+	Codes     *CodeList
+}
+
+// Element is a data element position in a segment: a simple element (one
+// component, Composite false) or a composite.
+type Element struct {
+	Num        string // "C507", "1225"; "" for an unnamed service composite
+	Mandatory  bool
+	Composite  bool
+	Repeat     int // repetitions allowed (syntax 4): 1 = none, 0 = unbounded
+	Components []Simple
+	// listComp and agencyComp are the 1-based positions of the code list
+	// (1131) and agency (3055) components of a composite, 0 when absent:
+	// a code qualified by another list is not checked against UNCL.
+	listComp, agencyComp int
+	coded                bool // a component is coded
+}
+
+// Segment is a segment layout.
+type Segment struct {
+	Tag      string
+	Elements []Element
+	// Any is set when the directory gives no layout (CONTRL's UNH and UNT
+	// come from a schema not shipped): the elements are not checked.
+	Any bool
+}
+
+// Node is one entry of a segment table: a segment or a segment group.
+type Node struct {
+	Segment  *Segment // nil for a group
+	Group    []Node   // the group's entries; the first is its trigger segment
+	Number   int      // segment group number (1-based, as the directory counts them); 0 for a segment
+	Min, Max int      // occurrences; Max 0 = unbounded
+	trigger  string
+	tkey     uint32   // tagKey(trigger)
+	keys     []uint32 // tkey of each entry of Group, for a quick scan
+	// nextMandatory is the index, in the slice holding this node, of the
+	// first mandatory entry from this one on (len of the slice if none).
+	nextMandatory int
+}
+
+// tagKey packs a 3-byte tag into an integer, for quick comparisons.
+func tagKey(tag string) uint32 {
+	if len(tag) != 3 {
+		return 0
+	}
+	return uint32(tag[0])<<16 | uint32(tag[1])<<8 | uint32(tag[2])
+}
+
+// Trigger is the tag that opens the node: the segment's, or the group's
+// first segment's.
+func (n *Node) Trigger() string { return n.trigger }
+
+// Message is a message type's segment table in one release.
+type Message struct {
+	Version, Release, Type string // "D", "95B", "BAPLIE"
+	Table                  []Node
+	keys                   []uint32 // tkey of each entry of Table
+	depth                  int
+}
+
+// Name is e.g. "BAPLIE D:95B".
+func (m *Message) Name() string { return m.Type + " " + m.Version + ":" + m.Release }
+
+type key struct{ version, release, typ string }
+
+var (
+	loadOnce sync.Once
+	loaded   map[key]*Message
+	loadErr  error
+)
+
+// Lookup returns the segment table of message type typ in directory
+// version and release (UNH S009 0052 and 0054, e.g. "D", "95B"), or nil when
+// the directory does not hold it.
+func Lookup(version, release, typ string) *Message {
+	loadOnce.Do(load)
+	return loaded[key{version, release, typ}]
+}
+
+// Messages lists every table held, sorted by release and type.
+func Messages() []*Message {
+	loadOnce.Do(load)
+	out := make([]*Message, 0, len(loaded))
+	for _, m := range loaded {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Release != out[j].Release {
+			return out[i].Version+out[i].Release < out[j].Version+out[j].Release
+		}
+		return out[i].Type < out[j].Type
+	})
+	return out
+}
+
+// LoadError is the error, if any, of reading the embedded tables (a bug in
+// the generator; Lookup then finds nothing).
+func LoadError() error {
+	loadOnce.Do(load)
+	return loadErr
+}
+
+func load() {
+	loaded = map[key]*Message{}
+	if err := parseTables(tablesGz, loaded); err != nil {
+		loadErr = err
+		loaded = map[key]*Message{}
+	}
+}
+
+func parseTables(gz []byte, into map[key]*Message) error {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return fmt.Errorf("directory: tables: %w", err)
+	}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	var codes []*CodeList
+	var segs []*Segment
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if text == "" || text[0] == '#' {
+			continue
+		}
+		f := strings.Fields(text)
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("directory: tables line %d: %s", line, fmt.Sprintf(format, args...))
+		}
+		switch f[0] {
+		case "L":
+			if len(f) < 2 || f[1] != strconv.Itoa(len(codes)) {
+				return bad("code list out of order")
+			}
+			codes = append(codes, newCodeList(f[2:]))
+		case "S":
+			if len(f) < 3 || f[1] != strconv.Itoa(len(segs)) {
+				return bad("segment out of order")
+			}
+			s := &Segment{Tag: f[2], Any: len(f) == 3 && (f[2] == "UNH" || f[2] == "UNT")}
+			for _, tok := range f[3:] {
+				e, err := parseElement(tok, codes)
+				if err != nil {
+					return bad("%s: %v", f[2], err)
+				}
+				s.Elements = append(s.Elements, e)
+			}
+			segs = append(segs, s)
+		case "M":
+			if len(f) < 5 {
+				return bad("short message line")
+			}
+			m := &Message{Version: f[1], Release: f[2], Type: f[3]}
+			p := &treeParser{toks: f[4:], segs: segs}
+			table, err := p.nodes(0)
+			if err != nil {
+				return bad("%s: %v", f[3], err)
+			}
+			if p.i != len(p.toks) {
+				return bad("%s: unbalanced groups", f[3])
+			}
+			m.Table, m.keys = table, link(table)
+			m.depth = p.maxDepth + 1
+			into[key{m.Version, m.Release, m.Type}] = m
+		default:
+			return bad("unknown record %q", f[0])
+		}
+	}
+	return sc.Err()
+}
+
+func parseElement(tok string, codes []*CodeList) (Element, error) {
+	var e Element
+	if len(tok) < 2 || (tok[0] != 'M' && tok[0] != 'C') {
+		return e, fmt.Errorf("element %q", tok)
+	}
+	e.Mandatory, e.Repeat = tok[0] == 'M', 1
+	if i := strings.LastIndexByte(tok, '*'); i > 0 && !strings.ContainsAny(tok[i:], ")") {
+		n, err := strconv.Atoi(tok[i+1:])
+		if err != nil {
+			return e, fmt.Errorf("repeat %q", tok)
+		}
+		e.Repeat, tok = n, tok[:i]
+	}
+	if i := strings.IndexByte(tok, '('); i > 0 {
+		if !strings.HasSuffix(tok, ")") {
+			return e, fmt.Errorf("composite %q", tok)
+		}
+		e.Num, e.Composite = tok[1:i], true
+		for _, c := range strings.Split(tok[i+1:len(tok)-1], ",") {
+			s, err := parseSimple(c, codes)
+			if err != nil {
+				return e, err
+			}
+			e.Components = append(e.Components, s)
+		}
+	} else {
+		s, err := parseSimple(tok, codes)
+		if err != nil {
+			return e, err
+		}
+		e.Num, e.Components = s.Num, []Simple{s}
+	}
+	if e.Num == "-" {
+		e.Num = ""
+	}
+	for i, c := range e.Components {
+		switch {
+		case c.Rep == Code && c.Num != "1131" && c.Num != "3055":
+			e.coded = true
+		case c.Num == "1131" && e.Composite:
+			e.listComp = i + 1
+		case c.Num == "3055" && e.Composite:
+			e.agencyComp = i + 1
+		}
+	}
+	return e, nil
+}
+
+func parseSimple(tok string, codes []*CodeList) (Simple, error) {
+	var s Simple
+	colon := strings.IndexByte(tok, ':')
+	if len(tok) < 4 || colon < 2 || (tok[0] != 'M' && tok[0] != 'C') {
+		return s, fmt.Errorf("simple element %q", tok)
+	}
+	s.Mandatory, s.Num = tok[0] == 'M', tok[1:colon]
+	if s.Num == "-" {
+		s.Num = ""
+	}
+	rep := tok[colon+1:]
+	if strings.HasPrefix(rep, "L") {
+		id, err := strconv.Atoi(rep[1:])
+		if err != nil || id < 0 || id >= len(codes) {
+			return s, fmt.Errorf("code list %q", tok)
+		}
+		s.Rep, s.Codes = Code, codes[id]
+		return s, nil
+	}
+	switch {
+	case strings.HasPrefix(rep, "an"):
+		s.Rep, rep = AN, rep[2:]
+	case strings.HasPrefix(rep, "a"):
+		s.Rep, rep = A, rep[1:]
+	case strings.HasPrefix(rep, "n"):
+		s.Rep, rep = N, rep[1:]
+	default:
+		return s, fmt.Errorf("representation %q", tok)
+	}
+	lo, hi, ok := strings.Cut(rep, "-")
+	var err1, err2 error
+	s.Min, err1 = strconv.Atoi(lo)
+	s.Max, err2 = strconv.Atoi(hi)
+	if !ok || err1 != nil || err2 != nil || s.Max < 1 || s.Min > s.Max {
+		return s, fmt.Errorf("length %q", tok)
+	}
+	return s, nil
+}
+
+type treeParser struct {
+	toks     []string
+	i        int
+	segs     []*Segment
+	groups   int
+	maxDepth int
+}
+
+func (p *treeParser) nodes(depth int) ([]Node, error) {
+	var out []Node
+	p.maxDepth = max(p.maxDepth, depth)
+	for p.i < len(p.toks) {
+		t := p.toks[p.i]
+		switch {
+		case t == "[":
+			p.i++
+			p.groups++
+			n := Node{Number: p.groups}
+			inner, err := p.nodes(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			if p.i >= len(p.toks) || !strings.HasPrefix(p.toks[p.i], "]/") {
+				return nil, fmt.Errorf("group %d not closed", n.Number)
+			}
+			if len(inner) == 0 || inner[0].Segment == nil {
+				return nil, fmt.Errorf("group %d does not start with a segment", n.Number)
+			}
+			if n.Min, n.Max, err = occ(p.toks[p.i][2:]); err != nil {
+				return nil, err
+			}
+			p.i++
+			n.Group, n.trigger, n.tkey, n.keys = inner, inner[0].trigger, inner[0].tkey, link(inner)
+			out = append(out, n)
+		case strings.HasPrefix(t, "]"):
+			return out, nil
+		default:
+			id, rest, ok := strings.Cut(t, "/")
+			n, err := strconv.Atoi(id)
+			if !ok || err != nil || n < 0 || n >= len(p.segs) {
+				return nil, fmt.Errorf("segment %q", t)
+			}
+			node := Node{Segment: p.segs[n], trigger: p.segs[n].Tag, tkey: tagKey(p.segs[n].Tag)}
+			if node.Min, node.Max, err = occ(rest); err != nil {
+				return nil, err
+			}
+			p.i++
+			out = append(out, node)
+		}
+	}
+	return out, nil
+}
+
+// link fills the nextMandatory of the entries of ns and returns their
+// trigger keys.
+func link(ns []Node) []uint32 {
+	keys := make([]uint32, len(ns))
+	next := len(ns)
+	for i := len(ns) - 1; i >= 0; i-- {
+		if ns[i].Min > 0 {
+			next = i
+		}
+		ns[i].nextMandatory = next
+		keys[i] = ns[i].tkey
+	}
+	return keys
+}
+
+func occ(s string) (lo, hi int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	lo, err1 := strconv.Atoi(a)
+	hi, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || lo < 0 || hi < 0 {
+		return 0, 0, fmt.Errorf("occurrences %q", s)
+	}
+	return lo, hi, nil
+}

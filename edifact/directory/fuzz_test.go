@@ -1,0 +1,43 @@
+package directory_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lazaret/lazaret/edifact"
+	"github.com/lazaret/lazaret/edifact/directory"
+)
+
+// FuzzValidate: whatever the input, checking its messages against their
+// directories does not panic, and every finding has a known kind, a
+// position inside its message and an offset inside the input.
+func FuzzValidate(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "corpus", "edifact", "*"))
+	fx, _ := filepath.Glob(filepath.Join("..", "..", "fixtures", "logistics", "*.edi"))
+	for _, p := range append(files, fx...) {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("UNB+UNOC:4+S+R+261201:1200+1'UNH+1+APERAK:D:96A:UN'BGM+X*Y+1?+2+9'DTM'UNT+4+1'UNZ+1+1'"))
+	known := map[directory.Kind]bool{}
+	for _, k := range directory.Kinds() {
+		known[k] = true
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		edifact.Parse(bytes.NewReader(data), edifact.Limits{MaxSegments: 10000}, func(m *edifact.Message) error {
+			def := directory.Lookup(m.Version, m.Release, m.Type)
+			if def == nil {
+				return nil
+			}
+			def.Validate(m, directory.Options{}, func(x directory.Finding) {
+				if !known[x.Kind] || x.Segment < 1 || x.Segment > len(m.Segments) || x.Offset < 0 || x.Offset > int64(len(data)) || x.Reason == "" {
+					t.Fatalf("finding %+v in a message of %d segments, input of %d bytes", x, len(m.Segments), len(data))
+				}
+			})
+			return nil
+		})
+	})
+}

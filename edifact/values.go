@@ -1,0 +1,35 @@
+package edifact
+
+// Values are read one after the other, without allocating, for checks
+// that look at every component of a segment (message directories).
+
+// ValueCount is the number of values in the segment: one per component of
+// every repetition of every data element, in input order, the tag not
+// counted. An empty component between separators counts.
+func (s *Segment) ValueCount() int { return len(s.spans) }
+
+// ValueAt is the i-th value (0 <= i < ValueCount) of the segment: its data
+// element (1-based, as Value counts), component (1-based), repetition
+// (0-based), the byte offset of its first byte in the input, and its
+// bytes with release characters removed. v aliases the segment's bytes
+// when the value holds no release character and is appended to buf[:0]
+// otherwise; it is valid as long as the segment and buf are.
+func (s *Segment) ValueAt(i int, buf []byte) (elem, comp, rep int, offset int64, v []byte) {
+	sp := s.spans[i]
+	raw := s.raw[sp.start:sp.end]
+	elem, comp, rep, offset = int(sp.elem), int(sp.comp), int(sp.rep), s.Offset+int64(sp.start)
+	if len(s.holes) > 0 {
+		offset = s.inputOffset(sp.start)
+	}
+	if !sp.escaped {
+		return elem, comp, rep, offset, raw
+	}
+	out := buf[:0]
+	for j := 0; j < len(raw); j++ {
+		if raw[j] == s.rel && j+1 < len(raw) {
+			j++
+		}
+		out = append(out, raw[j])
+	}
+	return elem, comp, rep, offset, out
+}
