@@ -26,33 +26,34 @@ import (
 // then a JSON config file (--config or LAZARET_CONFIG), then LAZARET_*
 // environment variables, then flags.
 type Config struct {
-	RedisURL     string        `json:"redis_url"`
-	Ledger       string        `json:"ledger"`
-	Concurrency  int           `json:"concurrency"`
-	MaxRetry     int           `json:"max_retry"`
-	RetryBase    time.Duration `json:"retry_base"`
-	RetryMax     time.Duration `json:"retry_max"`
-	PoisonCap    int           `json:"poison_cap"`
-	RoutingTries int           `json:"routing_budget"`
-	RoutingBase  time.Duration `json:"routing_base"`
-	RoutingMax   time.Duration `json:"routing_max"`
-	DrainTimeout time.Duration `json:"drain_timeout"`
-	PixelBudget  int64         `json:"pixel_budget"`
-	MemoryBudget int64         `json:"memory_budget"`
-	MinDPI       float64       `json:"min_dpi"`
-	RequireICC   bool          `json:"require_icc"`
-	PrivateTags  string        `json:"private_tags"`
-	Undecodable  string        `json:"undecodable"`
-	DecodeAll    bool          `json:"decode_uncompressed"`
-	LOCODE       []string      `json:"locode_files"`
-	HS           []string      `json:"hs_files"`
-	VGMFloor     float64       `json:"vgm_floor_kg"`
-	VGMMax       float64       `json:"vgm_max_kg"`
-	Strict       bool          `json:"strict_charset"`
-	EDIRetained  int64         `json:"interchange_budget"`
-	Outbox       string        `json:"contrl_outbox"`
-	IngestRoots  []string      `json:"ingest_roots"`
-	LogLevel     string        `json:"log_level"`
+	RedisURL     string                   `json:"redis_url"`
+	Ledger       string                   `json:"ledger"`
+	Concurrency  int                      `json:"concurrency"`
+	MaxRetry     int                      `json:"max_retry"`
+	RetryBase    time.Duration            `json:"retry_base"`
+	RetryMax     time.Duration            `json:"retry_max"`
+	PoisonCap    int                      `json:"poison_cap"`
+	RoutingTries int                      `json:"routing_budget"`
+	RoutingBase  time.Duration            `json:"routing_base"`
+	RoutingMax   time.Duration            `json:"routing_max"`
+	DrainTimeout time.Duration            `json:"drain_timeout"`
+	PixelBudget  int64                    `json:"pixel_budget"`
+	MemoryBudget int64                    `json:"memory_budget"`
+	MinDPI       float64                  `json:"min_dpi"`
+	RequireICC   bool                     `json:"require_icc"`
+	PrivateTags  string                   `json:"private_tags"`
+	Undecodable  string                   `json:"undecodable"`
+	DecodeAll    bool                     `json:"decode_uncompressed"`
+	LOCODE       []string                 `json:"locode_files"`
+	HS           []string                 `json:"hs_files"`
+	VGMFloor     float64                  `json:"vgm_floor_kg"`
+	VGMMax       float64                  `json:"vgm_max_kg"`
+	Strict       bool                     `json:"strict_charset"`
+	EDIRetained  int64                    `json:"interchange_budget"`
+	Directory    validate.DirectoryPolicy `json:"edi_directory"`
+	Outbox       string                   `json:"contrl_outbox"`
+	IngestRoots  []string                 `json:"ingest_roots"`
+	LogLevel     string                   `json:"log_level"`
 
 	ledgerDefault bool // Ledger is the default, not a setting
 }
@@ -67,6 +68,7 @@ func defaultConfig() Config {
 		PixelBudget: m.PixelBudget, MemoryBudget: m.MemoryBudget, MinDPI: m.Rules.MinDPI, RequireICC: m.Rules.RequireICC,
 		PrivateTags: m.PrivateTags, Undecodable: m.Undecodable, LogLevel: "info",
 		VGMFloor: validate.DefaultEDIRules().VGMFloorKg, VGMMax: validate.DefaultEDIRules().VGMMaxKg,
+		Directory: validate.DefaultDirectoryPolicy(),
 	}
 }
 
@@ -142,6 +144,7 @@ func (c *Config) bind(ctx context.Context, fs *flag.FlagSet, args []string, fiel
 			fs.BoolVar(&c.Strict, "strict-charset", c.Strict, "quarantine messages with characters outside the declared syntax identifier")
 			fs.Int64Var(&c.EDIRetained, "interchange-budget", c.EDIRetained, "bytes the verdicts of one interchange's messages may hold until its envelope is checked")
 			fs.StringVar(&c.Outbox, "contrl-outbox", c.Outbox, "`DIR` for CONTRL reports of rejected interchanges")
+			fs.Var((*directoryFlag)(&c.Directory), "edi-directory", "message-directory checks, `CHECK=ACTION,...`: segments, elements, representation, length, codes, unknown; reject, warn or ignore")
 		case "policy":
 			fs.IntVar(&c.MaxRetry, "max-retry", c.MaxRetry, "retries for transient failures")
 			fs.DurationVar(&c.RetryBase, "retry-base", c.RetryBase, "backoff ceiling of the first retry")
@@ -231,7 +234,7 @@ func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 		"poison_cap": &c.PoisonCap, "routing_budget": &c.RoutingTries, "pixel_budget": &c.PixelBudget, "memory_budget": &c.MemoryBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
 		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll,
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
-		"contrl_outbox": &c.Outbox, "ingest_roots": &c.IngestRoots,
+		"contrl_outbox": &c.Outbox, "ingest_roots": &c.IngestRoots, "edi_directory": &c.Directory,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
 		"routing_max": &c.RoutingMax, "drain_timeout": &c.DrainTimeout}
@@ -274,6 +277,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.master().Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := c.Directory.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("edi_directory: %w", err))
 	}
 	if c.VGMFloor < 0 || c.VGMMax <= c.VGMFloor {
 		errs = append(errs, fmt.Errorf("VGM range %v..%v kg: want 0 <= floor < max", c.VGMFloor, c.VGMMax))
@@ -461,7 +467,35 @@ func (c *Config) operator(w *ingest.Worker, b ingest.Enqueuer, insp ingest.Broke
 func (c *Config) ediRules() validate.EDIRules {
 	r := validate.DefaultEDIRules()
 	r.VGMFloorKg, r.VGMMaxKg, r.StrictCharset, r.MaxRetainedBytes = c.VGMFloor, c.VGMMax, c.Strict, c.EDIRetained
+	r.Directory = c.Directory
 	return r
+}
+
+// directoryFlag sets the checks of a DirectoryPolicy from
+// "segments=reject,length=warn".
+type directoryFlag validate.DirectoryPolicy
+
+func (d *directoryFlag) String() string {
+	if d == nil {
+		return ""
+	}
+	p := validate.DirectoryPolicy(*d)
+	return fmt.Sprintf("segments=%s,elements=%s,representation=%s,length=%s,codes=%s,unknown=%s", p.Segments, p.Elements, p.Representation, p.Length, p.Codes, p.Unknown)
+}
+
+func (d *directoryFlag) Set(v string) error {
+	p := (*validate.DirectoryPolicy)(d)
+	checks := map[string]*validate.Action{"segments": &p.Segments, "elements": &p.Elements, "representation": &p.Representation,
+		"length": &p.Length, "codes": &p.Codes, "unknown": &p.Unknown}
+	for _, kv := range strings.Split(v, ",") {
+		k, a, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		dst, known := checks[k]
+		if !ok || !known {
+			return fmt.Errorf("%q: want CHECK=ACTION with CHECK one of segments, elements, representation, length, codes, unknown", kv)
+		}
+		*dst = validate.Action(a)
+	}
+	return p.Validate()
 }
 
 func (c *Config) registryStore() *validate.RegistryStore {

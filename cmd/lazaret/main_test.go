@@ -382,13 +382,17 @@ func TestConfigFileAndEnv(t *testing.T) {
 }
 
 // TestInspectEDICorpus: one line per message, plus one for a failed
-// envelope, and the verdicts agree with the corpus README's envelope column.
+// envelope, and the verdicts agree with the corpus README's envelope column
+// — except two files whose envelopes are sound and whose messages their
+// release's directory refuses (bad on purpose: numbers that are not
+// numbers in invoic_d97b_bad, an unescaped ':' in example_order_error).
 func TestInspectEDICorpus(t *testing.T) {
 	t.Parallel()
 	dir := testenv.Corpus(t, "edifact")
 	broken := map[string]bool{"d00b_iftsta.edi": true, "d95b_coprar.edi": true, "example_multiline.edi": true, "orders-with-group.edi": true,
 		"order.edi": true, "aperak.edi": true, "VIFTSAI0000001.txt": true, "VIFTSAI0000002.txt": true, "VIFTSAI0000003.txt": true,
-		"simple.edi": true, "edifact-sample.edi": true}
+		"simple.edi": true, "edifact-sample.edi": true,
+		"invoic_d97b_bad.edi": true, "example_order_error.edi": true}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	out, stderr, _ := runCmd(t, append([]string{"inspect", "--json", "--kind", "edifact"}, files...)...)
 	rs := jsonLines(t, out)
