@@ -245,8 +245,10 @@ func TestRedriveIsThrottledAndRespectsTheCeiling(t *testing.T) {
 		t.Fatalf("decisions %v", counts)
 	}
 	t.Logf("redrove 200 dead letters at 50/s in %s; 5 at the ceiling held", took.Round(time.Millisecond))
-	if took < 3500*time.Millisecond || took > 8*time.Second {
-		t.Errorf("200 items at 50/s took %s, want about 4 s", took)
+	// The throttle is a floor: 199 gaps of 20 ms. No ceiling: a loaded
+	// machine may take longer, and that proves nothing about the throttle.
+	if took < 3500*time.Millisecond {
+		t.Errorf("200 items at 50/s took %s, want at least about 4 s", took)
 	}
 	// Not all at once: in any 1-second window at most ~50 replays.
 	var at []time.Time

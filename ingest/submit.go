@@ -202,20 +202,21 @@ const (
 // because an earlier hand-off failed (the first error is returned).
 func enqueueAll(ctx context.Context, b Enqueuer, envs []*Envelope, opt SubmitOptions) ([]enqueueResult, error) {
 	out := make([]enqueueResult, len(envs))
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	var once sync.Once
 	var first error
+	failed := make(chan struct{})
 	for range min(submitEnqueuers, len(envs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				// Hand-offs under way finish: a cancelled one could reach
+				// Redis and still be reported as not enqueued.
 				dup, err := Enqueue(ctx, b, envs[i], opt)
 				if err != nil {
-					once.Do(func() { first = fmt.Errorf("enqueue %s: %w", envs[i].ObjectID, err); cancel(first) })
+					once.Do(func() { first = fmt.Errorf("enqueue %s: %w", envs[i].ObjectID, err); close(failed) })
 					continue
 				}
 				out[i] = enqueued
@@ -229,7 +230,10 @@ feed:
 	for i := range envs {
 		select {
 		case next <- i:
+		case <-failed:
+			break feed
 		case <-ctx.Done():
+			once.Do(func() { first = context.Cause(ctx); close(failed) })
 			break feed
 		}
 	}
