@@ -195,6 +195,13 @@ type Auditor interface {
 	Walk(ctx context.Context, fn func(e Event, err error) error) error
 }
 
+// ReadModelAuditor is a ledger with a read model derived from its events
+// (each item's latest outcome): CheckReadModel says how it disagrees with
+// the events, or "" when it agrees.
+type ReadModelAuditor interface {
+	CheckReadModel(ctx context.Context) (string, error)
+}
+
 // ProblemKind is what Verify found wrong with a ledger.
 type ProblemKind string
 
@@ -215,11 +222,14 @@ const (
 	ProblemHead ProblemKind = "head"
 	// ProblemAnchor: an anchor passed to Verify is not on the chain.
 	ProblemAnchor ProblemKind = "anchor"
+	// ProblemReadModel: the read model (each item's latest outcome, which
+	// the listings answer from) disagrees with the events.
+	ProblemReadModel ProblemKind = "read-model"
 )
 
 // ProblemKinds lists every problem kind, in the order Verify reports them.
 func ProblemKinds() []ProblemKind {
-	return []ProblemKind{ProblemLink, ProblemTruncated, ProblemHead, ProblemAnchor, ProblemGuard}
+	return []ProblemKind{ProblemLink, ProblemTruncated, ProblemHead, ProblemAnchor, ProblemGuard, ProblemReadModel}
 }
 
 // Problem is one thing Verify found wrong. Seq and EventID name the row,
@@ -367,6 +377,15 @@ func Verify(ctx context.Context, a Auditor, anchors ...Head) (*Verification, err
 	}
 	if hasHead {
 		v.Recorded = &after
+	}
+	if rm, ok := a.(ReadModelAuditor); ok {
+		detail, err := rm.CheckReadModel(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if detail != "" {
+			add(Problem{Kind: ProblemReadModel, Detail: detail})
+		}
 	}
 	rank := func(k ProblemKind) int { return slices.Index(ProblemKinds(), k) }
 	sort.SliceStable(v.Problems, func(i, j int) bool { return rank(v.Problems[i].Kind) < rank(v.Problems[j].Kind) })

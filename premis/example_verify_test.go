@@ -76,4 +76,5 @@ func ExampleVerify() {
 	// true
 	// link at seq 2 event 00000000-0000-4000-8000-000000000002
 	// guard: events_no_update: missing
+	// read-model: 1 items' latest outcome in the read model is not their latest event (listings would show them wrongly)
 }

@@ -80,7 +80,10 @@ func TestLedgerVerify(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("forged ledger: exit %d, want 1\n%s%s", code, out, stderr)
 	}
-	for _, want := range []string{"link: seq 2 (event " + evs[1].ID + "): ", "changed after it was written", "guard: events_no_update: missing"} {
+	// The forged destination also leaves the read model (the listings'
+	// source) disagreeing with the events.
+	for _, want := range []string{"link: seq 2 (event " + evs[1].ID + "): ", "changed after it was written", "guard: events_no_update: missing",
+		"read-model: 1 items' latest outcome"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verify output lacks %q:\n%s", want, out)
 		}
@@ -89,7 +92,7 @@ func TestLedgerVerify(t *testing.T) {
 		t.Errorf("stderr: %s", stderr)
 	}
 	v, code = runVerifyJSON(t, "--ledger", path)
-	if code != 1 || v.Intact || len(v.Problems) != 2 || v.Problems[0].Seq != 2 || v.Problems[0].EventID != evs[1].ID {
+	if code != 1 || v.Intact || len(v.Problems) != 3 || v.Problems[0].Seq != 2 || v.Problems[0].EventID != evs[1].ID {
 		t.Errorf("--json on a forged ledger: exit %d %+v", code, v)
 	}
 	// Every other command refuses the ledger now, instead of showing the

@@ -27,8 +27,11 @@ GRANT USAGE ON SEQUENCE :"schema".lazaret_events_seq_seq TO :"writer";
 -- Move the head: SELECT ... FOR UPDATE and UPDATE need UPDATE; its trigger
 -- lets the head only move forward, to the last stored event.
 GRANT SELECT, UPDATE ON :"schema".lazaret_ledger_head TO :"writer";
+-- The read model (each item's latest outcome) moves in the same
+-- transaction; it is derived from the events, and ledger verify checks it.
+GRANT SELECT, INSERT, UPDATE ON :"schema".lazaret_latest TO :"writer";
 
-GRANT SELECT ON :"schema".lazaret_events, :"schema".lazaret_ledger_head TO :"reader";
+GRANT SELECT ON :"schema".lazaret_events, :"schema".lazaret_ledger_head, :"schema".lazaret_latest TO :"reader";
 
 -- Not granted, on purpose: UPDATE, DELETE, TRUNCATE, TRIGGER, REFERENCES on
 -- lazaret_events; DELETE, TRUNCATE, TRIGGER on lazaret_ledger_head; CREATE

@@ -33,6 +33,14 @@ const Select = ChainColumns + `, ` + Columns
 // placeholder returns the n-th (1-based) parameter marker; timeArg turns a
 // time into the value the database compares datetimes with.
 func Query(table string, f premis.Filter, placeholder func(n int) string, timeArg func(time.Time) any) (string, []any) {
+	return QueryLatest(table, "", f, placeholder, timeArg)
+}
+
+// QueryLatest is Query with the read model: when latest names the table of
+// each correlation's latest event with a destination (correlation_id, seq,
+// destination, batch_id), f.Latest selects through it — what is open now,
+// not what ever was — instead of testing every event for a later one.
+func QueryLatest(table, latest string, f premis.Filter, placeholder func(n int) string, timeArg func(time.Time) any) (string, []any) {
 	var where []string
 	var args []any
 	arg := func(v any) string {
@@ -67,7 +75,33 @@ func Query(table string, f premis.Filter, placeholder func(n int) string, timeAr
 		}
 		where = append(where, "destination IN ("+strings.Join(ph, ", ")+")")
 	}
-	if f.Latest {
+	switch {
+	case f.Latest && latest != "":
+		// The read model narrows first (by destination or batch, its
+		// indexes); the events' own columns filter the rest.
+		var in []string
+		if f.Destination != "" {
+			in = append(in, "destination = "+arg(string(f.Destination)))
+		}
+		if len(f.Destinations) > 0 {
+			ph := make([]string, len(f.Destinations))
+			for i, d := range f.Destinations {
+				ph[i] = arg(string(d))
+			}
+			in = append(in, "destination IN ("+strings.Join(ph, ", ")+")")
+		}
+		if f.BatchID != "" {
+			in = append(in, "batch_id = "+arg(f.BatchID))
+		}
+		if f.CorrelationID != "" {
+			in = append(in, "correlation_id = "+arg(f.CorrelationID))
+		}
+		sub := "SELECT seq FROM " + latest
+		if len(in) > 0 {
+			sub += " WHERE " + strings.Join(in, " AND ")
+		}
+		where = append(where, "seq IN ("+sub+")")
+	case f.Latest:
 		where = append(where, "destination <> ''", "NOT EXISTS (SELECT 1 FROM "+table+" later WHERE later.correlation_id = "+table+
 			".correlation_id AND later.seq > "+table+".seq AND later.destination <> '')")
 	}

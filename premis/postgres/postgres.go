@@ -77,6 +77,9 @@ var (
 type Ledger struct {
 	pool *pgxpool.Pool
 	name string // user@host:port/database, for messages (no password)
+	// readModel: lazaret_latest exists (Open creates it); an audit open of
+	// an older ledger answers Latest from the events alone.
+	readModel bool
 }
 
 const tables = `
@@ -127,6 +130,30 @@ CREATE INDEX lazaret_events_datetime ON lazaret_events(datetime);
 
 // The chain columns, added to a ledger written before the chain.
 const addChainColumns = `ALTER TABLE lazaret_events ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '', ADD COLUMN hash TEXT NOT NULL DEFAULT ''`
+
+// latestTable is the read model: each correlation's latest event with a
+// destination, moved in the append's transaction (see the SQLite ledger).
+const latestTable = `
+CREATE TABLE lazaret_latest (
+	correlation_id TEXT PRIMARY KEY,
+	seq            BIGINT NOT NULL,
+	destination    TEXT NOT NULL,
+	batch_id       TEXT NOT NULL
+);
+CREATE INDEX lazaret_latest_destination ON lazaret_latest(destination, seq);
+CREATE INDEX lazaret_latest_batch ON lazaret_latest(batch_id, seq);
+INSERT INTO lazaret_latest (correlation_id, seq, destination, batch_id)
+	SELECT DISTINCT ON (correlation_id) correlation_id, seq, destination, batch_id FROM lazaret_events
+	WHERE destination <> '' ORDER BY correlation_id, seq DESC;
+`
+
+// moveLatest records the appended events (by key) with a destination as
+// their correlations' latest.
+const moveLatest = `INSERT INTO lazaret_latest (correlation_id, seq, destination, batch_id)
+	SELECT DISTINCT ON (correlation_id) correlation_id, seq, destination, batch_id FROM lazaret_events
+	WHERE key = ANY($1) AND destination <> '' ORDER BY correlation_id, seq DESC
+	ON CONFLICT (correlation_id) DO UPDATE SET seq = excluded.seq, destination = excluded.destination, batch_id = excluded.batch_id
+	WHERE excluded.seq > lazaret_latest.seq`
 
 const headTable = `
 CREATE TABLE lazaret_ledger_head (
@@ -219,6 +246,7 @@ func Open(ctx context.Context, dsn string) (*Ledger, error) {
 		l.pool.Close()
 		return nil, err
 	}
+	l.readModel = true
 	return l, nil
 }
 
@@ -231,6 +259,7 @@ func OpenAudit(ctx context.Context, dsn string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.pool)
+	l.readModel = st.latest
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("no hash chain to audit (events table %v, chain columns %v)", st.events, st.chained)
 	}
@@ -260,7 +289,7 @@ func connect(ctx context.Context, dsn string) (*Ledger, error) {
 
 // state is what the database holds of the schema, on the search path.
 type state struct {
-	events, chained, head bool
+	events, chained, head, latest bool
 }
 
 func inspect(ctx context.Context, q interface {
@@ -270,7 +299,8 @@ func inspect(ctx context.Context, q interface {
 	err := q.QueryRow(ctx, `SELECT to_regclass('lazaret_events') IS NOT NULL,
 		(SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass('lazaret_events')
 			AND attname IN ('prev_hash', 'hash') AND NOT attisdropped) = 2,
-		to_regclass('lazaret_ledger_head') IS NOT NULL`).Scan(&st.events, &st.chained, &st.head)
+		to_regclass('lazaret_ledger_head') IS NOT NULL,
+		to_regclass('lazaret_latest') IS NOT NULL`).Scan(&st.events, &st.chained, &st.head, &st.latest)
 	return st, err
 }
 
@@ -291,10 +321,15 @@ func (l *Ledger) prepare(ctx context.Context) error {
 		return mapErr(err)
 	}
 	switch {
-	case st.events && st.chained && st.head:
+	case st.events && st.chained && st.head && st.latest:
 		return nil
+	case st.events && st.chained && st.head:
+		// A ledger written before the read model: build it from the events.
+		if _, err := tx.Exec(ctx, latestTable); err != nil {
+			return mapErr(err)
+		}
 	case !st.events && !st.head:
-		if _, err := tx.Exec(ctx, tables+headTable); err != nil {
+		if _, err := tx.Exec(ctx, tables+headTable+latestTable); err != nil {
 			return mapErr(err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO lazaret_ledger_head (id, event_count, last_hash) VALUES (1, 0, $1)`, premis.ChainGenesis); err != nil {
@@ -306,6 +341,9 @@ func (l *Ledger) prepare(ctx context.Context) error {
 	case st.events && !st.chained && !st.head:
 		if err := l.migrate(ctx, tx); err != nil {
 			return err
+		}
+		if _, err := tx.Exec(ctx, latestTable); err != nil {
+			return mapErr(err)
 		}
 	case !st.events:
 		return fmt.Errorf("%w: the events table is gone, its head record is not", premis.ErrTampered)
@@ -620,6 +658,11 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 	}
 	if len(ins) > 0 {
 		b.Queue(`UPDATE lazaret_ledger_head SET event_count = $1, last_hash = $2 WHERE id = 1`, head.Count, head.Hash)
+		newKeys := make([]string, 0, len(ins))
+		for _, i := range ins {
+			newKeys = append(newKeys, events[i].Key)
+		}
+		b.Queue(moveLatest, newKeys)
 	}
 	b.Queue(`COMMIT`)
 	err = func() error {
@@ -633,6 +676,9 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 		if len(ins) > 0 {
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("postgres ledger: head: %w", mapErr(err))
+			}
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("postgres ledger: read model: %w", mapErr(err))
 			}
 		}
 		if _, err := br.Exec(); err != nil {
@@ -660,7 +706,11 @@ func pgPlaceholder(n int) string { return fmt.Sprintf("$%d", n) }
 
 // Events implements premis.Ledger.
 func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, error) {
-	q, args := ledgersql.Query("lazaret_events", f, pgPlaceholder, func(t time.Time) any { return t })
+	latest := ""
+	if l.readModel {
+		latest = "lazaret_latest"
+	}
+	q, args := ledgersql.QueryLatest("lazaret_events", latest, f, pgPlaceholder, func(t time.Time) any { return t })
 	rows, err := l.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres ledger: query: %w", mapErr(err))
@@ -755,4 +805,29 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %v", premis.ErrBusy, err)
 	}
 	return err
+}
+
+// CheckReadModel implements premis.ReadModelAuditor: every item's latest
+// event with a destination must be its row in the read model, and the read
+// model must hold no other rows.
+func (l *Ledger) CheckReadModel(ctx context.Context) (string, error) {
+	if !l.readModel {
+		return "", nil // a ledger written before the read model; Open builds it
+	}
+	var wrong, extra int64
+	if err := l.pool.QueryRow(ctx, `SELECT
+	(SELECT count(*) FROM (SELECT correlation_id, max(seq) AS seq FROM lazaret_events WHERE destination <> '' GROUP BY correlation_id) x
+		JOIN lazaret_events e ON e.seq = x.seq
+		LEFT JOIN lazaret_latest l ON l.correlation_id = x.correlation_id
+		WHERE l.seq IS NULL OR l.seq <> x.seq OR l.destination <> e.destination OR l.batch_id <> e.batch_id),
+	(SELECT count(*) FROM lazaret_latest) - (SELECT count(DISTINCT correlation_id) FROM lazaret_events WHERE destination <> '')`).Scan(&wrong, &extra); err != nil {
+		return "", fmt.Errorf("postgres ledger: read model: %w", mapErr(err))
+	}
+	switch {
+	case wrong > 0:
+		return fmt.Sprintf("%d items' latest outcome in the read model is not their latest event (listings would show them wrongly)", wrong), nil
+	case extra != 0:
+		return fmt.Sprintf("the read model holds %d rows more than the items the events name", extra), nil
+	}
+	return "", nil
 }

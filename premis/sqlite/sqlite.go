@@ -50,9 +50,12 @@ type Ledger struct {
 	// again for every event; nil in a ledger opened for audit.
 	appendStmts *appendStmts
 	queries     queries
+	// readModel: the latest table exists (Open creates it); an audit open
+	// of an older ledger answers Latest from the events alone.
+	readModel bool
 }
 
-type appendStmts struct{ head, insert, byKey, move *sql.Stmt }
+type appendStmts struct{ head, insert, byKey, move, latest *sql.Stmt }
 
 // queries caches the prepared statements of Events by their text: a
 // filter has few shapes (a worker asks the same one for every task), and
@@ -99,7 +102,7 @@ func (l *Ledger) prepareAppend(ctx context.Context) error {
 	for _, p := range []struct {
 		dst **sql.Stmt
 		q   string
-	}{{&st.head, headQuery}, {&st.insert, insert}, {&st.byKey, byKeyQuery}, {&st.move, moveHead}} {
+	}{{&st.head, headQuery}, {&st.insert, insert}, {&st.byKey, byKeyQuery}, {&st.move, moveHead}, {&st.latest, moveLatest}} {
 		s, err := l.db.PrepareContext(ctx, p.q)
 		if err != nil {
 			return fmt.Errorf("sqlite ledger: prepare: %w", mapErr(err))
@@ -161,6 +164,33 @@ const addChainColumns = `
 ALTER TABLE events ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE events ADD COLUMN hash TEXT NOT NULL DEFAULT '';
 `
+
+// latestTable is the read model: each item's (correlation's) latest event
+// with a destination, moved in the same transaction as the append, so
+// "open failures", "batch status" and "where is item X" read the current
+// state, not the history. It is derived from the events (ledger verify
+// checks it against them) and is the one table that is updated in place.
+const latestTable = `
+CREATE TABLE latest (
+	correlation_id TEXT PRIMARY KEY,
+	seq            INTEGER NOT NULL,
+	destination    TEXT NOT NULL,
+	batch_id       TEXT NOT NULL
+);
+CREATE INDEX latest_destination ON latest(destination, seq);
+CREATE INDEX latest_batch ON latest(batch_id, seq);
+`
+
+// fillLatest builds the read model of a ledger written before it.
+const fillLatest = `INSERT INTO latest (correlation_id, seq, destination, batch_id)
+	SELECT e.correlation_id, e.seq, e.destination, e.batch_id FROM events e
+	JOIN (SELECT max(seq) AS seq FROM events WHERE destination <> '' GROUP BY correlation_id) m ON m.seq = e.seq`
+
+// moveLatest records an appended event with a destination as its item's
+// latest.
+const moveLatest = `INSERT INTO latest (correlation_id, seq, destination, batch_id) VALUES (?, ?, ?, ?)
+	ON CONFLICT (correlation_id) DO UPDATE SET seq = excluded.seq, destination = excluded.destination, batch_id = excluded.batch_id
+	WHERE excluded.seq > latest.seq`
 
 const headTable = `
 CREATE TABLE ledger_head (
@@ -237,6 +267,7 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 		l.db.Close()
 		return nil, err
 	}
+	l.readModel = true
 	return l, nil
 }
 
@@ -252,6 +283,7 @@ func OpenAudit(ctx context.Context, path string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.db)
+	l.readModel = st.latest
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("sqlite ledger %s: no hash chain to audit (events table %v, chain columns %v)", path, st.events, st.chained)
 	}
@@ -277,7 +309,7 @@ func open(path string, pragmas ...string) (*Ledger, error) {
 
 // state is what a file holds of the schema.
 type state struct {
-	events, chained, head bool
+	events, chained, head, latest bool
 }
 
 type querier interface {
@@ -289,7 +321,8 @@ func inspect(ctx context.Context, q querier) (state, error) {
 	err := q.QueryRowContext(ctx, `SELECT
 		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'),
 		(SELECT count(*) FROM pragma_table_info('events') WHERE name IN ('prev_hash', 'hash')) = 2,
-		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_head')`).Scan(&st.events, &st.chained, &st.head)
+		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_head'),
+		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'latest')`).Scan(&st.events, &st.chained, &st.head, &st.latest)
 	return st, err
 }
 
@@ -300,7 +333,7 @@ func (l *Ledger) prepare(ctx context.Context) error {
 	if err != nil {
 		return mapErr(err)
 	}
-	if st.events && st.chained && st.head {
+	if st.events && st.chained && st.head && st.latest {
 		return nil
 	}
 	tx, err := l.db.BeginTx(ctx, nil)
@@ -312,10 +345,15 @@ func (l *Ledger) prepare(ctx context.Context) error {
 		return mapErr(err)
 	}
 	switch {
-	case st.events && st.chained && st.head:
+	case st.events && st.chained && st.head && st.latest:
 		return nil
+	case st.events && st.chained && st.head:
+		// A ledger written before the read model: build it from the events.
+		if _, err := tx.ExecContext(ctx, latestTable+";"+fillLatest); err != nil {
+			return mapErr(err)
+		}
 	case !st.events && !st.head:
-		if _, err := tx.ExecContext(ctx, tables+headTable); err != nil {
+		if _, err := tx.ExecContext(ctx, tables+headTable+latestTable); err != nil {
 			return mapErr(err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_head (id, event_count, last_hash) VALUES (1, 0, ?)`, premis.ChainGenesis); err != nil {
@@ -327,6 +365,9 @@ func (l *Ledger) prepare(ctx context.Context) error {
 	case st.events && !st.chained && !st.head:
 		if err := l.migrate(ctx, tx); err != nil {
 			return err
+		}
+		if _, err := tx.ExecContext(ctx, latestTable+";"+fillLatest); err != nil {
+			return mapErr(err)
 		}
 	case !st.events:
 		return fmt.Errorf("%w: the events table is gone, its head record is not", premis.ErrTampered)
@@ -575,6 +616,11 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 			}
 			inserted[i] = true
 			links[i] = premis.Event{Seq: seq, PrevHash: head.Hash, Hash: hash}
+			if e.Destination != "" {
+				if _, err := tx.StmtContext(ctx, st.latest).ExecContext(ctx, e.CorrelationID, seq, e.Destination, e.BatchID); err != nil {
+					return nil, fmt.Errorf("sqlite ledger: read model: %w", mapErr(err))
+				}
+			}
 			head = premis.Head{Count: head.Count + 1, Hash: hash}
 			continue
 		}
@@ -607,7 +653,11 @@ func sqlitePlaceholder(int) string { return "?" }
 
 // Events implements premis.Ledger.
 func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, error) {
-	q, args := ledgersql.Query("events", f, sqlitePlaceholder, func(t time.Time) any { return t.Format(time.RFC3339Nano) })
+	latest := ""
+	if l.readModel {
+		latest = "latest"
+	}
+	q, args := ledgersql.QueryLatest("events", latest, f, sqlitePlaceholder, func(t time.Time) any { return t.Format(time.RFC3339Nano) })
 	rows, err := l.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: query: %w", mapErr(err))
@@ -657,7 +707,7 @@ func (l *Ledger) Close() error {
 	l.queries.stmts = nil
 	l.queries.mu.Unlock()
 	if st := l.appendStmts; st != nil {
-		for _, s := range []*sql.Stmt{st.head, st.insert, st.byKey, st.move} {
+		for _, s := range []*sql.Stmt{st.head, st.insert, st.byKey, st.move, st.latest} {
 			s.Close()
 		}
 	}
@@ -812,4 +862,29 @@ func mapErr(err error) error {
 		}
 	}
 	return err
+}
+
+// CheckReadModel implements premis.ReadModelAuditor: every item's latest
+// event with a destination must be its row in the read model, and the read
+// model must hold no other rows.
+func (l *Ledger) CheckReadModel(ctx context.Context) (string, error) {
+	if !l.readModel {
+		return "", nil // a ledger written before the read model; Open builds it
+	}
+	var wrong, extra int64
+	if err := l.db.QueryRowContext(ctx, `SELECT
+	(SELECT count(*) FROM (SELECT correlation_id, max(seq) AS seq FROM events WHERE destination <> '' GROUP BY correlation_id) x
+		JOIN events e ON e.seq = x.seq
+		LEFT JOIN latest l ON l.correlation_id = x.correlation_id
+		WHERE l.seq IS NULL OR l.seq <> x.seq OR l.destination <> e.destination OR l.batch_id <> e.batch_id),
+	(SELECT count(*) FROM latest) - (SELECT count(DISTINCT correlation_id) FROM events WHERE destination <> '')`).Scan(&wrong, &extra); err != nil {
+		return "", fmt.Errorf("sqlite ledger: read model: %w", mapErr(err))
+	}
+	switch {
+	case wrong > 0:
+		return fmt.Sprintf("%d items' latest outcome in the read model is not their latest event (listings would show them wrongly)", wrong), nil
+	case extra != 0:
+		return fmt.Sprintf("the read model holds %d rows more than the items the events name", extra), nil
+	}
+	return "", nil
 }
