@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hibiken/asynq"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,6 +47,19 @@ func (b *bundle) deadLetters(n int, attempt int, prefix string) []*ingest.Envelo
 	for _, env := range envs {
 		if ev := b.settled(env.CorrelationID, 30*time.Second); ev.Destination != premis.DeadLetter {
 			b.t.Fatalf("%s: %s", env.ObjectID, ev.Destination)
+		}
+		// The decision is recorded before the handler returns: wait for
+		// asynq to have archived the task too.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ti, err := b.insp.GetTaskInfo(ingest.QueueIngest, env.TaskID())
+			if err == nil && ti.State == asynq.TaskStateArchived {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.t.Fatalf("%s: recorded as dead-letter but not archived: %v %v", env.ObjectID, ti, err)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	return envs

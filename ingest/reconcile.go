@@ -63,17 +63,28 @@ func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*Reconcile
 	if err := o.reconcileArchived(ctx, rep); err != nil {
 		return rep, err
 	}
-	latest, err := o.Ledger.Events(ctx, premis.Filter{Latest: true})
-	if err != nil {
-		return rep, err
-	}
-	for _, e := range latest {
-		if err := ctx.Err(); err != nil {
-			return rep, context.Cause(ctx)
-		}
-		if err := o.reconcileItem(ctx, e, rep); err != nil {
+	// Only items the broker must hold are read (accepted and discarded
+	// ones need nothing of it), a page at a time: memory follows the page,
+	// not the ledger.
+	page := premis.Filter{Latest: true, Limit: reconcilePage, Destinations: []premis.Destination{premis.Submitted, premis.Retry,
+		premis.Replayed, premis.Quarantined, premis.AuditHold, premis.DeadLetter}}
+	for {
+		latest, err := o.Ledger.Events(ctx, page)
+		if err != nil {
 			return rep, err
 		}
+		for _, e := range latest {
+			if err := ctx.Err(); err != nil {
+				return rep, context.Cause(ctx)
+			}
+			if err := o.reconcileItem(ctx, e, rep); err != nil {
+				return rep, err
+			}
+		}
+		if len(latest) < page.Limit {
+			break
+		}
+		page.AfterSeq = latest[len(latest)-1].Seq
 	}
 	for _, q := range []string{QueueQuarantine, QueueAuditHold} {
 		parked, err := ListParked(o.Broker, q)
@@ -97,6 +108,9 @@ func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*Reconcile
 	o.logReport(ctx, rep)
 	return rep, nil
 }
+
+// reconcilePage is how many items reconcile-broker reads at once.
+const reconcilePage = 1000
 
 func newReconcileReport(dryRun bool) *ReconcileReport {
 	return &ReconcileReport{DryRun: dryRun, ArchivedRecorded: []string{}, Reenqueued: []string{}, Reparked: []string{}, StaleParked: []string{}, Rearchived: []string{}, Missing: []string{}}

@@ -182,7 +182,10 @@ type Filter struct {
 	// failures reads the failures, not the history.
 	Latest       bool
 	Since, Until time.Time
-	Limit        int // 0 = no limit
+	// AfterSeq keeps events stored after that one: with Limit, a page of a
+	// listing (keyset pagination; pass the last Seq of the page before).
+	AfterSeq int64
+	Limit    int // 0 = no limit
 }
 
 // Ledger stores PREMIS events durably and append-only.

@@ -62,6 +62,9 @@ func QueryLatest(table, latest string, f premis.Filter, placeholder func(n int) 
 	eq("outcome", string(f.Outcome))
 	eq("class", string(f.Class))
 	eq("destination", string(f.Destination))
+	if f.AfterSeq > 0 {
+		where = append(where, "seq > "+arg(f.AfterSeq))
+	}
 	if !f.Since.IsZero() {
 		where = append(where, "datetime >= "+arg(timeArg(f.Since.UTC())))
 	}
