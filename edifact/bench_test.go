@@ -162,19 +162,25 @@ func tokenize(r io.Reader, buf []byte) (tokStats, error) {
 	}
 	between := true // before a segment's first byte: skip whitespace
 	for {
-		for ; i < len(b); i++ {
-			c := b[i]
-			cl := class[c]
+		for {
 			if between {
-				if cl == tkCRLF || c == ' ' || c == '\t' {
-					continue
+				for i < len(b) && (b[i] == ' ' || class[b[i]] == tkCRLF || b[i] == '\t') {
+					i++
+				}
+				if i >= len(b) {
+					break
 				}
 				between = false
 				st.segments++
 				st.offsets += base + int64(i)
 			}
-			switch cl {
-			case tkData, tkCRLF:
+			for i < len(b) && class[b[i]] == tkData {
+				i++
+			}
+			if i >= len(b) {
+				break
+			}
+			switch class[b[i]] {
 			case tkRel:
 				i++ // the next byte is data, even when it is in the next read
 			case tkComp:
@@ -186,6 +192,7 @@ func tokenize(r io.Reader, buf []byte) (tokStats, error) {
 			case tkTerm:
 				between = true
 			}
+			i++
 		}
 		i -= len(b) // 1 when a release character ended the read
 		base += int64(len(b))
@@ -270,4 +277,26 @@ func BenchmarkParseVsTokenizer(b *testing.B) {
 			b.ReportMetric(tTok.Seconds()/tParse.Seconds(), "x-tokenizer")
 		})
 	}
+}
+
+// BenchmarkReader: the segment reader alone (every segment split, with its
+// element and component spans and offsets), no envelope checks.
+func BenchmarkReader(b *testing.B) {
+	benchFile(b, func(r io.Reader) {
+		rd := edifact.NewReader(r, edifact.Limits{})
+		n := 0
+		for {
+			_, err := rd.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n < 100000 {
+			b.Fatalf("%d segments", n)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Interchange is what the envelope of an interchange says.
@@ -103,6 +104,8 @@ type parser struct {
 	lastIndex  int
 	lastOffset int64
 	interned   map[string]string
+	last       [8]string // the last value interned per component
+	strs       []byte    // the chunk str carves strings from
 }
 
 func (p *parser) fail(s *Segment, code int, elem, comp int, err error, format string, args ...any) *SyntaxError {
@@ -123,10 +126,10 @@ func (p *parser) run() error {
 	first := true
 	for {
 		s, err := p.rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
 		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
 			var se *SyntaxError
 			if errors.As(err, &se) && p.inMsg {
 				se.Segment, se.Message = p.msgSegs+1, p.msg.Ref
@@ -150,9 +153,21 @@ func (p *parser) run() error {
 		}
 		if p.inMsg {
 			p.msgSegs++
-			if p.allowed != nil || p.unicode {
+			if s.bad >= 0 && p.msg.Charset == nil && (p.allowed != nil || p.unicode) {
 				p.checkCharset(s)
 			}
+		}
+		if t := s.Tag; t[0] != 'U' || t[1] != 'N' {
+			// Not a service segment: the common case.
+			if !p.inMsg {
+				return p.fail(s, CodeOutsideMessage, 0, 0, ErrOutsideMessage, "%s", s.Tag)
+			}
+			if p.onMessage != nil {
+				if err := p.keep(s); err != nil {
+					return err
+				}
+			}
+			continue
 		}
 		switch s.Tag {
 		case "UNB":
@@ -377,7 +392,7 @@ func (p *parser) unh(s *Segment) error {
 	p.ic.Messages++
 	p.inMsg, p.msgSegs, p.msgBytes = true, 1, 0
 	m := &p.msg
-	*m = Message{Ref: s.Value(1, 1), Type: p.intern(s, 2, 1), Version: p.intern(s, 2, 2), Release: p.intern(s, 2, 3), Agency: p.intern(s, 2, 4),
+	*m = Message{Ref: p.str(s, 1, 1), Type: p.intern(s, 2, 1), Version: p.intern(s, 2, 2), Release: p.intern(s, 2, 3), Agency: p.intern(s, 2, 4),
 		Assoc: p.intern(s, 2, 5), Offset: s.Offset, Index: s.Index, Number: p.ic.Messages, Group: p.groupRef, Segments: m.Segments[:0]}
 	if !p.inGroup {
 		m.Group = ""
@@ -395,13 +410,19 @@ func (p *parser) unh(s *Segment) error {
 }
 
 // intern returns a value that repeats from message to message (type,
-// version, agency) without allocating it again each time.
+// version, agency) without allocating it again each time: the last value
+// of each component of S009 first, then a small table.
 func (p *parser) intern(s *Segment, e, c int) string {
 	b := s.rawValue(e, c)
 	if b == nil {
 		return s.Value(e, c)
 	}
+	last := &p.last[c&7]
+	if string(b) == *last {
+		return *last
+	}
 	if v, ok := p.interned[string(b)]; ok {
+		*last = v
 		return v
 	}
 	v := string(b)
@@ -411,7 +432,27 @@ func (p *parser) intern(s *Segment, e, c int) string {
 		}
 		p.interned[v] = v
 	}
+	*last = v
 	return v
+}
+
+// str is component c of element e as a string carved out of a chunk
+// shared with the strings before it: one allocation for many messages'
+// references. A chunk is never written again where a string uses it, so
+// the strings are as immutable as any other.
+func (p *parser) str(s *Segment, e, c int) string {
+	b := s.rawValue(e, c)
+	if b == nil || len(b) > 64 {
+		return s.Value(e, c)
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(p.strs)-len(p.strs) < len(b) {
+		p.strs = make([]byte, 0, 4096)
+	}
+	p.strs = append(p.strs, b...)
+	return unsafe.String(&p.strs[len(p.strs)-len(b)], len(b))
 }
 
 func (p *parser) keep(s *Segment) error {

@@ -1,11 +1,11 @@
 package edifact
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"unsafe"
 )
 
@@ -173,18 +173,28 @@ func (s *Segment) Clone() Segment {
 }
 
 // Reader reads segments from an interchange.
+//
+// It reads through its own buffer (64 KiB, grown to hold the longest
+// segment allowed) and finds each segment's terminator, data elements and
+// components in one pass over its bytes; a segment with CR or LF inside
+// it, or one at a limit, takes a slower path that handles every case.
 type Reader struct {
-	br         *bufio.Reader
+	src        io.Reader
+	buf        []byte // buf[r:w] is read and not yet consumed
+	r, w       int
+	base       int64 // input offset of buf[0]
+	eof        bool  // src has returned io.EOF
+	err        error // a read error other than io.EOF, returned when more input is needed
 	lim        Limits
 	d          Delimiters
-	class      [256]byte
-	pos        int64 // offset of the next unread byte
+	class      [256]byte // byte classes inside a segment (the terminator is data)
+	fast       [256]byte // class, with the terminator as clTerm
+	termOther  bool      // the terminator is outside the repertoire
 	index      int
-	acc        []byte
 	seg        Segment
 	started    bool
 	hasUNA     bool
-	tags       [1024]struct{ t string }
+	tags       string // every possible tag, 3 bytes each (see allTags)
 	repertoire *[256]bool
 }
 
@@ -203,12 +213,16 @@ const (
 	clRep
 	clCRLF
 	clOther // outside the declared repertoire: noted, not an error here
+	clTerm  // the segment terminator (the fast table only)
 )
+
+// readBufSize is the Reader's initial buffer.
+const readBufSize = 64 << 10
 
 // NewReader reads an interchange from r.
 func NewReader(r io.Reader, lim Limits) *Reader {
 	lim = lim.withDefaults()
-	rd := &Reader{br: bufio.NewReaderSize(r, 64<<10), lim: lim, d: DefaultDelimiters}
+	rd := &Reader{src: r, buf: make([]byte, readBufSize), lim: lim, d: DefaultDelimiters, tags: allTags()}
 	rd.setClasses()
 	return rd
 }
@@ -231,6 +245,9 @@ func (r *Reader) setClasses() {
 	if r.d.Repetition != 0 {
 		r.class[r.d.Repetition] = clRep
 	}
+	r.termOther = r.class[r.d.Terminator] == clOther
+	r.fast = r.class
+	r.fast[r.d.Terminator] = clTerm
 }
 
 // Delimiters are the service characters in force.
@@ -246,21 +263,69 @@ func (r *Reader) SetRepetition(c byte) {
 }
 
 // Offset is the number of bytes consumed so far.
-func (r *Reader) Offset() int64 { return r.pos }
+func (r *Reader) Offset() int64 { return r.base + int64(r.r) }
+
+// fill reads more input after buf[w], first dropping the consumed bytes
+// before buf[r] when the buffer is full or mostly consumed, and doubling
+// the buffer when the unread bytes fill it. It reports false, with nothing
+// read, at the end of the input or after a read error (kept in r.err).
+func (r *Reader) fill() bool {
+	if r.eof || r.err != nil {
+		return false
+	}
+	if r.r > 0 && (r.w == len(r.buf) || r.r >= len(r.buf)/2) {
+		n := copy(r.buf, r.buf[r.r:r.w])
+		r.base += int64(r.r)
+		r.r, r.w = 0, n
+	}
+	if r.w == len(r.buf) {
+		nb := make([]byte, 2*len(r.buf))
+		copy(nb, r.buf[:r.w])
+		r.buf = nb
+	}
+	for tries := 0; tries < 100; tries++ {
+		n, err := r.src.Read(r.buf[r.w:])
+		if n < 0 || n > len(r.buf)-r.w {
+			r.err = errors.New("edifact: the reader returned an invalid count")
+			return false
+		}
+		r.w += n
+		switch {
+		case err == io.EOF:
+			r.eof = true
+		case err != nil:
+			r.err = err
+		}
+		if n > 0 {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	r.err = io.ErrNoProgress
+	return false
+}
+
+// peek returns at least n unread bytes, or fewer at the end of the input.
+func (r *Reader) peek(n int) []byte {
+	for r.w-r.r < n && r.fill() {
+	}
+	return r.buf[r.r:min(r.w, r.r+n)]
+}
 
 func (r *Reader) start() error {
 	r.started = true
-	head, _ := r.br.Peek(3)
+	head := r.peek(3)
 	if bytes.Equal(head, []byte("\xef\xbb\xbf")) {
-		r.br.Discard(3)
-		r.pos += 3
+		r.r += 3
 	}
-	head, _ = r.br.Peek(9)
+	head = r.peek(9)
 	if len(head) < 3 || string(head[:3]) != "UNA" {
 		return nil
 	}
 	if len(head) < 9 {
-		return &SyntaxError{Offset: r.pos, Tag: "UNA", Code: CodeInvalidServiceChar, Err: fmt.Errorf("%w: %d bytes, want 9", ErrBadUNA, len(head))}
+		return &SyntaxError{Offset: r.Offset(), Tag: "UNA", Code: CodeInvalidServiceChar, Err: fmt.Errorf("%w: %d bytes, want 9", ErrBadUNA, len(head))}
 	}
 	d := Delimiters{Component: head[3], Element: head[4], Decimal: head[5], Release: head[6], Repetition: head[7], Terminator: head[8]}
 	if d.Release == ' ' {
@@ -278,31 +343,212 @@ func (r *Reader) start() error {
 			continue
 		}
 		if bad(c) || seen[c] {
-			return &SyntaxError{Offset: r.pos + 3 + int64(i), Tag: "UNA", Code: CodeInvalidServiceChar, Err: fmt.Errorf("%w: service character %q", ErrBadUNA, c)}
+			return &SyntaxError{Offset: r.Offset() + 3 + int64(i), Tag: "UNA", Code: CodeInvalidServiceChar, Err: fmt.Errorf("%w: service character %q", ErrBadUNA, c)}
 		}
 		seen[c] = true
 	}
 	r.d, r.hasUNA = d, true
 	r.setClasses()
-	r.br.Discard(9)
-	r.pos += 9
+	r.r += 9
 	return nil
 }
 
 // Next returns the next segment, or io.EOF after the last one. Errors are
-// *SyntaxError, or an I/O error from the underlying reader unchanged.
+// *SyntaxError, or an I/O error from the underlying reader unchanged. The
+// segment and its bytes are valid until the next call; Clone keeps one.
 func (r *Reader) Next() (*Segment, error) {
 	if !r.started {
 		if err := r.start(); err != nil {
 			return nil, err
 		}
 	}
+	// Skip whitespace between segments.
+	for {
+		for r.r < r.w && isSpace(r.buf[r.r]) {
+			r.r++
+		}
+		if r.r < r.w {
+			break
+		}
+		if !r.fill() {
+			if r.err != nil {
+				return nil, r.err
+			}
+			return nil, io.EOF
+		}
+	}
+	s := &r.seg
+	for {
+		n, st := r.scan(s, r.buf[r.r:r.w])
+		switch st {
+		case scanDone:
+			r.index++
+			s.Offset, s.Index, s.rel = r.Offset(), r.index, r.d.Release
+			s.holes = s.holes[:0]
+			s.raw = r.buf[r.r : r.r+n : r.r+n]
+			i := tagIndex[s.raw[0]]*36*36 + tagIndex[s.raw[1]]*36 + tagIndex[s.raw[2]]
+			s.Tag = r.tags[3*int(i) : 3*int(i)+3]
+			r.r += n + 1
+			return s, nil
+		case scanMore:
+			if r.w-r.r <= r.lim.MaxSegmentBytes && r.fill() {
+				continue
+			}
+		}
+		return r.slowNext(s)
+	}
+}
+
+const (
+	scanDone = iota // a whole segment, without CR/LF, inside the limits
+	scanMore        // no terminator in the bytes read so far
+	scanSlow        // anything else: let slowNext decide
+)
+
+// scan is the fast path: it splits a well-formed segment at the start of
+// b into s.spans in one pass, noting the first byte outside the
+// repertoire, and returns the length of its bytes before the terminator.
+// Anything unusual (CR or LF inside, a bad tag, a limit reached) returns
+// scanSlow and leaves the decision, and the error, to slowNext.
+func (r *Reader) scan(s *Segment, b []byte) (int, int) {
+	if len(b) < 4 {
+		return 0, scanMore
+	}
+	if tagIndex[b[0]]|tagIndex[b[1]]|tagIndex[b[2]] < 0 {
+		return 0, scanSlow
+	}
+	class := &r.fast
+	switch class[b[3]] {
+	case clTerm:
+		s.spans, s.bad = s.spans[:0], -1
+		return 3, scanDone
+	case clElem:
+	default:
+		return 0, scanSlow
+	}
+	if len(b) > r.lim.MaxSegmentBytes+1 {
+		b = b[:r.lim.MaxSegmentBytes+1] // a terminator past this is too far
+	}
+	// Spans are written in place (a span built on the stack and copied
+	// stalls on store forwarding): sp[n] is the component being read, and
+	// the loop keeps few variables live so that they stay in registers.
+	sp := s.spans[:cap(s.spans)]
+	if len(sp) < 16 {
+		sp = make([]span, 64)
+	}
+	limit := min(r.lim.MaxComponents, 65535)
+	room := min(limit, len(sp)) // spans that fit before growing or the limit
+	n := 0
+	sp[0] = span{elem: 1, comp: 1, start: 4}
+	s.bad = -1
+	j := 4
+	for {
+		// Data bytes: the tight loop that takes most of the time.
+		for j < len(b) && class[b[j]] == clData {
+			j++
+		}
+		if j >= len(b) {
+			break
+		}
+		switch cl := class[b[j]]; cl {
+		case clOther:
+			if s.bad < 0 {
+				s.bad = int32(j)
+			}
+		case clRel:
+			j++
+			if j >= len(b) {
+				s.spans = sp[:0]
+				return 0, scanMore
+			}
+			switch class[b[j]] {
+			case clCRLF:
+				s.spans = sp[:0]
+				return 0, scanSlow
+			case clOther:
+				if s.bad < 0 {
+					s.bad = int32(j)
+				}
+			case clTerm:
+				if r.termOther && s.bad < 0 {
+					s.bad = int32(j)
+				}
+			}
+			sp[n].escaped = true
+		case clCRLF:
+			s.spans = sp[:0]
+			return 0, scanSlow
+		default: // a separator or the terminator
+			cur := &sp[n]
+			cur.end = int32(j)
+			n++
+			if cl == clTerm {
+				s.spans = sp[:n]
+				return j, scanDone
+			}
+			if n >= room {
+				if n >= limit {
+					s.spans = sp[:0]
+					return 0, scanSlow
+				}
+				sp = append(sp[:n], make([]span, len(sp))...)
+				sp = sp[:cap(sp)]
+				room = min(limit, len(sp))
+				cur = &sp[n-1]
+			}
+			next := &sp[n]
+			next.start, next.escaped = int32(j+1), false
+			switch cl {
+			case clElem:
+				next.elem, next.comp, next.rep = cur.elem+1, 1, 0
+			case clComp:
+				next.elem, next.comp, next.rep = cur.elem, cur.comp+1, cur.rep
+			default: // clRep
+				next.elem, next.comp, next.rep = cur.elem, 1, cur.rep+1
+			}
+		}
+		j++
+	}
+	s.spans = sp[:0]
+	return 0, scanMore
+}
+
+func isSpace(c byte) bool { return c == '\r' || c == '\n' || c == '\t' || c == ' ' }
+
+// tagIndex maps the bytes a tag may hold to 0..35, others to -1.
+var tagIndex = func() (t [256]int32) {
+	for c := range t {
+		t[c] = -1
+	}
+	for i, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" {
+		t[c] = int32(i)
+	}
+	return t
+}()
+
+// allTags is every possible segment tag, 36*36*36 of them, 3 bytes each:
+// a tag is a substring of it, so reading one allocates nothing.
+var allTags = sync.OnceValue(func() string {
+	const chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, 0, 3*36*36*36)
+	for _, x := range []byte(chars) {
+		for _, y := range []byte(chars) {
+			for _, z := range []byte(chars) {
+				b = append(b, x, y, z)
+			}
+		}
+	}
+	return string(b)
+})
+
+// slowNext reads the segment at buf[r] whatever it holds: CR/LF inside it
+// (hard-wrapped files), a bad tag, a limit reached, the end of the input.
+func (r *Reader) slowNext(s *Segment) (*Segment, error) {
 	raw, start, err := r.readRaw()
 	if err != nil {
 		return nil, err
 	}
 	r.index++
-	s := &r.seg
 	s.Offset, s.Index, s.rel, s.bad = start, r.index, r.d.Release, -1
 	s.holes = s.holes[:0]
 	s.spans = s.spans[:0]
@@ -316,22 +562,12 @@ func (r *Reader) Next() (*Segment, error) {
 			return nil, &SyntaxError{Offset: start, Index: r.index, Tag: string(raw[:n]), Code: CodeInvalidValue, Err: fmt.Errorf("%w: %q", ErrBadTag, truncate(raw, 12))}
 		}
 	}
-	s.Tag = r.tag(raw[:3])
+	i := tagIndex[raw[0]]*36*36 + tagIndex[raw[1]]*36 + tagIndex[raw[2]]
+	s.Tag = r.tags[3*int(i) : 3*int(i)+3]
 	if err := r.split(s); err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-// tag interns segment tags in a small direct-mapped cache.
-func (r *Reader) tag(b []byte) string {
-	h := (uint(b[0])*31+uint(b[1]))*31 + uint(b[2])
-	slot := &r.tags[h%uint(len(r.tags))]
-	if slot.t != "" && slot.t[0] == b[0] && slot.t[1] == b[1] && slot.t[2] == b[2] {
-		return slot.t
-	}
-	slot.t = string(b)
-	return slot.t
 }
 
 // stripCRLF drops CR and LF bytes inside the segment (hard-wrapped files),
@@ -440,79 +676,56 @@ func truncate(b []byte, n int) []byte {
 	return b
 }
 
-// readRaw returns the next segment's bytes (without terminator, leading
-// whitespace skipped) and the offset of its first byte.
+// readRaw returns the next segment's bytes at buf[r] (without
+// terminator; the whitespace before it is skipped already) and the offset
+// of its first byte. A terminator preceded by an odd run of release
+// characters is escaped.
 func (r *Reader) readRaw() ([]byte, int64, error) {
-	term := r.d.Terminator
-	r.acc = r.acc[:0]
-	// Skip whitespace between segments.
+	term, rel, lim := r.d.Terminator, r.d.Release, r.lim.MaxSegmentBytes
+	start := r.Offset()
+	from := 0
 	for {
-		b, err := r.br.Peek(1)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, r.pos, io.EOF
+		b := r.buf[r.r:r.w]
+		for {
+			k := bytes.IndexByte(b[from:], term)
+			if k < 0 {
+				from = len(b)
+				break
 			}
-			return nil, r.pos, err
-		}
-		if b[0] != '\r' && b[0] != '\n' && b[0] != '\t' && b[0] != ' ' {
-			break
-		}
-		n := 1
-		if buf, _ := r.br.Peek(r.br.Buffered()); len(buf) > 1 {
-			for n < len(buf) && (buf[n] == '\r' || buf[n] == '\n' || buf[n] == '\t' || buf[n] == ' ') {
-				n++
+			e := from + k
+			if rel != 0 {
+				n := 0
+				for i := e - 1; i >= 0 && b[i] == rel; i-- {
+					n++
+				}
+				if n%2 == 1 {
+					from = e + 1
+					continue
+				}
 			}
-		}
-		r.br.Discard(n)
-		r.pos += int64(n)
-	}
-	start := r.pos
-	for {
-		chunk, err := r.br.ReadSlice(term)
-		r.pos += int64(len(chunk))
-		switch {
-		case err == nil:
-		case errors.Is(err, bufio.ErrBufferFull):
-			r.acc = append(r.acc, chunk...)
-			if len(r.acc) > r.lim.MaxSegmentBytes {
-				return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(r.acc, 3)), Code: CodeTooLong,
-					Err: fmt.Errorf("%w of %d bytes", ErrSegmentTooLong, r.lim.MaxSegmentBytes)}
+			if e > lim {
+				r.r += e + 1
+				return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(b, 3)), Code: CodeTooLong,
+					Err: fmt.Errorf("%w of %d bytes", ErrSegmentTooLong, lim)}
 			}
-			continue
-		case errors.Is(err, io.EOF):
-			rest := append(r.acc, chunk...)
-			if len(bytes.TrimSpace(rest)) == 0 {
+			r.r += e + 1
+			return b[:e:e], start, nil
+		}
+		if len(b) > lim {
+			r.r = r.w
+			return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(b, 3)), Code: CodeTooLong,
+				Err: fmt.Errorf("%w of %d bytes", ErrSegmentTooLong, lim)}
+		}
+		if !r.fill() {
+			r.r = r.w
+			if r.err != nil {
+				return nil, start, r.err
+			}
+			if len(bytes.TrimSpace(b)) == 0 {
 				return nil, start, io.EOF
 			}
-			return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(rest, 3)), Code: CodeMissing, Err: ErrUnterminated}
-		default:
-			return nil, start, err
+			return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(b, 3)), Code: CodeMissing, Err: ErrUnterminated}
 		}
-		var seg []byte
-		if len(r.acc) == 0 {
-			seg = chunk
-		} else {
-			r.acc = append(r.acc, chunk...)
-			seg = r.acc
-		}
-		if len(seg)-1 > r.lim.MaxSegmentBytes {
-			return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(seg, 3)), Code: CodeTooLong,
-				Err: fmt.Errorf("%w of %d bytes", ErrSegmentTooLong, r.lim.MaxSegmentBytes)}
-		}
-		// An odd run of release characters before the terminator escapes it.
-		if r.d.Release != 0 {
-			n := 0
-			for i := len(seg) - 2; i >= 0 && seg[i] == r.d.Release; i-- {
-				n++
-			}
-			if n%2 == 1 {
-				if len(r.acc) == 0 {
-					r.acc = append(r.acc, chunk...)
-				}
-				continue
-			}
-		}
-		return seg[:len(seg)-1], start, nil
 	}
 }
 
