@@ -53,11 +53,43 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// span is one component: its bytes raw[start:end] and its position,
+// packed in pos as escaped<<63 | elem<<32 | rep<<16 | comp so that the
+// next position is computed without a branch (see nextPos).
 type span struct {
-	start, end      int32  // in raw
-	elem, comp, rep uint16 // element (0 = tag), component (1-based), repetition (0-based)
-	escaped         bool   // holds release characters
+	start, end int32 // in raw
+	pos        uint64
 }
+
+const (
+	escBit    = 1 << 63
+	compMask  = 0xffff
+	repShift  = 16
+	elemShift = 32
+)
+
+func mkSpan(start, end int32, elem, comp, rep uint16, escaped bool) span {
+	pos := uint64(elem)<<elemShift | uint64(rep)<<repShift | uint64(comp)
+	if escaped {
+		pos |= escBit
+	}
+	return span{start: start, end: end, pos: pos}
+}
+
+func (sp span) elem() uint16  { return uint16(sp.pos >> elemShift) }
+func (sp span) comp() uint16  { return uint16(sp.pos) }
+func (sp span) rep() uint16   { return uint16(sp.pos >> repShift) }
+func (sp span) escaped() bool { return sp.pos&escBit != 0 }
+
+// nextKeep and nextAdd give the position after a separator of each class:
+// next = cur&nextKeep[cl] + nextAdd[cl] (element: elem+1, comp 1, rep 0;
+// component: comp+1; repetition: rep+1, comp 1), the escape bit cleared.
+var nextKeep, nextAdd = func() (k, a [8]uint64) {
+	k[clElem], a[clElem] = 0xffff<<elemShift, 1<<elemShift|1
+	k[clComp], a[clComp] = 0xffff<<elemShift|0xffff<<repShift|compMask, 1
+	k[clRep], a[clRep] = 0xffff<<elemShift|0xffff<<repShift, 1<<repShift|1
+	return
+}()
 
 // Segment is one segment. A Segment returned by Reader.Next is valid until
 // the next call; Clone keeps it.
@@ -89,15 +121,15 @@ func (s *Segment) Elements() int {
 	if len(s.spans) == 0 {
 		return 0
 	}
-	return int(s.spans[len(s.spans)-1].elem)
+	return int(s.spans[len(s.spans)-1].elem())
 }
 
 // Components is the number of components of data element e (first repetition).
 func (s *Segment) Components(e int) int {
 	n := 0
 	for _, sp := range s.spans {
-		if int(sp.elem) == e && sp.rep == 0 {
-			n = int(sp.comp)
+		if int(sp.elem()) == e && sp.rep() == 0 {
+			n = int(sp.comp())
 		}
 	}
 	return n
@@ -105,10 +137,10 @@ func (s *Segment) Components(e int) int {
 
 func (s *Segment) find(e, c int) (span, bool) {
 	for _, sp := range s.spans {
-		if int(sp.elem) == e && int(sp.comp) == c && sp.rep == 0 {
+		if int(sp.elem()) == e && int(sp.comp()) == c && sp.rep() == 0 {
 			return sp, true
 		}
-		if int(sp.elem) > e {
+		if int(sp.elem()) > e {
 			break
 		}
 	}
@@ -123,7 +155,7 @@ func (s *Segment) Value(e, c int) string {
 		return ""
 	}
 	v := s.raw[sp.start:sp.end]
-	if !sp.escaped {
+	if !sp.escaped() {
 		return string(v)
 	}
 	out := make([]byte, 0, len(v))
@@ -205,15 +237,17 @@ func (r *Reader) SetRepertoire(allowed *[256]bool) {
 	r.setClasses()
 }
 
+// Byte classes. The separators and the terminator come first, so that
+// one comparison (cl <= clTerm) finds a component's end.
 const (
 	clData = iota
 	clElem
 	clComp
-	clRel
 	clRep
+	clTerm // the segment terminator (the fast table only)
+	clRel
 	clCRLF
 	clOther // outside the declared repertoire: noted, not an error here
-	clTerm  // the segment terminator (the fast table only)
 )
 
 // readBufSize is the Reader's initial buffer.
@@ -362,37 +396,20 @@ func (r *Reader) Next() (*Segment, error) {
 			return nil, err
 		}
 	}
-	// Skip whitespace between segments.
-	for {
-		for r.r < r.w && isSpace(r.buf[r.r]) {
-			r.r++
-		}
-		if r.r < r.w {
-			break
-		}
-		if !r.fill() {
-			if r.err != nil {
-				return nil, r.err
-			}
-			return nil, io.EOF
-		}
-	}
 	s := &r.seg
 	for {
-		n, st := r.scan(s, r.buf[r.r:r.w])
-		switch st {
+		switch r.scan(s) {
 		case scanDone:
-			r.index++
-			s.Offset, s.Index, s.rel = r.Offset(), r.index, r.d.Release
-			s.holes = s.holes[:0]
-			s.raw = r.buf[r.r : r.r+n : r.r+n]
-			i := tagIndex[s.raw[0]]*36*36 + tagIndex[s.raw[1]]*36 + tagIndex[s.raw[2]]
-			s.Tag = r.tags[3*int(i) : 3*int(i)+3]
-			r.r += n + 1
 			return s, nil
 		case scanMore:
 			if r.w-r.r <= r.lim.MaxSegmentBytes && r.fill() {
 				continue
+			}
+			if r.r == r.w { // only whitespace was left
+				if r.err != nil {
+					return nil, r.err
+				}
+				return nil, io.EOF
 			}
 		}
 		return r.slowNext(s)
@@ -405,123 +422,130 @@ const (
 	scanSlow        // anything else: let slowNext decide
 )
 
-// scan is the fast path: it splits a well-formed segment at the start of
-// b into s.spans in one pass, noting the first byte outside the
-// repertoire, and returns the length of its bytes before the terminator.
-// Anything unusual (CR or LF inside, a bad tag, a limit reached) returns
-// scanSlow and leaves the decision, and the error, to slowNext.
-func (r *Reader) scan(s *Segment, b []byte) (int, int) {
-	if len(b) < 4 {
-		return 0, scanMore
+// scan is the fast path: it skips the whitespace before a segment and, when
+// a whole well-formed segment follows in the buffer, splits it into
+// s.spans in one pass, notes its first byte outside the repertoire, fills
+// s and consumes it. Anything unusual (CR or LF inside, a bad tag, a limit
+// reached) returns scanSlow and leaves the decision, and the error, to
+// slowNext; scanMore asks for more input.
+func (r *Reader) scan(s *Segment) int {
+	p := r.r
+	for p < r.w && spaceByte[r.buf[p]] {
+		p++
 	}
+	r.r = p
+	b := r.buf[p:r.w]
+	if len(b) < 4 {
+		return scanMore
+	}
+	t := tagIndex[b[0]]*36*36 + tagIndex[b[1]]*36 + tagIndex[b[2]]
 	if tagIndex[b[0]]|tagIndex[b[1]]|tagIndex[b[2]] < 0 {
-		return 0, scanSlow
+		return scanSlow
 	}
 	class := &r.fast
+	n := 0
+	sp := s.spans[:cap(s.spans)]
+	s.bad = -1
+	end := 3
 	switch class[b[3]] {
 	case clTerm:
-		s.spans, s.bad = s.spans[:0], -1
-		return 3, scanDone
 	case clElem:
-	default:
-		return 0, scanSlow
-	}
-	if len(b) > r.lim.MaxSegmentBytes+1 {
-		b = b[:r.lim.MaxSegmentBytes+1] // a terminator past this is too far
-	}
-	// Spans are written in place (a span built on the stack and copied
-	// stalls on store forwarding): sp[n] is the component being read, and
-	// the loop keeps few variables live so that they stay in registers.
-	sp := s.spans[:cap(s.spans)]
-	if len(sp) < 16 {
-		sp = make([]span, 64)
-	}
-	limit := min(r.lim.MaxComponents, 65535)
-	room := min(limit, len(sp)) // spans that fit before growing or the limit
-	n := 0
-	sp[0] = span{elem: 1, comp: 1, start: 4}
-	s.bad = -1
-	j := 4
-	for {
-		// Data bytes: the tight loop that takes most of the time.
-		for j < len(b) && class[b[j]] == clData {
-			j++
+		if len(b) > r.lim.MaxSegmentBytes+1 {
+			b = b[:r.lim.MaxSegmentBytes+1] // a terminator past this is too far
 		}
-		if j >= len(b) {
-			break
+		// Spans are written in place (a span built on the stack and
+		// copied stalls on store forwarding): sp[n] is the component
+		// being read, and the loop keeps few variables live so that
+		// they stay in registers.
+		if len(sp) < 16 {
+			sp = make([]span, 64)
 		}
-		switch cl := class[b[j]]; cl {
-		case clOther:
-			if s.bad < 0 {
-				s.bad = int32(j)
+		limit := min(r.lim.MaxComponents, 65535)
+		room := min(limit, len(sp)) // spans that fit before growing or the limit
+		sp[0] = span{start: 4, pos: 1<<elemShift | 1}
+		j := 4
+		for {
+			// Data bytes: the tight loop that takes most of the time.
+			for j < len(b) && class[b[j]] == clData {
+				j++
 			}
-		case clRel:
-			j++
 			if j >= len(b) {
-				s.spans = sp[:0]
-				return 0, scanMore
+				return scanMore
 			}
-			switch class[b[j]] {
-			case clCRLF:
-				s.spans = sp[:0]
-				return 0, scanSlow
+			cl := class[b[j]]
+			if cl <= clTerm { // a separator or the terminator
+				cur := &sp[n]
+				cur.end = int32(j)
+				n++
+				if cl == clTerm {
+					break
+				}
+				if n >= room {
+					if n >= limit {
+						return scanSlow
+					}
+					sp = append(sp[:n], make([]span, len(sp))...)
+					sp = sp[:cap(sp)]
+					room = min(limit, len(sp))
+					cur = &sp[n-1]
+				}
+				next := &sp[n]
+				next.start, next.pos = int32(j+1), cur.pos&nextKeep[cl]+nextAdd[cl]
+				j++
+				continue
+			}
+			switch cl {
 			case clOther:
 				if s.bad < 0 {
 					s.bad = int32(j)
 				}
-			case clTerm:
-				if r.termOther && s.bad < 0 {
-					s.bad = int32(j)
+			case clRel:
+				j++
+				if j >= len(b) {
+					return scanMore
 				}
-			}
-			sp[n].escaped = true
-		case clCRLF:
-			s.spans = sp[:0]
-			return 0, scanSlow
-		default: // a separator or the terminator
-			cur := &sp[n]
-			cur.end = int32(j)
-			n++
-			if cl == clTerm {
-				s.spans = sp[:n]
-				return j, scanDone
-			}
-			if n >= room {
-				if n >= limit {
-					s.spans = sp[:0]
-					return 0, scanSlow
+				switch class[b[j]] {
+				case clCRLF:
+					return scanSlow
+				case clOther:
+					if s.bad < 0 {
+						s.bad = int32(j)
+					}
+				case clTerm:
+					if r.termOther && s.bad < 0 {
+						s.bad = int32(j)
+					}
 				}
-				sp = append(sp[:n], make([]span, len(sp))...)
-				sp = sp[:cap(sp)]
-				room = min(limit, len(sp))
-				cur = &sp[n-1]
+				sp[n].pos |= escBit
+			default: // clCRLF
+				return scanSlow
 			}
-			next := &sp[n]
-			next.start, next.escaped = int32(j+1), false
-			switch cl {
-			case clElem:
-				next.elem, next.comp, next.rep = cur.elem+1, 1, 0
-			case clComp:
-				next.elem, next.comp, next.rep = cur.elem, cur.comp+1, cur.rep
-			default: // clRep
-				next.elem, next.comp, next.rep = cur.elem, 1, cur.rep+1
-			}
+			j++
 		}
-		j++
+		end = j
+	default:
+		return scanSlow
 	}
-	s.spans = sp[:0]
-	return 0, scanMore
+	r.index++
+	s.spans = sp[:n]
+	s.Offset, s.Index, s.rel = r.base+int64(p), r.index, r.d.Release
+	s.holes = s.holes[:0]
+	s.raw = b[:end:end]
+	s.Tag = r.tags[3*t : 3*t+3]
+	r.r = p + end + 1
+	return scanDone
 }
 
-func isSpace(c byte) bool { return c == '\r' || c == '\n' || c == '\t' || c == ' ' }
+// spaceByte marks the whitespace skipped between segments.
+var spaceByte = [256]bool{'\r': true, '\n': true, '\t': true, ' ': true}
 
 // tagIndex maps the bytes a tag may hold to 0..35, others to -1.
-var tagIndex = func() (t [256]int32) {
+var tagIndex = func() (t [256]int) {
 	for c := range t {
 		t[c] = -1
 	}
 	for i, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" {
-		t[c] = int32(i)
+		t[c] = i
 	}
 	return t
 }()
@@ -562,8 +586,8 @@ func (r *Reader) slowNext(s *Segment) (*Segment, error) {
 			return nil, &SyntaxError{Offset: start, Index: r.index, Tag: string(raw[:n]), Code: CodeInvalidValue, Err: fmt.Errorf("%w: %q", ErrBadTag, truncate(raw, 12))}
 		}
 	}
-	i := tagIndex[raw[0]]*36*36 + tagIndex[raw[1]]*36 + tagIndex[raw[2]]
-	s.Tag = r.tags[3*int(i) : 3*int(i)+3]
+	t := tagIndex[raw[0]]*36*36 + tagIndex[raw[1]]*36 + tagIndex[raw[2]]
+	s.Tag = r.tags[3*t : 3*t+3]
 	if err := r.split(s); err != nil {
 		return nil, err
 	}
@@ -647,7 +671,7 @@ func (r *Reader) splitOnce(s *Segment) (retry bool, err error) {
 			return false, &SyntaxError{Offset: s.Offset, Index: s.Index, Tag: s.Tag, Element: int(elem), Code: CodeTooManyConstituent,
 				Err: fmt.Errorf("%w: more than %d", ErrTooManyElements, limit)}
 		}
-		spans = append(spans, span{elem: elem, comp: comp, rep: rep, start: start, end: i, escaped: escaped})
+		spans = append(spans, mkSpan(start, i, elem, comp, rep, escaped))
 		start, escaped = i+1, false
 		switch cl {
 		case clElem:
@@ -663,7 +687,7 @@ func (r *Reader) splitOnce(s *Segment) (retry bool, err error) {
 		return false, &SyntaxError{Offset: s.Offset, Index: s.Index, Tag: s.Tag, Element: int(elem), Code: CodeTooManyConstituent,
 			Err: fmt.Errorf("%w: more than %d", ErrTooManyElements, limit)}
 	}
-	s.spans = append(spans, span{elem: elem, comp: comp, rep: rep, start: start, end: int32(len(raw)), escaped: escaped})
+	s.spans = append(spans, mkSpan(start, int32(len(raw)), elem, comp, rep, escaped))
 	return false, nil
 }
 
@@ -744,7 +768,7 @@ func (s *Segment) ValueIs(e, c int, v string) bool {
 	if !ok {
 		return v == ""
 	}
-	if sp.escaped {
+	if sp.escaped() {
 		return s.Value(e, c) == v
 	}
 	return string(s.raw[sp.start:sp.end]) == v
@@ -770,7 +794,7 @@ func (s *Segment) Int(e, c int) (int, bool) {
 // when it is absent or escaped (use Value).
 func (s *Segment) rawValue(e, c int) []byte {
 	sp, ok := s.find(e, c)
-	if !ok || sp.escaped {
+	if !ok || sp.escaped() {
 		return nil
 	}
 	return s.raw[sp.start:sp.end]
