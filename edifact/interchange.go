@@ -51,6 +51,39 @@ type Message struct {
 	Charset *CharsetIssue
 }
 
+// Clone returns a deep copy of m that stays valid after the onMessage call
+// that received m returns: its segments share three new buffers.
+func (m *Message) Clone() *Message {
+	c := *m
+	if m.Charset != nil {
+		cs := *m.Charset
+		c.Charset = &cs
+	}
+	var nr, ns, nh int
+	for i := range m.Segments {
+		nr, ns, nh = nr+len(m.Segments[i].raw), ns+len(m.Segments[i].spans), nh+len(m.Segments[i].holes)
+	}
+	raw, spans, holes := make([]byte, nr), make([]span, ns), make([]int32, nh)
+	c.Segments = make([]Segment, len(m.Segments))
+	var ro, so, ho int
+	for i := range m.Segments {
+		s, d := &m.Segments[i], &c.Segments[i]
+		*d = *s
+		d.raw = raw[ro : ro+len(s.raw) : ro+len(s.raw)]
+		d.spans = spans[so : so+len(s.spans) : so+len(s.spans)]
+		copy(d.raw, s.raw)
+		copy(d.spans, s.spans)
+		ro, so = ro+len(s.raw), so+len(s.spans)
+		d.holes = nil
+		if len(s.holes) > 0 {
+			d.holes = holes[ho : ho+len(s.holes) : ho+len(s.holes)]
+			copy(d.holes, s.holes)
+			ho += len(s.holes)
+		}
+	}
+	return &c
+}
+
 // CharsetIssue is a byte outside the declared character repertoire.
 type CharsetIssue struct {
 	Offset  int64
@@ -59,9 +92,14 @@ type CharsetIssue struct {
 }
 
 // Parse reads a whole interchange, checks its envelope and control counts,
-// and calls onMessage for every complete message (UNH .. UNT) in order. The
-// *Message passed is reused after onMessage returns. Pass onMessage nil for
-// an envelope check in constant memory. An error from onMessage stops the
+// and calls onMessage for every complete message (UNH .. UNT) in order.
+//
+// The *Message passed, its Segments and their bytes are valid only until
+// onMessage returns: Parse reuses them for the next message. Strings taken
+// from it (Ref, Type, a segment's Tag, Value) stay valid; to keep a
+// segment use Segment.Clone, to keep the message Message.Clone. Pass
+// onMessage nil for an envelope check in constant memory.
+// An error from onMessage stops the
 // parse and is returned unchanged; envelope faults are *SyntaxError; an
 // unsupported syntax identifier with an otherwise sound envelope is an
 // *UnsupportedError returned with the filled Interchange.
@@ -104,6 +142,9 @@ type parser struct {
 	lastIndex  int
 	lastOffset int64
 	interned   map[string]string
+	raw        []byte    // the bytes of the message's kept segments
+	spans      []span    // their spans
+	holes      []int32   // their holes
 	last       [8]string // the last value interned per component
 	strs       []byte    // the chunk str carves strings from
 }
@@ -391,6 +432,7 @@ func (p *parser) unh(s *Segment) error {
 	}
 	p.ic.Messages++
 	p.inMsg, p.msgSegs, p.msgBytes = true, 1, 0
+	p.raw, p.spans, p.holes = p.raw[:0], p.spans[:0], p.holes[:0]
 	m := &p.msg
 	*m = Message{Ref: p.str(s, 1, 1), Type: p.intern(s, 2, 1), Version: p.intern(s, 2, 2), Release: p.intern(s, 2, 3), Agency: p.intern(s, 2, 4),
 		Assoc: p.intern(s, 2, 5), Offset: s.Offset, Index: s.Index, Number: p.ic.Messages, Group: p.groupRef, Segments: m.Segments[:0]}
@@ -467,8 +509,36 @@ func (p *parser) keep(s *Segment) error {
 		return p.fail(s, CodeUnspecified, 0, 0, ErrMessageTooLarge, "message %s would keep more than %d bytes with this segment", p.msg.Ref, p.lim.MaxMessageBytes)
 	}
 	p.msgBytes += n
-	p.msg.Segments = append(p.msg.Segments, s.Clone())
+	// The message's bytes, spans and holes go to three buffers reused from
+	// message to message; deliver points the segments into them.
+	p.raw = append(p.raw, s.raw...)
+	p.spans = append(p.spans, s.spans...)
+	if len(s.holes) > 0 {
+		p.holes = append(p.holes, s.holes...)
+	}
+	p.msg.Segments = append(p.msg.Segments, *s)
 	return nil
+}
+
+// deliver points the kept segments into the message's buffers (each kept
+// segment's slices have the right lengths, and the buffers hold them in
+// order) and hands the message to onMessage.
+func (p *parser) deliver() error {
+	var ro, so, ho int
+	for i := range p.msg.Segments {
+		s := &p.msg.Segments[i]
+		nr, ns, nh := len(s.raw), len(s.spans), len(s.holes)
+		s.raw = p.raw[ro : ro+nr : ro+nr]
+		s.spans = p.spans[so : so+ns : so+ns]
+		s.holes = nil
+		if nh > 0 {
+			s.holes = p.holes[ho : ho+nh : ho+nh]
+		}
+		ro, so, ho = ro+nr, so+ns, ho+nh
+	}
+	err := p.onMessage(&p.msg)
+	p.raw, p.spans, p.holes = p.raw[:0], p.spans[:0], p.holes[:0]
+	return err
 }
 
 func (p *parser) unt(s *Segment) error {
@@ -486,7 +556,7 @@ func (p *parser) unt(s *Segment) error {
 	}
 	p.inMsg = false
 	if p.onMessage != nil {
-		return p.onMessage(&p.msg)
+		return p.deliver()
 	}
 	return nil
 }
