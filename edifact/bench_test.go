@@ -136,12 +136,12 @@ func tokenize(r io.Reader, buf []byte) (tokStats, error) {
 	}
 	b := buf[:n]
 	var base int64 // input offset of b[0]
-	i := 0
+	i := uint(0) // unsigned: the bounds checks are proved away
 	if len(b) >= 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf {
 		i = 3
 	}
 	comp, elem, rel, rep, term := byte(':'), byte('+'), byte('?'), byte(0), byte('\'')
-	if len(b)-i >= 9 && string(b[i:i+3]) == "UNA" {
+	if uint(len(b))-i >= 9 && string(b[i:i+3]) == "UNA" {
 		comp, elem, rel, rep, term = b[i+3], b[i+4], b[i+6], b[i+7], b[i+8]
 		if rel == ' ' {
 			rel = 0
@@ -164,20 +164,20 @@ func tokenize(r io.Reader, buf []byte) (tokStats, error) {
 	for {
 		for {
 			if between {
-				for i < len(b) && (b[i] == ' ' || class[b[i]] == tkCRLF || b[i] == '\t') {
+				for i < uint(len(b)) && (b[i] == ' ' || class[b[i]] == tkCRLF || b[i] == '\t') {
 					i++
 				}
-				if i >= len(b) {
+				if i >= uint(len(b)) {
 					break
 				}
 				between = false
 				st.segments++
 				st.offsets += base + int64(i)
 			}
-			for i < len(b) && class[b[i]] == tkData {
+			for i < uint(len(b)) && class[b[i]] == tkData {
 				i++
 			}
-			if i >= len(b) {
+			if i >= uint(len(b)) {
 				break
 			}
 			switch class[b[i]] {
@@ -194,7 +194,7 @@ func tokenize(r io.Reader, buf []byte) (tokStats, error) {
 			}
 			i++
 		}
-		i -= len(b) // 1 when a release character ended the read
+		i -= uint(len(b)) // 1 when a release character ended the read
 		base += int64(len(b))
 		n, err := r.Read(buf)
 		if n == 0 && err == io.EOF {
@@ -219,10 +219,13 @@ func BenchmarkTokenize(b *testing.B) {
 }
 
 // BenchmarkParseVsTokenizer runs the anchor tokenizer and the parser on
-// the same file in turn, each iteration, and reports the parser's speed as
-// a fraction of the tokenizer's measured in the same run ("x-tokenizer";
-// issue 10 asks >= 0.8): Parse alone (envelope checks in constant memory),
-// and Parse handing every message to a callback (what validate does).
+// the same file in turn, each iteration (alternating which goes first),
+// and reports the parser's speed as a fraction of the tokenizer's measured
+// in the same run, from the fastest run of each ("x-tokenizer"; issue 10
+// asks >= 0.8; the minimum is the estimate least disturbed by other load
+// on the machine): Parse alone (envelope checks in constant memory), and
+// Parse handing every message to a callback (what validate does). Run it
+// with -benchtime=10x or more.
 func BenchmarkParseVsTokenizer(b *testing.B) {
 	buf := make([]byte, 1<<20)
 	tok := func(r io.Reader) {
@@ -250,6 +253,7 @@ func BenchmarkParseVsTokenizer(b *testing.B) {
 			path := bigInterchange(b)
 			st, _ := os.Stat(path)
 			var tTok, tParse time.Duration
+			bestTok, bestParse := time.Duration(1<<62), time.Duration(1<<62)
 			timed := func(fn func(io.Reader)) time.Duration {
 				f, err := os.Open(path)
 				if err != nil {
@@ -263,18 +267,22 @@ func BenchmarkParseVsTokenizer(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
+				var dt, dp time.Duration
 				if i%2 == 0 { // alternate which goes first
-					tTok += timed(tok)
-					tParse += timed(c.run)
+					dt = timed(tok)
+					dp = timed(c.run)
 				} else {
-					tParse += timed(c.run)
-					tTok += timed(tok)
+					dp = timed(c.run)
+					dt = timed(tok)
 				}
+				tTok, tParse = tTok+dt, tParse+dp
+				bestTok, bestParse = min(bestTok, dt), min(bestParse, dp)
 			}
 			mb := float64(st.Size()) * float64(b.N) / (1 << 20)
 			b.ReportMetric(mb/tTok.Seconds(), "tokenizer-MB/s")
 			b.ReportMetric(mb/tParse.Seconds(), "parse-MB/s")
-			b.ReportMetric(tTok.Seconds()/tParse.Seconds(), "x-tokenizer")
+			b.ReportMetric(bestTok.Seconds()/bestParse.Seconds(), "x-tokenizer")
+			b.ReportMetric(tTok.Seconds()/tParse.Seconds(), "x-tokenizer-mean")
 		})
 	}
 }

@@ -457,19 +457,21 @@ func (r *Reader) scan(s *Segment) int {
 		// copied stalls on store forwarding): sp[n] is the component
 		// being read, and the loop keeps few variables live so that
 		// they stay in registers.
-		if len(sp) < 16 {
-			sp = make([]span, 64)
+		if len(sp) < 256 {
+			sp = make([]span, 256)
 		}
-		limit := min(r.lim.MaxComponents, 65535)
-		room := min(limit, len(sp)) // spans that fit before growing or the limit
+		// A segment with more components than sp holds, or more than the
+		// limit, takes the slow path (which grows sp for the next ones):
+		// no growth code here, so nothing is spilled around it.
+		room := min(r.lim.MaxComponents, 65535, len(sp))
 		sp[0] = span{start: 4, pos: 1<<elemShift | 1}
-		j := 4
+		j := uint(4) // unsigned: the bounds checks below are proved away
 		for {
 			// Data bytes: the tight loop that takes most of the time.
-			for j < len(b) && class[b[j]] == clData {
+			for j < uint(len(b)) && class[b[j]] == clData {
 				j++
 			}
-			if j >= len(b) {
+			if j >= uint(len(b)) {
 				return scanMore
 			}
 			cl := class[b[j]]
@@ -481,13 +483,8 @@ func (r *Reader) scan(s *Segment) int {
 					break
 				}
 				if n >= room {
-					if n >= limit {
-						return scanSlow
-					}
-					sp = append(sp[:n], make([]span, len(sp))...)
-					sp = sp[:cap(sp)]
-					room = min(limit, len(sp))
-					cur = &sp[n-1]
+					s.spans = sp[:0]
+					return scanSlow
 				}
 				next := &sp[n]
 				next.start, next.pos = int32(j+1), cur.pos&nextKeep[cl]+nextAdd[cl]
@@ -501,7 +498,7 @@ func (r *Reader) scan(s *Segment) int {
 				}
 			case clRel:
 				j++
-				if j >= len(b) {
+				if j >= uint(len(b)) {
 					return scanMore
 				}
 				switch class[b[j]] {
@@ -522,7 +519,7 @@ func (r *Reader) scan(s *Segment) int {
 			}
 			j++
 		}
-		end = j
+		end = int(j)
 	default:
 		return scanSlow
 	}
