@@ -136,7 +136,7 @@ func tokenize(r io.Reader, buf []byte) (tokStats, error) {
 	}
 	b := buf[:n]
 	var base int64 // input offset of b[0]
-	i := uint(0) // unsigned: the bounds checks are proved away
+	i := uint(0)   // unsigned: the bounds checks are proved away
 	if len(b) >= 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf {
 		i = 3
 	}
