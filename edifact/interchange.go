@@ -145,7 +145,7 @@ type parser struct {
 	raw        []byte    // the bytes of the message's kept segments
 	spans      []span    // their spans
 	holes      []int32   // their holes
-	last       [8]string // the last value interned per component
+	recent     [8][4]string // the last values interned per component
 	strs       []byte    // the chunk str carves strings from
 }
 
@@ -165,8 +165,15 @@ func (p *parser) fail(s *Segment, code int, elem, comp int, err error, format st
 
 func (p *parser) run() error {
 	first := true
+	rd := p.rd
 	for {
-		s, err := p.rd.Next()
+		var s *Segment
+		var err error
+		if rd.started && rd.scan(&rd.seg) == scanDone {
+			s = &rd.seg // the fast path of Next, without the call
+		} else {
+			s, err = rd.Next()
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				break
@@ -434,8 +441,22 @@ func (p *parser) unh(s *Segment) error {
 	p.inMsg, p.msgSegs, p.msgBytes = true, 1, 0
 	p.raw, p.spans, p.holes = p.raw[:0], p.spans[:0], p.holes[:0]
 	m := &p.msg
-	*m = Message{Ref: p.str(s, 1, 1), Type: p.intern(s, 2, 1), Version: p.intern(s, 2, 2), Release: p.intern(s, 2, 3), Agency: p.intern(s, 2, 4),
-		Assoc: p.intern(s, 2, 5), Offset: s.Offset, Index: s.Index, Number: p.ic.Messages, Group: p.groupRef, Segments: m.Segments[:0]}
+	// One pass over the spans finds 0062 and the components of S009.
+	var ref span
+	var id [6]span
+	var haveRef bool
+	var have [6]bool
+	for _, sp := range s.spans {
+		switch pos := sp.pos &^ escBit; {
+		case pos == 1<<elemShift|1:
+			ref, haveRef = sp, true
+		case pos>>repShift == 2<<(elemShift-repShift) && pos&compMask >= 1 && pos&compMask <= 5:
+			id[pos&compMask], have[pos&compMask] = sp, true
+		}
+	}
+	*m = Message{Ref: p.str(s, ref, haveRef, 1, 1), Type: p.intern(s, id[1], have[1], 2, 1), Version: p.intern(s, id[2], have[2], 2, 2),
+		Release: p.intern(s, id[3], have[3], 2, 3), Agency: p.intern(s, id[4], have[4], 2, 4), Assoc: p.intern(s, id[5], have[5], 2, 5),
+		Offset: s.Offset, Index: s.Index, Number: p.ic.Messages, Group: p.groupRef, Segments: m.Segments[:0]}
 	if !p.inGroup {
 		m.Group = ""
 	}
@@ -452,29 +473,31 @@ func (p *parser) unh(s *Segment) error {
 }
 
 // intern returns a value that repeats from message to message (type,
-// version, agency) without allocating it again each time: the last value
-// of each component of S009 first, then a small table.
-func (p *parser) intern(s *Segment, e, c int) string {
-	b := s.rawValue(e, c)
-	if b == nil {
+// version, agency) without allocating it again each time: the last four
+// values of each component of S009 first, then a small table.
+func (p *parser) intern(s *Segment, sp span, ok bool, e, c int) string {
+	if !ok || sp.escaped() {
 		return s.Value(e, c)
 	}
-	last := &p.last[c&7]
-	if string(b) == *last {
-		return *last
-	}
-	if v, ok := p.interned[string(b)]; ok {
-		*last = v
-		return v
-	}
-	v := string(b)
-	if len(p.interned) < 256 {
-		if p.interned == nil {
-			p.interned = map[string]string{}
+	b := s.raw[sp.start:sp.end]
+	recent := &p.recent[c&7]
+	for _, v := range recent {
+		if v == string(b) {
+			return v
 		}
-		p.interned[v] = v
 	}
-	*last = v
+	v, ok := p.interned[string(b)]
+	if !ok {
+		v = string(b)
+		if len(p.interned) < 256 {
+			if p.interned == nil {
+				p.interned = map[string]string{}
+			}
+			p.interned[v] = v
+		}
+	}
+	copy(recent[1:], recent[:])
+	recent[0] = v
 	return v
 }
 
@@ -482,11 +505,11 @@ func (p *parser) intern(s *Segment, e, c int) string {
 // shared with the strings before it: one allocation for many messages'
 // references. A chunk is never written again where a string uses it, so
 // the strings are as immutable as any other.
-func (p *parser) str(s *Segment, e, c int) string {
-	b := s.rawValue(e, c)
-	if b == nil || len(b) > 64 {
+func (p *parser) str(s *Segment, sp span, ok bool, e, c int) string {
+	if !ok || sp.escaped() || sp.end-sp.start > 64 {
 		return s.Value(e, c)
 	}
+	b := s.raw[sp.start:sp.end]
 	if len(b) == 0 {
 		return ""
 	}

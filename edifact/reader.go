@@ -136,12 +136,14 @@ func (s *Segment) Components(e int) int {
 }
 
 func (s *Segment) find(e, c int) (span, bool) {
+	if e < 0 || c < 0 || e > 0xffff || c > 0xffff {
+		return span{}, false
+	}
+	// Positions (escape bit aside) increase from span to span.
+	target := uint64(e)<<elemShift | uint64(c)
 	for _, sp := range s.spans {
-		if int(sp.elem()) == e && int(sp.comp()) == c && sp.rep() == 0 {
-			return sp, true
-		}
-		if int(sp.elem()) > e {
-			break
+		if p := sp.pos &^ escBit; p >= target {
+			return sp, p == target
 		}
 	}
 	return span{}, false
@@ -280,6 +282,7 @@ func (r *Reader) setClasses() {
 		r.class[r.d.Repetition] = clRep
 	}
 	r.termOther = r.class[r.d.Terminator] == clOther
+	r.seg.rel = r.d.Release
 	r.fast = r.class
 	r.fast[r.d.Terminator] = clTerm
 }
@@ -429,19 +432,21 @@ const (
 // reached) returns scanSlow and leaves the decision, and the error, to
 // slowNext; scanMore asks for more input.
 func (r *Reader) scan(s *Segment) int {
-	p := r.r
-	for p < r.w && spaceByte[r.buf[p]] {
+	buf := r.buf[:r.w]
+	p := uint(r.r)
+	for p < uint(len(buf)) && spaceByte[buf[p]] {
 		p++
 	}
-	r.r = p
-	b := r.buf[p:r.w]
+	r.r = int(p)
+	b := buf[p:]
 	if len(b) < 4 {
 		return scanMore
 	}
-	t := tagIndex[b[0]]*36*36 + tagIndex[b[1]]*36 + tagIndex[b[2]]
-	if tagIndex[b[0]]|tagIndex[b[1]]|tagIndex[b[2]] < 0 {
+	t0, t1, t2 := tagIndex[b[0]], tagIndex[b[1]], tagIndex[b[2]]
+	if t0|t1|t2 < 0 {
 		return scanSlow
 	}
+	t := (t0*36+t1)*36 + t2
 	class := &r.fast
 	n := 0
 	sp := s.spans[:cap(s.spans)]
@@ -459,6 +464,7 @@ func (r *Reader) scan(s *Segment) int {
 		// they stay in registers.
 		if len(sp) < 256 {
 			sp = make([]span, 256)
+			s.spans = sp[:0]
 		}
 		// A segment with more components than sp holds, or more than the
 		// limit, takes the slow path (which grows sp for the next ones):
@@ -525,11 +531,13 @@ func (r *Reader) scan(s *Segment) int {
 	}
 	r.index++
 	s.spans = sp[:n]
-	s.Offset, s.Index, s.rel = r.base+int64(p), r.index, r.d.Release
-	s.holes = s.holes[:0]
+	s.Offset, s.Index = r.base+int64(p), r.index
+	if len(s.holes) > 0 {
+		s.holes = s.holes[:0]
+	}
 	s.raw = b[:end:end]
 	s.Tag = r.tags[3*t : 3*t+3]
-	r.r = p + end + 1
+	r.r = int(p) + end + 1
 	return scanDone
 }
 
