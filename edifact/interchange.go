@@ -142,11 +142,11 @@ type parser struct {
 	lastIndex  int
 	lastOffset int64
 	interned   map[string]string
-	raw        []byte    // the bytes of the message's kept segments
-	spans      []span    // their spans
-	holes      []int32   // their holes
+	raw        []byte       // the bytes of the message's kept segments
+	spans      []span       // their spans
+	holes      []int32      // their holes
 	recent     [8][4]string // the last values interned per component
-	strs       []byte    // the chunk str carves strings from
+	strs       []byte       // the chunk str carves strings from
 }
 
 func (p *parser) fail(s *Segment, code int, elem, comp int, err error, format string, args ...any) *SyntaxError {

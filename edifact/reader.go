@@ -794,13 +794,3 @@ func (s *Segment) Int(e, c int) (int, bool) {
 	}
 	return n, true
 }
-
-// rawValue is the bytes of a component without release characters, or nil
-// when it is absent or escaped (use Value).
-func (s *Segment) rawValue(e, c int) []byte {
-	sp, ok := s.find(e, c)
-	if !ok || sp.escaped() {
-		return nil
-	}
-	return s.raw[sp.start:sp.end]
-}
