@@ -106,6 +106,7 @@ type CharsetIssue struct {
 func Parse(r io.Reader, lim Limits, onMessage func(*Message) error) (*Interchange, error) {
 	lim = lim.withDefaults()
 	rd := NewReader(r, lim)
+	rd.countOnly = onMessage == nil // no one reads a message's components
 	p := &parser{rd: rd, lim: lim, onMessage: onMessage, ic: &Interchange{}}
 	err := p.run()
 	if err != nil && p.inMsg {
@@ -146,6 +147,7 @@ type parser struct {
 	spans      []span       // their spans
 	holes      []int32      // their holes
 	recent     [8][4]string // the last values interned per component
+	ids        [4]s009Entry // the last distinct S009s
 	strs       []byte       // the chunk str carves strings from
 }
 
@@ -441,22 +443,24 @@ func (p *parser) unh(s *Segment) error {
 	p.inMsg, p.msgSegs, p.msgBytes = true, 1, 0
 	p.raw, p.spans, p.holes = p.raw[:0], p.spans[:0], p.holes[:0]
 	m := &p.msg
-	// One pass over the spans finds 0062 and the components of S009.
+	// One pass over the spans finds 0062 and the bytes of S009.
 	var ref span
-	var id [6]span
-	var haveRef bool
-	var have [6]bool
+	haveRef := false
+	from, to := int32(-1), int32(-1)
 	for _, sp := range s.spans {
 		switch pos := sp.pos &^ escBit; {
 		case pos == 1<<elemShift|1:
 			ref, haveRef = sp, true
-		case pos>>repShift == 2<<(elemShift-repShift) && pos&compMask >= 1 && pos&compMask <= 5:
-			id[pos&compMask], have[pos&compMask] = sp, true
+		case pos>>elemShift == 2:
+			if from < 0 {
+				from = sp.start
+			}
+			to = sp.end
 		}
 	}
-	*m = Message{Ref: p.str(s, ref, haveRef, 1, 1), Type: p.intern(s, id[1], have[1], 2, 1), Version: p.intern(s, id[2], have[2], 2, 2),
-		Release: p.intern(s, id[3], have[3], 2, 3), Agency: p.intern(s, id[4], have[4], 2, 4), Assoc: p.intern(s, id[5], have[5], 2, 5),
-		Offset: s.Offset, Index: s.Index, Number: p.ic.Messages, Group: p.groupRef, Segments: m.Segments[:0]}
+	id := p.s009(s, from, to)
+	m.Ref, m.Type, m.Version, m.Release, m.Agency, m.Assoc = p.str(s, ref, haveRef, 1, 1), id[0], id[1], id[2], id[3], id[4]
+	m.Offset, m.Index, m.Number, m.Group, m.Segments, m.Charset = s.Offset, s.Index, p.ic.Messages, p.groupRef, m.Segments[:0], nil
 	if !p.inGroup {
 		m.Group = ""
 	}
@@ -470,6 +474,38 @@ func (p *parser) unh(s *Segment) error {
 		p.checkCharset(s)
 	}
 	return p.keep(s)
+}
+
+// s009 returns the components of S009 (type, version, release, agency,
+// association code), the bytes raw[from:to] of the element in segment s.
+// The same bytes split the same way, so the last few distinct S009s are
+// kept whole: most messages cost one comparison.
+func (p *parser) s009(s *Segment, from, to int32) [5]string {
+	var key []byte
+	if from >= 0 {
+		key = s.raw[from:to]
+		for i := range p.ids {
+			if e := &p.ids[i]; e.ok && e.key == string(key) {
+				return e.vals
+			}
+		}
+	}
+	var vals [5]string
+	for c := 1; c <= 5; c++ {
+		sp, ok := s.find(2, c)
+		vals[c-1] = p.intern(s, sp, ok, 2, c)
+	}
+	if from >= 0 && len(key) <= 64 {
+		copy(p.ids[1:], p.ids[:])
+		p.ids[0] = s009Entry{key: string(key), vals: vals, ok: true}
+	}
+	return vals
+}
+
+type s009Entry struct {
+	key  string
+	vals [5]string
+	ok   bool
 }
 
 // intern returns a value that repeats from message to message (type,

@@ -228,6 +228,7 @@ type Reader struct {
 	seg        Segment
 	started    bool
 	hasUNA     bool
+	countOnly  bool   // Parse without a callback: spans only for service segments
 	tags       string // every possible tag, 3 bytes each (see allTags)
 	repertoire *[256]bool
 }
@@ -458,6 +459,13 @@ func (r *Reader) scan(s *Segment) int {
 		if len(b) > r.lim.MaxSegmentBytes+1 {
 			b = b[:r.lim.MaxSegmentBytes+1] // a terminator past this is too far
 		}
+		if r.countOnly && (b[0] != 'U' || b[1] != 'N') {
+			var st int
+			if end, st = r.count(s, b); st != scanDone {
+				return st
+			}
+			break
+		}
 		// Spans are written in place (a span built on the stack and
 		// copied stalls on store forwarding): sp[n] is the component
 		// being read, and the loop keeps few variables live so that
@@ -539,6 +547,65 @@ func (r *Reader) scan(s *Segment) int {
 	s.Tag = r.tags[3*t : 3*t+3]
 	r.r = int(p) + end + 1
 	return scanDone
+}
+
+// count is scan for a segment whose components nobody will read (Parse
+// without a callback, a segment other than a service segment): it finds
+// the same boundaries, release characters, repertoire faults and limits,
+// and leaves s.spans empty. Where scan would take the slow path, so does
+// count, and the slow path splits the segment in full.
+func (r *Reader) count(s *Segment, b []byte) (int, int) {
+	class := &r.fast
+	room := min(r.lim.MaxComponents, 65535)
+	n := 0
+	j := uint(4)
+	for {
+		for j < uint(len(b)) && class[b[j]] == clData {
+			j++
+		}
+		if j >= uint(len(b)) {
+			return 0, scanMore
+		}
+		cl := class[b[j]]
+		if cl <= clTerm {
+			n++
+			if cl == clTerm {
+				s.spans = s.spans[:0]
+				return int(j), scanDone
+			}
+			if n >= room {
+				return 0, scanSlow
+			}
+			j++
+			continue
+		}
+		switch cl {
+		case clOther:
+			if s.bad < 0 {
+				s.bad = int32(j)
+			}
+		case clRel:
+			j++
+			if j >= uint(len(b)) {
+				return 0, scanMore
+			}
+			switch class[b[j]] {
+			case clCRLF:
+				return 0, scanSlow
+			case clOther:
+				if s.bad < 0 {
+					s.bad = int32(j)
+				}
+			case clTerm:
+				if r.termOther && s.bad < 0 {
+					s.bad = int32(j)
+				}
+			}
+		default: // clCRLF
+			return 0, scanSlow
+		}
+		j++
+	}
 }
 
 // spaceByte marks the whitespace skipped between segments.
