@@ -569,34 +569,78 @@ func (p *parser) keep(s *Segment) error {
 	}
 	p.msgBytes += n
 	// The message's bytes, spans and holes go to three buffers reused from
-	// message to message; deliver points the segments into them.
+	// message to message. The reader splits each segment straight into
+	// the free end of p.spans (see below), so its spans are usually in
+	// place already.
+	nr, ns, nh := len(s.raw), len(s.spans), len(s.holes)
+	inPlace := ns > 0 && cap(p.spans) > len(p.spans) && &p.spans[:len(p.spans)+1][len(p.spans)] == &s.spans[0]
+	if inPlace {
+		p.spans = p.spans[:len(p.spans)+ns]
+	}
+	// Room for this segment and for splitting the next one in place.
+	if cap(p.raw)-len(p.raw) < nr || cap(p.spans)-len(p.spans) < ns+256 || cap(p.holes)-len(p.holes) < nh {
+		p.room(nr, ns+256, nh)
+	}
+	r0 := len(p.raw)
 	p.raw = append(p.raw, s.raw...)
-	p.spans = append(p.spans, s.spans...)
-	if len(s.holes) > 0 {
-		p.holes = append(p.holes, s.holes...)
+	if !inPlace {
+		p.spans = append(p.spans, s.spans...)
 	}
 	p.msg.Segments = append(p.msg.Segments, *s)
+	d := &p.msg.Segments[len(p.msg.Segments)-1]
+	d.raw = p.raw[r0:len(p.raw):len(p.raw)]
+	d.spans = p.spans[len(p.spans)-ns : len(p.spans)]
+	d.holes = nil
+	if nh > 0 {
+		p.holes = append(p.holes, s.holes...)
+		d.holes = p.holes[len(p.holes)-nh:]
+	}
+	p.rd.seg.spans = p.spans[len(p.spans):]
 	return nil
 }
 
-// deliver points the kept segments into the message's buffers (each kept
-// segment's slices have the right lengths, and the buffers hold them in
-// order) and hands the message to onMessage.
-func (p *parser) deliver() error {
+// room makes room for nr more bytes, ns spans and nh holes in the
+// message's buffers, moving them to larger ones where needed and pointing
+// the segments kept so far into the new ones (they lie in order).
+func (p *parser) room(nr, ns, nh int) {
+	grow := func(n, c, need int) int { return max(2*c, n+need, 256) }
+	moved := false
+	if cap(p.raw)-len(p.raw) < nr {
+		nb := make([]byte, len(p.raw), grow(len(p.raw), cap(p.raw), nr))
+		copy(nb, p.raw)
+		p.raw, moved = nb, true
+	}
+	if cap(p.spans)-len(p.spans) < ns {
+		nb := make([]span, len(p.spans), grow(len(p.spans), cap(p.spans), ns))
+		copy(nb, p.spans)
+		p.spans, moved = nb, true
+	}
+	if cap(p.holes)-len(p.holes) < nh {
+		nb := make([]int32, len(p.holes), grow(len(p.holes), cap(p.holes), nh))
+		copy(nb, p.holes)
+		p.holes, moved = nb, true
+	}
+	if !moved {
+		return
+	}
 	var ro, so, ho int
 	for i := range p.msg.Segments {
 		s := &p.msg.Segments[i]
 		nr, ns, nh := len(s.raw), len(s.spans), len(s.holes)
-		s.raw = p.raw[ro : ro+nr : ro+nr]
-		s.spans = p.spans[so : so+ns : so+ns]
-		s.holes = nil
+		s.raw, s.spans = p.raw[ro:ro+nr:ro+nr], p.spans[so:so+ns:so+ns]
 		if nh > 0 {
 			s.holes = p.holes[ho : ho+nh : ho+nh]
 		}
 		ro, so, ho = ro+nr, so+ns, ho+nh
 	}
+}
+
+// deliver hands the message to onMessage, then frees its buffers for the
+// next one.
+func (p *parser) deliver() error {
 	err := p.onMessage(&p.msg)
 	p.raw, p.spans, p.holes = p.raw[:0], p.spans[:0], p.holes[:0]
+	p.rd.seg.spans = p.spans
 	return err
 }
 

@@ -2,9 +2,12 @@ package edifact_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/fixtures"
@@ -52,6 +55,21 @@ func TestMessageCloneOutlivesCallback(t *testing.T) {
 	for i, m := range kept {
 		if got := describe(m); got != want[i] {
 			t.Errorf("message %d after the parse:\n%s\nduring its callback:\n%s", i+1, got, want[i])
+		}
+	}
+}
+
+// TestUnterminatedPastTheLimit: a last segment without terminator, longer
+// than the segment limit but short, is unterminated (as before the reader
+// had its own buffer), whichever way the input arrives.
+func TestUnterminatedPastTheLimit(t *testing.T) {
+	t.Parallel()
+	in := "UNA!+0  \"" + strings.Repeat("0", 61)
+	for _, r := range []io.Reader{strings.NewReader(in), iotest.OneByteReader(strings.NewReader(in))} {
+		_, err := edifact.Parse(r, edifact.Limits{MaxSegmentBytes: 40}, nil)
+		var se *edifact.SyntaxError
+		if !errors.As(err, &se) || !errors.Is(err, edifact.ErrUnterminated) || se.Offset != 9 {
+			t.Errorf("got %v, want an unterminated segment at byte 9", err)
 		}
 	}
 }

@@ -807,7 +807,10 @@ func (r *Reader) readRaw() ([]byte, int64, error) {
 			r.r += e + 1
 			return b[:e:e], start, nil
 		}
-		if len(b) > lim {
+		// Without a terminator in sight, read on to the end of the input
+		// (an unterminated segment) while the segment holds no more than
+		// max(limit, 64 KiB) bytes.
+		if len(b) > max(lim, readBufSize) {
 			r.r = r.w
 			return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(b, 3)), Code: CodeTooLong,
 				Err: fmt.Errorf("%w of %d bytes", ErrSegmentTooLong, lim)}
