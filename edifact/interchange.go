@@ -128,27 +128,26 @@ type parser struct {
 	onMessage func(*Message) error
 	ic        *Interchange
 
-	msg        Message
-	inMsg      bool
-	msgSegs    int
-	msgBytes   int64 // what the kept segments of msg take (Segment.retained)
-	inGroup    bool
-	groupRef   string
-	groupMsgs  int
-	groupAt    *Segment
-	outside    int // messages outside groups
-	allowed    *[256]bool
-	unicode    bool
-	segments   int64
-	lastIndex  int
-	lastOffset int64
-	interned   map[string]string
-	raw        []byte       // the bytes of the message's kept segments
-	spans      []span       // their spans
-	holes      []int32      // their holes
-	recent     [8][4]string // the last values interned per component
-	ids        [4]s009Entry // the last distinct S009s
-	strs       []byte       // the chunk str carves strings from
+	msg       Message
+	inMsg     bool
+	msgSegs   int
+	msgBytes  int64 // what the kept segments of msg take (Segment.retained)
+	inGroup   bool
+	groupRef  string
+	groupMsgs int
+	groupAt   *Segment
+	outside   int // messages outside groups
+	allowed   *[256]bool
+	unicode   bool
+	segments  int64
+	lastIndex int
+	interned  map[string]string
+	raw       []byte       // the bytes of the message's kept segments
+	spans     []span       // their spans
+	holes     []int32      // their holes
+	recent    [8][4]string // the last values interned per component
+	ids       [4]s009Entry // the last distinct S009s
+	strs      []byte       // the chunk str carves strings from
 }
 
 func (p *parser) fail(s *Segment, code int, elem, comp int, err error, format string, args ...any) *SyntaxError {
@@ -169,6 +168,17 @@ func (p *parser) run() error {
 	first := true
 	rd := p.rd
 	for {
+		if rd.countOnly && p.inMsg && rd.started {
+			// Without a callback nothing but the envelope, the counts
+			// and the repertoire is checked inside a message: let the
+			// reader run over the segments that cannot fail those.
+			stopBad := p.msg.Charset == nil && (p.allowed != nil || p.unicode)
+			if n := rd.skip(int(min(p.lim.MaxSegments-p.segments, 1<<30)), stopBad); n > 0 {
+				p.segments += int64(n)
+				p.msgSegs += n
+				p.lastIndex = rd.index
+			}
+		}
 		var s *Segment
 		var err error
 		if rd.started && rd.scan(&rd.seg) == scanDone {
@@ -187,7 +197,7 @@ func (p *parser) run() error {
 			return err
 		}
 		p.segments++
-		p.lastIndex, p.lastOffset = s.Index, s.Offset
+		p.lastIndex = s.Index
 		if p.segments > p.lim.MaxSegments {
 			return p.fail(s, CodeUnspecified, 0, 0, ErrTooManySegments, "%d", p.lim.MaxSegments)
 		}

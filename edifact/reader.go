@@ -345,6 +345,22 @@ func (r *Reader) fill() bool {
 	return false
 }
 
+// fillMore reads until the unread bytes have at least doubled (and grown
+// by 512), the buffer is full, or the input ends; it reports whether it
+// read anything. scan starts a segment over after each read, so this
+// keeps the work linear when the input comes in small pieces.
+func (r *Reader) fillMore() bool {
+	want := 2*(r.w-r.r) + 512
+	read := false
+	for r.w-r.r < want && (!read || r.w < len(r.buf)) {
+		if !r.fill() {
+			break
+		}
+		read = true
+	}
+	return read
+}
+
 // peek returns at least n unread bytes, or fewer at the end of the input.
 func (r *Reader) peek(n int) []byte {
 	for r.w-r.r < n && r.fill() {
@@ -406,7 +422,7 @@ func (r *Reader) Next() (*Segment, error) {
 		case scanDone:
 			return s, nil
 		case scanMore:
-			if r.w-r.r <= r.lim.MaxSegmentBytes && r.fill() {
+			if r.w-r.r <= r.lim.MaxSegmentBytes && r.fillMore() {
 				continue
 			}
 			if r.r == r.w { // only whitespace was left
@@ -461,7 +477,7 @@ func (r *Reader) scan(s *Segment) int {
 		}
 		if r.countOnly && (b[0] != 'U' || b[1] != 'N') {
 			var st int
-			if end, st = r.count(s, b); st != scanDone {
+			if end, s.bad, st = r.count(b); st != scanDone {
 				return st
 			}
 			break
@@ -552,60 +568,102 @@ func (r *Reader) scan(s *Segment) int {
 // count is scan for a segment whose components nobody will read (Parse
 // without a callback, a segment other than a service segment): it finds
 // the same boundaries, release characters, repertoire faults and limits,
-// and leaves s.spans empty. Where scan would take the slow path, so does
-// count, and the slow path splits the segment in full.
-func (r *Reader) count(s *Segment, b []byte) (int, int) {
+// and returns the segment's length and its first byte outside the
+// repertoire (or -1). Where scan would take the slow path, so does count,
+// and the slow path splits the segment in full.
+func (r *Reader) count(b []byte) (end int, bad int32, st int) {
 	class := &r.fast
 	room := min(r.lim.MaxComponents, 65535)
 	n := 0
 	j := uint(4)
+	bad = -1
 	for {
 		for j < uint(len(b)) && class[b[j]] == clData {
 			j++
 		}
 		if j >= uint(len(b)) {
-			return 0, scanMore
+			return 0, bad, scanMore
 		}
 		cl := class[b[j]]
 		if cl <= clTerm {
 			n++
 			if cl == clTerm {
-				s.spans = s.spans[:0]
-				return int(j), scanDone
+				return int(j), bad, scanDone
 			}
 			if n >= room {
-				return 0, scanSlow
+				return 0, bad, scanSlow
 			}
 			j++
 			continue
 		}
 		switch cl {
 		case clOther:
-			if s.bad < 0 {
-				s.bad = int32(j)
+			if bad < 0 {
+				bad = int32(j)
 			}
 		case clRel:
 			j++
 			if j >= uint(len(b)) {
-				return 0, scanMore
+				return 0, bad, scanMore
 			}
 			switch class[b[j]] {
 			case clCRLF:
-				return 0, scanSlow
+				return 0, bad, scanSlow
 			case clOther:
-				if s.bad < 0 {
-					s.bad = int32(j)
+				if bad < 0 {
+					bad = int32(j)
 				}
 			case clTerm:
-				if r.termOther && s.bad < 0 {
-					s.bad = int32(j)
+				if r.termOther && bad < 0 {
+					bad = int32(j)
 				}
 			}
 		default: // clCRLF
-			return 0, scanSlow
+			return 0, bad, scanSlow
 		}
 		j++
 	}
+}
+
+// skip consumes up to max consecutive segments that are not service
+// segments (tag UN?) and that count reads without incident, and returns
+// how many: Parse without a callback, inside a message, checks nothing
+// else in them. With stopBad, a segment holding a byte outside the
+// repertoire stops it too. It stops before any segment it does not
+// consume, leaving it to Next; it fills no Segment.
+func (r *Reader) skip(max int, stopBad bool) int {
+	n := 0
+	buf := r.buf[:r.w]
+	for n < max {
+		p := uint(r.r)
+		for p < uint(len(buf)) && spaceByte[buf[p]] {
+			p++
+		}
+		r.r = int(p)
+		b := buf[p:]
+		if len(b) < 4 || tagIndex[b[0]]|tagIndex[b[1]]|tagIndex[b[2]] < 0 || (b[0] == 'U' && b[1] == 'N') {
+			break
+		}
+		end := 3
+		switch r.fast[b[3]] {
+		case clTerm:
+		case clElem:
+			if len(b) > r.lim.MaxSegmentBytes+1 {
+				b = b[:r.lim.MaxSegmentBytes+1]
+			}
+			e, bad, st := r.count(b)
+			if st != scanDone || (bad >= 0 && stopBad) {
+				return n
+			}
+			end = e
+		default:
+			return n
+		}
+		r.r = int(p) + end + 1
+		r.index++
+		n++
+	}
+	return n
 }
 
 // spaceByte marks the whitespace skipped between segments.
