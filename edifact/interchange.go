@@ -108,6 +108,7 @@ func Parse(r io.Reader, lim Limits, onMessage func(*Message) error) (*Interchang
 	rd := NewReader(r, lim)
 	rd.countOnly = onMessage == nil // no one reads a message's components
 	p := &parser{rd: rd, lim: lim, onMessage: onMessage, ic: &Interchange{}}
+	p.raw.size, p.spans.size, p.holes.size = 64<<10, 4<<10, 1<<10
 	err := p.run()
 	if err != nil && p.inMsg {
 		open := p.msg
@@ -142,12 +143,12 @@ type parser struct {
 	segments  int64
 	lastIndex int
 	interned  map[string]string
-	raw       []byte       // the bytes of the message's kept segments
-	spans     []span       // their spans
-	holes     []int32      // their holes
-	recent    [8][4]string // the last values interned per component
-	ids       [4]s009Entry // the last distinct S009s
-	strs      []byte       // the chunk str carves strings from
+	raw       chunks[byte]  // the bytes of the message's kept segments
+	spans     chunks[span]  // their spans
+	holes     chunks[int32] // their holes
+	recent    [8][4]string  // the last values interned per component
+	ids       [4]s009Entry  // the last distinct S009s
+	strs      []byte        // the chunk str carves strings from
 }
 
 func (p *parser) fail(s *Segment, code int, elem, comp int, err error, format string, args ...any) *SyntaxError {
@@ -451,7 +452,9 @@ func (p *parser) unh(s *Segment) error {
 	}
 	p.ic.Messages++
 	p.inMsg, p.msgSegs, p.msgBytes = true, 1, 0
-	p.raw, p.spans, p.holes = p.raw[:0], p.spans[:0], p.holes[:0]
+	p.raw.reset()
+	p.spans.reset()
+	p.holes.reset()
 	m := &p.msg
 	// One pass over the spans finds 0062 and the bytes of S009.
 	var ref span
@@ -578,79 +581,98 @@ func (p *parser) keep(s *Segment) error {
 		return p.fail(s, CodeUnspecified, 0, 0, ErrMessageTooLarge, "message %s would keep more than %d bytes with this segment", p.msg.Ref, p.lim.MaxMessageBytes)
 	}
 	p.msgBytes += n
-	// The message's bytes, spans and holes go to three buffers reused from
-	// message to message. The reader splits each segment straight into
-	// the free end of p.spans (see below), so its spans are usually in
-	// place already.
-	nr, ns, nh := len(s.raw), len(s.spans), len(s.holes)
-	inPlace := ns > 0 && cap(p.spans) > len(p.spans) && &p.spans[:len(p.spans)+1][len(p.spans)] == &s.spans[0]
-	if inPlace {
-		p.spans = p.spans[:len(p.spans)+ns]
+	// The message's bytes, spans and holes go to chunked buffers reused
+	// from message to message (chunks, not one growing buffer: nothing is
+	// copied as a message grows, and memory stays what the segments
+	// take). The reader splits each segment straight into the free end of
+	// the span chunk (see below), so its spans are usually in place.
+	ns, nh := len(s.spans), len(s.holes)
+	d := Segment{Tag: s.Tag, Offset: s.Offset, Index: s.Index, rel: s.rel, bad: s.bad}
+	d.raw = p.raw.add(s.raw)
+	if free := p.spans.free(); ns > 0 && cap(free) > 0 && &free[:1][0] == &s.spans[0] {
+		d.spans = p.spans.commit(ns)
+	} else {
+		d.spans = p.spans.add(s.spans)
 	}
-	// Room for this segment and for splitting the next one in place.
-	if cap(p.raw)-len(p.raw) < nr || cap(p.spans)-len(p.spans) < ns+256 || cap(p.holes)-len(p.holes) < nh {
-		p.room(nr, ns+256, nh)
-	}
-	r0 := len(p.raw)
-	p.raw = append(p.raw, s.raw...)
-	if !inPlace {
-		p.spans = append(p.spans, s.spans...)
-	}
-	p.msg.Segments = append(p.msg.Segments, *s)
-	d := &p.msg.Segments[len(p.msg.Segments)-1]
-	d.raw = p.raw[r0:len(p.raw):len(p.raw)]
-	d.spans = p.spans[len(p.spans)-ns : len(p.spans)]
-	d.holes = nil
 	if nh > 0 {
-		p.holes = append(p.holes, s.holes...)
-		d.holes = p.holes[len(p.holes)-nh:]
+		d.holes = p.holes.add(s.holes)
 	}
-	p.rd.seg.spans = p.spans[len(p.spans):]
+	p.msg.Segments = append(p.msg.Segments, d)
+	p.rd.seg.spans = p.spans.room(256)
 	return nil
 }
 
-// room makes room for nr more bytes, ns spans and nh holes in the
-// message's buffers, moving them to larger ones where needed and pointing
-// the segments kept so far into the new ones (they lie in order).
-func (p *parser) room(nr, ns, nh int) {
-	grow := func(n, c, need int) int { return max(2*c, n+need, 256) }
-	moved := false
-	if cap(p.raw)-len(p.raw) < nr {
-		nb := make([]byte, len(p.raw), grow(len(p.raw), cap(p.raw), nr))
-		copy(nb, p.raw)
-		p.raw, moved = nb, true
+// chunks is storage for one message's bytes, spans or holes: slices of
+// fixed-size chunks, reused from message to message.
+type chunks[T any] struct {
+	bufs [][]T
+	cur  int
+	size int
+}
+
+// room returns the free end (len 0, cap >= n) of the current chunk, moving
+// on to the next one when the current has less.
+func (c *chunks[T]) room(n int) []T {
+	if len(c.bufs) == 0 {
+		c.bufs = append(c.bufs, make([]T, 0, max(c.size, n)))
 	}
-	if cap(p.spans)-len(p.spans) < ns {
-		nb := make([]span, len(p.spans), grow(len(p.spans), cap(p.spans), ns))
-		copy(nb, p.spans)
-		p.spans, moved = nb, true
+	if b := c.bufs[c.cur]; cap(b)-len(b) >= n {
+		return b[len(b):]
 	}
-	if cap(p.holes)-len(p.holes) < nh {
-		nb := make([]int32, len(p.holes), grow(len(p.holes), cap(p.holes), nh))
-		copy(nb, p.holes)
-		p.holes, moved = nb, true
+	c.cur++
+	if c.cur == len(c.bufs) {
+		c.bufs = append(c.bufs, nil)
 	}
-	if !moved {
-		return
+	if cap(c.bufs[c.cur]) < n {
+		c.bufs[c.cur] = make([]T, 0, max(c.size, n))
 	}
-	var ro, so, ho int
-	for i := range p.msg.Segments {
-		s := &p.msg.Segments[i]
-		nr, ns, nh := len(s.raw), len(s.spans), len(s.holes)
-		s.raw, s.spans = p.raw[ro:ro+nr:ro+nr], p.spans[so:so+ns:so+ns]
-		if nh > 0 {
-			s.holes = p.holes[ho : ho+nh : ho+nh]
-		}
-		ro, so, ho = ro+nr, so+ns, ho+nh
+	c.bufs[c.cur] = c.bufs[c.cur][:0]
+	return c.bufs[c.cur]
+}
+
+// free is the free end of the current chunk.
+func (c *chunks[T]) free() []T {
+	if len(c.bufs) == 0 {
+		return nil
 	}
+	b := c.bufs[c.cur]
+	return b[len(b):]
+}
+
+// commit takes the next n elements of the current chunk (written through
+// free or room) and returns them.
+func (c *chunks[T]) commit(n int) []T {
+	b := c.bufs[c.cur]
+	c.bufs[c.cur] = b[:len(b)+n]
+	return b[len(b) : len(b)+n : len(b)+n]
+}
+
+// add copies v into the chunks and returns the copy.
+func (c *chunks[T]) add(v []T) []T {
+	copy(c.room(len(v))[:len(v)], v)
+	return c.commit(len(v))
+}
+
+// reset frees the chunks for the next message, keeping two of them.
+func (c *chunks[T]) reset() {
+	if len(c.bufs) > 2 {
+		clear(c.bufs[2:])
+		c.bufs = c.bufs[:2]
+	}
+	for i := range c.bufs {
+		c.bufs[i] = c.bufs[i][:0]
+	}
+	c.cur = 0
 }
 
 // deliver hands the message to onMessage, then frees its buffers for the
 // next one.
 func (p *parser) deliver() error {
 	err := p.onMessage(&p.msg)
-	p.raw, p.spans, p.holes = p.raw[:0], p.spans[:0], p.holes[:0]
-	p.rd.seg.spans = p.spans
+	p.raw.reset()
+	p.spans.reset()
+	p.holes.reset()
+	p.rd.seg.spans = p.spans.room(256)
 	return err
 }
 
