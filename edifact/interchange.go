@@ -587,17 +587,36 @@ func (p *parser) keep(s *Segment) error {
 	// take). The reader splits each segment straight into the free end of
 	// the span chunk (see below), so its spans are usually in place.
 	ns, nh := len(s.spans), len(s.holes)
-	d := Segment{Tag: s.Tag, Offset: s.Offset, Index: s.Index, rel: s.rel, bad: s.bad}
-	d.raw = p.raw.add(s.raw)
+	segs := p.msg.Segments
+	if len(segs) == cap(segs) {
+		segs = append(segs, Segment{})
+	} else {
+		segs = segs[:len(segs)+1]
+	}
+	p.msg.Segments = segs
+	d := &segs[len(segs)-1]
+	d.Tag, d.Offset, d.Index, d.rel, d.bad = s.Tag, s.Offset, s.Index, s.rel, s.bad
+	// The bytes: the common case by hand (the generic add costs more).
+	raw := &p.raw
+	if raw.cur < len(raw.bufs) && cap(raw.bufs[raw.cur])-len(raw.bufs[raw.cur]) >= len(s.raw) {
+		b := raw.bufs[raw.cur]
+		n := len(b)
+		b = b[:n+len(s.raw)]
+		copy(b[n:], s.raw)
+		raw.bufs[raw.cur] = b
+		d.raw = b[n:len(b):len(b)]
+	} else {
+		d.raw = raw.add(s.raw)
+	}
 	if free := p.spans.free(); ns > 0 && cap(free) > 0 && &free[:1][0] == &s.spans[0] {
 		d.spans = p.spans.commit(ns)
 	} else {
 		d.spans = p.spans.add(s.spans)
 	}
+	d.holes = nil
 	if nh > 0 {
 		d.holes = p.holes.add(s.holes)
 	}
-	p.msg.Segments = append(p.msg.Segments, d)
 	p.rd.seg.spans = p.spans.room(256)
 	return nil
 }
@@ -613,11 +632,18 @@ type chunks[T any] struct {
 // room returns the free end (len 0, cap >= n) of the current chunk, moving
 // on to the next one when the current has less.
 func (c *chunks[T]) room(n int) []T {
+	if c.cur < len(c.bufs) {
+		if b := c.bufs[c.cur]; cap(b)-len(b) >= n {
+			return b[len(b):]
+		}
+	}
+	return c.next(n)
+}
+
+func (c *chunks[T]) next(n int) []T {
 	if len(c.bufs) == 0 {
 		c.bufs = append(c.bufs, make([]T, 0, max(c.size, n)))
-	}
-	if b := c.bufs[c.cur]; cap(b)-len(b) >= n {
-		return b[len(b):]
+		return c.bufs[0]
 	}
 	c.cur++
 	if c.cur == len(c.bufs) {
@@ -649,8 +675,14 @@ func (c *chunks[T]) commit(n int) []T {
 
 // add copies v into the chunks and returns the copy.
 func (c *chunks[T]) add(v []T) []T {
-	copy(c.room(len(v))[:len(v)], v)
-	return c.commit(len(v))
+	if c.cur >= len(c.bufs) || cap(c.bufs[c.cur])-len(c.bufs[c.cur]) < len(v) {
+		c.next(len(v))
+	}
+	b := c.bufs[c.cur]
+	n := len(b)
+	b = append(b, v...)
+	c.bufs[c.cur] = b
+	return b[n:len(b):len(b)]
 }
 
 // reset frees the chunks for the next message, keeping two of them.
