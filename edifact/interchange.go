@@ -169,15 +169,23 @@ func (p *parser) run() error {
 	first := true
 	rd := p.rd
 	for {
+		if rd.countOnly && !p.inMsg && !first && p.plainUNH() {
+			continue
+		}
 		if rd.countOnly && p.inMsg && rd.started {
 			// Without a callback nothing but the envelope, the counts
 			// and the repertoire is checked inside a message: let the
 			// reader run over the segments that cannot fail those.
 			stopBad := p.msg.Charset == nil && (p.allowed != nil || p.unicode)
-			if n := rd.skip(int(min(p.lim.MaxSegments-p.segments, 1<<30)), stopBad); n > 0 {
+			n, ended := rd.skip(int(min(p.lim.MaxSegments-p.segments, 1<<30)), stopBad, p.msgSegs+1, p.msg.Ref)
+			if n > 0 {
 				p.segments += int64(n)
 				p.msgSegs += n
 				p.lastIndex = rd.index
+			}
+			if ended { // a UNT that unt would have accepted
+				p.inMsg = false
+				continue
 			}
 		}
 		var s *Segment
@@ -450,12 +458,6 @@ func (p *parser) unh(s *Segment) error {
 	} else {
 		p.groupMsgs++
 	}
-	p.ic.Messages++
-	p.inMsg, p.msgSegs, p.msgBytes = true, 1, 0
-	p.raw.reset()
-	p.spans.reset()
-	p.holes.reset()
-	m := &p.msg
 	// One pass over the spans finds 0062 and the bytes of S009.
 	var ref span
 	haveRef := false
@@ -472,11 +474,8 @@ func (p *parser) unh(s *Segment) error {
 		}
 	}
 	id := p.s009(s, from, to)
-	m.Ref, m.Type, m.Version, m.Release, m.Agency, m.Assoc = p.str(s, ref, haveRef, 1, 1), id[0], id[1], id[2], id[3], id[4]
-	m.Offset, m.Index, m.Number, m.Group, m.Segments, m.Charset = s.Offset, s.Index, p.ic.Messages, p.groupRef, m.Segments[:0], nil
-	if !p.inGroup {
-		m.Group = ""
-	}
+	p.begin(p.str(s, ref, haveRef, 1, 1), id, s.Offset, s.Index)
+	m := &p.msg
 	if m.Ref == "" {
 		return p.fail(s, CodeMissing, 1, 0, ErrMissingElement, "message reference (0062)")
 	}
@@ -487,6 +486,57 @@ func (p *parser) unh(s *Segment) error {
 		p.checkCharset(s)
 	}
 	return p.keep(s)
+}
+
+// begin starts message ref (its UNH at offset, index) after the checks
+// before the UNH's elements.
+func (p *parser) begin(ref string, id [5]string, offset int64, index int) {
+	p.ic.Messages++
+	p.inMsg, p.msgSegs, p.msgBytes = true, 1, 0
+	p.raw.reset()
+	p.spans.reset()
+	p.holes.reset()
+	m := &p.msg
+	m.Ref, m.Type, m.Version, m.Release, m.Agency, m.Assoc = ref, id[0], id[1], id[2], id[3], id[4]
+	m.Offset, m.Index, m.Number, m.Group, m.Segments, m.Charset = offset, index, p.ic.Messages, p.groupRef, m.Segments[:0], nil
+	if !p.inGroup {
+		m.Group = ""
+	}
+}
+
+// plainUNH starts a message from a UNH that unh would accept and that
+// reads the plain way (see Reader.plainUNH) with an S009 seen before,
+// without splitting it; it reports whether it did. Parse without a
+// callback only.
+func (p *parser) plainUNH() bool {
+	rd := p.rd
+	if p.segments >= p.lim.MaxSegments || (!p.inGroup && p.ic.Groups > 0) {
+		return false
+	}
+	ref, id, ok := rd.plainUNH()
+	if !ok {
+		return false
+	}
+	var vals *[5]string
+	for i := range p.ids {
+		if e := &p.ids[i]; e.ok && e.key == string(id) {
+			vals = &e.vals
+			break
+		}
+	}
+	if vals == nil || vals[0] == "" || vals[1] == "" || vals[2] == "" || vals[3] == "" {
+		return false
+	}
+	off, index := rd.consumePlain()
+	p.segments++
+	p.lastIndex = index
+	if p.inGroup {
+		p.groupMsgs++
+	} else {
+		p.outside++
+	}
+	p.begin(p.strBytes(ref), *vals, off, index)
+	return true
 }
 
 // s009 returns the components of S009 (type, version, release, agency,
@@ -558,7 +608,14 @@ func (p *parser) str(s *Segment, sp span, ok bool, e, c int) string {
 	if !ok || sp.escaped() || sp.end-sp.start > 64 {
 		return s.Value(e, c)
 	}
-	b := s.raw[sp.start:sp.end]
+	return p.strBytes(s.raw[sp.start:sp.end])
+}
+
+// strBytes is str for bytes without release characters.
+func (p *parser) strBytes(b []byte) string {
+	if len(b) > 64 {
+		return string(b)
+	}
 	if len(b) == 0 {
 		return ""
 	}

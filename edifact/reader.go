@@ -229,6 +229,7 @@ type Reader struct {
 	started    bool
 	hasUNA     bool
 	countOnly  bool   // Parse without a callback: spans only for service segments
+	plainEnd   int    // the length of the segment plainUNH matched
 	tags       string // every possible tag, 3 bytes each (see allTags)
 	repertoire *[256]bool
 }
@@ -631,7 +632,12 @@ func (r *Reader) count(b []byte) (end int, bad int32, st int) {
 // else in them. With stopBad, a segment holding a byte outside the
 // repertoire stops it too. It stops before any segment it does not
 // consume, leaving it to Next; it fills no Segment.
-func (r *Reader) skip(max int, stopBad bool) int {
+//
+// With ref set, skip also consumes the message's UNT when it is exactly
+// UNT+count+ref' with the count it must have (the segments so far, this
+// one included, counting from unt), nothing else in it and no byte
+// outside the repertoire, and reports that the message ended there.
+func (r *Reader) skip(max int, stopBad bool, unt int, ref string) (int, bool) {
 	n := 0
 	buf := r.buf[:r.w]
 	for n < max {
@@ -641,7 +647,17 @@ func (r *Reader) skip(max int, stopBad bool) int {
 		}
 		r.r = int(p)
 		b := buf[p:]
-		if len(b) < 4 || tagIndex[b[0]]|tagIndex[b[1]]|tagIndex[b[2]] < 0 || (b[0] == 'U' && b[1] == 'N') {
+		if len(b) < 4 || tagIndex[b[0]]|tagIndex[b[1]]|tagIndex[b[2]] < 0 {
+			break
+		}
+		if b[0] == 'U' && b[1] == 'N' {
+			if b[2] == 'T' && ref != "" {
+				if end := r.plainUNT(b, unt+n, ref); end > 0 {
+					r.r = int(p) + end + 1
+					r.index++
+					return n + 1, true
+				}
+			}
 			break
 		}
 		end := 3
@@ -653,17 +669,101 @@ func (r *Reader) skip(max int, stopBad bool) int {
 			}
 			e, bad, st := r.count(b)
 			if st != scanDone || (bad >= 0 && stopBad) {
-				return n
+				return n, false
 			}
 			end = e
 		default:
-			return n
+			return n, false
 		}
 		r.r = int(p) + end + 1
 		r.index++
 		n++
 	}
-	return n
+	return n, false
+}
+
+// plainUNH reports whether the next segment is UNH+ref+S009' with the
+// reference plain data and S009 plain data and component separators, and
+// returns the bytes of both, without consuming it (consumePlain does).
+func (r *Reader) plainUNH() (ref, id []byte, ok bool) {
+	buf := r.buf[:r.w]
+	p := uint(r.r)
+	for p < uint(len(buf)) && spaceByte[buf[p]] {
+		p++
+	}
+	r.r = int(p)
+	b := buf[p:]
+	if len(b) < 4 || b[0] != 'U' || b[1] != 'N' || b[2] != 'H' {
+		return nil, nil, false
+	}
+	class := &r.fast
+	if class[b[3]] != clElem {
+		return nil, nil, false
+	}
+	j := 4
+	for j < len(b) && class[b[j]] == clData {
+		j++
+	}
+	if j == 4 || j >= len(b) || class[b[j]] != clElem {
+		return nil, nil, false
+	}
+	ref = b[4:j]
+	j++
+	k, seps := j, 1
+	for ; j < len(b); j++ {
+		switch class[b[j]] {
+		case clData:
+			continue
+		case clComp:
+			seps++
+			continue
+		}
+		break
+	}
+	if j >= len(b) || class[b[j]] != clTerm || j > r.lim.MaxSegmentBytes || seps >= min(r.lim.MaxComponents, 65535) {
+		return nil, nil, false
+	}
+	r.plainEnd = j
+	return ref, b[k:j], true
+}
+
+// consumePlain consumes the segment plainUNH matched and returns its offset
+// and index.
+func (r *Reader) consumePlain() (int64, int) {
+	off := r.base + int64(r.r)
+	r.r += r.plainEnd + 1
+	r.index++
+	return off, r.index
+}
+
+// plainUNT returns the length of b's first segment when it is exactly
+// UNT+count+ref' (the count in decimal digits, ref the bytes of the
+// message reference, all plain data), or 0.
+func (r *Reader) plainUNT(b []byte, count int, ref string) int {
+	class := &r.fast
+	if class[b[3]] != clElem || min(r.lim.MaxComponents, 65535) < 2 {
+		return 0
+	}
+	j, v := 4, 0
+	for ; j < len(b) && j < 4+18 && b[j] >= '0' && b[j] <= '9'; j++ {
+		v = v*10 + int(b[j]-'0')
+	}
+	if j == 4 || v != count || j >= len(b) || class[b[j]] != clElem {
+		return 0
+	}
+	j++
+	if len(b)-j <= len(ref) || string(b[j:j+len(ref)]) != ref || class[b[j+len(ref)]] != clTerm {
+		return 0
+	}
+	for _, c := range b[j : j+len(ref)] {
+		if class[c] != clData {
+			return 0
+		}
+	}
+	if end := j + len(ref); end <= r.lim.MaxSegmentBytes {
+		return end
+	}
+	return 0
 }
 
 // spaceByte marks the whitespace skipped between segments.
