@@ -97,12 +97,18 @@ type CharsetIssue struct {
 // The *Message passed, its Segments and their bytes are valid only until
 // onMessage returns: Parse reuses them for the next message. Strings taken
 // from it (Ref, Type, a segment's Tag, Value) stay valid; to keep a
-// segment use Segment.Clone, to keep the message Message.Clone. Pass
-// onMessage nil for an envelope check in constant memory.
-// An error from onMessage stops the
-// parse and is returned unchanged; envelope faults are *SyntaxError; an
-// unsupported syntax identifier with an otherwise sound envelope is an
-// *UnsupportedError returned with the filled Interchange.
+// segment use Segment.Clone, to keep the message Message.Clone.
+//
+// Pass onMessage nil for an envelope check in constant memory: then only
+// the service segments are split into their components; every other
+// segment is still read to its terminator with the release character, the
+// limits and the declared repertoire checked, and every error carries the
+// same positions as with a callback.
+//
+// An error from onMessage stops the parse and is returned unchanged;
+// envelope faults are *SyntaxError; an unsupported syntax identifier with
+// an otherwise sound envelope is an *UnsupportedError returned with the
+// filled Interchange.
 func Parse(r io.Reader, lim Limits, onMessage func(*Message) error) (*Interchange, error) {
 	lim = lim.withDefaults()
 	rd := NewReader(r, lim)
