@@ -661,7 +661,7 @@ func (p *parser) keep(s *Segment) error {
 	d.Tag, d.Offset, d.Index, d.rel, d.bad = s.Tag, s.Offset, s.Index, s.rel, s.bad
 	// The bytes: the common case by hand (the generic add costs more).
 	raw := &p.raw
-	if raw.cur < len(raw.bufs) && cap(raw.bufs[raw.cur])-len(raw.bufs[raw.cur]) >= len(s.raw) {
+	if raw.cur < len(raw.bufs) && cap(raw.bufs[raw.cur])-len(raw.bufs[raw.cur]) >= len(s.raw) && len(s.raw) <= raw.size/8 {
 		b := raw.bufs[raw.cur]
 		n := len(b)
 		b = b[:n+len(s.raw)]
@@ -736,8 +736,13 @@ func (c *chunks[T]) commit(n int) []T {
 	return b[len(b) : len(b)+n : len(b)+n]
 }
 
-// add copies v into the chunks and returns the copy.
+// add copies v into the chunks and returns the copy. A v of more than an
+// eighth of a chunk gets a slice of its own, so that no chunk is left more
+// than an eighth empty: memory stays within 8/7 of what the segments take.
 func (c *chunks[T]) add(v []T) []T {
+	if len(v) > c.size/8 {
+		return append([]T(nil), v...)[:len(v):len(v)]
+	}
 	if c.cur >= len(c.bufs) || cap(c.bufs[c.cur])-len(c.bufs[c.cur]) < len(v) {
 		c.next(len(v))
 	}
