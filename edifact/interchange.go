@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Interchange is what the envelope of an interchange says.
@@ -50,6 +51,39 @@ type Message struct {
 	Charset *CharsetIssue
 }
 
+// Clone returns a deep copy of m that stays valid after the onMessage call
+// that received m returns: its segments share three new buffers.
+func (m *Message) Clone() *Message {
+	c := *m
+	if m.Charset != nil {
+		cs := *m.Charset
+		c.Charset = &cs
+	}
+	var nr, ns, nh int
+	for i := range m.Segments {
+		nr, ns, nh = nr+len(m.Segments[i].raw), ns+len(m.Segments[i].spans), nh+len(m.Segments[i].holes)
+	}
+	raw, spans, holes := make([]byte, nr), make([]span, ns), make([]int32, nh)
+	c.Segments = make([]Segment, len(m.Segments))
+	var ro, so, ho int
+	for i := range m.Segments {
+		s, d := &m.Segments[i], &c.Segments[i]
+		*d = *s
+		d.raw = raw[ro : ro+len(s.raw) : ro+len(s.raw)]
+		d.spans = spans[so : so+len(s.spans) : so+len(s.spans)]
+		copy(d.raw, s.raw)
+		copy(d.spans, s.spans)
+		ro, so = ro+len(s.raw), so+len(s.spans)
+		d.holes = nil
+		if len(s.holes) > 0 {
+			d.holes = holes[ho : ho+len(s.holes) : ho+len(s.holes)]
+			copy(d.holes, s.holes)
+			ho += len(s.holes)
+		}
+	}
+	return &c
+}
+
 // CharsetIssue is a byte outside the declared character repertoire.
 type CharsetIssue struct {
 	Offset  int64
@@ -58,16 +92,29 @@ type CharsetIssue struct {
 }
 
 // Parse reads a whole interchange, checks its envelope and control counts,
-// and calls onMessage for every complete message (UNH .. UNT) in order. The
-// *Message passed is reused after onMessage returns. Pass onMessage nil for
-// an envelope check in constant memory. An error from onMessage stops the
-// parse and is returned unchanged; envelope faults are *SyntaxError; an
-// unsupported syntax identifier with an otherwise sound envelope is an
-// *UnsupportedError returned with the filled Interchange.
+// and calls onMessage for every complete message (UNH .. UNT) in order.
+//
+// The *Message passed, its Segments and their bytes are valid only until
+// onMessage returns: Parse reuses them for the next message. Strings taken
+// from it (Ref, Type, a segment's Tag, Value) stay valid; to keep a
+// segment use Segment.Clone, to keep the message Message.Clone.
+//
+// Pass onMessage nil for an envelope check in constant memory: then only
+// the service segments are split into their components; every other
+// segment is still read to its terminator with the release character, the
+// limits and the declared repertoire checked, and every error carries the
+// same positions as with a callback.
+//
+// An error from onMessage stops the parse and is returned unchanged;
+// envelope faults are *SyntaxError; an unsupported syntax identifier with
+// an otherwise sound envelope is an *UnsupportedError returned with the
+// filled Interchange.
 func Parse(r io.Reader, lim Limits, onMessage func(*Message) error) (*Interchange, error) {
 	lim = lim.withDefaults()
 	rd := NewReader(r, lim)
+	rd.countOnly = onMessage == nil // no one reads a message's components
 	p := &parser{rd: rd, lim: lim, onMessage: onMessage, ic: &Interchange{}}
+	p.raw.size, p.spans.size, p.holes.size = 64<<10, 4<<10, 1<<10
 	err := p.run()
 	if err != nil && p.inMsg {
 		open := p.msg
@@ -88,21 +135,26 @@ type parser struct {
 	onMessage func(*Message) error
 	ic        *Interchange
 
-	msg        Message
-	inMsg      bool
-	msgSegs    int
-	msgBytes   int64 // what the kept segments of msg take (Segment.retained)
-	inGroup    bool
-	groupRef   string
-	groupMsgs  int
-	groupAt    *Segment
-	outside    int // messages outside groups
-	allowed    *[256]bool
-	unicode    bool
-	segments   int64
-	lastIndex  int
-	lastOffset int64
-	interned   map[string]string
+	msg       Message
+	inMsg     bool
+	msgSegs   int
+	msgBytes  int64 // what the kept segments of msg take (Segment.retained)
+	inGroup   bool
+	groupRef  string
+	groupMsgs int
+	groupAt   *Segment
+	outside   int // messages outside groups
+	allowed   *[256]bool
+	unicode   bool
+	segments  int64
+	lastIndex int
+	interned  map[string]string
+	raw       chunks[byte]  // the bytes of the message's kept segments
+	spans     chunks[span]  // their spans
+	holes     chunks[int32] // their holes
+	recent    [8][4]string  // the last values interned per component
+	ids       [4]s009Entry  // the last distinct S009s
+	strs      []byte        // the chunk str carves strings from
 }
 
 func (p *parser) fail(s *Segment, code int, elem, comp int, err error, format string, args ...any) *SyntaxError {
@@ -121,12 +173,38 @@ func (p *parser) fail(s *Segment, code int, elem, comp int, err error, format st
 
 func (p *parser) run() error {
 	first := true
+	rd := p.rd
 	for {
-		s, err := p.rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
+		if rd.countOnly && !p.inMsg && !first && p.plainUNH() {
+			continue
+		}
+		if rd.countOnly && p.inMsg && rd.started {
+			// Without a callback nothing but the envelope, the counts
+			// and the repertoire is checked inside a message: let the
+			// reader run over the segments that cannot fail those.
+			stopBad := p.msg.Charset == nil && (p.allowed != nil || p.unicode)
+			n, ended := rd.skip(int(min(p.lim.MaxSegments-p.segments, 1<<30)), stopBad, p.msgSegs+1, p.msg.Ref)
+			if n > 0 {
+				p.segments += int64(n)
+				p.msgSegs += n
+				p.lastIndex = rd.index
+			}
+			if ended { // a UNT that unt would have accepted
+				p.inMsg = false
+				continue
+			}
+		}
+		var s *Segment
+		var err error
+		if rd.started && rd.scan(&rd.seg) == scanDone {
+			s = &rd.seg // the fast path of Next, without the call
+		} else {
+			s, err = rd.Next()
 		}
 		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
 			var se *SyntaxError
 			if errors.As(err, &se) && p.inMsg {
 				se.Segment, se.Message = p.msgSegs+1, p.msg.Ref
@@ -134,7 +212,7 @@ func (p *parser) run() error {
 			return err
 		}
 		p.segments++
-		p.lastIndex, p.lastOffset = s.Index, s.Offset
+		p.lastIndex = s.Index
 		if p.segments > p.lim.MaxSegments {
 			return p.fail(s, CodeUnspecified, 0, 0, ErrTooManySegments, "%d", p.lim.MaxSegments)
 		}
@@ -150,9 +228,21 @@ func (p *parser) run() error {
 		}
 		if p.inMsg {
 			p.msgSegs++
-			if p.allowed != nil || p.unicode {
+			if s.bad >= 0 && p.msg.Charset == nil && (p.allowed != nil || p.unicode) {
 				p.checkCharset(s)
 			}
+		}
+		if t := s.Tag; t[0] != 'U' || t[1] != 'N' {
+			// Not a service segment: the common case.
+			if !p.inMsg {
+				return p.fail(s, CodeOutsideMessage, 0, 0, ErrOutsideMessage, "%s", s.Tag)
+			}
+			if p.onMessage != nil {
+				if err := p.keep(s); err != nil {
+					return err
+				}
+			}
+			continue
 		}
 		switch s.Tag {
 		case "UNB":
@@ -374,14 +464,24 @@ func (p *parser) unh(s *Segment) error {
 	} else {
 		p.groupMsgs++
 	}
-	p.ic.Messages++
-	p.inMsg, p.msgSegs, p.msgBytes = true, 1, 0
-	m := &p.msg
-	*m = Message{Ref: s.Value(1, 1), Type: p.intern(s, 2, 1), Version: p.intern(s, 2, 2), Release: p.intern(s, 2, 3), Agency: p.intern(s, 2, 4),
-		Assoc: p.intern(s, 2, 5), Offset: s.Offset, Index: s.Index, Number: p.ic.Messages, Group: p.groupRef, Segments: m.Segments[:0]}
-	if !p.inGroup {
-		m.Group = ""
+	// One pass over the spans finds 0062 and the bytes of S009.
+	var ref span
+	haveRef := false
+	from, to := int32(-1), int32(-1)
+	for _, sp := range s.spans {
+		switch pos := sp.pos &^ escBit; {
+		case pos == 1<<elemShift|1:
+			ref, haveRef = sp, true
+		case pos>>elemShift == 2:
+			if from < 0 {
+				from = sp.start
+			}
+			to = sp.end
+		}
 	}
+	id := p.s009(s, from, to)
+	p.begin(p.str(s, ref, haveRef, 1, 1), id, s.Offset, s.Index)
+	m := &p.msg
 	if m.Ref == "" {
 		return p.fail(s, CodeMissing, 1, 0, ErrMissingElement, "message reference (0062)")
 	}
@@ -394,24 +494,142 @@ func (p *parser) unh(s *Segment) error {
 	return p.keep(s)
 }
 
+// begin starts message ref (its UNH at offset, index) after the checks
+// before the UNH's elements.
+func (p *parser) begin(ref string, id [5]string, offset int64, index int) {
+	p.ic.Messages++
+	p.inMsg, p.msgSegs, p.msgBytes = true, 1, 0
+	p.raw.reset()
+	p.spans.reset()
+	p.holes.reset()
+	m := &p.msg
+	m.Ref, m.Type, m.Version, m.Release, m.Agency, m.Assoc = ref, id[0], id[1], id[2], id[3], id[4]
+	m.Offset, m.Index, m.Number, m.Group, m.Segments, m.Charset = offset, index, p.ic.Messages, p.groupRef, m.Segments[:0], nil
+	if !p.inGroup {
+		m.Group = ""
+	}
+}
+
+// plainUNH starts a message from a UNH that unh would accept and that
+// reads the plain way (see Reader.plainUNH) with an S009 seen before,
+// without splitting it; it reports whether it did. Parse without a
+// callback only.
+func (p *parser) plainUNH() bool {
+	rd := p.rd
+	if p.segments >= p.lim.MaxSegments || (!p.inGroup && p.ic.Groups > 0) {
+		return false
+	}
+	ref, id, ok := rd.plainUNH()
+	if !ok {
+		return false
+	}
+	var vals *[5]string
+	for i := range p.ids {
+		if e := &p.ids[i]; e.ok && e.key == string(id) {
+			vals = &e.vals
+			break
+		}
+	}
+	if vals == nil || vals[0] == "" || vals[1] == "" || vals[2] == "" || vals[3] == "" {
+		return false
+	}
+	off, index := rd.consumePlain()
+	p.segments++
+	p.lastIndex = index
+	if p.inGroup {
+		p.groupMsgs++
+	} else {
+		p.outside++
+	}
+	p.begin(p.strBytes(ref), *vals, off, index)
+	return true
+}
+
+// s009 returns the components of S009 (type, version, release, agency,
+// association code), the bytes raw[from:to] of the element in segment s.
+// The same bytes split the same way, so the last few distinct S009s are
+// kept whole: most messages cost one comparison.
+func (p *parser) s009(s *Segment, from, to int32) [5]string {
+	var key []byte
+	if from >= 0 {
+		key = s.raw[from:to]
+		for i := range p.ids {
+			if e := &p.ids[i]; e.ok && e.key == string(key) {
+				return e.vals
+			}
+		}
+	}
+	var vals [5]string
+	for c := 1; c <= 5; c++ {
+		sp, ok := s.find(2, c)
+		vals[c-1] = p.intern(s, sp, ok, 2, c)
+	}
+	if from >= 0 && len(key) <= 64 {
+		copy(p.ids[1:], p.ids[:])
+		p.ids[0] = s009Entry{key: string(key), vals: vals, ok: true}
+	}
+	return vals
+}
+
+type s009Entry struct {
+	key  string
+	vals [5]string
+	ok   bool
+}
+
 // intern returns a value that repeats from message to message (type,
-// version, agency) without allocating it again each time.
-func (p *parser) intern(s *Segment, e, c int) string {
-	b := s.rawValue(e, c)
-	if b == nil {
+// version, agency) without allocating it again each time: the last four
+// values of each component of S009 first, then a small table.
+func (p *parser) intern(s *Segment, sp span, ok bool, e, c int) string {
+	if !ok || sp.escaped() {
 		return s.Value(e, c)
 	}
-	if v, ok := p.interned[string(b)]; ok {
-		return v
-	}
-	v := string(b)
-	if len(p.interned) < 256 {
-		if p.interned == nil {
-			p.interned = map[string]string{}
+	b := s.raw[sp.start:sp.end]
+	recent := &p.recent[c&7]
+	for _, v := range recent {
+		if v == string(b) {
+			return v
 		}
-		p.interned[v] = v
 	}
+	v, ok := p.interned[string(b)]
+	if !ok {
+		v = string(b)
+		if len(p.interned) < 256 {
+			if p.interned == nil {
+				p.interned = map[string]string{}
+			}
+			p.interned[v] = v
+		}
+	}
+	copy(recent[1:], recent[:])
+	recent[0] = v
 	return v
+}
+
+// str is component c of element e as a string carved out of a chunk
+// shared with the strings before it: one allocation for many messages'
+// references. A chunk is never written again where a string uses it, so
+// the strings are as immutable as any other.
+func (p *parser) str(s *Segment, sp span, ok bool, e, c int) string {
+	if !ok || sp.escaped() || sp.end-sp.start > 64 {
+		return s.Value(e, c)
+	}
+	return p.strBytes(s.raw[sp.start:sp.end])
+}
+
+// strBytes is str for bytes without release characters.
+func (p *parser) strBytes(b []byte) string {
+	if len(b) > 64 {
+		return string(b)
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(p.strs)-len(p.strs) < len(b) {
+		p.strs = make([]byte, 0, 4096)
+	}
+	p.strs = append(p.strs, b...)
+	return unsafe.String(&p.strs[len(p.strs)-len(b)], len(b))
 }
 
 func (p *parser) keep(s *Segment) error {
@@ -426,8 +644,136 @@ func (p *parser) keep(s *Segment) error {
 		return p.fail(s, CodeUnspecified, 0, 0, ErrMessageTooLarge, "message %s would keep more than %d bytes with this segment", p.msg.Ref, p.lim.MaxMessageBytes)
 	}
 	p.msgBytes += n
-	p.msg.Segments = append(p.msg.Segments, s.Clone())
+	// The message's bytes, spans and holes go to chunked buffers reused
+	// from message to message (chunks, not one growing buffer: nothing is
+	// copied as a message grows, and memory stays what the segments
+	// take). The reader splits each segment straight into the free end of
+	// the span chunk (see below), so its spans are usually in place.
+	ns, nh := len(s.spans), len(s.holes)
+	segs := p.msg.Segments
+	if len(segs) == cap(segs) {
+		segs = append(segs, Segment{})
+	} else {
+		segs = segs[:len(segs)+1]
+	}
+	p.msg.Segments = segs
+	d := &segs[len(segs)-1]
+	d.Tag, d.Offset, d.Index, d.rel, d.bad = s.Tag, s.Offset, s.Index, s.rel, s.bad
+	// The bytes: the common case by hand (the generic add costs more).
+	raw := &p.raw
+	if raw.cur < len(raw.bufs) && cap(raw.bufs[raw.cur])-len(raw.bufs[raw.cur]) >= len(s.raw) && len(s.raw) <= raw.size/8 {
+		b := raw.bufs[raw.cur]
+		n := len(b)
+		b = b[:n+len(s.raw)]
+		copy(b[n:], s.raw)
+		raw.bufs[raw.cur] = b
+		d.raw = b[n:len(b):len(b)]
+	} else {
+		d.raw = raw.add(s.raw)
+	}
+	if free := p.spans.free(); ns > 0 && cap(free) > 0 && &free[:1][0] == &s.spans[0] {
+		d.spans = p.spans.commit(ns)
+	} else {
+		d.spans = p.spans.add(s.spans)
+	}
+	d.holes = nil
+	if nh > 0 {
+		d.holes = p.holes.add(s.holes)
+	}
+	p.rd.seg.spans = p.spans.room(256)
 	return nil
+}
+
+// chunks is storage for one message's bytes, spans or holes: slices of
+// fixed-size chunks, reused from message to message.
+type chunks[T any] struct {
+	bufs [][]T
+	cur  int
+	size int
+}
+
+// room returns the free end (len 0, cap >= n) of the current chunk, moving
+// on to the next one when the current has less.
+func (c *chunks[T]) room(n int) []T {
+	if c.cur < len(c.bufs) {
+		if b := c.bufs[c.cur]; cap(b)-len(b) >= n {
+			return b[len(b):]
+		}
+	}
+	return c.next(n)
+}
+
+func (c *chunks[T]) next(n int) []T {
+	if len(c.bufs) == 0 {
+		c.bufs = append(c.bufs, make([]T, 0, max(c.size, n)))
+		return c.bufs[0]
+	}
+	c.cur++
+	if c.cur == len(c.bufs) {
+		c.bufs = append(c.bufs, nil)
+	}
+	if cap(c.bufs[c.cur]) < n {
+		c.bufs[c.cur] = make([]T, 0, max(c.size, n))
+	}
+	c.bufs[c.cur] = c.bufs[c.cur][:0]
+	return c.bufs[c.cur]
+}
+
+// free is the free end of the current chunk.
+func (c *chunks[T]) free() []T {
+	if len(c.bufs) == 0 {
+		return nil
+	}
+	b := c.bufs[c.cur]
+	return b[len(b):]
+}
+
+// commit takes the next n elements of the current chunk (written through
+// free or room) and returns them.
+func (c *chunks[T]) commit(n int) []T {
+	b := c.bufs[c.cur]
+	c.bufs[c.cur] = b[:len(b)+n]
+	return b[len(b) : len(b)+n : len(b)+n]
+}
+
+// add copies v into the chunks and returns the copy. A v of more than an
+// eighth of a chunk gets a slice of its own, so that no chunk is left more
+// than an eighth empty: memory stays within 8/7 of what the segments take.
+func (c *chunks[T]) add(v []T) []T {
+	if len(v) > c.size/8 {
+		return append([]T(nil), v...)[:len(v):len(v)]
+	}
+	if c.cur >= len(c.bufs) || cap(c.bufs[c.cur])-len(c.bufs[c.cur]) < len(v) {
+		c.next(len(v))
+	}
+	b := c.bufs[c.cur]
+	n := len(b)
+	b = append(b, v...)
+	c.bufs[c.cur] = b
+	return b[n:len(b):len(b)]
+}
+
+// reset frees the chunks for the next message, keeping two of them.
+func (c *chunks[T]) reset() {
+	if len(c.bufs) > 2 {
+		clear(c.bufs[2:])
+		c.bufs = c.bufs[:2]
+	}
+	for i := range c.bufs {
+		c.bufs[i] = c.bufs[i][:0]
+	}
+	c.cur = 0
+}
+
+// deliver hands the message to onMessage, then frees its buffers for the
+// next one.
+func (p *parser) deliver() error {
+	err := p.onMessage(&p.msg)
+	p.raw.reset()
+	p.spans.reset()
+	p.holes.reset()
+	p.rd.seg.spans = p.spans.room(256)
+	return err
 }
 
 func (p *parser) unt(s *Segment) error {
@@ -445,7 +791,7 @@ func (p *parser) unt(s *Segment) error {
 	}
 	p.inMsg = false
 	if p.onMessage != nil {
-		return p.onMessage(&p.msg)
+		return p.deliver()
 	}
 	return nil
 }

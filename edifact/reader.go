@@ -1,11 +1,11 @@
 package edifact
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"unsafe"
 )
 
@@ -53,11 +53,43 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// span is one component: its bytes raw[start:end] and its position,
+// packed in pos as escaped<<63 | elem<<32 | rep<<16 | comp so that the
+// next position is computed without a branch (see nextPos).
 type span struct {
-	start, end      int32  // in raw
-	elem, comp, rep uint16 // element (0 = tag), component (1-based), repetition (0-based)
-	escaped         bool   // holds release characters
+	start, end int32 // in raw
+	pos        uint64
 }
+
+const (
+	escBit    = 1 << 63
+	compMask  = 0xffff
+	repShift  = 16
+	elemShift = 32
+)
+
+func mkSpan(start, end int32, elem, comp, rep uint16, escaped bool) span {
+	pos := uint64(elem)<<elemShift | uint64(rep)<<repShift | uint64(comp)
+	if escaped {
+		pos |= escBit
+	}
+	return span{start: start, end: end, pos: pos}
+}
+
+func (sp span) elem() uint16  { return uint16(sp.pos >> elemShift) }
+func (sp span) comp() uint16  { return uint16(sp.pos) }
+func (sp span) rep() uint16   { return uint16(sp.pos >> repShift) }
+func (sp span) escaped() bool { return sp.pos&escBit != 0 }
+
+// nextKeep and nextAdd give the position after a separator of each class:
+// next = cur&nextKeep[cl] + nextAdd[cl] (element: elem+1, comp 1, rep 0;
+// component: comp+1; repetition: rep+1, comp 1), the escape bit cleared.
+var nextKeep, nextAdd = func() (k, a [8]uint64) {
+	k[clElem], a[clElem] = 0xffff<<elemShift, 1<<elemShift|1
+	k[clComp], a[clComp] = 0xffff<<elemShift|0xffff<<repShift|compMask, 1
+	k[clRep], a[clRep] = 0xffff<<elemShift|0xffff<<repShift, 1<<repShift|1
+	return
+}()
 
 // Segment is one segment. A Segment returned by Reader.Next is valid until
 // the next call; Clone keeps it.
@@ -89,27 +121,29 @@ func (s *Segment) Elements() int {
 	if len(s.spans) == 0 {
 		return 0
 	}
-	return int(s.spans[len(s.spans)-1].elem)
+	return int(s.spans[len(s.spans)-1].elem())
 }
 
 // Components is the number of components of data element e (first repetition).
 func (s *Segment) Components(e int) int {
 	n := 0
 	for _, sp := range s.spans {
-		if int(sp.elem) == e && sp.rep == 0 {
-			n = int(sp.comp)
+		if int(sp.elem()) == e && sp.rep() == 0 {
+			n = int(sp.comp())
 		}
 	}
 	return n
 }
 
 func (s *Segment) find(e, c int) (span, bool) {
+	if e < 0 || c < 0 || e > 0xffff || c > 0xffff {
+		return span{}, false
+	}
+	// Positions (escape bit aside) increase from span to span.
+	target := uint64(e)<<elemShift | uint64(c)
 	for _, sp := range s.spans {
-		if int(sp.elem) == e && int(sp.comp) == c && sp.rep == 0 {
-			return sp, true
-		}
-		if int(sp.elem) > e {
-			break
+		if p := sp.pos &^ escBit; p >= target {
+			return sp, p == target
 		}
 	}
 	return span{}, false
@@ -123,7 +157,7 @@ func (s *Segment) Value(e, c int) string {
 		return ""
 	}
 	v := s.raw[sp.start:sp.end]
-	if !sp.escaped {
+	if !sp.escaped() {
 		return string(v)
 	}
 	out := make([]byte, 0, len(v))
@@ -173,18 +207,30 @@ func (s *Segment) Clone() Segment {
 }
 
 // Reader reads segments from an interchange.
+//
+// It reads through its own buffer (64 KiB, grown to hold the longest
+// segment allowed) and finds each segment's terminator, data elements and
+// components in one pass over its bytes; a segment with CR or LF inside
+// it, or one at a limit, takes a slower path that handles every case.
 type Reader struct {
-	br         *bufio.Reader
+	src        io.Reader
+	buf        []byte // buf[r:w] is read and not yet consumed
+	r, w       int
+	base       int64 // input offset of buf[0]
+	eof        bool  // src has returned io.EOF
+	err        error // a read error other than io.EOF, returned when more input is needed
 	lim        Limits
 	d          Delimiters
-	class      [256]byte
-	pos        int64 // offset of the next unread byte
+	class      [256]byte // byte classes inside a segment (the terminator is data)
+	fast       [256]byte // class, with the terminator as clTerm
+	termOther  bool      // the terminator is outside the repertoire
 	index      int
-	acc        []byte
 	seg        Segment
 	started    bool
 	hasUNA     bool
-	tags       [1024]struct{ t string }
+	countOnly  bool   // Parse without a callback: spans only for service segments
+	plainEnd   int    // the length of the segment plainUNH matched
+	tags       string // every possible tag, 3 bytes each (see allTags)
 	repertoire *[256]bool
 }
 
@@ -195,20 +241,26 @@ func (r *Reader) SetRepertoire(allowed *[256]bool) {
 	r.setClasses()
 }
 
+// Byte classes. The separators and the terminator come first, so that
+// one comparison (cl <= clTerm) finds a component's end.
 const (
 	clData = iota
 	clElem
 	clComp
-	clRel
 	clRep
+	clTerm // the segment terminator (the fast table only)
+	clRel
 	clCRLF
 	clOther // outside the declared repertoire: noted, not an error here
 )
 
+// readBufSize is the Reader's initial buffer.
+const readBufSize = 64 << 10
+
 // NewReader reads an interchange from r.
 func NewReader(r io.Reader, lim Limits) *Reader {
 	lim = lim.withDefaults()
-	rd := &Reader{br: bufio.NewReaderSize(r, 64<<10), lim: lim, d: DefaultDelimiters}
+	rd := &Reader{src: r, buf: make([]byte, readBufSize), lim: lim, d: DefaultDelimiters, tags: allTags()}
 	rd.setClasses()
 	return rd
 }
@@ -231,6 +283,10 @@ func (r *Reader) setClasses() {
 	if r.d.Repetition != 0 {
 		r.class[r.d.Repetition] = clRep
 	}
+	r.termOther = r.class[r.d.Terminator] == clOther
+	r.seg.rel = r.d.Release
+	r.fast = r.class
+	r.fast[r.d.Terminator] = clTerm
 }
 
 // Delimiters are the service characters in force.
@@ -246,21 +302,85 @@ func (r *Reader) SetRepetition(c byte) {
 }
 
 // Offset is the number of bytes consumed so far.
-func (r *Reader) Offset() int64 { return r.pos }
+func (r *Reader) Offset() int64 { return r.base + int64(r.r) }
+
+// fill reads more input after buf[w], first dropping the consumed bytes
+// before buf[r] when the buffer is full or mostly consumed, and doubling
+// the buffer when the unread bytes fill it. It reports false, with nothing
+// read, at the end of the input or after a read error (kept in r.err).
+func (r *Reader) fill() bool {
+	if r.eof || r.err != nil {
+		return false
+	}
+	if r.r > 0 && (r.w == len(r.buf) || r.r >= len(r.buf)/2) {
+		n := copy(r.buf, r.buf[r.r:r.w])
+		r.base += int64(r.r)
+		r.r, r.w = 0, n
+	}
+	if r.w == len(r.buf) {
+		nb := make([]byte, 2*len(r.buf))
+		copy(nb, r.buf[:r.w])
+		r.buf = nb
+	}
+	for tries := 0; tries < 100; tries++ {
+		n, err := r.src.Read(r.buf[r.w:])
+		if n < 0 || n > len(r.buf)-r.w {
+			r.err = errors.New("edifact: the reader returned an invalid count")
+			return false
+		}
+		r.w += n
+		switch {
+		case err == io.EOF:
+			r.eof = true
+		case err != nil:
+			r.err = err
+		}
+		if n > 0 {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	r.err = io.ErrNoProgress
+	return false
+}
+
+// fillMore reads until the unread bytes have at least doubled (and grown
+// by 512), the buffer is full, or the input ends; it reports whether it
+// read anything. scan starts a segment over after each read, so this
+// keeps the work linear when the input comes in small pieces.
+func (r *Reader) fillMore() bool {
+	want := 2*(r.w-r.r) + 512
+	read := false
+	for r.w-r.r < want && (!read || r.w < len(r.buf)) {
+		if !r.fill() {
+			break
+		}
+		read = true
+	}
+	return read
+}
+
+// peek returns at least n unread bytes, or fewer at the end of the input.
+func (r *Reader) peek(n int) []byte {
+	for r.w-r.r < n && r.fill() {
+	}
+	return r.buf[r.r:min(r.w, r.r+n)]
+}
 
 func (r *Reader) start() error {
 	r.started = true
-	head, _ := r.br.Peek(3)
+	head := r.peek(3)
 	if bytes.Equal(head, []byte("\xef\xbb\xbf")) {
-		r.br.Discard(3)
-		r.pos += 3
+		r.r += 3
 	}
-	head, _ = r.br.Peek(9)
+	head = r.peek(9)
 	if len(head) < 3 || string(head[:3]) != "UNA" {
 		return nil
 	}
 	if len(head) < 9 {
-		return &SyntaxError{Offset: r.pos, Tag: "UNA", Code: CodeInvalidServiceChar, Err: fmt.Errorf("%w: %d bytes, want 9", ErrBadUNA, len(head))}
+		return &SyntaxError{Offset: r.Offset(), Tag: "UNA", Code: CodeInvalidServiceChar, Err: fmt.Errorf("%w: %d bytes, want 9", ErrBadUNA, len(head))}
 	}
 	d := Delimiters{Component: head[3], Element: head[4], Decimal: head[5], Release: head[6], Repetition: head[7], Terminator: head[8]}
 	if d.Release == ' ' {
@@ -278,31 +398,411 @@ func (r *Reader) start() error {
 			continue
 		}
 		if bad(c) || seen[c] {
-			return &SyntaxError{Offset: r.pos + 3 + int64(i), Tag: "UNA", Code: CodeInvalidServiceChar, Err: fmt.Errorf("%w: service character %q", ErrBadUNA, c)}
+			return &SyntaxError{Offset: r.Offset() + 3 + int64(i), Tag: "UNA", Code: CodeInvalidServiceChar, Err: fmt.Errorf("%w: service character %q", ErrBadUNA, c)}
 		}
 		seen[c] = true
 	}
 	r.d, r.hasUNA = d, true
 	r.setClasses()
-	r.br.Discard(9)
-	r.pos += 9
+	r.r += 9
 	return nil
 }
 
 // Next returns the next segment, or io.EOF after the last one. Errors are
-// *SyntaxError, or an I/O error from the underlying reader unchanged.
+// *SyntaxError, or an I/O error from the underlying reader unchanged. The
+// segment and its bytes are valid until the next call; Clone keeps one.
 func (r *Reader) Next() (*Segment, error) {
 	if !r.started {
 		if err := r.start(); err != nil {
 			return nil, err
 		}
 	}
+	s := &r.seg
+	for {
+		switch r.scan(s) {
+		case scanDone:
+			return s, nil
+		case scanMore:
+			if r.w-r.r <= r.lim.MaxSegmentBytes && r.fillMore() {
+				continue
+			}
+			if r.r == r.w { // only whitespace was left
+				if r.err != nil {
+					return nil, r.err
+				}
+				return nil, io.EOF
+			}
+		}
+		return r.slowNext(s)
+	}
+}
+
+const (
+	scanDone = iota // a whole segment, without CR/LF, inside the limits
+	scanMore        // no terminator in the bytes read so far
+	scanSlow        // anything else: let slowNext decide
+)
+
+// scan is the fast path: it skips the whitespace before a segment and, when
+// a whole well-formed segment follows in the buffer, splits it into
+// s.spans in one pass, notes its first byte outside the repertoire, fills
+// s and consumes it. Anything unusual (CR or LF inside, a bad tag, a limit
+// reached) returns scanSlow and leaves the decision, and the error, to
+// slowNext; scanMore asks for more input.
+func (r *Reader) scan(s *Segment) int {
+	buf := r.buf[:r.w]
+	p := uint(r.r)
+	for p < uint(len(buf)) && spaceByte[buf[p]] {
+		p++
+	}
+	r.r = int(p)
+	b := buf[p:]
+	if len(b) < 4 {
+		return scanMore
+	}
+	t0, t1, t2 := tagIndex[b[0]], tagIndex[b[1]], tagIndex[b[2]]
+	if t0|t1|t2 < 0 {
+		return scanSlow
+	}
+	t := (t0*36+t1)*36 + t2
+	class := &r.fast
+	n := 0
+	sp := s.spans[:cap(s.spans)]
+	s.bad = -1
+	end := 3
+	switch class[b[3]] {
+	case clTerm:
+	case clElem:
+		if len(b) > r.lim.MaxSegmentBytes+1 {
+			b = b[:r.lim.MaxSegmentBytes+1] // a terminator past this is too far
+		}
+		if r.countOnly && (b[0] != 'U' || b[1] != 'N') {
+			var st int
+			if end, s.bad, st = r.count(b); st != scanDone {
+				return st
+			}
+			break
+		}
+		// Spans are written in place (a span built on the stack and
+		// copied stalls on store forwarding): sp[n] is the component
+		// being read, and the loop keeps few variables live so that
+		// they stay in registers.
+		if len(sp) < 256 {
+			sp = make([]span, 256)
+			s.spans = sp[:0]
+		}
+		// A segment with more components than sp holds, or more than the
+		// limit, takes the slow path (which grows sp for the next ones):
+		// no growth code here, so nothing is spilled around it.
+		room := min(r.lim.MaxComponents, 65535, len(sp))
+		sp[0] = span{start: 4, pos: 1<<elemShift | 1}
+		j := uint(4) // unsigned: the bounds checks below are proved away
+		for {
+			// Data bytes: the tight loop that takes most of the time.
+			for j < uint(len(b)) && class[b[j]] == clData {
+				j++
+			}
+			if j >= uint(len(b)) {
+				return scanMore
+			}
+			cl := class[b[j]]
+			if cl <= clTerm { // a separator or the terminator
+				cur := &sp[n]
+				cur.end = int32(j)
+				n++
+				if cl == clTerm {
+					break
+				}
+				if n >= room {
+					s.spans = sp[:0]
+					return scanSlow
+				}
+				next := &sp[n]
+				next.start, next.pos = int32(j+1), cur.pos&nextKeep[cl]+nextAdd[cl]
+				j++
+				continue
+			}
+			switch cl {
+			case clOther:
+				if s.bad < 0 {
+					s.bad = int32(j)
+				}
+			case clRel:
+				j++
+				if j >= uint(len(b)) {
+					return scanMore
+				}
+				switch class[b[j]] {
+				case clCRLF:
+					return scanSlow
+				case clOther:
+					if s.bad < 0 {
+						s.bad = int32(j)
+					}
+				case clTerm:
+					if r.termOther && s.bad < 0 {
+						s.bad = int32(j)
+					}
+				}
+				sp[n].pos |= escBit
+			default: // clCRLF
+				return scanSlow
+			}
+			j++
+		}
+		end = int(j)
+	default:
+		return scanSlow
+	}
+	r.index++
+	s.spans = sp[:n]
+	s.Offset, s.Index = r.base+int64(p), r.index
+	if len(s.holes) > 0 {
+		s.holes = s.holes[:0]
+	}
+	s.raw = b[:end:end]
+	s.Tag = r.tags[3*t : 3*t+3]
+	r.r = int(p) + end + 1
+	return scanDone
+}
+
+// count is scan for a segment whose components nobody will read (Parse
+// without a callback, a segment other than a service segment): it finds
+// the same boundaries, release characters, repertoire faults and limits,
+// and returns the segment's length and its first byte outside the
+// repertoire (or -1). Where scan would take the slow path, so does count,
+// and the slow path splits the segment in full.
+func (r *Reader) count(b []byte) (end int, bad int32, st int) {
+	class := &r.fast
+	room := min(r.lim.MaxComponents, 65535)
+	n := 0
+	j := uint(4)
+	bad = -1
+	for {
+		for j < uint(len(b)) && class[b[j]] == clData {
+			j++
+		}
+		if j >= uint(len(b)) {
+			return 0, bad, scanMore
+		}
+		cl := class[b[j]]
+		if cl <= clTerm {
+			n++
+			if cl == clTerm {
+				return int(j), bad, scanDone
+			}
+			if n >= room {
+				return 0, bad, scanSlow
+			}
+			j++
+			continue
+		}
+		switch cl {
+		case clOther:
+			if bad < 0 {
+				bad = int32(j)
+			}
+		case clRel:
+			j++
+			if j >= uint(len(b)) {
+				return 0, bad, scanMore
+			}
+			switch class[b[j]] {
+			case clCRLF:
+				return 0, bad, scanSlow
+			case clOther:
+				if bad < 0 {
+					bad = int32(j)
+				}
+			case clTerm:
+				if r.termOther && bad < 0 {
+					bad = int32(j)
+				}
+			}
+		default: // clCRLF
+			return 0, bad, scanSlow
+		}
+		j++
+	}
+}
+
+// skip consumes up to max consecutive segments that are not service
+// segments (tag UN?) and that count reads without incident, and returns
+// how many: Parse without a callback, inside a message, checks nothing
+// else in them. With stopBad, a segment holding a byte outside the
+// repertoire stops it too. It stops before any segment it does not
+// consume, leaving it to Next; it fills no Segment.
+//
+// With ref set, skip also consumes the message's UNT when it is exactly
+// UNT+count+ref' with the count it must have (the segments so far, this
+// one included, counting from unt), nothing else in it and no byte
+// outside the repertoire, and reports that the message ended there.
+func (r *Reader) skip(max int, stopBad bool, unt int, ref string) (int, bool) {
+	n := 0
+	buf := r.buf[:r.w]
+	for n < max {
+		p := uint(r.r)
+		for p < uint(len(buf)) && spaceByte[buf[p]] {
+			p++
+		}
+		r.r = int(p)
+		b := buf[p:]
+		if len(b) < 4 || tagIndex[b[0]]|tagIndex[b[1]]|tagIndex[b[2]] < 0 {
+			break
+		}
+		if b[0] == 'U' && b[1] == 'N' {
+			if b[2] == 'T' && ref != "" {
+				if end := r.plainUNT(b, unt+n, ref); end > 0 {
+					r.r = int(p) + end + 1
+					r.index++
+					return n + 1, true
+				}
+			}
+			break
+		}
+		end := 3
+		switch r.fast[b[3]] {
+		case clTerm:
+		case clElem:
+			if len(b) > r.lim.MaxSegmentBytes+1 {
+				b = b[:r.lim.MaxSegmentBytes+1]
+			}
+			e, bad, st := r.count(b)
+			if st != scanDone || (bad >= 0 && stopBad) {
+				return n, false
+			}
+			end = e
+		default:
+			return n, false
+		}
+		r.r = int(p) + end + 1
+		r.index++
+		n++
+	}
+	return n, false
+}
+
+// plainUNH reports whether the next segment is UNH+ref+S009' with the
+// reference plain data and S009 plain data and component separators, and
+// returns the bytes of both, without consuming it (consumePlain does).
+func (r *Reader) plainUNH() (ref, id []byte, ok bool) {
+	buf := r.buf[:r.w]
+	p := uint(r.r)
+	for p < uint(len(buf)) && spaceByte[buf[p]] {
+		p++
+	}
+	r.r = int(p)
+	b := buf[p:]
+	if len(b) < 4 || b[0] != 'U' || b[1] != 'N' || b[2] != 'H' {
+		return nil, nil, false
+	}
+	class := &r.fast
+	if class[b[3]] != clElem {
+		return nil, nil, false
+	}
+	j := 4
+	for j < len(b) && class[b[j]] == clData {
+		j++
+	}
+	if j == 4 || j >= len(b) || class[b[j]] != clElem {
+		return nil, nil, false
+	}
+	ref = b[4:j]
+	j++
+	k, seps := j, 1
+	for ; j < len(b); j++ {
+		switch class[b[j]] {
+		case clData:
+			continue
+		case clComp:
+			seps++
+			continue
+		}
+		break
+	}
+	if j >= len(b) || class[b[j]] != clTerm || j > r.lim.MaxSegmentBytes || seps >= min(r.lim.MaxComponents, 65535) {
+		return nil, nil, false
+	}
+	r.plainEnd = j
+	return ref, b[k:j], true
+}
+
+// consumePlain consumes the segment plainUNH matched and returns its offset
+// and index.
+func (r *Reader) consumePlain() (int64, int) {
+	off := r.base + int64(r.r)
+	r.r += r.plainEnd + 1
+	r.index++
+	return off, r.index
+}
+
+// plainUNT returns the length of b's first segment when it is exactly
+// UNT+count+ref' (the count in decimal digits, ref the bytes of the
+// message reference, all plain data), or 0.
+func (r *Reader) plainUNT(b []byte, count int, ref string) int {
+	class := &r.fast
+	if class[b[3]] != clElem || min(r.lim.MaxComponents, 65535) < 2 {
+		return 0
+	}
+	j, v := 4, 0
+	for ; j < len(b) && j < 4+18 && b[j] >= '0' && b[j] <= '9'; j++ {
+		v = v*10 + int(b[j]-'0')
+	}
+	if j == 4 || v != count || j >= len(b) || class[b[j]] != clElem {
+		return 0
+	}
+	j++
+	if len(b)-j <= len(ref) || string(b[j:j+len(ref)]) != ref || class[b[j+len(ref)]] != clTerm {
+		return 0
+	}
+	for _, c := range b[j : j+len(ref)] {
+		if class[c] != clData {
+			return 0
+		}
+	}
+	if end := j + len(ref); end <= r.lim.MaxSegmentBytes {
+		return end
+	}
+	return 0
+}
+
+// spaceByte marks the whitespace skipped between segments.
+var spaceByte = [256]bool{'\r': true, '\n': true, '\t': true, ' ': true}
+
+// tagIndex maps the bytes a tag may hold to 0..35, others to -1.
+var tagIndex = func() (t [256]int) {
+	for c := range t {
+		t[c] = -1
+	}
+	for i, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" {
+		t[c] = i
+	}
+	return t
+}()
+
+// allTags is every possible segment tag, 36*36*36 of them, 3 bytes each:
+// a tag is a substring of it, so reading one allocates nothing.
+var allTags = sync.OnceValue(func() string {
+	const chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, 0, 3*36*36*36)
+	for _, x := range []byte(chars) {
+		for _, y := range []byte(chars) {
+			for _, z := range []byte(chars) {
+				b = append(b, x, y, z)
+			}
+		}
+	}
+	return string(b)
+})
+
+// slowNext reads the segment at buf[r] whatever it holds: CR/LF inside it
+// (hard-wrapped files), a bad tag, a limit reached, the end of the input.
+func (r *Reader) slowNext(s *Segment) (*Segment, error) {
 	raw, start, err := r.readRaw()
 	if err != nil {
 		return nil, err
 	}
 	r.index++
-	s := &r.seg
 	s.Offset, s.Index, s.rel, s.bad = start, r.index, r.d.Release, -1
 	s.holes = s.holes[:0]
 	s.spans = s.spans[:0]
@@ -316,22 +816,12 @@ func (r *Reader) Next() (*Segment, error) {
 			return nil, &SyntaxError{Offset: start, Index: r.index, Tag: string(raw[:n]), Code: CodeInvalidValue, Err: fmt.Errorf("%w: %q", ErrBadTag, truncate(raw, 12))}
 		}
 	}
-	s.Tag = r.tag(raw[:3])
+	t := tagIndex[raw[0]]*36*36 + tagIndex[raw[1]]*36 + tagIndex[raw[2]]
+	s.Tag = r.tags[3*t : 3*t+3]
 	if err := r.split(s); err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-// tag interns segment tags in a small direct-mapped cache.
-func (r *Reader) tag(b []byte) string {
-	h := (uint(b[0])*31+uint(b[1]))*31 + uint(b[2])
-	slot := &r.tags[h%uint(len(r.tags))]
-	if slot.t != "" && slot.t[0] == b[0] && slot.t[1] == b[1] && slot.t[2] == b[2] {
-		return slot.t
-	}
-	slot.t = string(b)
-	return slot.t
 }
 
 // stripCRLF drops CR and LF bytes inside the segment (hard-wrapped files),
@@ -411,7 +901,7 @@ func (r *Reader) splitOnce(s *Segment) (retry bool, err error) {
 			return false, &SyntaxError{Offset: s.Offset, Index: s.Index, Tag: s.Tag, Element: int(elem), Code: CodeTooManyConstituent,
 				Err: fmt.Errorf("%w: more than %d", ErrTooManyElements, limit)}
 		}
-		spans = append(spans, span{elem: elem, comp: comp, rep: rep, start: start, end: i, escaped: escaped})
+		spans = append(spans, mkSpan(start, i, elem, comp, rep, escaped))
 		start, escaped = i+1, false
 		switch cl {
 		case clElem:
@@ -427,7 +917,7 @@ func (r *Reader) splitOnce(s *Segment) (retry bool, err error) {
 		return false, &SyntaxError{Offset: s.Offset, Index: s.Index, Tag: s.Tag, Element: int(elem), Code: CodeTooManyConstituent,
 			Err: fmt.Errorf("%w: more than %d", ErrTooManyElements, limit)}
 	}
-	s.spans = append(spans, span{elem: elem, comp: comp, rep: rep, start: start, end: int32(len(raw)), escaped: escaped})
+	s.spans = append(spans, mkSpan(start, int32(len(raw)), elem, comp, rep, escaped))
 	return false, nil
 }
 
@@ -440,79 +930,59 @@ func truncate(b []byte, n int) []byte {
 	return b
 }
 
-// readRaw returns the next segment's bytes (without terminator, leading
-// whitespace skipped) and the offset of its first byte.
+// readRaw returns the next segment's bytes at buf[r] (without
+// terminator; the whitespace before it is skipped already) and the offset
+// of its first byte. A terminator preceded by an odd run of release
+// characters is escaped.
 func (r *Reader) readRaw() ([]byte, int64, error) {
-	term := r.d.Terminator
-	r.acc = r.acc[:0]
-	// Skip whitespace between segments.
+	term, rel, lim := r.d.Terminator, r.d.Release, r.lim.MaxSegmentBytes
+	start := r.Offset()
+	from := 0
 	for {
-		b, err := r.br.Peek(1)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, r.pos, io.EOF
+		b := r.buf[r.r:r.w]
+		for {
+			k := bytes.IndexByte(b[from:], term)
+			if k < 0 {
+				from = len(b)
+				break
 			}
-			return nil, r.pos, err
-		}
-		if b[0] != '\r' && b[0] != '\n' && b[0] != '\t' && b[0] != ' ' {
-			break
-		}
-		n := 1
-		if buf, _ := r.br.Peek(r.br.Buffered()); len(buf) > 1 {
-			for n < len(buf) && (buf[n] == '\r' || buf[n] == '\n' || buf[n] == '\t' || buf[n] == ' ') {
-				n++
+			e := from + k
+			if rel != 0 {
+				n := 0
+				for i := e - 1; i >= 0 && b[i] == rel; i-- {
+					n++
+				}
+				if n%2 == 1 {
+					from = e + 1
+					continue
+				}
 			}
-		}
-		r.br.Discard(n)
-		r.pos += int64(n)
-	}
-	start := r.pos
-	for {
-		chunk, err := r.br.ReadSlice(term)
-		r.pos += int64(len(chunk))
-		switch {
-		case err == nil:
-		case errors.Is(err, bufio.ErrBufferFull):
-			r.acc = append(r.acc, chunk...)
-			if len(r.acc) > r.lim.MaxSegmentBytes {
-				return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(r.acc, 3)), Code: CodeTooLong,
-					Err: fmt.Errorf("%w of %d bytes", ErrSegmentTooLong, r.lim.MaxSegmentBytes)}
+			if e > lim {
+				r.r += e + 1
+				return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(b, 3)), Code: CodeTooLong,
+					Err: fmt.Errorf("%w of %d bytes", ErrSegmentTooLong, lim)}
 			}
-			continue
-		case errors.Is(err, io.EOF):
-			rest := append(r.acc, chunk...)
-			if len(bytes.TrimSpace(rest)) == 0 {
+			r.r += e + 1
+			return b[:e:e], start, nil
+		}
+		// Without a terminator in sight, read on to the end of the input
+		// (an unterminated segment) while the segment holds no more than
+		// max(limit, 64 KiB) bytes.
+		if len(b) > max(lim, readBufSize) {
+			r.r = r.w
+			return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(b, 3)), Code: CodeTooLong,
+				Err: fmt.Errorf("%w of %d bytes", ErrSegmentTooLong, lim)}
+		}
+		if !r.fill() {
+			r.r = r.w
+			if r.err != nil {
+				return nil, start, r.err
+			}
+			if len(bytes.TrimSpace(b)) == 0 {
 				return nil, start, io.EOF
 			}
-			return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(rest, 3)), Code: CodeMissing, Err: ErrUnterminated}
-		default:
-			return nil, start, err
+			return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(b, 3)), Code: CodeMissing, Err: ErrUnterminated}
 		}
-		var seg []byte
-		if len(r.acc) == 0 {
-			seg = chunk
-		} else {
-			r.acc = append(r.acc, chunk...)
-			seg = r.acc
-		}
-		if len(seg)-1 > r.lim.MaxSegmentBytes {
-			return nil, start, &SyntaxError{Offset: start, Index: r.index + 1, Tag: string(truncate(seg, 3)), Code: CodeTooLong,
-				Err: fmt.Errorf("%w of %d bytes", ErrSegmentTooLong, r.lim.MaxSegmentBytes)}
-		}
-		// An odd run of release characters before the terminator escapes it.
-		if r.d.Release != 0 {
-			n := 0
-			for i := len(seg) - 2; i >= 0 && seg[i] == r.d.Release; i-- {
-				n++
-			}
-			if n%2 == 1 {
-				if len(r.acc) == 0 {
-					r.acc = append(r.acc, chunk...)
-				}
-				continue
-			}
-		}
-		return seg[:len(seg)-1], start, nil
 	}
 }
 
@@ -531,7 +1001,7 @@ func (s *Segment) ValueIs(e, c int, v string) bool {
 	if !ok {
 		return v == ""
 	}
-	if sp.escaped {
+	if sp.escaped() {
 		return s.Value(e, c) == v
 	}
 	return string(s.raw[sp.start:sp.end]) == v
@@ -551,14 +1021,4 @@ func (s *Segment) Int(e, c int) (int, bool) {
 		n = n*10 + int(d-'0')
 	}
 	return n, true
-}
-
-// rawValue is the bytes of a component without release characters, or nil
-// when it is absent or escaped (use Value).
-func (s *Segment) rawValue(e, c int) []byte {
-	sp, ok := s.find(e, c)
-	if !ok || sp.escaped {
-		return nil
-	}
-	return s.raw[sp.start:sp.end]
 }

@@ -26,9 +26,7 @@ func message(t *testing.T, m fixtures.Msg) *edifact.Message {
 	}
 	var got *edifact.Message
 	_, err := edifact.Parse(&b, edifact.Limits{}, func(msg *edifact.Message) error {
-		c := *msg
-		c.Segments = append([]edifact.Segment(nil), msg.Segments...)
-		got = &c
+		got = msg.Clone() // msg and its segments are reused after the callback
 		return nil
 	})
 	if err != nil {
