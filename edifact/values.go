@@ -17,11 +17,11 @@ func (s *Segment) ValueCount() int { return len(s.spans) }
 func (s *Segment) ValueAt(i int, buf []byte) (elem, comp, rep int, offset int64, v []byte) {
 	sp := s.spans[i]
 	raw := s.raw[sp.start:sp.end]
-	elem, comp, rep, offset = int(sp.elem), int(sp.comp), int(sp.rep), s.Offset+int64(sp.start)
+	elem, comp, rep, offset = int(sp.elem()), int(sp.comp()), int(sp.rep()), s.Offset+int64(sp.start)
 	if len(s.holes) > 0 {
 		offset = s.inputOffset(sp.start)
 	}
-	if !sp.escaped {
+	if !sp.escaped() {
 		return elem, comp, rep, offset, raw
 	}
 	out := buf[:0]
