@@ -48,7 +48,7 @@ type Verdict struct {
 	Decision
 	Err      error
 	Report   *validate.Report
-	Messages []MessageVerdict // for a sound interchange, one per message (Check only)
+	Messages []MessageVerdict // for one sound message of an interchange (Check with env.Message)
 
 	w *Worker
 	r *result // for EachMessage
@@ -61,14 +61,17 @@ type MessageVerdict struct {
 }
 
 // Check validates env as a worker would, without a queue or a ledger, and
-// decides it at env's attempt: the same execute the worker runs. For a
-// sound interchange Messages holds the verdict on every message; for an
-// interchange of any size use CheckStreaming, which hands them over one at
-// a time.
+// decides it at env's attempt: the same execute the worker runs. For one
+// message of an interchange (env.Message, a replay) Messages holds its
+// verdict; a whole interchange's messages are not collected (there may be
+// millions): CheckStreaming hands them over one at a time.
 func (w *Worker) Check(ctx context.Context, env *Envelope) Verdict {
 	v := w.CheckStreaming(ctx, env)
+	if env.Message == "" {
+		return v
+	}
 	var ms []MessageVerdict
-	v.EachMessage(ctx, func(m MessageVerdict) error {
+	_ = v.EachMessage(ctx, func(m MessageVerdict) error {
 		ms = append(ms, m)
 		return nil
 	})
