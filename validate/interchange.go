@@ -52,6 +52,21 @@ type InterchangeResult struct {
 	// chunks is the digest of every chunk of verdicts (see chunker): the
 	// second read must find the same, or the file changed in between.
 	chunks [][sha256.Size]byte
+	// clean has bit i set when the i-th message checked passed with no
+	// warning: the second read hands its verdict over without checking it
+	// again (one bit per message, a 32nd of a kept verdict).
+	clean []uint64
+}
+
+func (r *InterchangeResult) setClean(i int) {
+	for len(r.clean) <= i/64 {
+		r.clean = append(r.clean, 0)
+	}
+	r.clean[i/64] |= 1 << (i % 64)
+}
+
+func (r *InterchangeResult) isClean(i int) bool {
+	return i/64 < len(r.clean) && r.clean[i/64]&(1<<(i%64)) != 0
 }
 
 // Contrl builds the CONTRL report for a rejected (or accepted) interchange
@@ -128,6 +143,9 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 			return nil
 		}
 		v, text := checkOne(m, regs, rules)
+		if v.Err == nil && len(v.Warnings) == 0 {
+			res.setClean(res.Checked)
+		}
 		res.Checked++
 		if v.Err != nil {
 			res.Failed++
@@ -190,11 +208,11 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 // EachMessage calls yield with the verdict on every message CheckInterchange
 // checked, in order, and stops at the first error yield returns (which it
 // returns unchanged). When the verdicts did not fit the budget it reads the
-// file again, through Open, checking every message again: each chunk of
-// verdicts is compared with the first read's digest before any of it is
-// handed over, and the last chunk only once the whole file hashes to the
-// first read's SHA-256, so that what yield sees is what CheckInterchange
-// decided. A file that changed in between is ErrFileChanged, wrapped in a
+// file again, through Open, checking again every message that did not pass
+// cleanly: each chunk of verdicts is compared with the first read's digest
+// before any of it is handed over, and the last chunk only once the whole
+// file hashes to the first read's SHA-256, so that what yield sees is what
+// CheckInterchange decided. A file that changed in between is ErrFileChanged, wrapped in a
 // *StageError (transient: the next attempt reads it again).
 func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageResult) error) error {
 	if !r.sound {
@@ -222,6 +240,7 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 	var (
 		ch      chunker
 		pending []MessageResult
+		i       int // messages checked
 		chunk   int
 		yerr    error // from yield: returned unchanged
 		changed error
@@ -249,7 +268,16 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 		if r.only != "" && m.Ref != r.only {
 			return nil
 		}
-		v, text := checkOne(m, r.regs, r.rules)
+		var v MessageResult
+		var text string
+		if r.isClean(i) {
+			// The first read's verdict; the chunk's digest still checks
+			// that this is the message it was given for.
+			v = MessageResult{Ref: strings.Clone(m.Ref), Type: strings.Clone(m.Type), Number: m.Number, Offset: m.Offset}
+		} else {
+			v, text = checkOne(m, r.regs, r.rules)
+		}
+		i++
 		pending = append(pending, v)
 		if !ch.add(&v, text) {
 			return nil

@@ -108,35 +108,40 @@ func TestEachMessageReadsAgainWhatDoesNotFit(t *testing.T) {
 }
 
 // TestEachMessageFindsTheFileChanged: a file that changes between the two
-// reads is ErrFileChanged, and nothing the second read decided differently
-// is handed over: a verdict changed in message 300 (chunk 2) stops it after
-// chunk 1 (256 messages); a byte changed where no verdict depends on it
-// stops it before the last chunk, when the SHA-256 differs; a file that
-// grew stops it before anything.
+// reads is ErrFileChanged, and what is handed over is only ever what the
+// first read decided: message 300, which failed, read again as passing
+// (chunk 2) stops it after chunk 1 (256 messages); a change where the first
+// read found nothing to check again (the sender; message 400, which passed
+// cleanly and is not checked again) stops it before the last chunk, when
+// the SHA-256 differs, with message 400 handed over as the first read
+// found it; a file that grew stops it before anything.
 func TestEachMessageFindsTheFileChanged(t *testing.T) {
 	t.Parallel()
+	port := func(ref string, from, to string) func([]byte) []byte {
+		return func(data []byte) []byte {
+			i := bytes.Index(data, []byte("UNH+"+ref+"+"))
+			copy(data[i+bytes.Index(data[i:], []byte(from)):], to)
+			return data
+		}
+	}
 	for _, tc := range []struct {
 		name   string
 		change func(data []byte) []byte
 		handed int
 	}{
-		{"verdict", func(data []byte) []byte {
-			i := bytes.Index(data, []byte("UNH+300+"))
-			j := i + bytes.Index(data[i:], []byte("SGSIN"))
-			copy(data[j:], "NLZZZ")
-			return data
-		}, 256},
-		{"no verdict", func(data []byte) []byte {
+		{"failed message passes", port("300", "NLZZZ", "SGSIN"), 256},
+		{"clean message fails", port("400", "SGSIN", "NLZZZ"), 512},
+		{"sender", func(data []byte) []byte {
 			i := bytes.Index(data, []byte("UNB+"))
 			j := i + bytes.Index(data[i:], []byte("+S:ZZ+"))
-			data[j+1] = 'X' // the sender: no message rule reads it
+			data[j+1] = 'X' // no message rule reads it
 			return data
 		}, 512},
 		{"grew", func(data []byte) []byte { return append(data, '\n') }, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			path := writeMessages(t, 600, 0, 0)
+			path := writeMessages(t, 600, 300, 0)
 			rules := validate.DefaultEDIRules()
 			rules.MaxRetainedBytes = 1
 			_, res, err := validate.CheckInterchange(context.Background(), path, nil, validate.Builtin(), rules, "")
@@ -149,7 +154,7 @@ func TestEachMessageFindsTheFileChanged(t *testing.T) {
 			}
 			handed := 0
 			err = res.EachMessage(context.Background(), func(m validate.MessageResult) error {
-				if m.Err != nil {
+				if (m.Err != nil) != (m.Ref == "300") {
 					t.Errorf("message %s handed over with %v", m.Ref, m.Err)
 				}
 				handed++
