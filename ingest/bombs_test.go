@@ -1,7 +1,6 @@
 package ingest_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -75,22 +74,6 @@ func bombWorker(url string) int {
 func fail(err error) int {
 	fmt.Fprintln(os.Stderr, err)
 	return 2
-}
-
-func peakRSS() (int64, error) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
 }
 
 // TestWorkerFedOnlyBombs: a real worker process at concurrency 4, fed

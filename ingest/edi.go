@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -57,8 +58,11 @@ const messagesPerAppend = 256
 // the interchange, val and ing for every accepted message, a failure event
 // (and a parked task) for every failing one, each message decided on its
 // own by Decide; and last, the interchange's own ing event, which tells a
-// later delivery that everything before it is recorded.
-func (w *Worker) planMessages(r *result, yield func([]*premis.Event, []parcel) error) error {
+// later delivery that everything before it is recorded. The verdicts come
+// one at a time from the interchange result (a second read of a large
+// interchange, see validate.InterchangeResult.EachMessage): no more than a
+// chunk is held.
+func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*premis.Event, []parcel) error) error {
 	d, env, rep, res := r.d, r.d.env, r.rep, r.ires
 	regs := w.registries()
 	detail := fmt.Sprintf("UN/EDIFACT envelope, structural, semantic and regulatory rules (%s; %s; %s)", w.Software.ID(), regs.LOCODE.Version(), regs.HS.Version())
@@ -71,6 +75,8 @@ func (w *Worker) planMessages(r *result, yield func([]*premis.Event, []parcel) e
 		if err := yield(events, parcels); err != nil {
 			return err
 		}
+		clear(events)
+		clear(parcels)
 		events, parcels = events[:0], parcels[:0]
 		return nil
 	}
@@ -80,16 +86,19 @@ func (w *Worker) planMessages(r *result, yield func([]*premis.Event, []parcel) e
 		fix.Detail, fix.Note = "SHA-256 of the interchange compared with the manifest", "sha256 "+rep.SHA256
 		events = append(events, fix)
 	}
-	r.messagesN = len(res.Messages)
-	for i, m := range res.Messages {
-		if i > 0 && i%messagesPerAppend == 0 {
-			if err := flush(); err != nil {
-				return err
+	var stopped error // from flush or the drain: not the read's
+	n := 0
+	err := res.EachMessage(ctx, func(m validate.MessageResult) error {
+		if n > 0 && n%messagesPerAppend == 0 {
+			if stopped = flush(); stopped != nil {
+				return stopped
 			}
 			if w.draining.Load() {
-				return fmt.Errorf("%w after %d of %d messages", ErrDraining, i, len(res.Messages))
+				stopped = fmt.Errorf("%w after %d of %d messages", ErrDraining, n, res.Checked)
+				return stopped
 			}
 		}
+		n++
 		menv := messageEnvelope(env, m.Ref)
 		if m.Err == nil {
 			val := w.deliveryEvent(d, menv, premis.Validation)
@@ -110,7 +119,7 @@ func (w *Worker) planMessages(r *result, yield func([]*premis.Event, []parcel) e
 			}
 			events = append(events, val, ing)
 			r.accepted++
-			continue
+			return nil
 		}
 		dec := w.Policy.Decide(m.Err, d.attempt, d.retries)
 		ev := w.failureEvent(d, menv, rep, m.Err, dec)
@@ -123,12 +132,20 @@ func (w *Worker) planMessages(r *result, yield func([]*premis.Event, []parcel) e
 			parcels = append(parcels, parcel{menv, ev})
 			r.parkedN++
 		}
+		return nil
+	})
+	if err != nil {
+		if stopped == nil {
+			r.reread = err
+		}
+		return err
 	}
+	r.messagesN = n
 	if env.Message == "" {
 		ing := w.deliveryEvent(d, env, premis.Ingestion)
 		ing.Outcome, ing.SHA256, ing.Size, ing.Destination = premis.Success, rep.SHA256, rep.Size, premis.Accepted
 		ing.Detail = "interchange envelope accepted; its messages are routed one by one (" + w.Software.ID() + ")"
-		ing.Note = fmt.Sprintf("%d message(s): %d accepted, %d parked, %d other", len(res.Messages), r.accepted, r.parkedN, len(res.Messages)-r.accepted-r.parkedN)
+		ing.Note = fmt.Sprintf("%d message(s): %d accepted, %d parked, %d other", n, r.accepted, r.parkedN, n-r.accepted-r.parkedN)
 		events = append(events, ing)
 	}
 	return flush()

@@ -27,10 +27,11 @@ type result struct {
 	contrl      bool // a CONTRL report goes to the outbox
 	interrupted bool // shutdown or timeout: no verdict
 	// Filled in by commit.
-	logged             []*premis.Event // the events worth a log line (failures, the item's outcome)
-	accepted, parkedN  int
-	messagesN          int
-	terminalObservable []*premis.Event
+	logged            []*premis.Event // the events worth a log line (failures, the item's outcome)
+	accepted, parkedN int
+	messagesN         int
+	chunks            int   // chunks of events recorded (or found recorded)
+	reread            error // the interchange's second read failed (see planMessages)
 }
 
 // broker is what asynq is told about the original task.
@@ -47,7 +48,10 @@ type Verdict struct {
 	Decision
 	Err      error
 	Report   *validate.Report
-	Messages []MessageVerdict // for a sound interchange, one per message
+	Messages []MessageVerdict // for one sound message of an interchange (Check with env.Message)
+
+	w *Worker
+	r *result // for EachMessage
 }
 
 // MessageVerdict is the verdict on one message of an interchange.
@@ -57,17 +61,60 @@ type MessageVerdict struct {
 }
 
 // Check validates env as a worker would, without a queue or a ledger, and
-// decides it at env's attempt: the same execute the worker runs.
+// decides it at env's attempt: the same execute the worker runs. For one
+// message of an interchange (env.Message, a replay) Messages holds its
+// verdict; a whole interchange's messages are not collected (there may be
+// millions): CheckStreaming hands them over one at a time.
 func (w *Worker) Check(ctx context.Context, env *Envelope) Verdict {
-	d := &delivery{env: env, attempt: env.Attempt}
-	r := w.execute(ctx, d)
-	v := Verdict{Decision: r.decision, Err: r.cause, Report: r.rep}
-	if r.perMessage {
-		for _, m := range r.ires.Messages {
-			v.Messages = append(v.Messages, MessageVerdict{Message: m, Decision: w.Policy.Decide(m.Err, d.attempt, d.retries)})
-		}
+	v := w.CheckStreaming(ctx, env)
+	if env.Message == "" {
+		return v
+	}
+	var ms []MessageVerdict
+	_ = v.EachMessage(ctx, func(m MessageVerdict) error {
+		ms = append(ms, m)
+		return nil
+	})
+	if v.Err == nil {
+		v.Messages = ms
 	}
 	return v
+}
+
+// CheckStreaming is Check without the messages: for a sound interchange,
+// EachMessage hands their verdicts over.
+func (w *Worker) CheckStreaming(ctx context.Context, env *Envelope) Verdict {
+	d := &delivery{env: env, attempt: env.Attempt}
+	r := w.execute(ctx, d)
+	return Verdict{Decision: r.decision, Err: r.cause, Report: r.rep, w: w, r: r}
+}
+
+// PerMessage reports whether v is a sound interchange, whose messages are
+// decided one by one.
+func (v *Verdict) PerMessage() bool { return v.r != nil && v.r.perMessage }
+
+// EachMessage calls each with the verdict on every message of a sound
+// interchange, in order (of nothing else). A failure found on the way (the
+// file changed since its envelope was checked) becomes v's Err and
+// Decision, after the messages already handed over; an error from each
+// stops it and is returned.
+func (v *Verdict) EachMessage(ctx context.Context, each func(MessageVerdict) error) error {
+	if !v.PerMessage() {
+		return nil
+	}
+	d := v.r.d
+	var eerr error
+	err := v.r.ires.EachMessage(ctx, func(m validate.MessageResult) error {
+		eerr = each(MessageVerdict{Message: m, Decision: v.w.Policy.Decide(m.Err, d.attempt, d.retries)})
+		return eerr
+	})
+	if eerr != nil {
+		return eerr
+	}
+	if err != nil {
+		v.Err, v.Decision = err, v.w.Policy.Decide(err, d.attempt, d.retries)
+	}
+	return nil
 }
 
 // execute runs guarded validation and decides. It writes nothing.
@@ -135,7 +182,7 @@ func (w *Worker) commit(ctx context.Context, r *result) error {
 			return fmt.Errorf("CONTRL outbox: %w", err)
 		}
 	}
-	return w.plan(r, func(evs []*premis.Event, parcels []parcel) error {
+	err := w.plan(ctx, r, func(evs []*premis.Event, parcels []parcel) error {
 		skip, err := w.chunkRecorded(ctx, r, evs, parcels)
 		if err != nil {
 			return fmt.Errorf("ledger: %w", err)
@@ -145,6 +192,7 @@ func (w *Worker) commit(ctx context.Context, r *result) error {
 				return fmt.Errorf("ledger: %w", err)
 			}
 		}
+		r.chunks++
 		for _, p := range parcels {
 			// After the append: the event has its id (its stored one, if an
 			// earlier delivery wrote it).
@@ -152,19 +200,48 @@ func (w *Worker) commit(ctx context.Context, r *result) error {
 				return err
 			}
 		}
+		if r.perMessage {
+			// An interchange's messages are logged and observed a chunk at
+			// a time, by the delivery that recorded them, so that none is
+			// held until the interchange ends.
+			if !skip {
+				w.reportMessages(ctx, r, evs)
+			}
+			return nil
+		}
 		for _, ev := range evs {
 			switch {
 			case ev.Outcome == premis.Failure:
 				r.logged = append(r.logged, ev)
-			case ev.Type == premis.Ingestion && !r.perMessage:
+			case ev.Type == premis.Ingestion:
 				r.logged = append(r.logged, ev)
-			}
-			if ev.Destination.Terminal() && ev.CorrelationID != r.d.env.CorrelationID {
-				r.terminalObservable = append(r.terminalObservable, ev)
 			}
 		}
 		return nil
 	})
+	if err != nil && r.perMessage && r.reread != nil && r.chunks == 0 && r.d.retried == 0 && ctx.Err() == nil {
+		// The second read of the interchange found it changed before
+		// anything was recorded: that is this attempt's verdict, as if the
+		// first read had found it. (Once a chunk may be recorded, the
+		// attempt is not over: the redelivery resumes it.)
+		r.perMessage, r.cause, r.reread = false, r.reread, nil
+		r.decision = w.Policy.Decide(r.cause, r.d.attempt, r.d.retries)
+		return w.commit(ctx, r)
+	}
+	return err
+}
+
+// reportMessages logs the failures among a recorded chunk of an
+// interchange's events and tells Observe of every message's outcome.
+func (w *Worker) reportMessages(ctx context.Context, r *result, evs []*premis.Event) {
+	for _, ev := range evs {
+		if ev.Outcome == premis.Failure {
+			w.logEvent(ctx, ev)
+		}
+		if ev.Destination.Terminal() && ev.CorrelationID != r.d.env.CorrelationID {
+			w.observe(r.d.env.Kind, ev.Class, ev.Destination, ev.Code, r.d.start, ev)
+		}
+	}
 }
 
 // chunkRecorded reports whether a redelivered interchange's chunk of
@@ -204,9 +281,9 @@ type parcel struct {
 
 // plan yields the result's events, with the parked tasks that follow them,
 // a bounded chunk at a time (a large interchange is never held whole).
-func (w *Worker) plan(r *result, yield func([]*premis.Event, []parcel) error) error {
+func (w *Worker) plan(ctx context.Context, r *result, yield func([]*premis.Event, []parcel) error) error {
 	if r.perMessage {
-		return w.planMessages(r, yield)
+		return w.planMessages(ctx, r, yield)
 	}
 	if r.decision.Destination == premis.Accepted {
 		return yield(w.acceptEvents(r), nil)
@@ -311,9 +388,6 @@ func (w *Worker) report(ctx context.Context, r *result) {
 		w.Logger.LogAttrs(ctx, slog.LevelInfo, "interchange routed", slog.String(AttrCorrelationID, d.env.CorrelationID),
 			slog.String(AttrObjectID, d.env.ObjectID), slog.String(AttrBatchID, d.env.BatchID), slog.Int("messages", r.messagesN),
 			slog.Int("accepted", r.accepted), slog.Int("parked", r.parkedN), slog.Int(AttrAttempt, d.attempt))
-		for _, ev := range r.terminalObservable {
-			w.observe(d.env.Kind, ev.Class, ev.Destination, ev.Code, d.start, ev)
-		}
 		return
 	}
 	var evs []*premis.Event

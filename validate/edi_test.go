@@ -160,7 +160,9 @@ func verdict(t *testing.T, path string, rules validate.EDIRules) (string, []vali
 		return "error " + err.Error(), nil
 	}
 	var parts []string
-	for _, m := range res.Messages {
+	var warns []validate.Warning
+	if err := res.EachMessage(context.Background(), func(m validate.MessageResult) error {
+		warns = append(warns, m.Warnings...)
 		var re *validate.RuleError
 		switch {
 		case errors.As(m.Err, &re):
@@ -170,8 +172,11 @@ func verdict(t *testing.T, path string, rules validate.EDIRules) (string, []vali
 		default:
 			parts = append(parts, "accept")
 		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
-	return strings.Join(parts, ", "), rep.Warnings
+	return strings.Join(parts, ", "), append(rep.Warnings, warns...)
 }
 
 // TestCorpusDirectoryVerdicts: with the default policy every interchange of
@@ -289,9 +294,9 @@ func TestLogisticsFixturesPassTheDirectory(t *testing.T) {
 				t.Errorf("%s: %v, want %s", key, err, exp.Destination)
 				continue
 			}
-			for _, m := range res.Messages {
+			if err := res.EachMessage(context.Background(), func(m validate.MessageResult) error {
 				if ref != "" && m.Ref != ref {
-					continue
+					return nil
 				}
 				switch {
 				case exp.Destination == "accept" && m.Err != nil:
@@ -299,6 +304,9 @@ func TestLogisticsFixturesPassTheDirectory(t *testing.T) {
 				case exp.Destination == "quarantine" && (!errors.As(m.Err, &re) || re.Code != exp.Code):
 					t.Errorf("%s: message %s: %v, want %s", key, m.Ref, m.Err, exp.Code)
 				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}

@@ -3,10 +3,13 @@ package validate
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/lazaret/lazaret/edifact"
@@ -21,20 +24,64 @@ type MessageResult struct {
 	Err       error // joined *RuleError, semantic or regulatory; nil when it passes
 }
 
-// InterchangeResult is what CheckInterchange found.
+// InterchangeResult is what CheckInterchange found: the envelope, how many
+// messages the rules checked and failed, and, for a sound interchange, what
+// EachMessage needs to hand over every message's verdict. It keeps the
+// verdicts themselves only while they fit EDIRules.MaxRetainedBytes;
+// beyond that it keeps a digest per chunk of verdicts and EachMessage reads
+// the file a second time, so that an interchange of any number of messages
+// is checked in bounded memory.
 type InterchangeResult struct {
 	Interchange *edifact.Interchange
-	Messages    []MessageResult
-	// Seen lists every message read, for CONTRL.
-	Seen []edifact.Message
+	// Checked is how many messages the rules checked (every one, or those
+	// only names); Failed how many of those failed them.
+	Checked, Failed int
+	// Fault is the header (no segments) of the message whose structural
+	// error rejected the interchange, for CONTRL; nil otherwise.
+	Fault *edifact.Message
+
+	sound  bool // CheckInterchange passed the envelope: EachMessage may run
+	src    Source
+	size   int64
+	sha    string // of the first read
+	regs   *Registries
+	rules  EDIRules
+	only   string
+	kept   []MessageResult // every verdict, while they fit the budget
+	reread bool            // they did not: EachMessage reads the file again
+	// chunks is the digest of every chunk of verdicts (see chunker): the
+	// second read must find the same, or the file changed in between.
+	chunks [][sha256.Size]byte
+	// clean has bit i set when the i-th message checked passed with no
+	// warning: the second read hands its verdict over without checking it
+	// again (one bit per message, a 32nd of a kept verdict).
+	clean []uint64
+}
+
+func (r *InterchangeResult) setClean(i int) {
+	for len(r.clean) <= i/64 {
+		r.clean = append(r.clean, 0)
+	}
+	r.clean[i/64] |= 1 << (i % 64)
+}
+
+func (r *InterchangeResult) isClean(i int) bool {
+	return i/64 < len(r.clean) && r.clean[i/64]&(1<<(i%64)) != 0
 }
 
 // Contrl builds the CONTRL report for a rejected (or accepted) interchange
-// from the error CheckInterchange returned.
+// from the error CheckInterchange returned. A rejection (UCI action 4)
+// rejects every message with it, so the report names only the message at
+// fault (UCM, with UCS and UCD for the position); an acknowledgement (UCI
+// action 7) acknowledges every message that it does not name. Its size
+// does not grow with the interchange.
 func (r *InterchangeResult) Contrl(err error) edifact.ContrlReport {
-	rep := edifact.ContrlReport{Interchange: r.Interchange, Messages: r.Seen}
-	if r.Interchange != nil && r.Interchange.Open != nil {
-		rep.Messages = append(rep.Messages, *r.Interchange.Open) // the message the error stopped in
+	rep := edifact.ContrlReport{Interchange: r.Interchange}
+	switch {
+	case r.Interchange != nil && r.Interchange.Open != nil:
+		rep.Messages = []edifact.Message{*r.Interchange.Open} // the message the error stopped in
+	case r.Fault != nil:
+		rep.Messages = []edifact.Message{*r.Fault}
 	}
 	var se *edifact.SyntaxError
 	var re *RuleError
@@ -60,9 +107,10 @@ func (r *InterchangeResult) Contrl(err error) edifact.ContrlReport {
 // control counts, then every message through the structural, semantic and
 // regulatory rules. An interchange-level failure (I/O, fixity, a syntax
 // error, a structural rule such as a missing BGM, an unsupported syntax) is
-// the returned error, wrapped in a *StageError; message-level failures are
-// in the result, one per message. only, when not empty, restricts the
-// message checks to the message with that reference (a replay).
+// the returned error, wrapped in a *StageError; otherwise the result's
+// EachMessage hands over the verdict on every message, in order. only,
+// when not empty, restricts the message checks to the message with that
+// reference (a replay).
 func CheckInterchange(ctx context.Context, path string, item *Item, regs *Registries, rules EDIRules, only string) (*Report, *InterchangeResult, error) {
 	return CheckInterchangeSource(ctx, Source{Path: path}, item, regs, rules, only)
 }
@@ -73,7 +121,7 @@ func CheckInterchange(ctx context.Context, path string, item *Item, regs *Regist
 func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *Registries, rules EDIRules, only string) (*Report, *InterchangeResult, error) {
 	path := src.String()
 	rep := &Report{Path: path, Format: "UN/EDIFACT"}
-	res := &InterchangeResult{}
+	res := &InterchangeResult{src: src, regs: regs, rules: rules, only: only}
 	if err := ctx.Err(); err != nil {
 		return rep, res, context.Cause(ctx)
 	}
@@ -82,57 +130,52 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 		return rep, res, &StageError{StageOpen, err}
 	}
 	defer f.Close()
-	rep.Size = size
-	h := sha256.New()
-	counted := &countingReader{r: io.LimitReader(f, size)}
-	tee := &ctxReader{ctx: ctx, r: io.TeeReader(counted, h)}
-	var structural error
+	rep.Size, res.size = size, size
 	budget := rules.MaxRetainedBytes
 	if budget <= 0 {
 		budget = DefaultMaxRetainedBytes
 	}
+	var structural error
 	var retained int64
-	ic, perr := edifact.Parse(tee, edifact.Limits{}, func(m *edifact.Message) error {
-		// What is kept of every message until the envelope's verdict is
-		// known: copies, so that no kept string pins a message's bytes.
-		ref, typ := strings.Clone(m.Ref), strings.Clone(m.Type)
-		res.Seen = append(res.Seen, edifact.Message{Ref: ref, Type: typ, Version: strings.Clone(m.Version), Release: strings.Clone(m.Release),
-			Agency: strings.Clone(m.Agency), Offset: m.Offset, Number: m.Number})
-		retained += seenCost + int64(len(m.Ref)+len(m.Type)+len(m.Version)+len(m.Release)+len(m.Agency))
+	var ch chunker
+	sha, ic, perr, err := readInterchange(ctx, f, size, path, func(m *edifact.Message) error {
 		if only != "" && m.Ref != only {
-			return retainedCheck(retained, budget, m)
+			return nil
 		}
-		warns, err := CheckMessage(m, regs, rules)
-		var re *RuleError
-		if errors.As(err, &re) && re.Tier == TierStructural && structural == nil {
-			structural = err
+		v, text := checkOne(m, regs, rules)
+		if v.Err == nil && len(v.Warnings) == 0 {
+			res.setClean(res.Checked)
 		}
-		res.Messages = append(res.Messages, MessageResult{Ref: ref, Type: typ, Number: m.Number, Offset: m.Offset, Warnings: warns, Err: err})
-		retained += resultCost
-		for _, w := range warns {
-			retained += warningCost + int64(len(w.Code)+len(w.Message))
+		res.Checked++
+		if v.Err != nil {
+			res.Failed++
+			var re *RuleError
+			if structural == nil && errors.As(v.Err, &re) && re.Tier == TierStructural {
+				structural = v.Err
+				res.Fault = &edifact.Message{Ref: v.Ref, Type: v.Type, Version: strings.Clone(m.Version), Release: strings.Clone(m.Release),
+					Agency: strings.Clone(m.Agency), Offset: m.Offset, Number: m.Number}
+			}
 		}
-		if err != nil {
-			retained += errorCost
+		if ch.add(&v, text) {
+			res.chunks = append(res.chunks, ch.sum())
 		}
-		if err := retainedCheck(retained, budget, m); err != nil {
-			return err
+		if !res.reread {
+			if retained += verdictCost(&v, text); retained <= budget {
+				res.kept = append(res.kept, v)
+			} else {
+				res.kept, res.reread = nil, true // from here on, only digests
+			}
 		}
 		return nil
 	})
 	res.Interchange = ic
-	if tee.err != nil {
-		return rep, res, tee.err // the context ended or the storage failed: not a verdict on the data
+	if err != nil {
+		return rep, res, err // the context ended, the storage failed or the file changed: not a verdict on the data
 	}
-	// Hash what is left after the parser stopped (an early syntax error).
-	if _, err := io.Copy(h, counted); err != nil {
-		return rep, res, &StageError{StageFixity, err}
+	if ch.n > 0 {
+		res.chunks = append(res.chunks, ch.sum())
 	}
-	var one [1]byte
-	if n, _ := f.ReadAt(one[:], size); counted.n != size || n > 0 {
-		return rep, res, &StageError{StageOpen, fmt.Errorf("%s changed while it was read: %d bytes at open, %d read, more after: %v: %w", path, size, counted.n, n > 0, ErrFileChanged)}
-	}
-	rep.SHA256 = hex.EncodeToString(h.Sum(nil))
+	rep.SHA256, res.sha = sha, sha
 	if item != nil {
 		if item.SHA256 != "" && !strings.EqualFold(item.SHA256, rep.SHA256) {
 			return rep, res, &StageError{StageFixity, &FixityError{Field: "sha256", Want: item.SHA256, Have: rep.SHA256}}
@@ -153,41 +196,252 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 	case structural != nil:
 		return rep, res, &StageError{StageStructure, structural}
 	}
-	if only != "" && len(res.Messages) == 0 {
+	if only != "" && res.Checked == 0 {
 		return rep, res, &StageError{StageRules, &RuleError{Tier: TierSemantic, Code: "edifact.message.gone", Message: only,
 			Reason: fmt.Sprintf("message %s is no longer in the interchange", only)}}
 	}
-	rep.Pages = len(res.Messages)
-	for _, m := range res.Messages {
-		rep.Warnings = append(rep.Warnings, m.Warnings...)
-	}
+	rep.Pages = res.Checked
+	res.sound = true
 	return rep, res, nil
 }
 
-// DefaultMaxRetainedBytes is what CheckInterchange may keep of all the
-// messages of one interchange (their headers and verdicts, until the
-// envelope's verdict is known) when EDIRules.MaxRetainedBytes is 0: about
-// 250,000 messages.
-const DefaultMaxRetainedBytes = 128 << 20
+// EachMessage calls yield with the verdict on every message CheckInterchange
+// checked, in order, and stops at the first error yield returns (which it
+// returns unchanged). When the verdicts did not fit the budget it reads the
+// file again, through Open, checking again every message that did not pass
+// cleanly: each chunk of verdicts is compared with the first read's digest
+// before any of it is handed over, and the last chunk only once the whole
+// file hashes to the first read's SHA-256, so that what yield sees is what
+// CheckInterchange decided. A file that changed in between is ErrFileChanged, wrapped in a
+// *StageError (transient: the next attempt reads it again).
+func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageResult) error) error {
+	if !r.sound {
+		return errors.New("validate: EachMessage on an interchange CheckInterchange did not pass")
+	}
+	if !r.reread {
+		for _, v := range r.kept {
+			if err := yield(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
+	f, size, err := Open(r.src)
+	if err != nil {
+		return &StageError{StageOpen, err}
+	}
+	defer f.Close()
+	if size != r.size {
+		return r.changed("%d bytes at the first read, %d at the second", r.size, size)
+	}
+	var (
+		ch      chunker
+		pending []MessageResult
+		i       int // messages checked
+		chunk   int
+		yerr    error // from yield: returned unchanged
+		changed error
+	)
+	hand := func() error {
+		for _, v := range pending {
+			if yerr = yield(v); yerr != nil {
+				return yerr
+			}
+		}
+		clear(pending)
+		pending = pending[:0]
+		return nil
+	}
+	// verify compares the chunk just closed with the first read's.
+	verify := func(number int) error {
+		if chunk >= len(r.chunks) || ch.sum() != r.chunks[chunk] {
+			changed = r.changed("the verdicts on the messages up to number %d differ from the first read's", number)
+			return changed
+		}
+		chunk++
+		return nil
+	}
+	sha, _, perr, err := readInterchange(ctx, f, size, r.src.String(), func(m *edifact.Message) error {
+		if r.only != "" && m.Ref != r.only {
+			return nil
+		}
+		var v MessageResult
+		var text string
+		if r.isClean(i) {
+			// The first read's verdict; the chunk's digest still checks
+			// that this is the message it was given for.
+			v = MessageResult{Ref: strings.Clone(m.Ref), Type: strings.Clone(m.Type), Number: m.Number, Offset: m.Offset}
+		} else {
+			v, text = checkOne(m, r.regs, r.rules)
+		}
+		i++
+		pending = append(pending, v)
+		if !ch.add(&v, text) {
+			return nil
+		}
+		if err := verify(m.Number); err != nil {
+			return err
+		}
+		return hand()
+	})
+	switch {
+	case err != nil:
+		return err
+	case yerr != nil:
+		return yerr
+	case changed != nil:
+		return changed
+	case perr != nil:
+		return r.changed("the second read stops: %v", perr)
+	}
+	if ch.n > 0 {
+		if err := verify(r.Interchange.Messages); err != nil {
+			return err
+		}
+	}
+	if chunk != len(r.chunks) {
+		return r.changed("%d chunks of verdicts at the first read, %d at the second", len(r.chunks), chunk)
+	}
+	if sha != r.sha {
+		return r.changed("SHA-256 %s at the first read, %s at the second", r.sha, sha)
+	}
+	return hand()
+}
 
-// What one message costs while it is kept: the struct twice (a growing
-// slice holds up to twice what it uses), and an error's chain.
+// changed is the error of a file that changed between the two reads.
+func (r *InterchangeResult) changed(format string, args ...any) error {
+	return &StageError{StageOpen, fmt.Errorf("%s changed between the two reads: %s: %w", r.src.String(), fmt.Sprintf(format, args...), ErrFileChanged)}
+}
+
+// readInterchange parses the size bytes of f, calling each for every
+// message, and hashes them all (past an early syntax error too). err is
+// what is not a verdict on the data: the context ended, the storage
+// failed, or the file grew or shrank while it was read; perr is the
+// parse's verdict.
+func readInterchange(ctx context.Context, f *os.File, size int64, path string, each func(*edifact.Message) error) (sha string, ic *edifact.Interchange, perr, err error) {
+	h := sha256.New()
+	counted := &countingReader{r: io.LimitReader(f, size)}
+	tee := &ctxReader{ctx: ctx, r: io.TeeReader(counted, h)}
+	ic, perr = edifact.Parse(tee, edifact.Limits{}, each)
+	if tee.err != nil {
+		return "", ic, perr, tee.err
+	}
+	// Hash what is left after the parser stopped (an early syntax error).
+	if _, err := io.Copy(h, counted); err != nil {
+		return "", ic, perr, &StageError{StageFixity, err}
+	}
+	var one [1]byte
+	if n, _ := f.ReadAt(one[:], size); counted.n != size || n > 0 {
+		return "", ic, perr, &StageError{StageOpen, fmt.Errorf("%s changed while it was read: %d bytes at open, %d read, more after: %v: %w", path, size, counted.n, n > 0, ErrFileChanged)}
+	}
+	return hex.EncodeToString(h.Sum(nil)), ic, perr, nil
+}
+
+// checkOne applies the rules to m and returns its verdict, holding nothing
+// of m's bytes (the reader reuses them), and the error's text ("" when it
+// passes).
+func checkOne(m *edifact.Message, regs *Registries, rules EDIRules) (MessageResult, string) {
+	warns, err := CheckMessage(m, regs, rules)
+	v := MessageResult{Ref: strings.Clone(m.Ref), Type: strings.Clone(m.Type), Number: m.Number, Offset: m.Offset, Warnings: warns, Err: err}
+	if err == nil {
+		return v, ""
+	}
+	detach(err)
+	return v, err.Error()
+}
+
+// detach copies the strings of every *RuleError in err, so that none
+// points into a message's reused bytes.
+func detach(err error) {
+	switch e := err.(type) {
+	case *RuleError:
+		e.Code, e.Message, e.Tag, e.Registry, e.Reason = strings.Clone(e.Code), strings.Clone(e.Message), strings.Clone(e.Tag),
+			strings.Clone(e.Registry), strings.Clone(e.Reason)
+	case interface{ Unwrap() []error }:
+		for _, c := range e.Unwrap() {
+			detach(c)
+		}
+	case interface{ Unwrap() error }:
+		detach(e.Unwrap())
+	}
+}
+
+// DefaultMaxRetainedBytes is what CheckInterchange may keep of the verdicts
+// on an interchange's messages when EDIRules.MaxRetainedBytes is 0: about
+// 10,000 good messages. An interchange whose verdicts do not fit is not
+// refused: EachMessage reads it a second time.
+const DefaultMaxRetainedBytes = 4 << 20
+
+// What one verdict costs while it is kept: the struct twice (a growing
+// slice holds up to twice what it uses), and an error's chain (its text
+// about twice: the reasons it is built from, and the Error() string).
 const (
-	seenCost    = 2 * 168
 	resultCost  = 2 * 88
 	warningCost = 2 * 48
 	errorCost   = 512
 )
 
-// retainedCheck refuses an interchange whose kept messages are over
-// budget: semantic (quarantined; an operator may raise the budget and
-// replay), at the UNH of the message that crossed it.
-func retainedCheck(retained, budget int64, m *edifact.Message) error {
-	if retained <= budget {
-		return nil
+func verdictCost(v *MessageResult, text string) int64 {
+	n := int64(resultCost + len(v.Ref) + len(v.Type))
+	for _, w := range v.Warnings {
+		n += int64(warningCost + len(w.Code) + len(w.Message))
 	}
-	return &RuleError{Tier: TierSemantic, Code: "limit.interchange-memory", Message: m.Ref, Segment: 1, Tag: "UNH", Offset: m.Offset,
-		Reason: fmt.Sprintf("message %d: the verdicts kept for the messages so far pass the budget of %d bytes (edi max_retained_bytes)", m.Number, budget)}
+	if v.Err != nil {
+		n += int64(errorCost + 2*len(text))
+	}
+	return n
+}
+
+// A chunk of verdicts closes after chunkMessages messages or once its
+// verdicts cost chunkBytes: the second read holds one chunk at a time.
+// Both reads cut the same chunks, as they reach the same verdicts.
+const (
+	chunkMessages = 256
+	chunkBytes    = 1 << 20
+)
+
+// chunker digests the verdicts of one chunk of messages: number, offset,
+// reference, type, the error's text and every warning.
+type chunker struct {
+	h    hash.Hash
+	n    int
+	cost int64
+	buf  []byte
+}
+
+// add folds v (whose error reads text) into the open chunk and reports
+// whether the chunk is now full.
+func (c *chunker) add(v *MessageResult, text string) bool {
+	if c.h == nil {
+		c.h = sha256.New()
+	}
+	b := binary.AppendVarint(c.buf[:0], int64(v.Number))
+	b = binary.AppendVarint(b, v.Offset)
+	b = appendString(appendString(appendString(b, v.Ref), v.Type), text)
+	b = binary.AppendUvarint(b, uint64(len(v.Warnings)))
+	for _, w := range v.Warnings {
+		b = appendString(appendString(b, w.Code), w.Message)
+	}
+	c.h.Write(b)
+	c.buf = b[:0]
+	c.n++
+	c.cost += verdictCost(v, text)
+	return c.n >= chunkMessages || c.cost >= chunkBytes
+}
+
+// sum closes the chunk and returns its digest.
+func (c *chunker) sum() (d [sha256.Size]byte) {
+	c.h.Sum(d[:0])
+	c.h.Reset()
+	c.n, c.cost = 0, 0
+	return d
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
 // countingReader counts the bytes read through it.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -81,13 +82,38 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// The same worker execute that routes a task, minus the queue and the
 	// ledger: the verdict is where a first attempt would be routed.
 	w := cfg.worker(nil, nil, cfg.logger(stderr))
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	defer out.Flush()
 	var tw *tabwriter.Writer
 	if !*asJSON {
-		tw = tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "FILE\tVERDICT\tCLASS\tCODE\tWHERE\tOFFSET\tPUID\tMESSAGE")
 	}
-	enc := json.NewEncoder(stdout)
-	failed := 0
+	enc := json.NewEncoder(out)
+	failed, rows := 0, 0
+	emit := func(r inspectResult) error {
+		if r.Verdict != string(premis.Accepted) {
+			failed++
+		}
+		if *asJSON {
+			return enc.Encode(r)
+		}
+		msg := r.Message
+		if msg == "" && len(r.Warnings) > 0 {
+			msg = fmt.Sprintf("%d warning(s): %s", len(r.Warnings), r.Warnings[0].Message)
+		}
+		file := r.File
+		if r.MessageRef != "" {
+			file += "#" + r.MessageRef
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(file), r.Verdict, dash(r.Class), dash(r.Code), where(r), int64OrDash(r.Offset), dash(r.PUID), cell(msg))
+		// A tabwriter holds its rows until it is flushed: an interchange
+		// of any size is printed in blocks, each aligned on its own.
+		if rows++; rows%tableBlock == 0 {
+			return tw.Flush()
+		}
+		return nil
+	}
 	regsLoaded, regErr := false, error(nil) // registries load on the first interchange, once
 	for _, j := range jobs {
 		if ctx.Err() != nil {
@@ -100,40 +126,28 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if k == "" {
 			k = detectKind(j.path)
 		}
-		var results []inspectResult
 		if k == "edifact" && !regsLoaded {
 			regsLoaded = true
 			_, regErr = w.Registries.Refresh()
 		}
+		var err error
 		if k == "edifact" && regErr != nil {
-			results = []inspectResult{{File: j.path, Kind: "edifact", Verdict: string(premis.Quarantined), Class: string(premis.Unknown),
-				Code: "registry.unavailable", Message: regErr.Error(), Warnings: []validate.Warning{}}}
+			err = emit(inspectResult{File: j.path, Kind: "edifact", Verdict: string(premis.Quarantined), Class: string(premis.Unknown),
+				Code: "registry.unavailable", Message: regErr.Error(), Warnings: []validate.Warning{}})
 		} else {
-			results = inspect(ctx, w, j.path, k, j.item)
+			err = inspect(ctx, w, j.path, k, j.item, emit)
 		}
-		for _, r := range results {
-			if r.Verdict != string(premis.Accepted) {
-				failed++
-			}
-			if *asJSON {
-				if err := enc.Encode(r); err != nil {
-					return err
-				}
-				continue
-			}
-			msg := r.Message
-			if msg == "" && len(r.Warnings) > 0 {
-				msg = fmt.Sprintf("%d warning(s): %s", len(r.Warnings), r.Warnings[0].Message)
-			}
-			file := r.File
-			if r.MessageRef != "" {
-				file += "#" + r.MessageRef
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(file), r.Verdict, dash(r.Class), dash(r.Code), where(r), int64OrDash(r.Offset), dash(r.PUID), cell(msg))
+		if err != nil {
+			return err
 		}
 	}
 	if tw != nil {
-		tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return err
 	}
 	if failed > 0 {
 		return &exitError{code: 1}
@@ -141,15 +155,20 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
+// tableBlock is how many rows the text output aligns at a time.
+const tableBlock = 1024
+
 // inspect checks one file with the worker's own execute (guarded against
-// panics, opened as the worker opens, decided by Policy.Decide): one
-// result, or for a sound interchange one per message.
-func inspect(ctx context.Context, w *ingest.Worker, path, kind string, item *validate.Item) []inspectResult {
+// panics, opened as the worker opens, decided by Policy.Decide) and emits
+// one result, or for a sound interchange one per message as each is
+// decided (and one more if the interchange fails on the way): nothing is
+// held per message.
+func inspect(ctx context.Context, w *ingest.Worker, path, kind string, item *validate.Item, emit func(inspectResult) error) error {
 	env := &ingest.Envelope{Kind: kind, Path: path, Attempt: 1}
 	if item != nil {
 		env.ObjectID, env.SHA256, env.Size, env.Item = item.ObjectID, item.SHA256, item.Size, *item
 	}
-	v := w.Check(ctx, env)
+	v := w.CheckStreaming(ctx, env)
 	base := inspectResult{File: path, Kind: kind, Warnings: []validate.Warning{}}
 	if item != nil {
 		base.ObjectID = item.ObjectID
@@ -163,13 +182,9 @@ func inspect(ctx context.Context, w *ingest.Worker, path, kind string, item *val
 			}
 		}
 	}
-	if v.Messages == nil || v.Err != nil {
-		r := base
-		r.verdict(v.Decision, v.Err)
-		return []inspectResult{r}
-	}
-	out := make([]inspectResult, 0, len(v.Messages))
-	for _, m := range v.Messages {
+	n := 0
+	if err := v.EachMessage(ctx, func(m ingest.MessageVerdict) error {
+		n++
 		r := base
 		r.MessageRef, r.MessageType = m.Message.Ref, m.Message.Type
 		if m.Message.Warnings != nil {
@@ -180,9 +195,16 @@ func inspect(ctx context.Context, w *ingest.Worker, path, kind string, item *val
 			off := m.Message.Offset
 			r.Offset, r.Segment, r.Tag = &off, 1, "UNH"
 		}
-		out = append(out, r)
+		return emit(r)
+	}); err != nil {
+		return err
 	}
-	return out
+	if n == 0 || v.Err != nil {
+		r := base
+		r.verdict(v.Decision, v.Err)
+		return emit(r)
+	}
+	return nil
 }
 
 // verdict records the decision, and the failure's message and position.
