@@ -1,0 +1,74 @@
+package validate
+
+import (
+	"errors"
+	"io"
+
+	"github.com/lazaret/lazaret/edifact"
+)
+
+// ReadEnvelope reads again the service segments of the interchange at src
+// (edifact.ReadEnvelope: UNB whole, groups, every S009 and count as sent),
+// for the CONTRL that answers it. max bounds the bytes read (0: the whole
+// file), so that a caller that only needs UNB (its acknowledgement request)
+// reads its first bytes. nil when the file cannot be opened.
+func ReadEnvelope(src Source, max int64) *edifact.Envelope {
+	f, size, err := Open(src)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if max > 0 && max < size {
+		size = max
+	}
+	return edifact.ReadEnvelope(io.LimitReader(f, size), edifact.Limits{})
+}
+
+// ContrlFor is the CONTRL report for the interchange at src and what
+// CheckInterchange returned for it: Contrl(err) with the envelope as sent
+// (env, from ReadEnvelope; nil keeps what the parse kept) and, when the
+// envelope was accepted, a UCM rejection for every message that failed a
+// rule: such a message is parked, never accepted, and the report must not
+// acknowledge it.
+func (r *InterchangeResult) ContrlFor(env *edifact.Envelope, err error) edifact.ContrlReport {
+	rep := r.Contrl(err)
+	rep.Envelope = env
+	if err != nil {
+		return rep
+	}
+	for _, m := range r.Messages {
+		if f := MessageFault(m.Err); f != nil {
+			if rep.Faults == nil {
+				rep.Faults = map[int]*edifact.SyntaxError{}
+			}
+			rep.Faults[m.Number] = f
+		}
+	}
+	return rep
+}
+
+// MessageFault is how CONTRL reports a message's rule failure: the first
+// *RuleError in err, at its segment (UNH = 1), element and component, with
+// its 0085 code, or when the rule names none 12 (invalid value: a code,
+// location, check digit or mass the rule refused) for a value it read and
+// 13 (missing) for one it did not find (no element). nil when err holds no
+// *RuleError.
+func MessageFault(err error) *edifact.SyntaxError {
+	var re *RuleError
+	if !errors.As(err, &re) {
+		return nil
+	}
+	code := re.Syntax
+	if code == 0 {
+		code = edifact.CodeInvalidValue
+		if re.Element == 0 {
+			code = edifact.CodeMissing
+		}
+	}
+	seg := re.Segment
+	if seg == 0 {
+		seg = 1
+	}
+	return &edifact.SyntaxError{Offset: re.Offset, Segment: seg, Tag: re.Tag, Element: re.Element, Component: re.Component,
+		Code: code, Message: re.Message, Err: errors.New(re.Reason)}
+}
