@@ -283,6 +283,8 @@ func faultLevel(e *SyntaxError) int {
 	switch {
 	case e == nil:
 		return levelNone
+	case errors.Is(e.Err, ErrMissingUNB):
+		return levelInterchange
 	case e.Segment > 0:
 		return levelMessage
 	case e.Tag == "UNG" || e.Tag == "UNE":
