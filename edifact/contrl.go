@@ -305,11 +305,8 @@ func answerSyntax(env *Envelope, ic *Interchange) (string, int) {
 	if id == "" {
 		id, ver = ic.SyntaxID, ic.SyntaxVersion
 	}
-	if len(id) != 4 || !strings.HasPrefix(id, "UNO") || id[3] < 'A' || id[3] > 'Y' {
-		id = "UNOC"
-	}
-	if ver < 1 || ver > 4 {
-		ver = 3
+	if len(id) != 4 || !strings.HasPrefix(id, "UNO") || id[3] < 'A' || id[3] > 'Y' || ver < 1 || ver > 4 {
+		id, ver = "UNOC", 3
 	}
 	return id, ver
 }

@@ -33,6 +33,12 @@ func ReadEnvelope(src Source, max int64) *edifact.Envelope {
 func (r *InterchangeResult) ContrlFor(env *edifact.Envelope, err error) edifact.ContrlReport {
 	rep := r.Contrl(err)
 	rep.Envelope = env
+	var ue *edifact.UnsupportedError
+	if rep.Err == nil && errors.As(err, &ue) {
+		// A syntax identifier Lazaret does not support (UNB S001 0001): the
+		// syntax level is not supported, UNSL 0085 code 2.
+		rep.Err = &edifact.SyntaxError{Offset: ue.Offset, Index: 1, Tag: "UNB", Element: 1, Component: 1, Code: edifact.CodeSyntaxVersion, Err: ue}
+	}
 	if err != nil {
 		return rep
 	}
