@@ -124,15 +124,15 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 			ref = env.UNZReference
 		}
 	}
-	if !env.HasUNB || len(sender) == 0 {
+	if !env.HasUNB || len(sender) == 0 || sender[0] == "" {
 		sender = []string{UnknownParty}
-		if len(env.Groups) > 0 && len(env.Groups[0].Sender) > 0 {
+		if len(env.Groups) > 0 && len(env.Groups[0].Sender) > 0 && env.Groups[0].Sender[0] != "" {
 			sender = env.Groups[0].Sender
 		}
 	}
-	if !env.HasUNB || len(recipient) == 0 {
+	if !env.HasUNB || len(recipient) == 0 || recipient[0] == "" {
 		recipient = []string{UnknownParty}
-		if len(env.Groups) > 0 && len(env.Groups[0].Recipient) > 0 {
+		if len(env.Groups) > 0 && len(env.Groups[0].Recipient) > 0 && env.Groups[0].Recipient[0] != "" {
 			recipient = env.Groups[0].Recipient
 		}
 	}
@@ -296,7 +296,7 @@ func faultLevel(e *SyntaxError) int {
 // answerSyntax is the syntax identifier and version a CONTRL answers in:
 // the interchange's (ISO 9735: a service message is sent in the syntax
 // version of the interchange it answers), UNOC:3 when none was read or it
-// is not a UN/EDIFACT one (UNOA..UNOY, versions 1 to 4).
+// is not one Parse supports (UNOA..UNOK, UNOW..UNOY; versions 1 to 4).
 func answerSyntax(env *Envelope, ic *Interchange) (string, int) {
 	id, ver := env.SyntaxID, 0
 	if n, err := strconv.Atoi(env.SyntaxVersion); err == nil {
@@ -305,7 +305,7 @@ func answerSyntax(env *Envelope, ic *Interchange) (string, int) {
 	if id == "" {
 		id, ver = ic.SyntaxID, ic.SyntaxVersion
 	}
-	if len(id) != 4 || !strings.HasPrefix(id, "UNO") || id[3] < 'A' || id[3] > 'Y' || ver < 1 || ver > 4 {
+	if len(id) != 4 || !strings.HasPrefix(id, "UNO") || !strings.ContainsRune("ABCDEFGHIJKWXY", rune(id[3])) || ver < 1 || ver > 4 {
 		id, ver = "UNOC", 3
 	}
 	return id, ver

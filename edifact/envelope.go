@@ -58,8 +58,15 @@ type MessageEnvelope struct {
 	Offset int64  // of UNH
 }
 
-// MaxEnvelopeMessages bounds how many message headers ReadEnvelope keeps.
-const MaxEnvelopeMessages = 1 << 16
+// MaxEnvelopeMessages bounds how many message headers ReadEnvelope keeps:
+// with at most 7 components of at most maxEnvelopeValue bytes each, about
+// 8 MiB.
+const MaxEnvelopeMessages = 1 << 14
+
+// maxEnvelopeValue bounds a kept value: the longest service data element
+// echoed (0004, 0008, 0010, 0014, 0040, 0044 ...) is an..35; a longer one is
+// invalid and kept cut.
+const maxEnvelopeValue = 35
 
 // maxEnvelopeGroups bounds how many group headers ReadEnvelope keeps.
 const maxEnvelopeGroups = 1 << 12
@@ -107,12 +114,13 @@ func ReadEnvelope(r io.Reader, lim Limits) *Envelope {
 				group = 0
 				continue
 			}
-			env.Groups = append(env.Groups, GroupEnvelope{ID: s.Value(1, 1), Sender: components(s, 2), Recipient: components(s, 3), Reference: s.Value(5, 1), Offset: s.Offset})
+			env.Groups = append(env.Groups, GroupEnvelope{ID: value(s, 1, 1), Sender: components(s, 2, 2), Recipient: components(s, 3, 2),
+				Reference: value(s, 5, 1), Offset: s.Offset})
 			group = len(env.Groups)
 		case "UNE":
 			if group > 0 {
 				g := &env.Groups[group-1]
-				g.Count, g.Closed = s.Value(1, 1), true
+				g.Count, g.Closed = value(s, 1, 1), true
 			}
 			group = 0
 		case "UNH":
@@ -121,14 +129,14 @@ func ReadEnvelope(r io.Reader, lim Limits) *Envelope {
 				env.Truncated = true
 				continue
 			}
-			env.Messages = append(env.Messages, MessageEnvelope{Ref: s.Value(1, 1), ID: components(s, 2), Group: group, Offset: s.Offset})
+			env.Messages = append(env.Messages, MessageEnvelope{Ref: value(s, 1, 1), ID: components(s, 2, 7), Group: group, Offset: s.Offset})
 		case "UNT":
 			if inMsg && !env.Truncated && len(env.Messages) > 0 {
-				env.Messages[len(env.Messages)-1].Count = s.Value(1, 1)
+				env.Messages[len(env.Messages)-1].Count = value(s, 1, 1)
 			}
 			inMsg = false
 		case "UNZ":
-			env.HasUNZ, env.UNZCount, env.UNZReference = true, s.Value(1, 1), s.Value(2, 1)
+			env.HasUNZ, env.UNZCount, env.UNZReference = true, value(s, 1, 1), value(s, 2, 1)
 		}
 	}
 	return env
@@ -136,21 +144,31 @@ func ReadEnvelope(r io.Reader, lim Limits) *Envelope {
 
 func (env *Envelope) readUNB(s *Segment) {
 	env.HasUNB = true
-	env.SyntaxID, env.SyntaxVersion = s.Value(1, 1), s.Value(1, 2)
-	env.Sender, env.Recipient = components(s, 2), components(s, 3)
-	env.Date, env.Time = s.Value(4, 1), s.Value(4, 2)
-	env.Reference = s.Value(5, 1)
-	env.AckRequest, env.Test = s.Value(9, 1), s.Value(11, 1)
+	env.SyntaxID, env.SyntaxVersion = value(s, 1, 1), value(s, 1, 2)
+	env.Sender, env.Recipient = components(s, 2, 4), components(s, 3, 4)
+	env.Date, env.Time = value(s, 4, 1), value(s, 4, 2)
+	env.Reference = value(s, 5, 1)
+	env.AckRequest, env.Test = value(s, 9, 1), value(s, 11, 1)
 }
 
-// components is data element e of s, every component up to the last one
-// that is not empty; nil when e is absent or empty.
-func components(s *Segment, e int) []string {
-	n := s.Components(e)
+// value is component c of element e, cut to maxEnvelopeValue bytes.
+func value(s *Segment, e, c int) string {
+	v := s.Value(e, c)
+	if len(v) > maxEnvelopeValue {
+		v = v[:maxEnvelopeValue]
+	}
+	return v
+}
+
+// components is data element e of s, at most limit components (the
+// composite's own number: more are invalid and not echoed) up to the last
+// one that is not empty; nil when e is absent or empty.
+func components(s *Segment, e, limit int) []string {
+	n := min(s.Components(e), limit)
 	out := make([]string, 0, n)
 	last := 0
 	for c := 1; c <= n; c++ {
-		v := s.Value(e, c)
+		v := value(s, e, c)
 		out = append(out, v)
 		if v != "" {
 			last = c
