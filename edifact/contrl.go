@@ -45,10 +45,11 @@ type ContrlReport struct {
 	Envelope *Envelope
 	// Faults rejects single messages of an interchange that is otherwise
 	// acknowledged, keyed by message number (Message.Number): each gets a
-	// UCM with action 4 and a UCS/UCD naming the segment and element. For
+	// UCM with action 4 and a UCS/UCD for every segment and element at
+	// fault. For
 	// messages Lazaret parks (semantic or regulatory rules): they are not
 	// accepted, and CONTRL must not say they are.
-	Faults map[int]*SyntaxError
+	Faults map[int][]*SyntaxError
 	// Reference is the CONTRL interchange's own control reference (UNB
 	// 0020, an..14). When empty it is derived from what the report
 	// answers (ControlReference), never from the clock.
@@ -113,6 +114,14 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 	if rep.Err != nil {
 		c := *rep.Err
 		c.Code = contrlCode(&c, env, rep.Messages, ic)
+		// A missing trailer is reported at the trailer: the parser names
+		// the segment where it noticed (a UNH, UNG or UNZ too early).
+		switch {
+		case errors.Is(c.Err, ErrMissingUNT) && c.Segment > 0:
+			c.Tag, c.Element, c.Component = "UNT", 0, 0
+		case errors.Is(c.Err, ErrMissingUNE):
+			c.Tag, c.Element, c.Component, c.Segment = "UNE", 0, 0, 0
+		}
 		e = &c
 	}
 
@@ -200,11 +209,7 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 	}
 	faultGroup := 0
 	if level == levelGroup {
-		for gi, g := range env.Groups {
-			if g.Offset <= e.Offset {
-				faultGroup = gi + 1
-			}
-		}
+		faultGroup = groupAt(env, e)
 	}
 	// SG1 holds the messages outside groups, SG3 each group (UCF) and its
 	// messages.
@@ -222,29 +227,15 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 		if h := env.Message(m.Number); h != nil && h.Ref == m.Ref && len(h.ID) > 0 {
 			id = h.ID
 		}
-		f := rep.Faults[m.Number]
+		faults := rep.Faults[m.Number]
 		if i == atFault {
-			f = e
+			faults = []*SyntaxError{e}
 		}
-		switch {
-		case f == nil:
+		if len(faults) == 0 {
 			w.WriteSegment("UCM", E(m.Ref), id, E(action))
-		case f.Tag == "UNH" || f.Tag == "UNT":
-			ucm := [][]string{E(m.Ref), id, E(ActionRejected), E(strconv.Itoa(f.Code)), E(f.Tag)}
-			if f.Element > 0 {
-				ucm = append(ucm, E(strconv.Itoa(f.Element), compOrEmpty(f.Component)))
-			}
-			w.WriteSegment("UCM", ucm...)
-		default:
-			w.WriteSegment("UCM", E(m.Ref), id, E(ActionRejected))
-			seg := max(f.Segment, 1)
-			if f.Element > 0 {
-				w.WriteSegment("UCS", E(strconv.Itoa(seg)))
-				w.WriteSegment("UCD", E(strconv.Itoa(f.Code)), E(strconv.Itoa(f.Element), compOrEmpty(f.Component)))
-			} else {
-				w.WriteSegment("UCS", E(strconv.Itoa(seg)), E(strconv.Itoa(f.Code)))
-			}
+			return
 		}
+		writeRejectedMessage(w, m.Ref, id, faults)
 	}
 	for _, i := range byGroup[0] {
 		writeUCM(i)
@@ -271,6 +262,62 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 	return nil
 }
 
+// CONTRL's bounds on the errors of one message (segment group 2: UCS
+// repeats 999 times, UCD 99 times within it).
+const (
+	maxUCS = 999
+	maxUCD = 99
+)
+
+// writeRejectedMessage writes the UCM (action 4) of a message with faults:
+// the first fault in UNH or UNT in the UCM itself (0085, 0013, S011), every
+// other as a UCS for its segment (with the code when the fault is the whole
+// segment) and a UCD for each element at fault, segments in the order the
+// faults name them, within CONTRL's repetition bounds.
+func writeRejectedMessage(w *Writer, ref string, id []string, faults []*SyntaxError) {
+	var head *SyntaxError
+	var body []*SyntaxError
+	for _, f := range faults {
+		if head == nil && (f.Tag == "UNH" || f.Tag == "UNT") {
+			head = f
+			continue
+		}
+		body = append(body, f)
+	}
+	ucm := [][]string{E(ref), id, E(ActionRejected)}
+	if head != nil {
+		ucm = append(ucm, E(strconv.Itoa(head.Code)), E(head.Tag))
+		if head.Element > 0 {
+			ucm = append(ucm, E(strconv.Itoa(head.Element), compOrEmpty(head.Component)))
+		}
+	}
+	w.WriteSegment("UCM", ucm...)
+	var order []int
+	bySeg := map[int][]*SyntaxError{}
+	for _, f := range body {
+		seg := max(f.Segment, 1)
+		if _, ok := bySeg[seg]; !ok {
+			order = append(order, seg)
+		}
+		bySeg[seg] = append(bySeg[seg], f)
+	}
+	for _, seg := range order[:min(len(order), maxUCS)] {
+		code := ""
+		var elems []*SyntaxError
+		for _, f := range bySeg[seg] {
+			if f.Element > 0 {
+				elems = append(elems, f)
+			} else if code == "" {
+				code = strconv.Itoa(f.Code)
+			}
+		}
+		w.WriteSegment("UCS", E(strconv.Itoa(seg)), E(code))
+		for _, f := range elems[:min(len(elems), maxUCD)] {
+			w.WriteSegment("UCD", E(strconv.Itoa(f.Code)), E(strconv.Itoa(f.Element), compOrEmpty(f.Component)))
+		}
+	}
+}
+
 // Where a fault is reported.
 const (
 	levelNone = iota
@@ -291,6 +338,26 @@ func faultLevel(e *SyntaxError) int {
 		return levelGroup
 	}
 	return levelInterchange
+}
+
+// groupAt is the group (1-based index into env.Groups) a group-level fault
+// is in: the last group that starts at or before the fault; for a missing
+// UNE the last one still open before it (a UNG or UNZ came first), or the
+// one at the fault (the input ended).
+func groupAt(env *Envelope, e *SyntaxError) int {
+	at := 0
+	for gi, g := range env.Groups {
+		if errors.Is(e.Err, ErrMissingUNE) {
+			if !g.Closed && g.Offset < e.Offset || g.Offset == e.Offset && at == 0 {
+				at = gi + 1
+			}
+			continue
+		}
+		if g.Offset <= e.Offset {
+			at = gi + 1
+		}
+	}
+	return at
 }
 
 // answerSyntax is the syntax identifier and version a CONTRL answers in:
@@ -323,10 +390,9 @@ func contrlCode(e *SyntaxError, env *Envelope, msgs []Message, ic *Interchange) 
 	case "UNZ":
 		count, known = env.UNZCount, env.HasUNZ
 	case "UNE":
-		for _, g := range env.Groups {
-			if g.Offset <= e.Offset {
-				count, known = g.Count, g.Closed
-			}
+		if gi := groupAt(env, e); gi > 0 {
+			g := env.Groups[gi-1]
+			count, known = g.Count, g.Closed
 		}
 	case "UNT":
 		n := 0

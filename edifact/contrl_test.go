@@ -72,6 +72,16 @@ func TestContrlSegments(t *testing.T) {
 			"UNB+UNOA:4+S:ZZZ:ROUTE+R:ZZZ+20261201:1000+REF4+++++++1'UNH+M1+ORDERS:D:96A:UN:EAN008:CL1:SUB'BGM+220'UNT+3+M1'UNZ+1+REF4'",
 			[]string{"UNA:+.?*'", "UNB+UNOA:4+R:ZZZ+S:ZZZ:ROUTE+20261201:1030+", "UNH+1+CONTRL:4:1:UN'", "UCI+REF4+S:ZZZ:ROUTE+R:ZZZ+7'",
 				"UCM+M1+ORDERS:D:96A:UN:EAN008:CL1:SUB+7'"}},
+		{"UNT missing: UNT, not UNH, is missing",
+			"UNB+UNOA:3+S+R+261201:1000+REF1'UNH+M1+IFTMIN:D:99B:UN'BGM+610'UNH+M2+IFTMIN:D:99B:UN'BGM+610'UNT+3+M2'UNZ+2+REF1'",
+			[]string{"UCM+M1+IFTMIN:D:99B:UN+4+13+UNT'"}},
+		{"UNE missing before UNZ: the open group's UCF",
+			"UNB+UNOA:3+S+R+261201:1000+REF1'UNG+ORDERS+A+B+261201:1000+G1+UN+D:96A'UNH+M1+ORDERS:D:96A:UN'BGM+220'UNT+3+M1'UNE+1+G1'" +
+				"UNG+ORDERS+A+B+261201:1000+G2+UN+D:96A'UNH+M2+ORDERS:D:96A:UN'BGM+220'UNT+3+M2'UNZ+2+REF1'",
+			[]string{"UCI+REF1+S+R+4'", "UCF+G1+A+B+4'", "UCF+G2+A+B+4+13+UNE'"}},
+		{"UNE missing at the end of input",
+			"UNB+UNOA:3+S+R+261201:1000+REF1'UNG+ORDERS+A+B+261201:1000+G1+UN+D:96A'UNH+M1+ORDERS:D:96A:UN'BGM+220'UNT+3+M1'",
+			[]string{"UCF+G1+A+B+4+13+UNE'"}},
 		{"test interchange answered as test",
 			"UNB+UNOA:3+S+R+261201:1000+REF1++++++1'UNH+M1+IFTMIN:D:99B:UN'BGM+610'UNT+3+M1'UNZ+1+REF1'",
 			[]string{"++++++1'\n"}},
@@ -108,5 +118,32 @@ func TestContrlReferenceIsNotTheClock(t *testing.T) {
 	}
 	if edifact.ControlReference("a", "1") == edifact.ControlReference("a", "2") {
 		t.Error("attempts share a reference")
+	}
+}
+
+// Every fault of a parked message is reported: one UCS per segment, one UCD
+// per element, the interchange acknowledged.
+func TestContrlEveryFaultOfAParkedMessage(t *testing.T) {
+	t.Parallel()
+	in := "UNB+UNOA:3+S+R+261201:1000+REF1'UNH+M1+IFTMIN:D:99B:UN'BGM+610'LOC+9+XXXXX'LOC+11+YYYYY'UNT+5+M1'UNH+M2+IFTMIN:D:99B:UN'BGM+610'UNT+3+M2'UNZ+2+REF1'"
+	ic, err := edifact.Parse(strings.NewReader(in), edifact.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := edifact.ContrlReport{Interchange: ic, Envelope: edifact.ReadEnvelope(strings.NewReader(in), edifact.Limits{}),
+		Messages: []edifact.Message{{Ref: "M1", Number: 1}, {Ref: "M2", Number: 2}},
+		Faults: map[int][]*edifact.SyntaxError{1: {
+			{Segment: 3, Tag: "LOC", Element: 2, Component: 1, Code: edifact.CodeInvalidValue},
+			{Segment: 4, Tag: "LOC", Element: 2, Component: 1, Code: edifact.CodeInvalidValue},
+			{Segment: 3, Tag: "LOC", Element: 1, Code: edifact.CodeMissing},
+			{Segment: 2, Tag: "NAD", Code: edifact.CodeMissing},
+		}}, Reference: "R1"}
+	var out bytes.Buffer
+	if err := edifact.WriteCONTRL(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	want := "UCI+REF1+S+R+7'\nUCM+M1+IFTMIN:D:99B:UN+4'\nUCS+3'\nUCD+12+2:1'\nUCD+13+1'\nUCS+4'\nUCD+12+2:1'\nUCS+2+13'\nUCM+M2+IFTMIN:D:99B:UN+7'\nUNT+11+1'"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }

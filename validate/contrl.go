@@ -43,27 +43,44 @@ func (r *InterchangeResult) ContrlFor(env *edifact.Envelope, err error) edifact.
 		return rep
 	}
 	for _, m := range r.Messages {
-		if f := MessageFault(m.Err); f != nil {
+		if fs := MessageFaults(m.Err); len(fs) > 0 {
 			if rep.Faults == nil {
-				rep.Faults = map[int]*edifact.SyntaxError{}
+				rep.Faults = map[int][]*edifact.SyntaxError{}
 			}
-			rep.Faults[m.Number] = f
+			rep.Faults[m.Number] = fs
 		}
 	}
 	return rep
 }
 
-// MessageFault is how CONTRL reports a message's rule failure: the first
-// *RuleError in err, at its segment (UNH = 1), element and component, with
-// its 0085 code, or when the rule names none 12 (invalid value: a code,
-// location, check digit or mass the rule refused) for a value it read and
-// 13 (missing) for one it did not find (no element). nil when err holds no
-// *RuleError.
-func MessageFault(err error) *edifact.SyntaxError {
-	var re *RuleError
-	if !errors.As(err, &re) {
-		return nil
+// MessageFaults is how CONTRL reports a message's rule failures: every
+// *RuleError in err (a join of them, as CheckMessage returns), each at its
+// segment (UNH = 1), element and component, with its 0085 code or, when the
+// rule names none, 12 (invalid value: a code, location, check digit or
+// mass the rule refused) for a value it read and 13 (missing) for one it did
+// not find (no element).
+func MessageFaults(err error) []*edifact.SyntaxError {
+	var out []*edifact.SyntaxError
+	var walk func(error)
+	walk = func(err error) {
+		var re *RuleError
+		switch x := err.(type) {
+		case nil:
+		case interface{ Unwrap() []error }:
+			for _, e := range x.Unwrap() {
+				walk(e)
+			}
+		default:
+			if errors.As(err, &re) {
+				out = append(out, ruleFault(re))
+			}
+		}
 	}
+	walk(err)
+	return out
+}
+
+func ruleFault(re *RuleError) *edifact.SyntaxError {
 	code := re.Syntax
 	if code == 0 {
 		code = edifact.CodeInvalidValue
