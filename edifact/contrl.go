@@ -46,9 +46,13 @@ type ContrlReport struct {
 	// Faults rejects single messages of an interchange that is otherwise
 	// acknowledged, keyed by message number (Message.Number): each gets a
 	// UCM with action 4 and a UCS/UCD for every segment and element at
-	// fault. For
-	// messages Lazaret parks (semantic or regulatory rules): they are not
-	// accepted, and CONTRL must not say they are.
+	// fault. For messages Lazaret parks (semantic or regulatory rules):
+	// they are not accepted, and CONTRL must not say they are. A UCM rather
+	// than an APERAK: the partner's translator already reads Lazaret's
+	// CONTRL for every syntax reject, UCS/UCD carry the exact segment,
+	// element and component, one report answers the whole interchange, and
+	// no APERAK release, document code or 9321 error list has to be agreed
+	// first.
 	Faults map[int][]*SyntaxError
 	// Reference is the CONTRL interchange's own control reference (UNB
 	// 0020, an..14). When empty it is derived from what the report
