@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/lazaret/lazaret/edifact"
@@ -153,12 +154,17 @@ func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*prem
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// writeContrl writes the CONTRL report of a rejected interchange to the
-// outbox, named after batch, object and attempt so a redelivery overwrites
-// the same file. It is written before the ledger event: the report exists
-// only while this delivery holds the validation result, and a redelivery
-// that finds the decision recorded must not have to validate again to
-// send it. Writing it twice writes the same bytes.
+// writeContrl writes the CONTRL report of an interchange to the outbox,
+// named after batch, object and attempt so a redelivery overwrites the same
+// file. It is written before the ledger event: the report exists only while
+// this delivery holds the validation result, and a redelivery that finds
+// the decision recorded must not have to validate again to send it.
+// Writing it twice writes the same bytes: the control reference is a hash
+// of the delivery (contrlRef) and the preparation time in UNB is the
+// delivery's submission time, not the clock. UCI, UCF and UCM echo the
+// envelope as the sender wrote it, read again from the file
+// (validate.ReadEnvelope); messages that failed a rule are rejected by
+// their UCM (action 4), never acknowledged.
 func (w *Worker) writeContrl(env *Envelope, res *validate.InterchangeResult, err error, attempt int) error {
 	if w.Outbox == "" {
 		return nil
@@ -172,8 +178,9 @@ func (w *Worker) writeContrl(env *Envelope, res *validate.InterchangeResult, err
 	if ferr != nil {
 		return ferr
 	}
-	rep := res.Contrl(err)
+	rep := res.ContrlFor(validate.ReadEnvelope(env.Source(), 0), err)
 	rep.Reference = contrlRef(env, attempt)
+	rep.Now = env.SubmittedAt.UTC()
 	if werr := edifact.WriteCONTRL(f, rep); werr != nil {
 		f.Close()
 		return werr
@@ -183,6 +190,25 @@ func (w *Worker) writeContrl(env *Envelope, res *validate.InterchangeResult, err
 	}
 	return os.Rename(tmp, path)
 }
+
+// contrlForAccepted says whether an interchange whose envelope was accepted
+// gets a CONTRL: when its UNB asks for one (0031 = 1), and, with
+// Worker.ContrlParked, when one of its messages failed a rule (its UCM then
+// rejects it). Only UNB's first bytes are read to know. A replay of one
+// parked message gets none: the sender was answered for the interchange.
+func (w *Worker) contrlForAccepted(env *Envelope, res *validate.InterchangeResult) bool {
+	if w.Outbox == "" || res == nil || env.Message != "" {
+		return false
+	}
+	if w.ContrlParked && res.Failed > 0 {
+		return true
+	}
+	head := validate.ReadEnvelope(env.Source(), contrlHeadBytes)
+	return head != nil && head.AckRequest == "1"
+}
+
+// contrlHeadBytes is what is read of an interchange to find its UNB.
+const contrlHeadBytes = 64 << 10
 
 // contrlName is the outbox file name of an item's CONTRL at attempt: a
 // readable prefix cut to fit any file system's NAME_MAX, and a digest of
@@ -197,9 +223,11 @@ func contrlName(env *Envelope, attempt int) string {
 	return fmt.Sprintf("%s_%s_%d.contrl.edi", readable, hex.EncodeToString(sum[:6]), attempt)
 }
 
-// contrlRef is a CONTRL control reference (max 14 characters), stable per
-// item and attempt.
+// contrlRef is a CONTRL control reference (0020, an..14): a hash of the
+// interchange's digest, the attempt, the batch, the object and the message
+// of a replay. Stable per item and attempt (a redelivery writes the same
+// bytes); different for any two interchanges or attempts, whenever they are
+// written.
 func contrlRef(env *Envelope, attempt int) string {
-	id := strings.TrimPrefix(env.TaskID(), "ing-")
-	return strings.ToUpper(id[:min(len(id), 12)]) + fmt.Sprintf("%02d", attempt%100)
+	return edifact.ControlReference(env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message)
 }

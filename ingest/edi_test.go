@@ -68,7 +68,7 @@ func TestBrokenEnvelopeIsArchivedOnceWithOffsetAndCONTRL(t *testing.T) {
 		t.Fatalf("%d CONTRL files", len(files))
 	}
 	contrl, _ := os.ReadFile(files[0])
-	if !strings.Contains(string(contrl), "UCI+IC0004+CARRIER1+LAZARET+4+28+UNZ+2'") {
+	if !strings.Contains(string(contrl), "UCI+IC0004+CARRIER1:ZZ+LAZARET:ZZ+4+28+UNZ+2'") {
 		t.Errorf("CONTRL:\n%s", contrl)
 	}
 }

@@ -128,6 +128,7 @@ func (w *Worker) execute(ctx context.Context, d *delivery) *result {
 	if err == nil && ires != nil {
 		r.perMessage = true
 		r.decision = Decision{Destination: premis.Accepted}
+		r.contrl = w.contrlForAccepted(d.env, ires)
 		return r
 	}
 	r.decision = w.Policy.Decide(err, d.attempt, d.retries)

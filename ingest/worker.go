@@ -57,8 +57,14 @@ type Worker struct {
 	Registries *validate.RegistryStore
 	EDI        validate.EDIRules
 	// Outbox, when set, receives a CONTRL report for every interchange
-	// rejected for its syntax or structure.
+	// rejected for its syntax or structure, and for every accepted one
+	// whose UNB asks for an acknowledgement (0031 = 1).
 	Outbox string
+	// ContrlParked also sends a CONTRL for an accepted interchange with a
+	// message parked by a semantic or regulatory rule, when the sender did
+	// not ask for one: its UCM rejects the message (action 4) at the
+	// segment and element at fault.
+	ContrlParked bool
 
 	draining atomic.Bool
 }

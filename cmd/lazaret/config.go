@@ -52,6 +52,7 @@ type Config struct {
 	EDIRetained  int64                    `json:"interchange_budget"`
 	Directory    validate.DirectoryPolicy `json:"edi_directory"`
 	Outbox       string                   `json:"contrl_outbox"`
+	ContrlParked bool                     `json:"contrl_parked"`
 	IngestRoots  []string                 `json:"ingest_roots"`
 	LogLevel     string                   `json:"log_level"`
 
@@ -143,7 +144,8 @@ func (c *Config) bind(ctx context.Context, fs *flag.FlagSet, args []string, fiel
 			fs.Float64Var(&c.VGMMax, "vgm-max", c.VGMMax, "highest plausible VGM in kg when the container size is unknown")
 			fs.BoolVar(&c.Strict, "strict-charset", c.Strict, "quarantine messages with characters outside the declared syntax identifier")
 			fs.Int64Var(&c.EDIRetained, "interchange-budget", c.EDIRetained, "bytes the verdicts of one interchange's messages may hold until its envelope is checked")
-			fs.StringVar(&c.Outbox, "contrl-outbox", c.Outbox, "`DIR` for CONTRL reports of rejected interchanges")
+			fs.StringVar(&c.Outbox, "contrl-outbox", c.Outbox, "`DIR` for CONTRL reports of rejected interchanges (and of accepted ones whose UNB asks for one)")
+			fs.BoolVar(&c.ContrlParked, "contrl-parked", c.ContrlParked, "also send a CONTRL rejecting (UCM action 4) the parked messages of accepted interchanges")
 			fs.Var((*directoryFlag)(&c.Directory), "edi-directory", "message-directory checks, `CHECK=ACTION,...`: segments, elements, representation, length, codes, unknown; reject, warn or ignore")
 		case "policy":
 			fs.IntVar(&c.MaxRetry, "max-retry", c.MaxRetry, "retries for transient failures")
@@ -234,7 +236,7 @@ func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 		"poison_cap": &c.PoisonCap, "routing_budget": &c.RoutingTries, "pixel_budget": &c.PixelBudget, "memory_budget": &c.MemoryBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
 		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll,
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
-		"contrl_outbox": &c.Outbox, "ingest_roots": &c.IngestRoots, "edi_directory": &c.Directory,
+		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ContrlParked, "ingest_roots": &c.IngestRoots, "edi_directory": &c.Directory,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
 		"routing_max": &c.RoutingMax, "drain_timeout": &c.DrainTimeout}
@@ -444,7 +446,7 @@ var software = premis.Software{Name: "lazaret", Version: version}
 
 func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *ingest.Worker {
 	return &ingest.Worker{Ledger: l, Broker: b, Policy: c.policy(), Master: c.master(), Software: software, Logger: log,
-		Registries: c.registryStore(), EDI: c.ediRules(), Outbox: c.Outbox}
+		Registries: c.registryStore(), EDI: c.ediRules(), Outbox: c.Outbox, ContrlParked: c.ContrlParked}
 }
 
 // operator wires the operator service over the same ledger, broker and

@@ -28,7 +28,7 @@ func runContrl(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if _, err := store.Refresh(); err != nil {
 		return err
 	}
-	_, res, err := validate.CheckInterchange(ctx, fs.Arg(0), nil, store.Current(), cfg.ediRules(), "")
+	report, res, err := validate.CheckInterchange(ctx, fs.Arg(0), nil, store.Current(), cfg.ediRules(), "")
 	var se *edifact.SyntaxError
 	var re *validate.RuleError
 	var stage *validate.StageError
@@ -37,7 +37,8 @@ func runContrl(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return &exitError{code: 1, err: err}
 		}
 	}
-	rep := res.Contrl(err)
+	rep := res.ContrlFor(validate.ReadEnvelope(validate.SourceOf(fs.Arg(0)), 0), err)
+	rep.Reference = edifact.ControlReference(report.SHA256, fs.Arg(0)) // one per interchange, never per second
 	if !*asJSON {
 		return edifact.WriteCONTRL(stdout, rep)
 	}

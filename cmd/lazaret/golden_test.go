@@ -246,7 +246,7 @@ func TestFileCommandsGolden(t *testing.T) {
 	if len(edi) == 0 {
 		t.Fatal("no interchange among the fixtures")
 	}
-	unb := regexp.MustCompile(`\d{6}:\d{4}\+\d{12}|UNZ\+1\+\d{12}|"reference":"\d{12}"`) // CONTRL's own date and reference
+	unb := regexp.MustCompile(`\d{6}:\d{4}\+[0-9A-F]{12,14}|UNZ\+1\+[0-9A-F]{12,14}|"reference":"[0-9A-F]{12,14}"`) // CONTRL's own date and reference
 	for _, c := range []struct {
 		name string
 		args []string

@@ -445,7 +445,7 @@ func TestInspectLogisticsFixtures(t *testing.T) {
 		}
 	}
 	contrl, _, code := runCmd(t, "contrl", filepath.Join(b.Dir, "unt-count.edi"))
-	if code != 0 || !strings.Contains(contrl, "UCM+1+IFTMIN:D:99B:UN+4+29+UNT'") {
+	if code != 0 || !strings.Contains(contrl, "UCM+1+IFTMIN:D:99B:UN+4+29+UNT+1'") {
 		t.Errorf("contrl: exit %d\n%s", code, contrl)
 	}
 }

@@ -1,0 +1,139 @@
+package ingest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/validate"
+)
+
+// contrlSetup writes the logistics batch and returns a worker with an
+// outbox and the envelope of object at attempt 1.
+func contrlSetup(t *testing.T, object string) (*Worker, *Envelope) {
+	t.Helper()
+	dir := t.TempDir()
+	batch, err := fixtures.WriteLogisticsBatch(filepath.Join(dir, "logistics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, mdir, err := validate.ReadManifest(batch.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range m.Items {
+		if it.ObjectID == object {
+			path, _ := validate.ResolvePath(mdir, it.Path)
+			env := &Envelope{V: EnvelopeVersion, BatchID: m.BatchID, ObjectID: it.ObjectID, Kind: "edifact", Path: path, SHA256: it.SHA256,
+				Item: it, Attempt: 1, SubmittedAt: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+			return &Worker{Outbox: filepath.Join(dir, "outbox")}, env
+		}
+	}
+	t.Fatalf("no fixture %s", object)
+	return nil, nil
+}
+
+func contrlFiles(t *testing.T, w *Worker) map[string]string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(w.Outbox, "*.contrl.edi"))
+	out := map[string]string{}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		out[filepath.Base(f)] = string(b)
+	}
+	return out
+}
+
+// A redelivery writes the same bytes; another attempt another reference.
+func TestContrlRedeliverySameBytes(t *testing.T) {
+	t.Parallel()
+	w, env := contrlSetup(t, "edi-unt-count")
+	r := w.execute(context.Background(), &delivery{env: env, attempt: 1})
+	if !r.contrl {
+		t.Fatal("a rejected interchange gets no CONTRL")
+	}
+	for range 2 {
+		if err := w.writeContrl(env, r.ires, r.cause, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := contrlFiles(t, w)
+	if err := w.writeContrl(env, r.ires, r.cause, 1); err != nil {
+		t.Fatal(err)
+	}
+	if again := contrlFiles(t, w); len(again) != 1 || again[contrlName(env, 1)] != first[contrlName(env, 1)] {
+		t.Fatalf("redelivery wrote other bytes:\n%v\n%v", first, again)
+	}
+	if contrlRef(env, 1) == contrlRef(env, 2) {
+		t.Error("attempts 1 and 2 share a control reference")
+	}
+	other := *env
+	other.ObjectID, other.SHA256 = "edi-other", strings.Repeat("0", 64)
+	if contrlRef(env, 1) == contrlRef(&other, 1) {
+		t.Error("two interchanges share a control reference")
+	}
+	got := first[contrlName(env, 1)]
+	for _, want := range []string{"UNB+UNOC:3+LAZARET:ZZ+CARRIER1:ZZ+261201:0900+" + contrlRef(env, 1) + "'", "UCI+IC0005+CARRIER1:ZZ+LAZARET:ZZ+4'",
+		"UCM+1+IFTMIN:D:99B:UN+4+29+UNT+1'"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+}
+
+// An accepted interchange gets a CONTRL only when its UNB asks (0031 = 1)
+// or, with ContrlParked, when a message was parked, and that message is
+// rejected by its UCM, never acknowledged.
+func TestContrlForAcceptedInterchanges(t *testing.T) {
+	t.Parallel()
+	w, good := contrlSetup(t, "edi-iftmin-good")
+	if r := w.execute(context.Background(), &delivery{env: good, attempt: 1}); !r.perMessage || r.contrl {
+		t.Fatalf("accepted without 0031: perMessage %v contrl %v", r.perMessage, r.contrl)
+	}
+	data, _ := os.ReadFile(good.Path)
+	asks := filepath.Join(filepath.Dir(good.Path), "asks.edi")
+	os.WriteFile(asks, []byte(strings.Replace(string(data), "+IC0002'", "+IC0002++++1'", 1)), 0o644)
+	ask := *good
+	ask.Path, ask.ObjectID, ask.Item.SHA256, ask.SHA256, ask.Item.Size = asks, "edi-asks", "", "", 0
+	r := w.execute(context.Background(), &delivery{env: &ask, attempt: 1})
+	if !r.perMessage || !r.contrl {
+		t.Fatalf("0031 = 1: perMessage %v contrl %v (%v)", r.perMessage, r.contrl, r.cause)
+	}
+	if err := w.writeContrl(&ask, r.ires, r.cause, 1); err != nil {
+		t.Fatal(err)
+	}
+	got := contrlFiles(t, w)[contrlName(&ask, 1)]
+	// UCI action 7 acknowledges the interchange and every message it does
+	// not name: no UCM for accepted messages (the report stays bounded).
+	if strings.Contains(got, "UCM+") {
+		t.Errorf("a UCM in the positive CONTRL of an interchange with no parked message:\n%s", got)
+	}
+	for _, want := range []string{"UCI+IC0002+CARRIER1:ZZ+LAZARET:ZZ+7'"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+
+	_, low := contrlSetup(t, "edi-vgm-low")
+	if r := w.execute(context.Background(), &delivery{env: low, attempt: 1}); r.contrl {
+		t.Fatal("a parked message sends a CONTRL without ContrlParked")
+	}
+	w.ContrlParked = true
+	r = w.execute(context.Background(), &delivery{env: low, attempt: 1})
+	if !r.contrl {
+		t.Fatal("ContrlParked: no CONTRL for a parked message")
+	}
+	if err := w.writeContrl(low, r.ires, r.cause, 1); err != nil {
+		t.Fatal(err)
+	}
+	got = contrlFiles(t, w)[contrlName(low, 1)]
+	for _, want := range []string{"UCI+IC0010+CARRIER1:ZZ+LAZARET:ZZ+7'", "UCM+1+VERMAS:D:16A:UN+4'", "UCS+7'", "UCD+12+3:2'"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+}
