@@ -99,6 +99,9 @@ func fastCount(r io.ReaderAt, p *Page, avail int64) (done bool, err error) {
 	if workers < 1 {
 		return false, nil
 	}
+	if pageBytes(p) <= fastInline {
+		workers = 1 // not worth a goroutine
+	}
 	var (
 		next  atomic.Int64
 		first atomic.Int64 // lowest block that failed; n when none
@@ -107,36 +110,52 @@ func fastCount(r io.ReaderAt, p *Page, avail int64) (done bool, err error) {
 		over  = make(map[int]bool) // failed blocks that were over their bound
 	)
 	first.Store(int64(n))
-	for w := int64(0); w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			in := newInflater(r)
-			in.whole = make([]byte, 0, readBuf)
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || int64(i) > first.Load() {
-					return
-				}
-				bound := blockBound(p, i)
-				got, _, cerr := in.count(p, i, bound+1)
-				if in.ioErr == nil && cerr == nil && got >= blockNeed(p, i) && got <= bound {
-					continue
-				}
-				mu.Lock()
-				over[i] = in.ioErr == nil && got > bound
-				mu.Unlock()
-				for {
-					f := first.Load()
-					if int64(i) >= f || first.CompareAndSwap(f, int64(i)) {
-						break
-					}
-				}
-				in.ioErr = nil
+	work := func() {
+		in := inflaterPool.Get().(*inflater)
+		in.r, in.ioErr = r, nil
+		in.whole = make([]byte, 0, readBuf)
+		defer func() {
+			in.r, in.whole = nil, nil
+			in.wr.Reset(nil)
+			if in.br != nil {
+				in.br.Reset(nil)
 			}
+			inflaterPool.Put(in)
 		}()
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n || int64(i) > first.Load() {
+				return
+			}
+			bound := blockBound(p, i)
+			got, _, cerr := in.count(p, i, bound+1)
+			if in.ioErr == nil && cerr == nil && got >= blockNeed(p, i) && got <= bound {
+				continue
+			}
+			mu.Lock()
+			over[i] = in.ioErr == nil && got > bound
+			mu.Unlock()
+			for {
+				f := first.Load()
+				if int64(i) >= f || first.CompareAndSwap(f, int64(i)) {
+					break
+				}
+			}
+			in.ioErr = nil
+		}
 	}
-	wg.Wait()
+	if workers == 1 {
+		work()
+	} else {
+		for w := int64(0); w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				work()
+			}()
+		}
+		wg.Wait()
+	}
 	f := int(first.Load())
 	if f == n {
 		return true, nil
@@ -146,3 +165,20 @@ func fastCount(r io.ReaderAt, p *Page, avail int64) (done bool, err error) {
 	}
 	return false, nil
 }
+
+// fastInline: a page with no more compressed bytes than this is counted
+// on the calling goroutine.
+const fastInline = 256 << 10
+
+func pageBytes(p *Page) uint64 {
+	var n uint64
+	for _, c := range p.BlockCounts {
+		n = addSat(n, c)
+	}
+	return n
+}
+
+// inflaterPool keeps the decoder states of counting workers (a Deflate
+// decompressor is tens of KB) across masters; each check gives its own
+// read buffer, which it is charged for.
+var inflaterPool = sync.Pool{New: func() any { return newInflater(nil) }}
