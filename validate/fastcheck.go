@@ -114,6 +114,9 @@ func fastCount(r io.ReaderAt, p *Page, avail int64) (done bool, err error) {
 		in := inflaterPool.Get().(*inflater)
 		in.r, in.ioErr = r, nil
 		in.whole = make([]byte, 0, readBuf)
+		if in.lzw == nil {
+			in.lzw = new(lzwTable)
+		}
 		defer func() {
 			in.r, in.whole = nil, nil
 			in.wr.Reset(nil)
