@@ -125,8 +125,9 @@ type inflater struct {
 	// in one read and decompressed from memory.
 	whole []byte
 	wr    bytes.Reader
-	// lzw, when not nil, counts LZW blocks read whole without decoding
-	// them (lzwCount); an error there is not the decoder's error.
+	// lzw, when not nil, counts LZW and PackBits blocks read whole without
+	// decoding them (lzwCount, packBitsCount); an error there is not the
+	// decoder's error.
 	lzw   *lzwTable
 	ioErr error // the first read error that was not EOF: the storage, not the data
 }
@@ -156,9 +157,15 @@ func (in *inflater) count(p *Page, i int, limit uint64) (got uint64, ok bool, er
 		if err != nil && in.ioErr != nil {
 			return 0, true, err
 		}
-		if p.Compression == 5 && in.lzw != nil {
-			got, err := lzwCount(in.lzw, in.whole[:m], limit)
-			return got, true, err
+		if in.lzw != nil {
+			switch p.Compression {
+			case 5:
+				got, err := lzwCount(in.lzw, in.whole[:m], limit)
+				return got, true, err
+			case 32773:
+				got, err := packBitsCount(in.whole[:m], limit)
+				return got, true, err
+			}
 		}
 		in.wr.Reset(in.whole[:m])
 		src = &in.wr
