@@ -3,6 +3,8 @@ package validate_test
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -115,4 +117,59 @@ func decodeWith(t *testing.T, data []byte, decoder bool) ([]*validate.Unsupporte
 	}
 	skipped, err := validate.DecodePages(bytes.NewReader(data), info, validate.DecodeOptions{PixelBudget: 1 << 30, DecodeUncompressed: decoder})
 	return skipped, info.Warnings, err
+}
+
+// TestFastCountAsDecoderOnCorpus: on every TIFF of the shared corpus that
+// the walk accepts, and on copies of its LZW, Deflate and PackBits masters
+// with damaged pixel data, the strict count and the image decoder give the
+// same verdict.
+func TestFastCountAsDecoderOnCorpus(t *testing.T) {
+	t.Parallel()
+	compared, damaged := 0, 0
+	for _, sub := range []string{"good", "bad", "edge"} {
+		for _, f := range corpusFiles(t, sub) {
+			clean, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := validate.WalkTIFF(bytes.NewReader(clean), int64(len(clean)), validate.DefaultLimits)
+			if err != nil {
+				continue // refused before any pixel is read
+			}
+			variants := [][]byte{clean}
+			for _, p := range info.Pages {
+				if p.Compression != 5 && p.Compression != 8 && p.Compression != 32773 || len(p.BlockOffsets) == 0 {
+					continue
+				}
+				for k := 0; k < 20; k++ {
+					b := int(p.BlockOffsets[k%len(p.BlockOffsets)])
+					n := int(p.BlockCounts[k%len(p.BlockOffsets)])
+					if n == 0 || b+n > len(clean) {
+						continue
+					}
+					data := append([]byte(nil), clean...)
+					data[b+(k*7919)%n] ^= byte(1 << (k % 8))
+					variants = append(variants, data)
+				}
+			}
+			for i, data := range variants {
+				fast, fastWarn, fastErr := decodeWith(t, data, false)
+				dec, decWarn, decErr := decodeWith(t, data, true)
+				name := fmt.Sprintf("%s/%s variant %d", sub, filepath.Base(f), i)
+				if fmt.Sprint(fastErr) != fmt.Sprint(decErr) || !reflect.DeepEqual(fastErr, decErr) {
+					t.Errorf("%s: count says %v, decoder says %v", name, fastErr, decErr)
+				}
+				if !reflect.DeepEqual(fast, dec) || !reflect.DeepEqual(fastWarn, decWarn) {
+					t.Errorf("%s: count skipped %v warned %v, decoder skipped %v warned %v", name, fast, fastWarn, dec, decWarn)
+				}
+				compared++
+				if i > 0 {
+					damaged++
+				}
+			}
+		}
+	}
+	if damaged == 0 {
+		t.Fatalf("compared %d files, none damaged: the corpus has no LZW, Deflate or PackBits master", compared)
+	}
 }
