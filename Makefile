@@ -56,8 +56,15 @@ fuzz:
 soak:
 	LAZARET_SOAK_ITEMS=$(SOAKITEMS) $(GO) test -count=1 -run='^TestSoak$$' -v ./ingest
 
+# Every benchmark; then the noisy 8000x6000 TIFF master read three ways in
+# each iteration (CheckMaster, libtiff's tiffinfo -D, a plain SHA-256) at
+# one and two cores, CheckMaster's throughput printed as a multiple of the
+# others' (x-tiffinfo, x-sha256); then the 4 KB and 64 KB masters long
+# enough for steady allocs/op.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=5x ./validate ./edifact
+	$(GO) test -run='^$$' -bench='^BenchmarkNoisyVsAnchors$$' -benchtime=5x -cpu=1,2 ./validate
+	$(GO) test -run='^$$' -bench='^BenchmarkSmall$$' -benchmem -benchtime=2000x ./validate
 
 generate:
 	$(GO) generate ./fixtures

@@ -171,12 +171,13 @@ type DecodeOptions struct {
 	// checkInflate); a page whose band does not fit is counted, not
 	// decoded.
 	MemoryBudget int64
-	// DecodeUncompressed runs the image decoder on uncompressed pages too.
-	// Off by default: for uncompressed data the structural walk has already
-	// proven every strip holds the bytes its rows need and every palette has
-	// an entry for every index, so the decoder would only copy bytes into an
-	// image — at a third of the speed of reading the file (see the
-	// benchmarks).
+	// DecodeUncompressed runs the image decoder on uncompressed pages too,
+	// and on the compressed pages where a strict count of every block
+	// otherwise stands in for it (see fastcheck.go). Off by default: for
+	// uncompressed data the structural walk has already proven every strip
+	// holds the bytes its rows need and every palette has an entry for
+	// every index, so the decoder would only copy bytes into an image — at
+	// a third of the speed of reading the file (see the benchmarks).
 	DecodeUncompressed bool
 	// Cancelled is polled between pages; nil means never.
 	Cancelled func() error
@@ -234,6 +235,14 @@ func DecodePages(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) (skipped []*U
 				return skipped, err
 			}
 			continue
+		}
+		if !opt.DecodeUncompressed && fastEligible(r, info, p) {
+			if done, err := fastCount(r, p, avail); done {
+				if err != nil {
+					return skipped, err
+				}
+				continue // every block counted strictly: see fastcheck.go
+			}
 		}
 		u, err := decodePage(r, info, p, pixelBudget, avail)
 		var te *TIFFError

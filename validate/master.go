@@ -161,7 +161,12 @@ func CheckMasterSource(ctx context.Context, src Source, item *Item, pol MasterPo
 	done := make(chan hashed, 1)
 	go func() {
 		h := sha256.New()
-		buf := make([]byte, 1<<20)
+		bp := hashBufPool.Get().(*[]byte)
+		defer hashBufPool.Put(bp)
+		buf := *bp
+		if size < int64(len(buf)) {
+			buf = buf[:size+1] // one read for a small file, and its end seen
+		}
 		var n int64
 		for {
 			if err := ctx.Err(); err != nil {
@@ -182,7 +187,9 @@ func CheckMasterSource(ctx context.Context, src Source, item *Item, pol MasterPo
 		done <- hashed{sum: hex.EncodeToString(h.Sum(nil)), n: n}
 	}()
 
-	structErr := checkContent(ctx, f, size, path, item, pol, rep)
+	rc := newReadCache(f, size)
+	structErr := checkContent(ctx, rc, size, path, item, pol, rep)
+	rc.release()
 	hr := <-done
 	if hr.err != nil {
 		return rep, &StageError{StageFixity, hr.err}
