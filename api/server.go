@@ -273,7 +273,9 @@ type actionRequest struct {
 	Operator string `json:"operator"`
 	Reason   string `json:"reason"`
 	File     string `json:"file,omitempty"`
-	DryRun   bool   `json:"dry_run"`
+	// Set corrects manifest fields on replay (json name → value).
+	Set    map[string]string `json:"set,omitempty"`
+	DryRun bool              `json:"dry_run"`
 }
 
 func (s *Server) action(w http.ResponseWriter, r *http.Request) (actionRequest, bool) {
@@ -311,7 +313,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := s.Ops.Replay(r.Context(), r.PathValue("id"), ingest.ReplayOptions{Operator: req.Operator, Reason: req.Reason, File: req.File, DryRun: req.DryRun})
+	res, err := s.Ops.Replay(r.Context(), r.PathValue("id"), ingest.ReplayOptions{Operator: req.Operator, Reason: req.Reason, File: req.File, Set: req.Set, DryRun: req.DryRun})
 	if err != nil {
 		s.actionErr(w, r, err)
 		return

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -240,6 +241,11 @@ func TestAPI(t *testing.T) {
 	code, body = e.do("POST", "/v1/failures/"+rid0(e)+"/replay", token, map[string]any{"operator": "ana", "dry_run": true})
 	if code != 200 || body["dry_run"] != true || body["attempt"].(float64) != 2 {
 		t.Errorf("dry-run replay: %d %v", code, body)
+	}
+	// Corrections are checked before anything is recorded.
+	code, body = e.do("POST", "/v1/failures/"+rid0(e)+"/replay", token, map[string]any{"operator": "ana", "set": map[string]string{"object_id": "x"}})
+	if code != 422 || !strings.Contains(fmt.Sprint(body["error"]), "names the item") {
+		t.Errorf("replay correcting object_id: %d %v, want 422", code, body)
 	}
 	code, body = e.do("POST", "/v1/batches", token, map[string]any{"manifest": e.batch.Manifest, "dry_run": true})
 	if code != 200 || body["dry_run"] != true || len(body["skipped"].([]any)) == 0 {
