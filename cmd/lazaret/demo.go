@@ -15,6 +15,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
 
+	"github.com/lazaret/lazaret/api"
 	"github.com/lazaret/lazaret/fixtures"
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
@@ -135,31 +136,43 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	brokerOK := brokerPlacement(insp)
 
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ITEM\tCLASS\tDESTINATION\tCODE\tPAGE\tOFFSET\tCHECK")
+	fmt.Fprintln(tw, "ITEM\tDESTINATION\tCLASS\tCODE\tWHERE\tOFFSET\tREASON\tAS EXPECTED")
 	bad := 0
+	var firstFailure string
 	for _, id := range order {
 		e, want := final[id], expect[id]
-		check := "ok"
+		check := "yes"
 		switch {
 		case string(e.Destination) != want.Destination || string(e.Class) != want.Class || e.Code != want.Code:
-			check = fmt.Sprintf("WRONG: want %s/%s/%s", want.Destination, dash(want.Class), dash(want.Code))
+			check = fmt.Sprintf("NO: want %s/%s/%s", want.Destination, dash(want.Class), dash(want.Code))
 		case want.Page != 0 && (e.Page == nil || *e.Page != want.Page):
-			check = fmt.Sprintf("WRONG: want page %d", want.Page)
+			check = fmt.Sprintf("NO: want page %d", want.Page)
 		case !brokerOK(e):
-			check = "WRONG: broker does not hold it where the ledger says"
+			check = "NO: the broker does not hold it where the ledger says"
 		}
-		if check != "ok" {
+		if check != "yes" {
 			bad++
+		}
+		if firstFailure == "" && e.Destination == premis.Quarantined {
+			firstFailure = id
 		}
 		if *asJSON {
 			e.Envelope = nil
 			writeJSON(stdout, demoLine{Item: id, Check: check, Event: e})
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, dash(string(e.Class)), e.Destination, dash(e.Code), intOrDash(e.Page), int64OrDash(e.Offset), check)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, e.Destination, dash(string(e.Class)), dash(e.Code), position(e.Position),
+			int64OrDash(e.Offset), cell(truncate(reasonOf(e), 60)), check)
 	}
 	if !*asJSON {
 		tw.Flush()
+		fmt.Fprint(human, `
+DESTINATION: accept = ingested; dead-letter = asynq's archived set, for engineering (structural: the bytes are
+broken); quarantine = parked until a registry or the metadata is fixed (semantic, regulatory); audit-hold = a person
+decides (poison cap). WHERE: a TIFF page and tag, or an EDIFACT segment (UNH = 1), element and component; OFFSET: the
+byte in the file (0-based). REASON: what the code means (docs/codes.md). AS EXPECTED: the demo's own check of ledger
+and broker.
+`)
 	}
 
 	evs, err := ledger.Events(ctx, premis.Filter{})
@@ -184,7 +197,28 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d outcomes are not where they should be", bad, len(order))}
 	}
 	fmt.Fprintf(human, "all %d outcomes landed where they should.\n", len(order))
+	if !*asJSON {
+		ledgerFlag := "--ledger " + cfg.Ledger
+		fmt.Fprintf(human, "\nnext, on this demo's ledger (the embedded Redis is gone, so the broker-side commands need a real one):\n")
+		fmt.Fprintf(human, "  lazaret quarantine ls %s\n", ledgerFlag)
+		if firstFailure != "" {
+			fmt.Fprintf(human, "  lazaret quarantine show %s %s\n", firstFailure, ledgerFlag)
+		}
+		fmt.Fprintf(human, "  lazaret events export %s -o premis.xml\n  lazaret ledger verify %s\n", ledgerFlag, ledgerFlag)
+	}
 	return nil
+}
+
+// reasonOf is what a person reads of an outcome: the meaning of its code,
+// or its message.
+func reasonOf(e premis.Event) string {
+	if e.Destination == premis.Accepted {
+		return "passed every check"
+	}
+	if h, ok := api.LookupCode(e.Code); ok && h.Meaning != "" {
+		return h.Meaning
+	}
+	return e.Message
 }
 
 // demoLine is one line of lazaret demo --json.
