@@ -56,6 +56,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.HandleFunc("POST /v1/batches", s.mutating(s.submit))
 	mux.HandleFunc("GET /v1/batches/{id}", s.batch)
+	mux.HandleFunc("GET /batches/{id}", s.batchHTML)
 	mux.HandleFunc("GET /v1/batches/{id}/premis", s.premisXML("batch"))
 	mux.HandleFunc("GET /v1/objects/{id}/premis", s.premisXML("object"))
 	mux.HandleFunc("GET /v1/failures", s.failures)

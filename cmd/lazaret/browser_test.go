@@ -104,7 +104,21 @@ func TestMonitoringInABrowser(t *testing.T) {
 	}
 
 	art := artifacts(t)
-	dom := string(testenv.Headless(t, srv.URL+"/monitoring/", 8*time.Second, "--dump-dom"))
+	// The batch's own page: the bar submit --wait draws, and its summary.
+	bp := srv.URL + "/batches/" + batch.BatchID
+	dom := string(testenv.Headless(t, bp, 4*time.Second, "--dump-dom"))
+	os.WriteFile(filepath.Join(art, "batch-progress.html"), []byte(dom), 0o644)
+	if !regexp.MustCompile(`<progress id="progress" value="10" max="10"`).MatchString(dom) {
+		t.Errorf("the batch page has no finished bar (10 of 10):\n%s", dom)
+	}
+	for _, want := range []string{"10/10 done (2 accepted, 4 dead-lettered, 4 quarantined)", "8 of 10 items failed"} {
+		if !strings.Contains(tags.ReplaceAllString(dom, ""), want) {
+			t.Errorf("the batch page does not say %q", want)
+		}
+	}
+	testenv.Headless(t, bp, 4*time.Second, "--screenshot="+filepath.Join(art, "batch-progress.png"))
+
+	dom = string(testenv.Headless(t, srv.URL+"/monitoring/", 8*time.Second, "--dump-dom"))
 	os.WriteFile(filepath.Join(art, "monitoring-queues.html"), []byte(dom), 0o644)
 	text := tags.ReplaceAllString(dom, " ")
 	for _, q := range []string{"ingest", "quarantine", "audit-hold"} {

@@ -1,0 +1,92 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/premis"
+)
+
+// batchPage is GET /batches/{id}: a batch's progress for a person in a
+// browser — the bar submit --wait draws on a terminal, the summary line,
+// and every item's latest outcome — refreshed every few seconds until the
+// batch is finished. Read access as for /v1/.
+var batchPage = template.Must(template.New("batch").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+{{if not .Finished}}<meta http-equiv="refresh" content="2">{{end}}
+<title>batch {{.ID}} — lazaret</title>
+<style>
+body{font:15px/1.4 system-ui,sans-serif;margin:2em;max-width:70em}
+progress{width:40em;height:1.4em}
+table{border-collapse:collapse;margin-top:1em}
+td,th{padding:.2em .8em;border-bottom:1px solid #ddd;text-align:left}
+.failed{color:#a00}
+</style></head><body>
+<h1>batch {{.ID}}</h1>
+<p><progress id="progress" value="{{.P.Done}}" max="{{.Total}}">{{.P.Done}}/{{.Total}}</progress></p>
+<p id="summary">{{.Summary}}</p>
+{{if .Finished}}<p id="verdict" class="{{if .P.Failed}}failed{{end}}">{{if .P.Failed}}{{.P.Failed}} of {{.Total}} items failed: see the dead-letter queue, quarantine and audit-hold for this batch.{{else}}finished: every item accepted.{{end}}</p>{{end}}
+<table><thead><tr><th>object</th><th>kind</th><th>destination</th><th>class</th><th>code</th><th>attempt</th></tr></thead><tbody>
+{{range .Items}}<tr><td>{{.ObjectID}}</td><td>{{.Kind}}</td><td>{{.Destination}}</td><td>{{.Class}}</td><td>{{.Code}}</td><td>{{.Attempt}}</td></tr>
+{{end}}</tbody></table>
+</body></html>
+`))
+
+type batchView struct {
+	ID       string
+	P        *ingest.Progress
+	Total    int
+	Finished bool
+	Summary  string
+	Items    []ingest.ItemStatus
+}
+
+func (s *Server) batchHTML(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	p, err := ingest.BatchProgress(r.Context(), s.Ops.Ledger, id)
+	if errors.Is(err, ingest.ErrUnknownBatch) {
+		s.fail(w, r, http.StatusNotFound, err)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	items, err := ingest.BatchStatus(r.Context(), s.Ops.Ledger, id)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	v := batchView{ID: id, P: p, Total: p.Total(), Finished: p.Finished(), Summary: progressSummary(p), Items: items}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := batchPage.Execute(w, v); err != nil && s.Logger != nil {
+		s.Logger.Warn("batch page", "error", err.Error())
+	}
+}
+
+// progressSummary is the summary line of a batch, as submit --wait prints it.
+func progressSummary(p *ingest.Progress) string {
+	var parts []string
+	for _, d := range []struct {
+		d    premis.Destination
+		name string
+	}{{premis.Accepted, "accepted"}, {premis.DeadLetter, "dead-lettered"}, {premis.Quarantined, "quarantined"},
+		{premis.AuditHold, "on audit-hold"}, {premis.Discarded, "discarded"}} {
+		if n := p.ByDestination[d.d]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, d.name))
+		}
+	}
+	line := fmt.Sprintf("%d/%d done (%s), %d pending, %d retrying", p.Done, p.Total(), strings.Join(parts, ", "), p.Pending, p.Retry)
+	if p.ItemsPerSecond > 0 {
+		line += fmt.Sprintf(", %.1f items/s", p.ItemsPerSecond)
+	}
+	if p.ETA > 0 {
+		line += fmt.Sprintf(", about %s left", p.ETA.Round(time.Second))
+	}
+	return line
+}
