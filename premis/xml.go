@@ -188,10 +188,7 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 			x.open("premis:formatRegistry")
 			x.elem("premis:formatRegistryName", "PRONOM")
 			x.elem("premis:formatRegistryKey", o.puid)
-			x.openAttr("premis:formatRegistryRole", "authority", "formatRegistryRole", "authorityURI", "http://id.loc.gov/vocabulary/preservation/formatRegistryRole",
-				"valueURI", "http://id.loc.gov/vocabulary/preservation/formatRegistryRole/spe")
-			x.text("specification")
-			x.close("premis:formatRegistryRole")
+			x.elem("premis:formatRegistryRole", "specification")
 			x.close("premis:formatRegistry")
 		}
 		x.close("premis:format")
@@ -209,14 +206,10 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 		}
 		if message {
 			x.open("premis:relationship")
-			x.openAttr("premis:relationshipType", "authority", "relationshipType", "authorityURI", "http://id.loc.gov/vocabulary/preservation/relationshipType",
-				"valueURI", "http://id.loc.gov/vocabulary/preservation/relationshipType/str")
-			x.text("structural")
-			x.close("premis:relationshipType")
-			x.openAttr("premis:relationshipSubType", "authority", "relationshipSubType", "authorityURI", "http://id.loc.gov/vocabulary/preservation/relationshipSubType",
-				"valueURI", "http://id.loc.gov/vocabulary/preservation/relationshipSubType/isi")
-			x.text("is included in")
-			x.close("premis:relationshipSubType")
+			// The PREMIS Data Dictionary's terms; no valueURI is claimed
+			// for them.
+			x.elem("premis:relationshipType", "structural")
+			x.elem("premis:relationshipSubType", "is included in")
 			x.open("premis:relatedObjectIdentifier")
 			x.elem("premis:relatedObjectIdentifierType", "local")
 			x.elem("premis:relatedObjectIdentifierValue", parent)
