@@ -158,6 +158,15 @@ func TestWorkerRoutesLargeInterchangeInBoundedMemory(t *testing.T) {
 		t.Fatalf("handler: %s", rep.Err)
 	}
 
+	var stored int64
+	for _, p := range []string{ledgerPath, ledgerPath + "-wal"} {
+		if st, err := os.Stat(p); err == nil {
+			stored += st.Size()
+		}
+	}
+	// Issue 10 asks for at most 400 bytes per accepted message; measured,
+	// not asserted (tables, indexes and the read model together).
+	t.Logf("ledger: %d bytes on disk, %.0f bytes per accepted message", stored, float64(stored)/float64(messages))
 	l, err := sqlite.Open(context.Background(), ledgerPath)
 	if err != nil {
 		t.Fatal(err)
