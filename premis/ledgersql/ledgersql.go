@@ -79,6 +79,11 @@ func QueryLatest(table, latest string, f premis.Filter, placeholder func(n int) 
 		where = append(where, "destination IN ("+strings.Join(ph, ", ")+")")
 	}
 	switch {
+	case f.Latest && latest != "" && f.Limit > 0 && latestAnswers(f):
+		// The read model answers every filter: each destination's first
+		// Limit items through its (destination, seq) index, so a listing
+		// costs its page, not the open set.
+		where = append(where, "seq IN ("+latestPage(latest, f, arg)+")")
 	case f.Latest && latest != "":
 		// The read model narrows first (by destination or batch, its
 		// indexes); the events' own columns filter the rest.
@@ -124,6 +129,53 @@ func QueryLatest(table, latest string, f premis.Filter, placeholder func(n int) 
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
 	return q, args
+}
+
+// latestAnswers says whether the read model alone answers f: no filter on
+// a column it does not hold.
+func latestAnswers(f premis.Filter) bool {
+	return f.ObjectID == "" && f.TaskID == "" && f.Key == "" && f.Kind == "" && f.Code == "" && f.Outcome == "" && f.Class == "" &&
+		len(f.Types) == 0 && f.Since.IsZero() && f.Until.IsZero()
+}
+
+// latestPage selects the seqs of the first f.Limit latest outcomes of each
+// destination f names (or of all), after f.AfterSeq, in f's batch or
+// correlation: one bounded index range per destination.
+func latestPage(latest string, f premis.Filter, arg func(any) string) string {
+	dests := f.Destinations
+	if f.Destination != "" {
+		dests = []premis.Destination{f.Destination}
+	}
+	n := 0
+	branch := func(dest *premis.Destination) string {
+		n++
+		var w []string
+		if dest != nil {
+			w = append(w, "destination = "+arg(string(*dest)))
+		}
+		if f.BatchID != "" {
+			w = append(w, "batch_id = "+arg(f.BatchID))
+		}
+		if f.CorrelationID != "" {
+			w = append(w, "correlation_id = "+arg(f.CorrelationID))
+		}
+		if f.AfterSeq > 0 {
+			w = append(w, "seq > "+arg(f.AfterSeq))
+		}
+		q := "SELECT seq FROM " + latest
+		if len(w) > 0 {
+			q += " WHERE " + strings.Join(w, " AND ")
+		}
+		return fmt.Sprintf("SELECT seq FROM (%s ORDER BY seq LIMIT %d) AS page%d", q, f.Limit, n) // PostgreSQL 15 wants the alias
+	}
+	if len(dests) == 0 {
+		return branch(nil)
+	}
+	parts := make([]string, len(dests))
+	for i := range dests {
+		parts[i] = branch(&dests[i])
+	}
+	return strings.Join(parts, " UNION ALL ")
 }
 
 // Insert renders the idempotent INSERT of one event into table: the

@@ -31,7 +31,9 @@ func latestKeys(t *testing.T, l premis.Ledger, f premis.Filter) []string {
 func TestReadModelBuiltAndChecked(t *testing.T) {
 	path, _ := seeded(t)
 	ctx := context.Background()
-	filters := []premis.Filter{{}, {Destinations: []premis.Destination{premis.DeadLetter, premis.Quarantined, premis.AuditHold}}, {Limit: 2}}
+	open := []premis.Destination{premis.DeadLetter, premis.Quarantined, premis.AuditHold}
+	filters := []premis.Filter{{}, {Destinations: open}, {Limit: 2}, {Destinations: open, Limit: 1}, {Destinations: open, Limit: 50},
+		{Destination: premis.DeadLetter, Limit: 5}, {Destinations: open, Limit: 50, AfterSeq: 3}, {Destinations: open, Class: premis.Structural, Limit: 50}}
 
 	// Without the read model: the answer from the events alone.
 	attack(t, path, "DROP TABLE latest")
