@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -47,19 +46,8 @@ type batchView struct {
 }
 
 func (s *Server) batchHTML(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	p, err := ingest.BatchProgress(r.Context(), s.Ops.Ledger, id)
-	if errors.Is(err, ingest.ErrUnknownBatch) {
-		s.fail(w, r, http.StatusNotFound, err)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
-	items, err := ingest.BatchStatus(r.Context(), s.Ops.Ledger, id)
-	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err)
+	id, p, items, ok := s.batchState(w, r)
+	if !ok {
 		return
 	}
 	v := batchView{ID: id, P: p, Total: p.Total(), Finished: p.Finished(), Summary: progressSummary(p), Items: items}

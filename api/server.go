@@ -177,24 +177,34 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	progress, err := ingest.BatchProgress(r.Context(), s.Ops.Ledger, id)
-	if errors.Is(err, ingest.ErrUnknownBatch) {
-		s.fail(w, r, http.StatusNotFound, err)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
-	items, err := ingest.BatchStatus(r.Context(), s.Ops.Ledger, id)
-	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err)
+	id, progress, items, ok := s.batchState(w, r)
+	if !ok {
 		return
 	}
 	b := NewBatchStatus(id, items)
 	b.Progress = progress
 	writeJSON(w, http.StatusOK, b)
+}
+
+// batchState reads the batch the request names: its progress and every
+// item's latest outcome; 404 when the ledger knows nothing of it.
+func (s *Server) batchState(w http.ResponseWriter, r *http.Request) (string, *ingest.Progress, []ingest.ItemStatus, bool) {
+	id := r.PathValue("id")
+	progress, err := ingest.BatchProgress(r.Context(), s.Ops.Ledger, id)
+	if errors.Is(err, ingest.ErrUnknownBatch) {
+		s.fail(w, r, http.StatusNotFound, err)
+		return id, nil, nil, false
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return id, nil, nil, false
+	}
+	items, err := ingest.BatchStatus(r.Context(), s.Ops.Ledger, id)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return id, nil, nil, false
+	}
+	return id, progress, items, true
 }
 
 func (s *Server) premisXML(by string) http.HandlerFunc {

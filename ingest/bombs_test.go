@@ -22,6 +22,7 @@ import (
 
 	"github.com/lazaret/lazaret/fixtures"
 	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/premis/sqlite"
 	"github.com/lazaret/lazaret/validate"
@@ -63,7 +64,7 @@ func bombWorker(url string) int {
 		return fail(fmt.Errorf("%d of %d items settled", settled.Load(), want))
 	}
 	srv.Shutdown()
-	hwm, err := peakRSS()
+	hwm, err := testenv.PeakRSS()
 	if err != nil {
 		return fail(err)
 	}

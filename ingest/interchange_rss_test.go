@@ -1,13 +1,11 @@
 package ingest_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/lazaret/lazaret/fixtures"
 	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/premis/sqlite"
 	"github.com/lazaret/lazaret/validate"
@@ -81,7 +80,7 @@ func routeChild(payload []byte, ledgerPath string) int {
 	if herr != nil {
 		rep.Err = herr.Error()
 	}
-	if rep.VmHWM, err = peakRSS(); err != nil {
+	if rep.VmHWM, err = testenv.PeakRSS(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
@@ -89,23 +88,6 @@ func routeChild(payload []byte, ledgerPath string) int {
 		return 2
 	}
 	return 0
-}
-
-// peakRSS reads this process's peak resident set size.
-func peakRSS() (int64, error) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc/self/status")
 }
 
 // TestWorkerRoutesLargeInterchangeInBoundedMemory routes the 50 MB

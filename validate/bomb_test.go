@@ -1,7 +1,6 @@
 package validate_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -107,7 +106,7 @@ func bombChild(kind string, paths []string) int {
 	}
 	wg.Wait()
 	rep.Seconds = time.Since(start).Seconds()
-	hwm, err := vmHWM()
+	hwm, err := testenv.PeakRSS()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -117,23 +116,6 @@ func bombChild(kind string, paths []string) int {
 		return 2
 	}
 	return 0
-}
-
-// vmHWM reads this process's peak resident set size.
-func vmHWM() (int64, error) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc/self/status")
 }
 
 // checkInChild checks the masters in a fresh child process, so that its

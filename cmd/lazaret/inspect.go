@@ -228,13 +228,6 @@ func dash(s string) string {
 	return s
 }
 
-func intOrDash(p *int) string {
-	if p == nil {
-		return "-"
-	}
-	return fmt.Sprint(*p)
-}
-
 func int64OrDash(p *int64) string {
 	if p == nil {
 		return "-"

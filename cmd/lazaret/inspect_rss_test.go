@@ -11,12 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/internal/testenv"
 )
 
 // inspectArgsEnv holds the arguments (a JSON array) a child process runs
@@ -57,7 +57,7 @@ func init() {
 		rep.Code = 1
 		fmt.Fprintln(os.Stderr, err)
 	}
-	hwm, herr := peakRSS()
+	hwm, herr := testenv.PeakRSS()
 	if herr != nil {
 		fmt.Fprintln(os.Stderr, herr)
 		os.Exit(2)
@@ -74,23 +74,6 @@ type childReport struct {
 	Code    int     `json:"code"`
 	VmHWM   int64   `json:"vm_hwm"`
 	Seconds float64 `json:"seconds"`
-}
-
-// peakRSS reads this process's peak resident set size.
-func peakRSS() (int64, error) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc/self/status")
 }
 
 // TestInspectLargeInterchangeInBoundedMemory runs `inspect --json` and
