@@ -1,14 +1,10 @@
 package api
 
 import (
-	"fmt"
 	"html/template"
 	"net/http"
-	"strings"
-	"time"
 
 	"github.com/lazaret/lazaret/ingest"
-	"github.com/lazaret/lazaret/premis"
 )
 
 // batchPage is GET /batches/{id}: a batch's progress for a person in a
@@ -50,31 +46,9 @@ func (s *Server) batchHTML(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := batchView{ID: id, P: p, Total: p.Total(), Finished: p.Finished(), Summary: progressSummary(p), Items: items}
+	v := batchView{ID: id, P: p, Total: p.Total(), Finished: p.Finished(), Summary: p.Summary(), Items: items}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := batchPage.Execute(w, v); err != nil && s.Logger != nil {
 		s.Logger.Warn("batch page", "error", err.Error())
 	}
-}
-
-// progressSummary is the summary line of a batch, as submit --wait prints it.
-func progressSummary(p *ingest.Progress) string {
-	var parts []string
-	for _, d := range []struct {
-		d    premis.Destination
-		name string
-	}{{premis.Accepted, "accepted"}, {premis.DeadLetter, "dead-lettered"}, {premis.Quarantined, "quarantined"},
-		{premis.AuditHold, "on audit-hold"}, {premis.Discarded, "discarded"}} {
-		if n := p.ByDestination[d.d]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, d.name))
-		}
-	}
-	line := fmt.Sprintf("%d/%d done (%s), %d pending, %d retrying", p.Done, p.Total(), strings.Join(parts, ", "), p.Pending, p.Retry)
-	if p.ItemsPerSecond > 0 {
-		line += fmt.Sprintf(", %.1f items/s", p.ItemsPerSecond)
-	}
-	if p.ETA > 0 {
-		line += fmt.Sprintf(", about %s left", p.ETA.Round(time.Second))
-	}
-	return line
 }

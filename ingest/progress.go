@@ -83,6 +83,48 @@ type Progress struct {
 // recorded when more are (or nothing was recorded about the batch itself).
 func (p *Progress) Total() int { return max(p.Expected, p.Recorded) }
 
+// Summary is the batch's progress in one line, as submit --wait, batch
+// status and the batch page print it: "12/30 done (11 accepted, 1
+// quarantined), 18 pending, 0 retrying, 4.1 items/s, about 4s left".
+func (p *Progress) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d done (%s), %d pending, %d retrying", p.Done, p.Total(), p.Tally(), p.Pending, p.Retry)
+	if p.ItemsPerSecond > 0 {
+		fmt.Fprintf(&b, ", %.1f items/s", p.ItemsPerSecond)
+	}
+	if p.ETA > 0 {
+		fmt.Fprintf(&b, ", about %s left", p.ETA.Round(time.Second))
+	}
+	return b.String()
+}
+
+// Tally names the settled items by destination, accepted first, and the
+// messages of the batch's interchanges.
+func (p *Progress) Tally() string {
+	order := []struct {
+		d    premis.Destination
+		name string
+	}{{premis.Accepted, "accepted"}, {premis.DeadLetter, "dead-lettered"}, {premis.Quarantined, "quarantined"},
+		{premis.AuditHold, "on audit-hold"}, {premis.Discarded, "discarded"}}
+	var parts []string
+	for _, o := range order {
+		if n := p.ByDestination[o.d]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, o.name))
+		}
+	}
+	if len(p.Messages) > 0 {
+		n := 0
+		for _, c := range p.Messages {
+			n += c
+		}
+		parts = append(parts, fmt.Sprintf("messages %d/%d accepted", p.Messages[premis.Accepted], n))
+	}
+	if len(parts) == 0 {
+		return "none settled yet"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Finished says whether every item of the batch has an outcome.
 func (p *Progress) Finished() bool { return p.Total() > 0 && p.Done >= p.Total() }
 

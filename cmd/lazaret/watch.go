@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -46,7 +45,7 @@ func watchBatch(ctx context.Context, l premis.Ledger, batchID string, out io.Wri
 						progressbar.OptionShowIts(), progressbar.OptionSetItsString("items"), progressbar.OptionFullWidth())
 				}
 				bar.ChangeMax(p.Total())
-				bar.Describe(fmt.Sprintf("batch %s: %s", batchID, tally(p)))
+				bar.Describe(fmt.Sprintf("batch %s: %s", batchID, p.Tally()))
 				_ = bar.Set(p.Done)
 			default:
 				if line := progressLine(p); line != last {
@@ -73,43 +72,7 @@ func watchBatch(ctx context.Context, l premis.Ledger, batchID string, out io.Wri
 }
 
 // progressLine is one plain line of a batch's progress.
-func progressLine(p *ingest.Progress) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "batch %s: %d/%d done (%s), %d pending, %d retrying", p.BatchID, p.Done, p.Total(), tally(p), p.Pending, p.Retry)
-	if p.ItemsPerSecond > 0 {
-		fmt.Fprintf(&b, ", %.1f items/s", p.ItemsPerSecond)
-	}
-	if p.ETA > 0 {
-		fmt.Fprintf(&b, ", about %s left", p.ETA.Round(time.Second))
-	}
-	return b.String()
-}
-
-// tally names the settled items by destination, accepted first.
-func tally(p *ingest.Progress) string {
-	order := []struct {
-		d    premis.Destination
-		name string
-	}{{premis.Accepted, "accepted"}, {premis.DeadLetter, "dead-lettered"}, {premis.Quarantined, "quarantined"},
-		{premis.AuditHold, "on audit-hold"}, {premis.Discarded, "discarded"}}
-	var parts []string
-	for _, o := range order {
-		if n := p.ByDestination[o.d]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, o.name))
-		}
-	}
-	if len(p.Messages) > 0 {
-		n, accepted := 0, p.Messages[premis.Accepted]
-		for _, c := range p.Messages {
-			n += c
-		}
-		parts = append(parts, fmt.Sprintf("messages %d/%d accepted", accepted, n))
-	}
-	if len(parts) == 0 {
-		return "none settled yet"
-	}
-	return strings.Join(parts, ", ")
-}
+func progressLine(p *ingest.Progress) string { return "batch " + p.BatchID + ": " + p.Summary() }
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
