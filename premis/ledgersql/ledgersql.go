@@ -194,3 +194,27 @@ func InsertNew(table string, placeholder func(n int) string) string {
 	}
 	return "INSERT INTO " + table + " (" + Columns + ", prev_hash, hash) VALUES (" + strings.Join(ph, ",") + ")"
 }
+
+// ReadModelCheck renders the query that compares the read model (latest)
+// with the events (table): how many items' row is not their latest event
+// with a destination, and how many rows more than such items it holds.
+func ReadModelCheck(table, latest string) string {
+	return `SELECT
+	(SELECT count(*) FROM (SELECT correlation_id, max(seq) AS seq FROM ` + table + ` WHERE destination <> '' GROUP BY correlation_id) x
+		JOIN ` + table + ` e ON e.seq = x.seq
+		LEFT JOIN ` + latest + ` l ON l.correlation_id = x.correlation_id
+		WHERE l.seq IS NULL OR l.seq <> x.seq OR l.destination <> e.destination OR l.batch_id <> e.batch_id),
+	(SELECT count(*) FROM ` + latest + `) - (SELECT count(DISTINCT correlation_id) FROM ` + table + ` WHERE destination <> '')`
+}
+
+// ReadModelProblem says what ReadModelCheck's counts mean, or "" when the
+// read model agrees with the events.
+func ReadModelProblem(wrong, extra int64) string {
+	switch {
+	case wrong > 0:
+		return fmt.Sprintf("%d items' latest outcome in the read model is not their latest event (listings would show them wrongly)", wrong)
+	case extra != 0:
+		return fmt.Sprintf("the read model holds %d rows more than the items the events name", extra)
+	}
+	return ""
+}

@@ -815,19 +815,8 @@ func (l *Ledger) CheckReadModel(ctx context.Context) (string, error) {
 		return "", nil // a ledger written before the read model; Open builds it
 	}
 	var wrong, extra int64
-	if err := l.pool.QueryRow(ctx, `SELECT
-	(SELECT count(*) FROM (SELECT correlation_id, max(seq) AS seq FROM lazaret_events WHERE destination <> '' GROUP BY correlation_id) x
-		JOIN lazaret_events e ON e.seq = x.seq
-		LEFT JOIN lazaret_latest l ON l.correlation_id = x.correlation_id
-		WHERE l.seq IS NULL OR l.seq <> x.seq OR l.destination <> e.destination OR l.batch_id <> e.batch_id),
-	(SELECT count(*) FROM lazaret_latest) - (SELECT count(DISTINCT correlation_id) FROM lazaret_events WHERE destination <> '')`).Scan(&wrong, &extra); err != nil {
+	if err := l.pool.QueryRow(ctx, ledgersql.ReadModelCheck("lazaret_events", "lazaret_latest")).Scan(&wrong, &extra); err != nil {
 		return "", fmt.Errorf("postgres ledger: read model: %w", mapErr(err))
 	}
-	switch {
-	case wrong > 0:
-		return fmt.Sprintf("%d items' latest outcome in the read model is not their latest event (listings would show them wrongly)", wrong), nil
-	case extra != 0:
-		return fmt.Sprintf("the read model holds %d rows more than the items the events name", extra), nil
-	}
-	return "", nil
+	return ledgersql.ReadModelProblem(wrong, extra), nil
 }
