@@ -588,7 +588,7 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 		return nil, fmt.Errorf("sqlite ledger: begin: %w", mapErr(err))
 	}
 	defer tx.Rollback()
-	ins := tx.StmtContext(ctx, st.insert)
+	ins, latest := tx.StmtContext(ctx, st.insert), tx.StmtContext(ctx, st.latest)
 	var head premis.Head
 	err = tx.StmtContext(ctx, st.head).QueryRowContext(ctx).Scan(&head.Count, &head.Hash)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -617,7 +617,7 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 			inserted[i] = true
 			links[i] = premis.Event{Seq: seq, PrevHash: head.Hash, Hash: hash}
 			if e.Destination != "" {
-				if _, err := tx.StmtContext(ctx, st.latest).ExecContext(ctx, e.CorrelationID, seq, e.Destination, e.BatchID); err != nil {
+				if _, err := latest.ExecContext(ctx, e.CorrelationID, seq, e.Destination, e.BatchID); err != nil {
 					return nil, fmt.Errorf("sqlite ledger: read model: %w", mapErr(err))
 				}
 			}
