@@ -352,7 +352,7 @@ func (o *Operator) unfinishedReplay(ctx context.Context, f Failure, unq premis.E
 // finishReplay does a recorded replay's broker steps; on an enqueue
 // failure it rolls the item back to where it was.
 func (o *Operator) finishReplay(ctx context.Context, f Failure, res *ActionResult) error {
-	if _, err := Enqueue(ctx, o.Enqueuer, res.Replay, o.submitOptions()); err != nil {
+	if _, err := Enqueue(ctx, o.Enqueuer, res.Replay, o.SubmitOptions()); err != nil {
 		if res.Already {
 			return fmt.Errorf("enqueue replay %s: %w (the replay stays recorded; reconcile-broker enqueues it)", res.TaskID, err)
 		}
@@ -377,17 +377,12 @@ func (o *Operator) finishReplay(ctx context.Context, f Failure, res *ActionResul
 	return nil
 }
 
-func (o *Operator) submitOptions() SubmitOptions {
-	opt := o.Submit
-	opt.Policy, opt.Software = o.Policy, o.Software
-	return opt
-}
-
-// SubmitOptions are the options a submission through this operator uses:
-// its policy and software, and changed entries of open failures replayed.
+// SubmitOptions are the options a submission (or a replay's enqueue)
+// through this operator uses: its policy and software, and changed entries
+// of open failures replayed.
 func (o *Operator) SubmitOptions() SubmitOptions {
-	opt := o.submitOptions()
-	opt.Replayer = o
+	opt := o.Submit
+	opt.Policy, opt.Software, opt.Replayer = o.Policy, o.Software, o
 	return opt
 }
 

@@ -150,7 +150,7 @@ func (o *Operator) reconcileItem(ctx context.Context, e premis.Event, rep *Recon
 		if rep.DryRun {
 			return nil
 		}
-		if _, err := Enqueue(ctx, o.Enqueuer, env, o.submitOptions()); err != nil {
+		if _, err := Enqueue(ctx, o.Enqueuer, env, o.SubmitOptions()); err != nil {
 			return fmt.Errorf("enqueue %s again: %w", env.ObjectID, err)
 		}
 	case premis.Quarantined, premis.AuditHold:
