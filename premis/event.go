@@ -109,13 +109,15 @@ func (e *Event) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Prepare readies events for a ledger: a new UUID where the id is empty,
+// Prepare readies events for a ledger: a new UUID where the id is empty
+// (version 7: time-ordered, so that a ledger's id index grows at its end
+// rather than at a random page per event),
 // now where the time is zero, times in UTC truncated to the microsecond
 // (what every ledger stores), and Validate.
 func Prepare(events ...*Event) error {
 	for _, e := range events {
 		if e.ID == "" {
-			e.ID = uuid.NewString()
+			e.ID = uuid.Must(uuid.NewV7()).String()
 		}
 		if e.DateTime.IsZero() {
 			e.DateTime = time.Now()
@@ -166,14 +168,16 @@ type Filter struct {
 	ObjectID      string
 	BatchID       string
 	CorrelationID string
-	TaskID        string
-	Key           string
-	Kind          string
-	Code          string
-	Types         []EventType
-	Outcome       Outcome
-	Class         Class
-	Destination   Destination
+	// TaskID and Key are looked up by item: pass CorrelationID with them,
+	// which the ledgers index (alone, they read the whole history).
+	TaskID      string
+	Key         string
+	Kind        string
+	Code        string
+	Types       []EventType
+	Outcome     Outcome
+	Class       Class
+	Destination Destination
 	// Destinations, when set, matches any of them.
 	Destinations []Destination
 	// Latest keeps only events that say where their item is now: an event
@@ -191,8 +195,9 @@ type Filter struct {
 // Ledger stores PREMIS events durably and append-only.
 type Ledger interface {
 	// Append stores events in one transaction. An event whose Key is
-	// already stored is not written again: it is filled in from the stored
-	// row and reported as not inserted. ID and DateTime are set when empty;
+	// already stored for its item (CorrelationID; EventKey hashes the
+	// correlation in, so a key names one item) is not written again: it is
+	// filled in from the stored row and reported as not inserted. ID and DateTime are set when empty;
 	// Seq, PrevHash and Hash are set from the ledger's hash chain.
 	Append(ctx context.Context, events ...*Event) (inserted []bool, err error)
 	// Events returns the events matching f, oldest first.
