@@ -253,12 +253,12 @@ func (w *Worker) chunkRecorded(ctx context.Context, r *result, evs []*premis.Eve
 	if !r.perMessage || r.d.retried == 0 || len(evs) == 0 {
 		return false, nil
 	}
-	got, err := w.Ledger.Events(ctx, premis.Filter{Key: evs[len(evs)-1].Key, Limit: 1})
+	got, err := w.Ledger.Events(ctx, premis.Filter{CorrelationID: evs[len(evs)-1].CorrelationID, Key: evs[len(evs)-1].Key, Limit: 1})
 	if err != nil || len(got) == 0 {
 		return false, err
 	}
 	for i := range parcels {
-		stored, err := w.Ledger.Events(ctx, premis.Filter{Key: parcels[i].ev.Key, Limit: 1})
+		stored, err := w.Ledger.Events(ctx, premis.Filter{CorrelationID: parcels[i].ev.CorrelationID, Key: parcels[i].ev.Key, Limit: 1})
 		if err != nil {
 			return false, err
 		}

@@ -354,7 +354,7 @@ func (w *Worker) append(ctx context.Context, evs ...*premis.Event) error {
 		return err
 	}
 	last := evs[len(evs)-1]
-	if got, rerr := w.Ledger.Events(ctx, premis.Filter{Key: last.Key, Limit: 1}); rerr == nil && len(got) == 1 {
+	if got, rerr := w.Ledger.Events(ctx, premis.Filter{CorrelationID: last.CorrelationID, Key: last.Key, Limit: 1}); rerr == nil && len(got) == 1 {
 		w.Logger.LogAttrs(ctx, slog.LevelWarn, "ledger reported an error but the events are stored", slog.String("error", err.Error()),
 			slog.String(AttrObjectID, last.ObjectID))
 		return nil

@@ -182,7 +182,7 @@ func latestPage(latest string, f premis.Filter, arg func(any) string) string {
 // NumColumns values of Columns, then prev_hash and hash; a key stored
 // already inserts nothing.
 func Insert(table string, placeholder func(n int) string) string {
-	return InsertNew(table, placeholder) + " ON CONFLICT (key) DO NOTHING"
+	return InsertNew(table, placeholder) + " ON CONFLICT DO NOTHING"
 }
 
 // InsertNew is Insert for an event known to be new: a key stored already

@@ -164,3 +164,31 @@ func benchFailures(b *testing.B, latest bool) {
 		}
 	}
 }
+
+// What a worker's commit costs: an accepted master's four events a
+// transaction, through the group committer, from two and eight handlers;
+// and the bytes the ledger file grows by per item.
+//
+//	go test -run '^$' -bench AcceptedItems -benchtime 3000x ./premis/sqlite/
+func BenchmarkAcceptedItemsWriters2(b *testing.B) { benchAcceptedItems(b, 2) }
+func BenchmarkAcceptedItemsWriters8(b *testing.B) { benchAcceptedItems(b, 8) }
+
+func benchAcceptedItems(b *testing.B, writers int) {
+	path := filepath.Join(b.TempDir(), "ledger.db")
+	l, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := premis.NewGroupCommit(l, 0)
+	ledgertest.BenchAcceptedItems(b, writers, g)
+	g.Stop()
+	if err := l.Close(); err != nil { // checkpoints the WAL into the file
+		b.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(st.Size())/float64(b.N), "file-bytes/item")
+}
+func BenchmarkAcceptedItemsWriters32(b *testing.B) { benchAcceptedItems(b, 32) }

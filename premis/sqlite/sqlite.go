@@ -1,10 +1,10 @@
 // Package sqlite is the embedded PREMIS ledger: one SQLite file in WAL mode,
 // append-only, hash-chained (see premis.ChainHash) and idempotent on the
-// event key.
+// event key of each item (events_item: correlation id and key).
 //
 // Guards. Triggers refuse UPDATE and DELETE of events; a BEFORE INSERT
-// trigger (events_no_replace) makes an INSERT whose seq, key or id is stored
-// already do nothing (RAISE(IGNORE)), so INSERT OR REPLACE, whose implicit
+// trigger (events_no_replace) makes an INSERT whose seq, id or item key is
+// stored already do nothing (RAISE(IGNORE)), so INSERT OR REPLACE, whose implicit
 // delete fires no delete trigger, cannot overwrite a row, while Append's own
 // ON CONFLICT DO NOTHING still inserts nothing and reads the stored row back.
 // The head record (ledger_head: event count and last hash) is written in the
@@ -16,6 +16,9 @@
 // or whose head is not its last event, fails to open with premis.ErrTampered.
 // A ledger written before the chain (no prev_hash and hash columns) gets the
 // columns, and its rows are chained once, in seq order, in one transaction.
+// A ledger written before the read model gets it, built from its events; one
+// written before events_item gets the index (see itemIndex) once its guards
+// are found to be exactly those it was written with.
 package sqlite
 
 import (
@@ -91,7 +94,7 @@ func (l *Ledger) query(ctx context.Context, q string, args ...any) (*sql.Rows, e
 
 const (
 	headQuery  = `SELECT event_count, last_hash FROM ledger_head WHERE id = 1`
-	byKeyQuery = `SELECT ` + ledgersql.Select + ` FROM events WHERE key = ?`
+	byKeyQuery = `SELECT ` + ledgersql.Select + ` FROM events WHERE correlation_id = ? AND key = ?`
 	moveHead   = `UPDATE ledger_head SET event_count = ?, last_hash = ? WHERE id = 1`
 )
 
@@ -117,7 +120,7 @@ const tables = `
 CREATE TABLE events (
 	seq            INTEGER PRIMARY KEY AUTOINCREMENT,
 	id             TEXT NOT NULL UNIQUE,
-	key            TEXT NOT NULL UNIQUE,
+	key            TEXT NOT NULL,
 	type           TEXT NOT NULL,
 	datetime       TEXT NOT NULL,
 	detail         TEXT NOT NULL DEFAULT '',
@@ -153,8 +156,7 @@ CREATE TABLE events (
 );
 CREATE INDEX events_object ON events(object_id);
 CREATE INDEX events_batch ON events(batch_id);
-CREATE INDEX events_correlation ON events(correlation_id);
-CREATE INDEX events_task ON events(task_id);
+CREATE UNIQUE INDEX events_item ON events(correlation_id, key);
 CREATE INDEX events_failure ON events(class, destination);
 CREATE INDEX events_datetime ON events(datetime);
 `
@@ -209,9 +211,7 @@ var guards = []guard{
 BEGIN SELECT RAISE(ABORT, 'premis ledger is append-only'); END`},
 	{"events_no_delete", "events", `CREATE TRIGGER events_no_delete BEFORE DELETE ON events
 BEGIN SELECT RAISE(ABORT, 'premis ledger is append-only'); END`},
-	{"events_no_replace", "events", `CREATE TRIGGER events_no_replace BEFORE INSERT ON events
-WHEN EXISTS (SELECT 1 FROM events WHERE seq = NEW.seq OR key = NEW.key OR id = NEW.id)
-BEGIN SELECT RAISE(IGNORE); END`},
+	noReplace,
 	{"ledger_head_no_delete", "ledger_head", `CREATE TRIGGER ledger_head_no_delete BEFORE DELETE ON ledger_head
 BEGIN SELECT RAISE(ABORT, 'premis ledger head is append-only'); END`},
 	{"ledger_head_one_row", "ledger_head", `CREATE TRIGGER ledger_head_one_row BEFORE INSERT ON ledger_head
@@ -222,6 +222,36 @@ WHEN NEW.id IS NOT OLD.id OR NEW.event_count <= OLD.event_count
 	OR NEW.last_hash IS NOT (SELECT hash FROM events ORDER BY seq DESC LIMIT 1)
 BEGIN SELECT RAISE(ABORT, 'premis ledger head only moves forward, to the last event'); END`},
 }
+
+// noReplace is the replace guard: an INSERT whose seq, id or item key
+// (correlation id and key, the idempotency key of events_item) is stored
+// already does nothing.
+var noReplace = guard{"events_no_replace", "events", `CREATE TRIGGER events_no_replace BEFORE INSERT ON events
+WHEN EXISTS (SELECT 1 FROM events WHERE seq = NEW.seq OR (correlation_id = NEW.correlation_id AND key = NEW.key) OR id = NEW.id)
+BEGIN SELECT RAISE(IGNORE); END`}
+
+// keyGuards are the guards of a ledger written before events_item, whose
+// replace guard tested the key alone (the key was unique by itself).
+var keyGuards = func() []guard {
+	g := append([]guard(nil), guards...)
+	g[2] = guard{"events_no_replace", "events", `CREATE TRIGGER events_no_replace BEFORE INSERT ON events
+WHEN EXISTS (SELECT 1 FROM events WHERE seq = NEW.seq OR key = NEW.key OR id = NEW.id)
+BEGIN SELECT RAISE(IGNORE); END`}
+	return g
+}()
+
+// itemIndex moves a ledger written before events_item onto it: the
+// idempotency key indexed with its item, so that an item's events share
+// one index page instead of one each (a key is a hash), which also serves
+// every lookup by correlation; events_task goes, since every lookup by
+// task names the correlation too. The key's own unique index, part of the
+// table's definition, stays: an older ledger keeps that cost.
+const itemIndex = `
+CREATE UNIQUE INDEX events_item ON events(correlation_id, key);
+DROP INDEX IF EXISTS events_correlation;
+DROP INDEX IF EXISTS events_task;
+DROP TRIGGER events_no_replace;
+`
 
 // legacyGuards are the triggers of a ledger written before the chain; the
 // first two guards, created then with IF NOT EXISTS, which SQLite does not
@@ -309,8 +339,10 @@ func open(path string, pragmas ...string) (*Ledger, error) {
 
 // state is what a file holds of the schema.
 type state struct {
-	events, chained, head, latest bool
+	events, chained, head, latest, item bool
 }
+
+func (st state) current() bool { return st.events && st.chained && st.head && st.latest && st.item }
 
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -322,7 +354,8 @@ func inspect(ctx context.Context, q querier) (state, error) {
 		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'),
 		(SELECT count(*) FROM pragma_table_info('events') WHERE name IN ('prev_hash', 'hash')) = 2,
 		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_head'),
-		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'latest')`).Scan(&st.events, &st.chained, &st.head, &st.latest)
+		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'latest'),
+		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'events_item')`).Scan(&st.events, &st.chained, &st.head, &st.latest, &st.item)
 	return st, err
 }
 
@@ -333,7 +366,7 @@ func (l *Ledger) prepare(ctx context.Context) error {
 	if err != nil {
 		return mapErr(err)
 	}
-	if st.events && st.chained && st.head && st.latest {
+	if st.current() {
 		return nil
 	}
 	tx, err := l.db.BeginTx(ctx, nil)
@@ -345,12 +378,23 @@ func (l *Ledger) prepare(ctx context.Context) error {
 		return mapErr(err)
 	}
 	switch {
-	case st.events && st.chained && st.head && st.latest:
+	case st.current():
 		return nil
 	case st.events && st.chained && st.head:
-		// A ledger written before the read model: build it from the events.
-		if _, err := tx.ExecContext(ctx, latestTable+";"+fillLatest); err != nil {
-			return mapErr(err)
+		// A ledger written before the read model, or before events_item,
+		// or both.
+		if !st.item {
+			if err := checkGuards(ctx, tx, l.path, keyGuards); err != nil {
+				return fmt.Errorf("not moving a ledger onto events_item: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, itemIndex+noReplace.sql); err != nil {
+				return mapErr(err)
+			}
+		}
+		if !st.latest {
+			if _, err := tx.ExecContext(ctx, latestTable+";"+fillLatest); err != nil {
+				return mapErr(err)
+			}
 		}
 	case !st.events && !st.head:
 		if _, err := tx.ExecContext(ctx, tables+headTable+latestTable); err != nil {
@@ -365,6 +409,10 @@ func (l *Ledger) prepare(ctx context.Context) error {
 	case st.events && !st.chained && !st.head:
 		if err := l.migrate(ctx, tx); err != nil {
 			return err
+		}
+		// migrate created today's guards; the indexes are the old ones.
+		if _, err := tx.ExecContext(ctx, strings.Replace(itemIndex, "DROP TRIGGER events_no_replace;", "", 1)); err != nil {
+			return mapErr(err)
 		}
 		if _, err := tx.ExecContext(ctx, latestTable+";"+fillLatest); err != nil {
 			return mapErr(err)
@@ -477,8 +525,17 @@ func (l *Ledger) check(ctx context.Context) error {
 	return nil
 }
 
-// Guards implements premis.Auditor.
+// Guards implements premis.Auditor. A ledger written before events_item
+// (opened for audit, which moves nothing) must hold the guards it was
+// written with.
 func (l *Ledger) Guards(ctx context.Context) error {
+	st, err := inspect(ctx, l.db)
+	if err != nil {
+		return fmt.Errorf("sqlite ledger %s: guards: %w", l.path, mapErr(err))
+	}
+	if !st.item {
+		return checkGuards(ctx, l.db, l.path, keyGuards)
+	}
 	return checkGuards(ctx, l.db, l.path, guards)
 }
 
@@ -624,7 +681,7 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 			head = premis.Head{Count: head.Count + 1, Hash: hash}
 			continue
 		}
-		stored, err := scanOne(tx.StmtContext(ctx, st.byKey).QueryRowContext(ctx, e.Key))
+		stored, err := scanOne(tx.StmtContext(ctx, st.byKey).QueryRowContext(ctx, e.CorrelationID, e.Key))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("sqlite ledger: append %s: event id %s is stored already, under another key", e.Type, e.ID)
 		}

@@ -73,8 +73,9 @@ func TestReplaceCannotOverwrite(t *testing.T) {
 	t.Parallel()
 	for _, stmt := range []string{
 		replaceSeq2,
-		// By key alone, by id with a new key, by seq with a new id and key.
-		`INSERT OR REPLACE INTO events (id, key, type, datetime, outcome, object_id) SELECT 'forged', key, 'ing', datetime, 'suc', object_id FROM events WHERE seq = 2`,
+		// By item key alone (correlation and key), by id with a new key, by
+		// seq with a new id and key.
+		`INSERT OR REPLACE INTO events (id, key, correlation_id, type, datetime, outcome, object_id) SELECT 'forged', key, correlation_id, 'ing', datetime, 'suc', object_id FROM events WHERE seq = 2`,
 		`INSERT OR REPLACE INTO events (id, key, type, datetime, outcome, object_id) SELECT id, 'forged', 'ing', datetime, 'suc', object_id FROM events WHERE seq = 2`,
 		`INSERT OR REPLACE INTO events (seq, id, key, type, datetime, outcome, object_id) SELECT seq, 'forged', 'forged', 'ing', datetime, 'suc', object_id FROM events WHERE seq = 2`,
 		`REPLACE INTO events (seq, id, key, type, datetime, outcome, object_id) SELECT seq, id, key, 'ing', datetime, 'suc', object_id FROM events WHERE seq = 2`,
