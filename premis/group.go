@@ -62,10 +62,10 @@ func (g *GroupCommit) Append(ctx context.Context, events ...*Event) ([]bool, err
 	if len(events) == 0 || len(events) > g.maxEvents {
 		return g.Ledger.Append(ctx, events...)
 	}
-	// Invalid events fail here, for their caller alone.
-	if err := Prepare(events...); err != nil {
-		return nil, err
-	}
+	// Events are prepared (and an invalid one refused) by the ledger, once:
+	// a combined commit holding an invalid event fails, and each caller's
+	// events are then written on their own (see commit), so it fails its
+	// caller alone.
 	r := &groupAppend{events: events, done: make(chan struct{})}
 	select {
 	case g.reqs <- r:

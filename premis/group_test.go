@@ -1,0 +1,76 @@
+package premis_test
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lazaret/lazaret/premis"
+)
+
+// gate is a ledger whose first Append waits for release, so that the
+// appends behind it queue and are committed together; like every ledger
+// it prepares (and refuses invalid) events itself.
+type gate struct {
+	premis.Ledger
+	first   sync.Once
+	entered chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	calls   [][]*premis.Event
+}
+
+func (g *gate) Append(ctx context.Context, events ...*premis.Event) ([]bool, error) {
+	g.first.Do(func() { close(g.entered); <-g.release })
+	g.mu.Lock()
+	g.calls = append(g.calls, events)
+	g.mu.Unlock()
+	if err := premis.Prepare(events...); err != nil {
+		return nil, err
+	}
+	return make([]bool, len(events)), nil
+}
+
+func event(obj string) *premis.Event {
+	return &premis.Event{Key: obj, Type: premis.Validation, Outcome: premis.Success, ObjectID: obj, CorrelationID: obj}
+}
+
+// TestGroupCommitInvalidEventFailsItsCallerAlone: an invalid event in a
+// combined commit fails only the append it came with; the others are
+// written, and each event is prepared by the ledger alone.
+func TestGroupCommitInvalidEventFailsItsCallerAlone(t *testing.T) {
+	g := &gate{entered: make(chan struct{}), release: make(chan struct{})}
+	gc := premis.NewGroupCommit(g, 0)
+	defer gc.Stop()
+	ctx := context.Background()
+	done := make(chan error, 3)
+	go func() { _, err := gc.Append(ctx, event("first")); done <- err }()
+	<-g.entered
+	bad := event("bad")
+	bad.Outcome = "maybe"
+	go func() { _, err := gc.Append(ctx, event("good")); done <- err }()
+	go func() { _, err := gc.Append(ctx, bad); done <- err }()
+	for deadline := time.Now().Add(5 * time.Second); premis.Queued(gc) < 2; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			close(g.release)
+			t.Fatalf("%d appends queued behind the first, want 2", premis.Queued(gc))
+		}
+	}
+	close(g.release)
+	var failed int
+	for range 3 {
+		if err := <-done; err != nil {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("%d appends failed, want 1 (the invalid one)", failed)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.calls) != 4 { // first; good and bad together; then each alone
+		t.Fatalf("ledger called %d times, want 4: %v", len(g.calls), g.calls)
+	}
+}
