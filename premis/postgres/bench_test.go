@@ -80,3 +80,16 @@ func v0Appender(b *testing.B) ledgertest.AppendFunc {
 		return tx.Commit(ctx)
 	}
 }
+
+// What a worker's commit costs: an accepted master's four events an
+// Append, through the group committer, from two and eight handlers.
+//
+//	go test -run '^$' -bench AcceptedItems -benchtime 3000x ./premis/postgres/
+func BenchmarkAcceptedItemsWriters2(b *testing.B) { benchAcceptedItems(b, 2) }
+func BenchmarkAcceptedItemsWriters8(b *testing.B) { benchAcceptedItems(b, 8) }
+
+func benchAcceptedItems(b *testing.B, writers int) {
+	g := premis.NewGroupCommit(chainedLedger(b), 0)
+	defer g.Stop()
+	ledgertest.BenchAcceptedItems(b, writers, g)
+}

@@ -191,4 +191,4 @@ func benchAcceptedItems(b *testing.B, writers int) {
 	}
 	b.ReportMetric(float64(st.Size())/float64(b.N), "file-bytes/item")
 }
-func BenchmarkAcceptedItemsWriters32(b *testing.B) { benchAcceptedItems(b, 32) }
+
