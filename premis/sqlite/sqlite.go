@@ -157,7 +157,6 @@ CREATE TABLE events (
 CREATE INDEX events_object ON events(object_id);
 CREATE INDEX events_batch ON events(batch_id);
 CREATE UNIQUE INDEX events_item ON events(correlation_id, key);
-CREATE INDEX events_failure ON events(class, destination);
 CREATE INDEX events_datetime ON events(datetime);
 `
 
@@ -244,12 +243,15 @@ BEGIN SELECT RAISE(IGNORE); END`}
 // idempotency key indexed with its item, so that an item's events share
 // one index page instead of one each (a key is a hash), which also serves
 // every lookup by correlation; events_task goes, since every lookup by
-// task names the correlation too. The key's own unique index, part of the
-// table's definition, stays: an older ledger keeps that cost.
+// task names the correlation too; and events_failure, since failures are
+// listed through the read model (latest), never by scanning the events for
+// a class. The key's own unique index, part of the table's definition,
+// stays: an older ledger keeps that cost.
 const itemIndex = `
 CREATE UNIQUE INDEX events_item ON events(correlation_id, key);
 DROP INDEX IF EXISTS events_correlation;
 DROP INDEX IF EXISTS events_task;
+DROP INDEX IF EXISTS events_failure;
 DROP TRIGGER events_no_replace;
 `
 
