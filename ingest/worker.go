@@ -149,10 +149,16 @@ func (w *Worker) HandleValidate(ctx context.Context, t *asynq.Task) error {
 	return r.broker()
 }
 
+// historyDestinations are the destinations readHistory looks at: the ledger
+// leaves out, in SQL, the rest of the item's events (the submission, with
+// its envelope, above all), which it would otherwise read for every task.
+var historyDestinations = []premis.Destination{premis.Retry, premis.Accepted, premis.DeadLetter, premis.Quarantined,
+	premis.AuditHold, premis.Discarded, premis.Replayed}
+
 // readHistory fills in what the ledger knows of this task: the retries
 // Lazaret decided, and an outcome already recorded by an earlier delivery.
 func (w *Worker) readHistory(ctx context.Context, d *delivery) error {
-	evs, err := w.Ledger.Events(ctx, premis.Filter{CorrelationID: d.env.CorrelationID, TaskID: d.taskID})
+	evs, err := w.Ledger.Events(ctx, premis.Filter{CorrelationID: d.env.CorrelationID, TaskID: d.taskID, Destinations: historyDestinations})
 	if err != nil {
 		return err
 	}
