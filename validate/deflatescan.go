@@ -27,14 +27,15 @@ import (
 // bytes, so the same checksum. ok false says only "not
 // proven here", and the caller asks Go's decoder.
 //
-// It reads nothing past len(src) and allocates nothing.
-func strictDeflate(s *deflateScan, src, out []byte) bool {
+// end is the bytes of src the stream took, to the byte boundary after its
+// final block. It reads nothing past len(src) and allocates nothing.
+func strictDeflate(s *deflateScan, src, out []byte) (end int, ok bool) {
 	s.src, s.pos, s.bitbuf, s.nbits, s.over = src, 0, 0, 0, 0
 	defer func() { s.src = nil }()
 	n := 0 // bytes of out accounted for
 	for {
 		if !s.need(3) {
-			return false
+			return 0, false
 		}
 		final := s.bitbuf&1 == 1
 		typ := (s.bitbuf >> 1) & 3
@@ -44,29 +45,29 @@ func strictDeflate(s *deflateScan, src, out []byte) bool {
 			// Stored: to the byte boundary, LEN and its complement, LEN bytes.
 			s.drop(s.nbits & 7)
 			if !s.need(32) {
-				return false
+				return 0, false
 			}
 			ln, nln := uint16(s.bitbuf), uint16(s.bitbuf>>16)
 			s.drop(32)
 			if ln != ^nln {
-				return false
+				return 0, false
 			}
 			// The bytes still in the bit buffer come first; all must be
 			// the bytes out has there.
 			if len(out)-n < int(ln) {
-				return false
+				return 0, false
 			}
 			want := out[n : n+int(ln)]
 			for len(want) > 0 && s.nbits >= 8 {
 				if byte(s.bitbuf) != want[0] {
-					return false
+					return 0, false
 				}
 				s.drop(8)
 				want = want[1:]
 			}
 			if len(want) > 0 {
 				if len(src)-s.pos < len(want) || string(src[s.pos:s.pos+len(want)]) != string(want) {
-					return false
+					return 0, false
 				}
 				s.pos += len(want)
 				s.bitbuf = 0 // held nothing but bytes now skipped over
@@ -76,24 +77,27 @@ func strictDeflate(s *deflateScan, src, out []byte) bool {
 			fixedOnce.Do(buildFixed)
 			var ok bool
 			if n, ok = s.block(&fixedLit, &fixedDist, &fixedLitCodes, out, n); !ok {
-				return false
+				return 0, false
 			}
 		case 2:
 			if !s.dynamic() {
-				return false
+				return 0, false
 			}
 			var ok bool
 			if n, ok = s.block(&s.lit, &s.dist, &s.litCodes, out, n); !ok {
-				return false
+				return 0, false
 			}
 		default:
-			return false
+			return 0, false
 		}
 		if n > len(out) {
-			return false
+			return 0, false
 		}
 		if final {
-			return n == len(out) && s.overread()
+			if n != len(out) || !s.overread() {
+				return 0, false
+			}
+			return s.pos + int(s.over) - int(s.nbits/8), true
 		}
 	}
 }
@@ -487,8 +491,4 @@ func (s *deflateScan) drop(k uint) {
 
 // overread reports whether the stream ended inside src: the zero bytes
 // need loaded past its end are still unread in the bit buffer.
-func (s *deflateScan) overread() bool {
-	ok := s.nbits >= 8*s.over
-	s.over = 0
-	return ok
-}
+func (s *deflateScan) overread() bool { return s.nbits >= 8*s.over }

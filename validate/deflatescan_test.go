@@ -47,17 +47,25 @@ func deflateSamples(t testing.TB) [][]byte {
 	return out
 }
 
+func strictOK(s *deflateScan, src, out []byte) bool {
+	end, ok := strictDeflate(s, src, out)
+	if ok && (end < 1 || end > len(src)) {
+		panic("strictDeflate: end outside src")
+	}
+	return ok
+}
+
 func TestStrictDeflateAgreesWithGo(t *testing.T) {
 	var s deflateScan
 	for i, src := range deflateSamples(t) {
 		out, wok := goInflate(src)
-		if !wok || !strictDeflate(&s, src, out) {
+		if !wok || !strictOK(&s, src, out) {
 			t.Errorf("sample %d: Go %v, strict refuses", i, wok)
 		}
 		if len(out) > 0 {
 			bad := bytes.Clone(out)
 			bad[len(bad)/2]++
-			if strictDeflate(&s, src, bad) || strictDeflate(&s, src, out[:len(out)-1]) || strictDeflate(&s, src, append(out, 0)) {
+			if strictOK(&s, src, bad) || strictOK(&s, src, out[:len(out)-1]) || strictOK(&s, src, append(out, 0)) {
 				t.Errorf("sample %d: strict accepts output Go does not make", i)
 			}
 		}
@@ -76,7 +84,7 @@ func FuzzStrictDeflate(f *testing.F) {
 	var s deflateScan
 	f.Fuzz(func(t *testing.T, src []byte, at uint16) {
 		out, wok := goInflate(src)
-		if ok := strictDeflate(&s, src, out); ok != wok {
+		if ok := strictOK(&s, src, out); ok != wok {
 			t.Fatalf("strict says %v, Go says %v (%d bytes)", ok, wok, len(out))
 		}
 		if len(out) == 0 {
@@ -84,7 +92,7 @@ func FuzzStrictDeflate(f *testing.F) {
 		}
 		bad := bytes.Clone(out)
 		bad[int(at)%len(bad)]++
-		if strictDeflate(&s, src, bad) || strictDeflate(&s, src, out[:len(out)-1]) {
+		if strictOK(&s, src, bad) || strictOK(&s, src, out[:len(out)-1]) {
 			t.Fatalf("strict accepts output Go does not make")
 		}
 	})
@@ -113,7 +121,7 @@ func BenchmarkStrictDeflate(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for j := range p.BlockOffsets {
-			if !strictDeflate(&s, data[p.BlockOffsets[j]+2:p.BlockOffsets[j]+p.BlockCounts[j]], outs[j]) {
+			if !strictOK(&s, data[p.BlockOffsets[j]+2:p.BlockOffsets[j]+p.BlockCounts[j]], outs[j]) {
 				b.Fatal("strip", j)
 			}
 			n += len(outs[j])
