@@ -197,7 +197,7 @@ func TestLenientStreamsRefused(t *testing.T) {
 	t.Parallel()
 	for name, c := range lenientStreams() {
 		src, want := c[0], c[1]
-		if wi := newWholeInflater(); wi != nil {
+		if wi := newWholeInflater(); wi != nil && wholeProof { // libdeflate
 			out := make([]byte, len(want)+10)
 			if n, _, ok := wi.zlib(src, out); !ok || !bytes.Equal(out[:n], want) {
 				t.Errorf("%s: libdeflate no longer reads it (%v): the test stream is wrong", name, ok)

@@ -1,4 +1,4 @@
-//go:build !libdeflate
+//go:build !libdeflate && !zlib
 
 package validate
 
@@ -9,6 +9,10 @@ const inflateBackendName = "klauspost/compress"
 
 // wholeBackend: this build has a wholeInflater.
 const wholeBackend = false
+
+// wholeProof: whether what the wholeInflater accepts is proved with
+// strictDeflate (unused here).
+const wholeProof = false
 
 // wholeInflater stands for the libdeflate decompressor of the libdeflate
 // build; this build has none.

@@ -21,6 +21,10 @@ const inflateBackendName = "libdeflate " + C.LIBDEFLATE_VERSION_STRING
 // wholeBackend: this build has a wholeInflater.
 const wholeBackend = true
 
+// wholeProof: libdeflate reads streams Go's decoders refuse (see
+// strictDeflate), so what it accepts is proved before it counts.
+const wholeProof = true
+
 // wholeInflater is one libdeflate decompressor: for one goroutine at a
 // time (the inflater that holds it), freed when that inflater is dropped.
 type wholeInflater struct {
