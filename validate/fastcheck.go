@@ -98,9 +98,10 @@ func fastCount(r io.ReaderAt, p *Page, avail int64) (done bool, err error) {
 	}
 	readBuf := int64(min(largest, fastReadMax))
 	perWorker := fastWorkerFixed + readBuf
-	// The libdeflate build inflates a block whole, into a buffer of the
-	// most it may decompress to: charged too, or left out when the budget
-	// is short or the page's blocks are larger than wholeOutMax.
+	// A build with a whole inflater (-tags libdeflate or zlib) inflates a
+	// Deflate block whole, into a buffer of the most it may decompress to:
+	// charged too, or left out (klauspost streams) when the budget is short
+	// or the page's blocks may be larger than wholeOutMax.
 	outBuf := int64(0)
 	if wholeBackend && (p.Compression == 8 || p.Compression == 32946) {
 		if b := largestBlock(p); b <= wholeOutMax && avail/(perWorker+int64(b)) >= 1 {
@@ -188,14 +189,15 @@ func fastCount(r io.ReaderAt, p *Page, avail int64) (done bool, err error) {
 	return false, nil
 }
 
-// wholeOutMax is the largest block the libdeflate build inflates whole
-// (its output buffer); larger blocks stream through klauspost.
+// wholeOutMax is the largest block a whole inflater inflates (its output
+// buffer); pages with larger blocks stream through klauspost.
 const wholeOutMax = 8 << 20
 
 // InflateBackend names what inflates the Deflate blocks of the strict
-// count in this build: "klauspost/compress" (the default, pure Go) or
-// "libdeflate" and its version (built with -tags libdeflate). Verdicts are
-// the same either way; figures are not.
+// count in this build: "klauspost/compress" (the default, pure Go), or
+// "libdeflate" or "zlib" and the version of the system library (built with
+// -tags libdeflate or -tags zlib, through cgo). Verdicts are the same in
+// every build; figures are not.
 func InflateBackend() string { return inflateBackendName }
 
 // fastInline: a page with no more compressed bytes than this is counted
