@@ -8,7 +8,7 @@ SOAKITEMS ?= 5000
 BIN       := bin/lazaret
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build demo test unit lint fuzz fuzz-smoke soak bench generate clean
+.PHONY: all build demo test unit lint fuzz fuzz-smoke soak bench generate clean test-inflate bench-inflate
 
 all: lint test
 
@@ -45,6 +45,7 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeEnvelope$$' -fuzztime=20000x ./ingest
 	$(GO) test -run='^$$' -fuzz='^FuzzTIFFDepth$$' -fuzztime=5000x ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzFastCountAsDecoder$$' -fuzztime=5000x ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzStrictDeflate$$' -fuzztime=$(FUZZCOUNT) ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzContrl$$' -fuzztime=5000x ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=5000x ./edifact/directory
 
@@ -58,6 +59,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeEnvelope$$' -fuzztime=$(FUZZTIME) ./ingest
 	$(GO) test -run='^$$' -fuzz='^FuzzTIFFDepth$$' -fuzztime=$(FUZZTIME) ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzFastCountAsDecoder$$' -fuzztime=$(FUZZTIME) ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzStrictDeflate$$' -fuzztime=$(FUZZTIME) ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzContrl$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) ./edifact/directory
 
@@ -73,6 +75,24 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=5x ./validate ./edifact
 	$(GO) test -run='^$$' -bench='^BenchmarkNoisyVsAnchors$$' -benchtime=5x -cpu=1,2 ./validate
 	$(GO) test -run='^$$' -bench='^BenchmarkSmall$$' -benchmem -benchtime=2000x ./validate
+
+# The C inflaters of the strict count (cgo; Debian libdeflate-dev and
+# zlib1g-dev): the packages that inflate with them, then the fuzz targets
+# that hold them to the default build's verdicts.
+INFLATETAGS ?= libdeflate zlib
+test-inflate:
+	for t in $(INFLATETAGS); do \
+		$(GO) vet -tags $$t ./validate ./cmd/lazaret && \
+		$(GO) test -count=1 -tags $$t ./validate ./cmd/lazaret && \
+		$(GO) test -run='^$$' -fuzz='^FuzzInflateBackends$$' -fuzztime=5000x -tags $$t ./validate && \
+		$(GO) test -run='^$$' -fuzz='^FuzzFastCountAsDecoder$$' -fuzztime=5000x -tags $$t ./validate || exit 1; \
+	done
+
+# The noisy Deflate master against tiffinfo -D in each build, one and two cores.
+bench-inflate:
+	for t in "" $(INFLATETAGS); do \
+		$(GO) test -tags "$$t" -run='^$$' -bench='^BenchmarkNoisyVsAnchors$$/deflate' -benchtime=5x -cpu=1,2 ./validate || exit 1; \
+	done
 
 generate:
 	$(GO) generate ./fixtures

@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lazaret/lazaret/validate"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -92,9 +94,11 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *asJSON {
 		return writeJSON(stdout, struct {
 			Version string `json:"version"`
-		}{version})
+			Inflate string `json:"inflate"`
+		}{version, validate.InflateBackend()})
 	}
 	fmt.Fprintln(stdout, "lazaret", version)
+	fmt.Fprintln(stdout, "inflate:", validate.InflateBackend())
 	return nil
 }
 

@@ -497,7 +497,7 @@ func TestBenchCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out, stderr)
 	}
-	for _, row := range []string{"EDIFACT parse", "small masters accepted", "small masters dead-lettered", "50 open failures"} {
+	for _, row := range []string{"inflate: ", "noisy Deflate", "EDIFACT parse", "small masters accepted", "small masters dead-lettered", "50 open failures"} {
 		if !strings.Contains(out, row) {
 			t.Errorf("bench printed no %q row:\n%s", row, out)
 		}
