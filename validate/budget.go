@@ -134,14 +134,12 @@ type inflater struct {
 	// errors reported still come from the standard library's decoders.)
 	lzw *lzwTable
 	kz  io.ReadCloser // klauspost zlib, reused
-	// wi and out, when out's capacity is not 0 (the strict count of a
-	// libdeflate or zlib build), inflate a Deflate block read whole into out
-	// in one call (see inflateWhole). Anything else (a block that does not
-	// fit, bad data, a bomb, a stream only libdeflate reads) is counted by
-	// klauspost as without them.
+	// wi and out, when out's capacity is not 0 (the strict count of the
+	// zlib build), inflate a Deflate block read whole into out in one call
+	// (see inflateWhole). Anything else (a block that does not fit, bad
+	// data, a bomb) is counted by klauspost as without them.
 	wi    *wholeInflater
 	out   []byte
-	scan  deflateScan
 	ioErr error // the first read error that was not EOF: the storage, not the data
 }
 
@@ -260,24 +258,17 @@ func (in *inflater) count(p *Page, i int, limit uint64) (got uint64, ok bool, er
 }
 
 // inflateWhole counts the zlib block src with the build's wholeInflater
-// (libdeflate or zlib), when there is one and out holds the most the block
-// may decompress to (limit-1 bytes): ok only when it read the block to its
-// checksum and, for libdeflate (wholeProof), strictDeflate proved Go's
-// decoder would read the same bytes from the same stream.
+// (zlib), when there is one and out holds the most the block may
+// decompress to (limit-1 bytes): ok only when it read the block to its
+// checksum.
 func (in *inflater) inflateWhole(src []byte, limit uint64) (got uint64, ok bool) {
 	if in.wi == nil || limit == 0 || limit-1 > uint64(cap(in.out)) || len(src) < 2 {
 		return 0, false
 	}
 	out := in.out[:limit-1]
-	n, used, ok := in.wi.zlib(src, out)
+	n, _, ok := in.wi.zlib(src, out)
 	if !ok {
 		return 0, false
-	}
-	if wholeProof {
-		end, ok := strictDeflate(&in.scan, src[2:], out[:n])
-		if !ok || 2+end+4 != used {
-			return 0, false
-		}
 	}
 	return uint64(n), true
 }

@@ -98,7 +98,7 @@ func fastCount(r io.ReaderAt, p *Page, avail int64) (done bool, err error) {
 	}
 	readBuf := int64(min(largest, fastReadMax))
 	perWorker := fastWorkerFixed + readBuf
-	// A build with a whole inflater (-tags libdeflate or zlib) inflates a
+	// A build with a whole inflater (-tags zlib) inflates a
 	// Deflate block whole, into a buffer of the most it may decompress to:
 	// charged too, or left out (klauspost streams) when the budget is short
 	// or the page's blocks may be larger than wholeOutMax.
@@ -195,8 +195,8 @@ const wholeOutMax = 8 << 20
 
 // InflateBackend names what inflates the Deflate blocks of the strict
 // count in this build: "klauspost/compress" (the default, pure Go), or
-// "libdeflate" or "zlib" and the version of the system library (built with
-// -tags libdeflate or -tags zlib, through cgo). Verdicts are the same in
+// "zlib" and the version of the system library (built with -tags zlib,
+// through cgo). Verdicts are the same in
 // every build; figures are not.
 func InflateBackend() string { return inflateBackendName }
 

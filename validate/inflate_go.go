@@ -1,21 +1,17 @@
-//go:build !libdeflate && !zlib
+//go:build !zlib
 
 package validate
 
 // inflateBackendName: this build inflates the Deflate blocks of the strict
-// count with klauspost/compress (pure Go). Build with -tags libdeflate for
-// the system libdeflate.
+// count with klauspost/compress (pure Go). Build with -tags zlib for the
+// system zlib (cgo), which inflates noisy masters 1.6-1.8 times as fast.
 const inflateBackendName = "klauspost/compress"
 
 // wholeBackend: this build has a wholeInflater.
 const wholeBackend = false
 
-// wholeProof: whether what the wholeInflater accepts is proved with
-// strictDeflate (unused here).
-const wholeProof = false
-
-// wholeInflater stands for the libdeflate decompressor of the libdeflate
-// build; this build has none.
+// wholeInflater stands for the zlib stream of the zlib build; this build
+// has none.
 type wholeInflater struct{}
 
 func newWholeInflater() *wholeInflater { return nil }

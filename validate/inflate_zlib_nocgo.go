@@ -1,4 +1,4 @@
-//go:build zlib && !libdeflate && !cgo
+//go:build zlib && !cgo
 
 package validate
 
