@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lazaret/lazaret/fixtures"
 	"github.com/lazaret/lazaret/internal/testenv"
 )
 
@@ -114,49 +115,25 @@ func zlibOf(t testing.TB, data []byte, level int) []byte {
 	return b.Bytes()
 }
 
-// bitWriter writes a Deflate stream by hand: bits low first, Huffman codes
-// high bit first.
-type bitWriter struct {
-	out   []byte
-	acc   uint64
-	nbits uint
-}
-
-func (w *bitWriter) bits(v uint64, n uint) {
-	w.acc |= v << w.nbits
-	w.nbits += n
-	for w.nbits >= 8 {
-		w.out = append(w.out, byte(w.acc))
-		w.acc >>= 8
-		w.nbits -= 8
-	}
-}
-
-func (w *bitWriter) code(c uint64, n uint) {
-	var r uint64
-	for i := uint(0); i < n; i++ {
-		r = r<<1 | (c>>i)&1
-	}
-	w.bits(r, n)
-}
+// bitWriter writes a Deflate stream by hand (fixtures.DeflateWriter),
+// with the fixed code's literals and a zlib wrapper.
+type bitWriter struct{ fixtures.DeflateWriter }
 
 // fixedLiteral writes literal b in the fixed Huffman code.
 func (w *bitWriter) fixedLiteral(b byte) {
 	if b < 144 {
-		w.code(0x30+uint64(b), 8)
+		w.Code(0x30+uint64(b), 8)
 	} else {
-		w.code(0x190+uint64(b-144), 9)
+		w.Code(0x190+uint64(b-144), 9)
 	}
 }
 
 // zlibWrap puts a zlib header before the Deflate stream of w and the
 // Adler-32 of want after it.
 func (w *bitWriter) zlibWrap(want []byte) []byte {
-	if w.nbits > 0 {
-		w.bits(0, 8-w.nbits)
-	}
+	w.Flush()
 	a := adler32.Checksum(want)
-	return append(append([]byte{0x78, 0x01}, w.out...), byte(a>>24), byte(a>>16), byte(a>>8), byte(a))
+	return append(append([]byte{0x78, 0x01}, w.Bytes...), byte(a>>24), byte(a>>16), byte(a>>8), byte(a))
 }
 
 // lenientStreams are zlib streams libdeflate decompresses (to the bytes
@@ -166,25 +143,25 @@ func lenientStreams() map[string][2][]byte {
 	// Distance symbol 30 in a fixed block (libdeflate: distance 24577 and
 	// 13 extra bits).
 	var w bitWriter
-	w.bits(1, 1) // BFINAL
-	w.bits(1, 2) // fixed
+	w.Bits(1, 1) // BFINAL
+	w.Bits(1, 2) // fixed
 	for i := 0; i < 30000; i++ {
 		w.fixedLiteral('a')
 	}
-	w.code(1, 7)  // length symbol 257: 3 bytes
-	w.code(30, 5) // distance symbol 30
-	w.bits(0, 13) // its extra bits
-	w.code(0, 7)  // end of block
+	w.Code(1, 7)  // length symbol 257: 3 bytes
+	w.Code(30, 5) // distance symbol 30
+	w.Bits(0, 13) // its extra bits
+	w.Code(0, 7)  // end of block
 	want := bytes.Repeat([]byte("a"), 30003)
 	out["distance symbol 30"] = [2][]byte{w.zlibWrap(want), want}
 	// Length symbol 286 in a fixed block (libdeflate: length 258).
 	w = bitWriter{}
-	w.bits(1, 1)
-	w.bits(1, 2)
+	w.Bits(1, 1)
+	w.Bits(1, 2)
 	w.fixedLiteral('b')
-	w.code(0xc6, 8) // literal/length symbol 286
-	w.code(0, 5)    // distance symbol 0: 1
-	w.code(0, 7)
+	w.Code(0xc6, 8) // literal/length symbol 286
+	w.Code(0, 5)    // distance symbol 0: 1
+	w.Code(0, 7)
 	want = bytes.Repeat([]byte("b"), 259)
 	out["length symbol 286"] = [2][]byte{w.zlibWrap(want), want}
 	return out
