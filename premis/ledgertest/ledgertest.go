@@ -328,6 +328,14 @@ var benchSeq atomic.Int64
 // BenchAppend appends b.N events from writers goroutines and reports
 // appends/s: the one append benchmark both ledgers run.
 func BenchAppend(b *testing.B, writers int, appendOne AppendFunc) {
+	benchWriters(b, writers, func(ctx context.Context) error {
+		return appendOne(ctx, Event(fmt.Sprint("bench-", benchSeq.Add(1)), premis.Validation, 1))
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+}
+
+// benchWriters runs op b.N times in all from writers goroutines, timed.
+func benchWriters(b *testing.B, writers int, op func(ctx context.Context) error) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -339,8 +347,7 @@ func BenchAppend(b *testing.B, writers int, appendOne AppendFunc) {
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(b.N) {
-				e := Event(fmt.Sprint("bench-", benchSeq.Add(1)), premis.Validation, 1)
-				if err := appendOne(ctx, e); err != nil {
+				if err := op(ctx); err != nil {
 					errs <- err
 					return
 				}
@@ -353,7 +360,6 @@ func BenchAppend(b *testing.B, writers int, appendOne AppendFunc) {
 	for err := range errs {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 }
 
 // AcceptedItem returns the four events a worker records for an accepted
@@ -391,33 +397,9 @@ func AcceptedItem(n int64) []*premis.Event {
 // and reports items/s and the ledger's CPU per item. Wrap the ledger in a
 // premis.GroupCommit to measure what a worker runs.
 func BenchAcceptedItems(b *testing.B, writers int, l premis.Ledger) {
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	errs := make(chan error, writers)
-	for range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				n := next.Add(1)
-				if n > int64(b.N) {
-					return
-				}
-				if _, err := l.Append(ctx, AcceptedItem(benchSeq.Add(1))...); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	benchWriters(b, writers, func(ctx context.Context) error {
+		_, err := l.Append(ctx, AcceptedItem(benchSeq.Add(1))...)
+		return err
+	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
 }

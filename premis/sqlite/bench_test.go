@@ -191,4 +191,3 @@ func benchAcceptedItems(b *testing.B, writers int) {
 	}
 	b.ReportMetric(float64(st.Size())/float64(b.N), "file-bytes/item")
 }
-

@@ -152,21 +152,7 @@ func TestMovesOnceWhenOpenedByManyAtOnce(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	writeV1(t, path, 3)
-	errs := make(chan error, 4)
-	for range 4 {
-		go func() {
-			l, err := sqlite.Open(context.Background(), path)
-			if err == nil {
-				l.Close()
-			}
-			errs <- err
-		}()
-	}
-	for range 4 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	openAtOnce(t, path, 4)
 	v, openErr := verifyFile(t, path)
 	if openErr != nil || !v.Intact() || v.Events != 3 || v.Recorded.Count != 3 {
 		t.Fatalf("open %v: %s\n%s", openErr, v, ledgertest.Problems(v))

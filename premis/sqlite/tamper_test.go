@@ -351,14 +351,12 @@ func writeV0(t testing.TB, path string, n int) []*premis.Event {
 	return evs
 }
 
-// TestMigratesOnceWhenOpenedByManyAtOnce: workers starting together on a
-// ledger written before the chain chain it once.
-func TestMigratesOnceWhenOpenedByManyAtOnce(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	writeV0(t, path, 3)
-	errs := make(chan error, 4)
-	for range 4 {
+// openAtOnce opens the ledger at path from n goroutines at once, as
+// workers starting together do; each must open it.
+func openAtOnce(t *testing.T, path string, n int) {
+	t.Helper()
+	errs := make(chan error, n)
+	for range n {
 		go func() {
 			l, err := sqlite.Open(context.Background(), path)
 			if err == nil {
@@ -367,11 +365,20 @@ func TestMigratesOnceWhenOpenedByManyAtOnce(t *testing.T) {
 			errs <- err
 		}()
 	}
-	for range 4 {
+	for range n {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestMigratesOnceWhenOpenedByManyAtOnce: workers starting together on a
+// ledger written before the chain chain it once.
+func TestMigratesOnceWhenOpenedByManyAtOnce(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	writeV0(t, path, 3)
+	openAtOnce(t, path, 4)
 	v, openErr := verifyFile(t, path)
 	if openErr != nil || !v.Intact() || v.Events != 3 || v.Recorded.Count != 3 {
 		t.Fatalf("open %v: %s\n%s", openErr, v, ledgertest.Problems(v))
