@@ -197,8 +197,9 @@ type Ledger interface {
 	// Append stores events in one transaction. An event whose Key is
 	// already stored for its item (CorrelationID; EventKey hashes the
 	// correlation in, so a key names one item) is not written again: it is
-	// filled in from the stored row and reported as not inserted. ID and DateTime are set when empty;
-	// Seq, PrevHash and Hash are set from the ledger's hash chain.
+	// filled in from the stored row and reported as not inserted. ID and
+	// DateTime are set when empty; Seq, PrevHash and Hash are set from the
+	// ledger's hash chain.
 	Append(ctx context.Context, events ...*Event) (inserted []bool, err error)
 	// Events returns the events matching f, oldest first.
 	Events(ctx context.Context, f Filter) ([]Event, error)

@@ -252,7 +252,6 @@ CREATE UNIQUE INDEX events_item ON events(correlation_id, key);
 DROP INDEX IF EXISTS events_correlation;
 DROP INDEX IF EXISTS events_task;
 DROP INDEX IF EXISTS events_failure;
-DROP TRIGGER events_no_replace;
 `
 
 // legacyGuards are the triggers of a ledger written before the chain; the
@@ -389,7 +388,7 @@ func (l *Ledger) prepare(ctx context.Context) error {
 			if err := checkGuards(ctx, tx, l.path, keyGuards); err != nil {
 				return fmt.Errorf("not moving a ledger onto events_item: %w", err)
 			}
-			if _, err := tx.ExecContext(ctx, itemIndex+noReplace.sql); err != nil {
+			if _, err := tx.ExecContext(ctx, itemIndex+"DROP TRIGGER events_no_replace;\n"+noReplace.sql); err != nil {
 				return mapErr(err)
 			}
 		}
@@ -413,7 +412,7 @@ func (l *Ledger) prepare(ctx context.Context) error {
 			return err
 		}
 		// migrate created today's guards; the indexes are the old ones.
-		if _, err := tx.ExecContext(ctx, strings.Replace(itemIndex, "DROP TRIGGER events_no_replace;", "", 1)); err != nil {
+		if _, err := tx.ExecContext(ctx, itemIndex); err != nil {
 			return mapErr(err)
 		}
 		if _, err := tx.ExecContext(ctx, latestTable+";"+fillLatest); err != nil {
