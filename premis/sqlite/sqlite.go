@@ -277,8 +277,11 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 		return nil, err
 	}
 	// Another process creating or migrating the schema at the same moment
-	// holds the write lock for a moment: wait for it rather than fail.
-	deadline := time.Now().Add(15 * time.Second)
+	// holds the write lock: wait for it rather than fail. A move onto
+	// events_item builds an index over every event (7 s a million events
+	// in C SQLite here, more in this pure-Go one), so workers started
+	// together on a large old ledger wait minutes, not seconds.
+	deadline := time.Now().Add(openWait)
 	for {
 		err := l.prepare(ctx)
 		if err == nil {
@@ -301,6 +304,9 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 	l.readModel = true
 	return l, nil
 }
+
+// openWait bounds how long Open waits for another process's schema work.
+const openWait = 10 * time.Minute
 
 // OpenAudit opens an existing chained ledger read-only, for premis.Verify
 // alone: it creates, migrates and checks nothing, so a ledger that Open
