@@ -134,14 +134,8 @@ func TestDoesNotMoveAnAlteredLedger(t *testing.T) {
 	if _, err := sqlite.Open(context.Background(), path); !errors.Is(err, premis.ErrTampered) || !strings.Contains(err.Error(), "events_no_replace: altered") {
 		t.Fatalf("open: %v, want premis.ErrTampered naming events_no_replace", err)
 	}
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'events_item'`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("events_item created (%d, %v)", n, err)
+	if n := count(t, path, `SELECT count(*) FROM sqlite_master WHERE name = 'events_item'`); n != 0 {
+		t.Fatalf("events_item created (%d)", n)
 	}
 }
 

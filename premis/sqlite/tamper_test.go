@@ -232,15 +232,24 @@ func TestOpenNeverRecreatesGuards(t *testing.T) {
 			t.Fatalf("open: %v, want premis.ErrTampered naming events_no_delete", err)
 		}
 	}
+	if n := count(t, path, `SELECT count(*) FROM sqlite_master WHERE name = 'events_no_delete'`); n != 0 {
+		t.Fatalf("the dropped trigger is back (%d)", n)
+	}
+}
+
+// count runs a count query on the file at path, past the ledger.
+func count(t *testing.T, path, query string) int {
+	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'events_no_delete'`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("the dropped trigger is back (%d, %v)", n, err)
+	if err := db.QueryRow(query).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
 	}
+	return n
 }
 
 // TestMigratesLedgerWrittenBeforeTheChain: a ledger of the schema before
@@ -306,14 +315,8 @@ func TestDoesNotMigrateAnUnguardedLedger(t *testing.T) {
 	if _, err := sqlite.Open(context.Background(), path); !errors.Is(err, premis.ErrTampered) || !strings.Contains(err.Error(), "events_no_update: missing") {
 		t.Fatalf("open: %v, want premis.ErrTampered naming events_no_update", err)
 	}
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('events') WHERE name = 'hash'`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("hash column added (%d, %v)", n, err)
+	if n := count(t, path, `SELECT count(*) FROM pragma_table_info('events') WHERE name = 'hash'`); n != 0 {
+		t.Fatalf("hash column added (%d)", n)
 	}
 }
 
