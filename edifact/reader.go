@@ -443,6 +443,19 @@ const (
 	scanSlow        // anything else: let slowNext decide
 )
 
+// skipSpace consumes the whitespace before the next segment and returns
+// where that segment starts in the buffer and the buffered bytes from
+// there.
+func (r *Reader) skipSpace() (p int, b []byte) {
+	buf := r.buf[:r.w]
+	q := uint(r.r)
+	for q < uint(len(buf)) && spaceByte[buf[q]] {
+		q++
+	}
+	r.r = int(q)
+	return int(q), buf[q:]
+}
+
 // scan is the fast path: it skips the whitespace before a segment and, when
 // a whole well-formed segment follows in the buffer, splits it into
 // s.spans in one pass, notes its first byte outside the repertoire, fills
@@ -450,13 +463,7 @@ const (
 // reached) returns scanSlow and leaves the decision, and the error, to
 // slowNext; scanMore asks for more input.
 func (r *Reader) scan(s *Segment) int {
-	buf := r.buf[:r.w]
-	p := uint(r.r)
-	for p < uint(len(buf)) && spaceByte[buf[p]] {
-		p++
-	}
-	r.r = int(p)
-	b := buf[p:]
+	p, b := r.skipSpace()
 	if len(b) < 4 {
 		return scanMore
 	}
@@ -562,7 +569,7 @@ func (r *Reader) scan(s *Segment) int {
 	}
 	s.raw = b[:end:end]
 	s.Tag = r.tags[3*t : 3*t+3]
-	r.r = int(p) + end + 1
+	r.r = p + end + 1
 	return scanDone
 }
 
@@ -639,21 +646,15 @@ func (r *Reader) count(b []byte) (end int, bad int32, st int) {
 // outside the repertoire, and reports that the message ended there.
 func (r *Reader) skip(max int, stopBad bool, unt int, ref string) (int, bool) {
 	n := 0
-	buf := r.buf[:r.w]
 	for n < max {
-		p := uint(r.r)
-		for p < uint(len(buf)) && spaceByte[buf[p]] {
-			p++
-		}
-		r.r = int(p)
-		b := buf[p:]
+		p, b := r.skipSpace()
 		if len(b) < 4 || tagIndex[b[0]]|tagIndex[b[1]]|tagIndex[b[2]] < 0 {
 			break
 		}
 		if b[0] == 'U' && b[1] == 'N' {
 			if b[2] == 'T' && ref != "" {
 				if end := r.plainUNT(b, unt+n, ref); end > 0 {
-					r.r = int(p) + end + 1
+					r.r = p + end + 1
 					r.index++
 					return n + 1, true
 				}
@@ -675,7 +676,7 @@ func (r *Reader) skip(max int, stopBad bool, unt int, ref string) (int, bool) {
 		default:
 			return n, false
 		}
-		r.r = int(p) + end + 1
+		r.r = p + end + 1
 		r.index++
 		n++
 	}
@@ -686,13 +687,7 @@ func (r *Reader) skip(max int, stopBad bool, unt int, ref string) (int, bool) {
 // reference plain data and S009 plain data and component separators, and
 // returns the bytes of both, without consuming it (consumePlain does).
 func (r *Reader) plainUNH() (ref, id []byte, ok bool) {
-	buf := r.buf[:r.w]
-	p := uint(r.r)
-	for p < uint(len(buf)) && spaceByte[buf[p]] {
-		p++
-	}
-	r.r = int(p)
-	b := buf[p:]
+	_, b := r.skipSpace()
 	if len(b) < 4 || b[0] != 'U' || b[1] != 'N' || b[2] != 'H' {
 		return nil, nil, false
 	}
