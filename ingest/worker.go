@@ -149,9 +149,10 @@ func (w *Worker) HandleValidate(ctx context.Context, t *asynq.Task) error {
 	return r.broker()
 }
 
-// historyDestinations are the destinations readHistory looks at: the ledger
-// leaves out, in SQL, the rest of the item's events (the submission, with
-// its envelope, above all), which it would otherwise read for every task.
+// historyDestinations are the destinations readHistory looks at: a retry
+// Lazaret decided, and the decisions. The ledger leaves out, in SQL, the
+// rest of the item's events (the submission, with its envelope, above all),
+// which it would otherwise read for every task.
 var historyDestinations = []premis.Destination{premis.Retry, premis.Accepted, premis.DeadLetter, premis.Quarantined,
 	premis.AuditHold, premis.Discarded, premis.Replayed}
 
@@ -165,12 +166,11 @@ func (w *Worker) readHistory(ctx context.Context, d *delivery) error {
 	retried := map[int]bool{}
 	for i := range evs {
 		e := &evs[i]
-		switch e.Destination {
-		case premis.Retry:
+		if e.Destination == premis.Retry {
 			retried[e.Attempt] = true
-		case premis.Accepted, premis.DeadLetter, premis.Quarantined, premis.AuditHold, premis.Discarded, premis.Replayed:
-			d.decided = e
+			continue
 		}
+		d.decided = e // every other destination of historyDestinations is a decision
 	}
 	d.retries, d.known = len(retried), true
 	d.attempt = d.env.Attempt + d.retries
