@@ -48,6 +48,10 @@ const chainTime = "2006-01-02T15:04:05.000000000Z"
 //	  byte_offset page segment element component tag destination
 //	  object_id batch_id correlation_id kind sha256 size puid path
 //	  attempt retries task_id replay_of agent operator envelope
+//	and, only for an event with members (Event.Members), which the
+//	members column stores,
+//	  int(number of members), then for each: text(object_id) int(number)
+//	  int(offset) text(type)
 //
 // where field is one of
 //
@@ -105,6 +109,17 @@ func ChainHash(prev string, e *Event) string {
 	c.text(e.Agent)
 	c.text(e.Operator)
 	c.bytes(e.Envelope)
+	if len(e.Members) > 0 {
+		// Hashed only when present: every event stored before members
+		// existed keeps its hash.
+		c.int(int64(len(e.Members)))
+		for _, m := range e.Members {
+			c.text(m.ObjectID)
+			c.int(int64(m.Number))
+			c.int(m.Offset)
+			c.text(m.Type)
+		}
+	}
 	return hex.EncodeToString(c.h.Sum(nil))
 }
 

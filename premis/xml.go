@@ -78,7 +78,9 @@ const (
 // (formatDesignation, and the PRONOM key when identified) and its
 // originalName relative to the batch folder when the submission recorded
 // it; a message of an interchange ("inv#ref") is a bitstream object with a
-// structural relationship to the interchange file.
+// structural relationship to the interchange file. An event with members
+// (the messages of a chunk, see Member) links each of them, and not the
+// interchange it is filed under.
 func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions) error {
 	head := opt.Head
 	if len(events) == 0 {
@@ -103,6 +105,7 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 			if parent, _, ok := strings.Cut(e.ObjectID, "#"); ok {
 				e.ObjectID = parent
 			}
+			e.Members = nil // linked to the interchange's file, which is their ObjectID
 			kept = append(kept, e)
 		}
 		if events = kept; len(events) == 0 {
@@ -111,13 +114,25 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 	}
 	objects := map[string]*object{}
 	var order []string
-	for _, e := range events {
-		o := objects[e.ObjectID]
+	objectOf := func(id string) *object {
+		o := objects[id]
 		if o == nil {
-			o = &object{id: e.ObjectID}
-			objects[e.ObjectID] = o
-			order = append(order, e.ObjectID)
+			o = &object{id: id}
+			objects[id] = o
+			order = append(order, id)
 		}
+		return o
+	}
+	for _, e := range events {
+		if len(e.Members) > 0 {
+			for _, m := range e.Members {
+				o := objectOf(m.ObjectID)
+				o.kind = e.Kind
+				o.events = append(o.events, e.ID)
+			}
+			continue
+		}
+		o := objectOf(e.ObjectID)
 		if e.SHA256 != "" {
 			o.sha = e.SHA256
 		}
@@ -465,13 +480,22 @@ func writeEvent(x *xw, e Event, sw Software, organisation string) {
 		x.close("premis:linkingAgentRole")
 		x.close("premis:linkingAgentIdentifier")
 	}
-	x.open("premis:linkingObjectIdentifier")
-	x.elem("premis:linkingObjectIdentifierType", "local")
-	x.elem("premis:linkingObjectIdentifierValue", e.ObjectID)
-	x.openAttr("premis:linkingObjectRole", "authority", "eventRelatedObjectRole", "valueURI", ObjectRoleAuthority+"sou")
-	x.text("sou")
-	x.close("premis:linkingObjectRole")
-	x.close("premis:linkingObjectIdentifier")
+	linked := []string{e.ObjectID}
+	if len(e.Members) > 0 {
+		linked = linked[:0]
+		for _, m := range e.Members {
+			linked = append(linked, m.ObjectID)
+		}
+	}
+	for _, id := range linked {
+		x.open("premis:linkingObjectIdentifier")
+		x.elem("premis:linkingObjectIdentifierType", "local")
+		x.elem("premis:linkingObjectIdentifierValue", id)
+		x.openAttr("premis:linkingObjectRole", "authority", "eventRelatedObjectRole", "valueURI", ObjectRoleAuthority+"sou")
+		x.text("sou")
+		x.close("premis:linkingObjectRole")
+		x.close("premis:linkingObjectIdentifier")
+	}
 	x.close("premis:event")
 }
 

@@ -215,3 +215,72 @@ func TestWriteXMLForImport(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteXMLLinksMembers: an event that holds the accepted messages of a
+// chunk as members links each of them, not the interchange it is filed
+// under; each is a bitstream object included in the interchange and links
+// back to the event; and for Archivematica, which links events to files
+// only, the event links the interchange's file.
+func TestWriteXMLLinksMembers(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	evs := []premis.Event{
+		{ID: "20000000-0000-4000-8000-000000000001", Type: premis.FixityCheck, DateTime: at, Outcome: premis.Success, ObjectID: "inv",
+			BatchID: "b1", Kind: "edifact", SHA256: strings.Repeat("cd", 32), Path: "/staging/b1/inv.edi", Attempt: 1},
+		{ID: "20000000-0000-4000-8000-000000000002", Type: premis.Ingestion, DateTime: at, Outcome: premis.Success, ObjectID: "inv",
+			BatchID: "b1", Kind: "edifact", Attempt: 1, Members: []premis.Member{{ObjectID: "inv#1", Number: 1, Offset: 120, Type: "IFTMIN"},
+				{ObjectID: "inv#2", Number: 2, Offset: 560, Type: "IFTMIN"}}},
+	}
+	type doc struct {
+		Objects []struct {
+			XSIType string   `xml:"http://www.w3.org/2001/XMLSchema-instance type,attr"`
+			ID      string   `xml:"objectIdentifier>objectIdentifierValue"`
+			Related string   `xml:"relationship>relatedObjectIdentifier>relatedObjectIdentifierValue"`
+			Events  []string `xml:"linkingEventIdentifier>linkingEventIdentifierValue"`
+		} `xml:"object"`
+		Events []struct {
+			ID      string   `xml:"eventIdentifier>eventIdentifierValue"`
+			Objects []string `xml:"linkingObjectIdentifier>linkingObjectIdentifierValue"`
+		} `xml:"event"`
+	}
+	read := func(opt premis.ExportOptions) doc {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := premis.WriteXMLOptions(&buf, evs, sw, opt); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "premis.xml")
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		testenv.ValidatePREMIS(t, path)
+		var d doc
+		if err := xml.Unmarshal(buf.Bytes(), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d := read(premis.ExportOptions{})
+	if len(d.Objects) != 3 {
+		t.Fatalf("%d objects, want the interchange and its two messages", len(d.Objects))
+	}
+	for i, want := range []string{"inv", "inv#1", "inv#2"} {
+		o := d.Objects[i]
+		if o.ID != want {
+			t.Fatalf("object %d is %s, want %s", i, o.ID, want)
+		}
+		wantEvents, wantType, wantRelated := evs[1].ID, "premis:bitstream", "inv"
+		if i == 0 {
+			wantEvents, wantType, wantRelated = evs[0].ID, "premis:file", ""
+		}
+		if strings.Join(o.Events, " ") != wantEvents || o.XSIType != wantType || o.Related != wantRelated {
+			t.Errorf("object %s: %s, related %q, events %v", o.ID, o.XSIType, o.Related, o.Events)
+		}
+	}
+	if got := strings.Join(d.Events[1].Objects, " "); got != "inv#1 inv#2" {
+		t.Errorf("the chunk's ing event links %q, want its members", got)
+	}
+	d = read(premis.ExportOptions{Archivematica: true})
+	if len(d.Objects) != 1 || strings.Join(d.Events[1].Objects, " ") != "inv" {
+		t.Errorf("Archivematica: %d objects, the chunk's event links %v, want the interchange's file alone", len(d.Objects), d.Events[1].Objects)
+	}
+}

@@ -4,6 +4,8 @@
 package ledgersql
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -16,10 +18,10 @@ import (
 // Select).
 const Columns = `id, key, type, datetime, detail, outcome, note, class, code, message, byte_offset, page,
 	segment, element, component, tag, destination, object_id, batch_id, correlation_id, kind, sha256, size,
-	puid, path, attempt, retries, task_id, replay_of, agent, operator, envelope`
+	puid, path, attempt, retries, task_id, replay_of, agent, operator, envelope, members`
 
 // NumColumns is the number of entries in Columns.
-const NumColumns = 32
+const NumColumns = 33
 
 // ChainColumns are the columns of the hash chain (see premis.ChainHash).
 // Reads select them first, then Columns; Insert writes prev_hash and hash
@@ -29,30 +31,60 @@ const ChainColumns = `seq, prev_hash, hash`
 // Select is the select list of every read: ChainColumns, then Columns.
 const Select = ChainColumns + `, ` + Columns
 
+// Dialect is what the two databases spell differently.
+type Dialect struct {
+	// Placeholder returns the n-th (1-based) parameter marker.
+	Placeholder func(n int) string
+	// Time turns a time into the value the database compares datetimes
+	// with.
+	Time func(time.Time) any
+	// Contains renders "text column col contains the parameter marker
+	// arg", case-sensitively.
+	Contains func(col, arg string) string
+}
+
+// ColumnsBeforeMembers are the columns of a ledger written before the
+// members column: Columns without it (NumColumns-1 of them).
+var ColumnsBeforeMembers = strings.TrimSuffix(Columns, ", members")
+
+// SelectBeforeMembers is Select from a ledger written before the members
+// column, which it reads as empty (an audit, which changes nothing).
+var SelectBeforeMembers = ChainColumns + ", " + ColumnsBeforeMembers + ", '' AS members"
+
 // Query renders a SELECT of Select from table for f, oldest first.
-// placeholder returns the n-th (1-based) parameter marker; timeArg turns a
-// time into the value the database compares datetimes with.
-func Query(table string, f premis.Filter, placeholder func(n int) string, timeArg func(time.Time) any) (string, []any) {
-	return QueryLatest(table, "", f, placeholder, timeArg)
+func Query(table string, f premis.Filter, d Dialect) (string, []any) {
+	return QueryLatest(table, "", f, d)
 }
 
 // QueryLatest is Query with the read model: when latest names the table of
 // each correlation's latest event with a destination (correlation_id, seq,
 // destination, batch_id), f.Latest selects through it — what is open now,
 // not what ever was — instead of testing every event for a later one.
-func QueryLatest(table, latest string, f premis.Filter, placeholder func(n int) string, timeArg func(time.Time) any) (string, []any) {
+func QueryLatest(table, latest string, f premis.Filter, d Dialect) (string, []any) {
 	var where []string
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
-		return placeholder(len(args))
+		return d.Placeholder(len(args))
 	}
 	eq := func(col, v string) {
 		if v != "" {
 			where = append(where, col+" = "+arg(v))
 		}
 	}
-	eq("object_id", f.ObjectID)
+	if parent, _, ok := strings.Cut(f.ObjectID, "#"); ok && f.Key == "" && f.TaskID == "" {
+		// A message: its own events, or its interchange's events that
+		// hold it among their members (found through the interchange's
+		// object, then in the members text, where a member's entry opens
+		// with its quoted object id).
+		where = append(where, "(object_id = "+arg(f.ObjectID)+" OR (object_id = "+arg(parent)+" AND members <> '' AND "+
+			d.Contains("members", arg(memberNeedle(f.ObjectID)))+"))")
+	} else {
+		eq("object_id", f.ObjectID)
+	}
+	if f.Members {
+		where = append(where, "members <> ''")
+	}
 	eq("batch_id", f.BatchID)
 	eq("correlation_id", f.CorrelationID)
 	eq("task_id", f.TaskID)
@@ -66,10 +98,10 @@ func QueryLatest(table, latest string, f premis.Filter, placeholder func(n int) 
 		where = append(where, "seq > "+arg(f.AfterSeq))
 	}
 	if !f.Since.IsZero() {
-		where = append(where, "datetime >= "+arg(timeArg(f.Since.UTC())))
+		where = append(where, "datetime >= "+arg(d.Time(f.Since.UTC())))
 	}
 	if !f.Until.IsZero() {
-		where = append(where, "datetime < "+arg(timeArg(f.Until.UTC())))
+		where = append(where, "datetime < "+arg(d.Time(f.Until.UTC())))
 	}
 	if len(f.Destinations) > 0 {
 		ph := make([]string, len(f.Destinations))
@@ -176,6 +208,61 @@ func latestPage(latest string, f premis.Filter, arg func(any) string) string {
 		parts[i] = branch(&dests[i])
 	}
 	return strings.Join(parts, " UNION ALL ")
+}
+
+// memberNeedle is what the members text holds where the member with that
+// object id begins (see EncodeMembers).
+func memberNeedle(objectID string) string {
+	q, _ := json.Marshal(objectID)
+	return "[" + string(q) + ","
+}
+
+// EncodeMembers is how the members column stores an event's members: ""
+// for none, else a JSON array holding for each member the array
+// [object_id, number, offset, type] (some 40 bytes a message, where the
+// field names would double it).
+func EncodeMembers(ms []premis.Member) (string, error) {
+	if len(ms) == 0 {
+		return "", nil
+	}
+	rows := make([][4]any, len(ms))
+	for i, m := range ms {
+		rows[i] = [4]any{m.ObjectID, m.Number, m.Offset, m.Type}
+	}
+	b, err := json.Marshal(rows)
+	return string(b), err
+}
+
+// DecodeMembers reads what EncodeMembers wrote; anything else (a column
+// written past the ledger) is an error, not a guess.
+func DecodeMembers(s string) ([]premis.Member, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var rows [][4]json.RawMessage
+	dec := json.NewDecoder(strings.NewReader(s))
+	if err := dec.Decode(&rows); err != nil {
+		return nil, fmt.Errorf("members: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("members: text after the array")
+	}
+	if len(rows) == 0 || len(rows) > premis.MaxMembers {
+		return nil, fmt.Errorf("members: %d entries, want 1 to %d", len(rows), premis.MaxMembers)
+	}
+	ms := make([]premis.Member, len(rows))
+	for i, r := range rows {
+		m := &ms[i]
+		for j, dst := range []any{&m.ObjectID, &m.Number, &m.Offset, &m.Type} {
+			if err := json.Unmarshal(r[j], dst); err != nil || len(r[j]) == 0 {
+				return nil, fmt.Errorf("members: entry %d, field %d: %v", i+1, j+1, err)
+			}
+		}
+		if m.ObjectID == "" {
+			return nil, fmt.Errorf("members: entry %d has no object id", i+1)
+		}
+	}
+	return ms, nil
 }
 
 // Insert renders the idempotent INSERT of one event into table: the

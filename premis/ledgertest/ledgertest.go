@@ -134,6 +134,70 @@ func Run(t *testing.T, open Open) {
 			}
 		}
 	})
+	t.Run("Members", func(t *testing.T) {
+		l := open(t)
+		own := Event("inv", premis.FixityCheck, 1)
+		own.Outcome, own.Class, own.Code, own.Destination, own.Kind = premis.Success, "", "", "", "edifact"
+		chunk := Event("inv", premis.Ingestion, 1)
+		chunk.Key = premis.EventKey("corr-inv/messages/1", "sha-inv", premis.Ingestion, 1)
+		chunk.Outcome, chunk.Class, chunk.Code, chunk.Destination, chunk.Kind = premis.Success, "", "", "", "edifact"
+		chunk.Members = []premis.Member{{ObjectID: "inv#1", Number: 1, Offset: 100, Type: "IFTMIN"},
+			{ObjectID: "inv#A_%25", Number: 2, Offset: 480, Type: "IFTMIN"}, {ObjectID: `inv#"q"`, Number: 3, Offset: 900, Type: "INVOIC"}}
+		msg := Event("inv#1", premis.Validation, 1) // a message with an event of its own as well
+		msg.CorrelationID, msg.Key = "corr-inv#1", premis.EventKey("corr-inv#1", "sha-inv", premis.Validation, 1)
+		if _, err := l.Append(ctx, own, chunk, msg); err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Event(ctx, chunk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(chunk.Members, got.Members); diff != "" {
+			t.Errorf("members round trip (-want +got):\n%s", diff)
+		}
+		cases := []struct {
+			name string
+			f    premis.Filter
+			want []string
+		}{
+			{"a member", premis.Filter{ObjectID: "inv#A_%25"}, []string{chunk.ID}},
+			{"a member with its own events", premis.Filter{ObjectID: "inv#1"}, []string{chunk.ID, msg.ID}},
+			{"a member whose id JSON escapes", premis.Filter{ObjectID: `inv#"q"`}, []string{chunk.ID}},
+			{"not a member", premis.Filter{ObjectID: "inv#4"}, nil},
+			{"case matters", premis.Filter{ObjectID: "inv#a_%25"}, nil},
+			{"a wildcard is not one", premis.Filter{ObjectID: "inv#A%"}, nil},
+			{"the prefix of a member", premis.Filter{ObjectID: "inv#A"}, nil},
+			{"the interchange", premis.Filter{ObjectID: "inv"}, []string{own.ID, chunk.ID}},
+			{"events with members", premis.Filter{Members: true}, []string{chunk.ID}},
+			{"a batch's events with members", premis.Filter{Members: true, BatchID: "batch-1", Types: []premis.EventType{premis.Ingestion}}, []string{chunk.ID}},
+			{"no such batch", premis.Filter{Members: true, BatchID: "batch-2"}, nil},
+			{"a member, limited", premis.Filter{ObjectID: "inv#1", Limit: 1}, []string{chunk.ID}},
+		}
+		for _, tc := range cases {
+			evs, err := l.Events(ctx, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, e := range evs {
+				ids = append(ids, e.ID)
+			}
+			if diff := cmp.Diff(tc.want, ids); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+			}
+		}
+		if v := Verify(t, l); !v.Intact() {
+			t.Errorf("ledger with members: %s\n%s", v, Problems(v))
+		}
+		big := Event("inv2", premis.Ingestion, 1)
+		big.Members = make([]premis.Member, premis.MaxMembers+1)
+		for i := range big.Members {
+			big.Members[i] = premis.Member{ObjectID: fmt.Sprintf("inv2#%d", i+1), Number: i + 1}
+		}
+		if _, err := l.Append(ctx, big); err == nil {
+			t.Errorf("an event with %d members was stored", len(big.Members))
+		}
+	})
 	t.Run("ChainsEveryAppend", func(t *testing.T) {
 		l := open(t)
 		a, b, c := Event("a", premis.Validation, 1), Event("b", premis.Validation, 1), Event("c", premis.Ingestion, 1)
@@ -280,6 +344,9 @@ func Seed(t *testing.T, l premis.Ledger) []*premis.Event {
 	evs := []*premis.Event{Event("m1", premis.Validation, 1), Event("m2", premis.FixityCheck, 1), Event("m3", premis.Validation, 1), Event("m4", premis.Validation, 1)}
 	evs[0].Outcome, evs[0].Class, evs[0].Code, evs[0].Destination, evs[0].Position = premis.Success, "", "", premis.Accepted, premis.Position{}
 	evs[1].Code = "fixity.mismatch"
+	// The last one holds members, as a chunk of an interchange's accepted
+	// messages does.
+	evs[3].Members = []premis.Member{{ObjectID: "m4#1", Number: 1, Offset: 10, Type: "IFTMIN"}, {ObjectID: "m4#2", Number: 2, Offset: 90, Type: "IFTMIN"}}
 	for _, e := range evs {
 		if _, err := l.Append(context.Background(), e); err != nil {
 			t.Fatal(err)

@@ -77,6 +77,9 @@ var (
 type Ledger struct {
 	pool *pgxpool.Pool
 	name string // user@host:port/database, for messages (no password)
+	// noMembers: an audit open of a ledger written before the members
+	// column, which Walk reads as empty.
+	noMembers bool
 	// readModel: lazaret_latest exists (Open creates it); an audit open of
 	// an older ledger answers Latest from the events alone.
 	readModel bool
@@ -118,14 +121,24 @@ CREATE TABLE lazaret_events (
 	operator       TEXT NOT NULL DEFAULT '',
 	envelope       BYTEA,
 	prev_hash      TEXT NOT NULL DEFAULT '',
-	hash           TEXT NOT NULL DEFAULT ''
+	hash           TEXT NOT NULL DEFAULT '',
+	members        TEXT NOT NULL DEFAULT ''
 );
+CREATE INDEX lazaret_events_members ON lazaret_events(batch_id, type) WHERE members <> '';
 CREATE INDEX lazaret_events_object ON lazaret_events(object_id);
 CREATE INDEX lazaret_events_batch ON lazaret_events(batch_id);
 CREATE INDEX lazaret_events_correlation ON lazaret_events(correlation_id);
 CREATE INDEX lazaret_events_task ON lazaret_events(task_id);
 CREATE INDEX lazaret_events_failure ON lazaret_events(class, destination);
 CREATE INDEX lazaret_events_datetime ON lazaret_events(datetime);
+`
+
+// membersColumn holds the members of an event that records several objects
+// (see premis.Member and ledgersql.EncodeMembers), added to a ledger
+// written before it; lazaret_events_members finds a batch's such events.
+const membersColumn = `
+ALTER TABLE lazaret_events ADD COLUMN members TEXT NOT NULL DEFAULT '';
+CREATE INDEX lazaret_events_members ON lazaret_events(batch_id, type) WHERE members <> '';
 `
 
 // The chain columns, added to a ledger written before the chain.
@@ -259,7 +272,7 @@ func OpenAudit(ctx context.Context, dsn string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.pool)
-	l.readModel = st.latest
+	l.readModel, l.noMembers = st.latest, !st.members
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("no hash chain to audit (events table %v, chain columns %v)", st.events, st.chained)
 	}
@@ -289,7 +302,7 @@ func connect(ctx context.Context, dsn string) (*Ledger, error) {
 
 // state is what the database holds of the schema, on the search path.
 type state struct {
-	events, chained, head, latest bool
+	events, chained, head, latest, members bool
 }
 
 func inspect(ctx context.Context, q interface {
@@ -300,7 +313,9 @@ func inspect(ctx context.Context, q interface {
 		(SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass('lazaret_events')
 			AND attname IN ('prev_hash', 'hash') AND NOT attisdropped) = 2,
 		to_regclass('lazaret_ledger_head') IS NOT NULL,
-		to_regclass('lazaret_latest') IS NOT NULL`).Scan(&st.events, &st.chained, &st.head, &st.latest)
+		to_regclass('lazaret_latest') IS NOT NULL,
+		EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('lazaret_events')
+			AND attname = 'members' AND NOT attisdropped)`).Scan(&st.events, &st.chained, &st.head, &st.latest, &st.members)
 	return st, err
 }
 
@@ -320,9 +335,16 @@ func (l *Ledger) prepare(ctx context.Context) error {
 	if err != nil {
 		return mapErr(err)
 	}
+	if st.events && !st.members && st.chained == st.head {
+		// Before members: the column first, since every read selects it
+		// (also the chaining of a ledger written before the chain).
+		if _, err := tx.Exec(ctx, membersColumn); err != nil {
+			return mapErr(err)
+		}
+		st.members = true
+	}
 	switch {
 	case st.events && st.chained && st.head && st.latest:
-		return nil
 	case st.events && st.chained && st.head:
 		// A ledger written before the read model: build it from the events.
 		if _, err := tx.Exec(ctx, latestTable); err != nil {
@@ -527,17 +549,22 @@ func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
 
 // Walk implements premis.Auditor. One statement: one snapshot.
 func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
-	rows, err := l.pool.Query(ctx, `SELECT `+ledgersql.Select+` FROM lazaret_events ORDER BY seq`)
+	sel := ledgersql.Select
+	if l.noMembers {
+		sel = ledgersql.SelectBeforeMembers
+	}
+	rows, err := l.pool.Query(ctx, `SELECT `+sel+` FROM lazaret_events ORDER BY seq`)
 	if err != nil {
 		return fmt.Errorf("postgres ledger: walk: %w", mapErr(err))
 	}
 	defer rows.Close()
 	for rows.Next() {
 		e, err := scanOne(rows)
-		if err != nil {
+		var me *membersError
+		if err != nil && !errors.As(err, &me) {
 			return fmt.Errorf("postgres ledger: walk: %w", mapErr(err))
 		}
-		if err := fn(e, nil); err != nil {
+		if err := fn(e, err); err != nil {
 			return err
 		}
 	}
@@ -647,10 +674,14 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 		}
 		first[e.Key] = i
 		hash := premis.ChainHash(head.Hash, e)
+		members, err := ledgersql.EncodeMembers(e.Members)
+		if err != nil {
+			return nil, fmt.Errorf("postgres ledger: append %s: %w", e.Type, err)
+		}
 		b.Queue(insert, e.ID, e.Key, string(e.Type), e.DateTime, e.Detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
 			e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, string(e.Destination), e.ObjectID, e.BatchID,
 			e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries, e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope,
-			head.Hash, hash)
+			members, head.Hash, hash)
 		inserted[i] = true
 		links[i] = premis.Event{PrevHash: head.Hash, Hash: hash}
 		head = premis.Head{Count: head.Count + 1, Hash: hash}
@@ -704,13 +735,20 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 
 func pgPlaceholder(n int) string { return fmt.Sprintf("$%d", n) }
 
+// dialect is PostgreSQL's spelling of what ledgersql renders.
+var dialect = ledgersql.Dialect{
+	Placeholder: pgPlaceholder,
+	Time:        func(t time.Time) any { return t },
+	Contains:    func(col, arg string) string { return "strpos(" + col + ", " + arg + ") > 0" },
+}
+
 // Events implements premis.Ledger.
 func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, error) {
 	latest := ""
 	if l.readModel {
 		latest = "lazaret_latest"
 	}
-	q, args := ledgersql.QueryLatest("lazaret_events", latest, f, pgPlaceholder, func(t time.Time) any { return t })
+	q, args := ledgersql.QueryLatest("lazaret_events", latest, f, dialect)
 	rows, err := l.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres ledger: query: %w", mapErr(err))
@@ -767,11 +805,16 @@ func scanOne(row pgx.Row) (premis.Event, error) {
 	var off *int64
 	var page *int32
 	var seg, el, comp, attempt, retries int32
+	var members string
 	err := row.Scan(&e.Seq, &e.PrevHash, &e.Hash, &id, &e.Key, &typ, &e.DateTime, &e.Detail, &outcome, &e.Note, &class, &e.Code, &e.Message, &off, &page,
 		&seg, &el, &comp, &e.Tag, &dest, &e.ObjectID, &e.BatchID, &e.CorrelationID, &e.Kind, &e.SHA256, &e.Size, &e.PUID, &e.Path,
-		&attempt, &retries, &e.TaskID, &e.ReplayOf, &e.Agent, &e.Operator, &e.Envelope)
+		&attempt, &retries, &e.TaskID, &e.ReplayOf, &e.Agent, &e.Operator, &e.Envelope, &members)
 	if err != nil {
 		return e, err
+	}
+	e.Members, err = ledgersql.DecodeMembers(members)
+	if err != nil {
+		err = &membersError{err}
 	}
 	e.ID, e.Type, e.Outcome, e.Class, e.Destination = id.String(), premis.EventType(typ), premis.Outcome(outcome), premis.Class(class), premis.Destination(dest)
 	e.DateTime = e.DateTime.UTC()
@@ -781,8 +824,14 @@ func scanOne(row pgx.Row) (premis.Event, error) {
 		e.Page = &p
 	}
 	e.Segment, e.Element, e.Component, e.Attempt, e.Retries = int(seg), int(el), int(comp), int(attempt), int(retries)
-	return e, nil
+	return e, err
 }
+
+// membersError: the members column holds what the ledger never writes. The
+// rest of the row is read; Walk hands it on with the error.
+type membersError struct{ err error }
+
+func (e *membersError) Error() string { return e.err.Error() }
 
 // mapErr turns conditions worth retrying (a connection that failed, a
 // serialization failure, a deadlock, too many connections, a server

@@ -144,6 +144,12 @@ func TestVerifyDetectsForgery(t *testing.T) {
 		{name: "edited column, trigger put back",
 			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "UPDATE lazaret_events SET message = 'all fine' WHERE seq = 3", restore("lazaret_events_no_change")},
 			want:   []problem{{premis.ProblemLink, 3, []string{"changed after it was written"}}}},
+		{name: "a member removed, trigger put back",
+			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "UPDATE lazaret_events SET members = (members::jsonb - 1)::text WHERE seq = 4", restore("lazaret_events_no_change")},
+			want:   []problem{{premis.ProblemLink, 4, []string{"changed after it was written"}}}},
+		{name: "members the ledger never writes, trigger put back",
+			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", `UPDATE lazaret_events SET members = '[["m4#1", 1' WHERE seq = 4`, restore("lazaret_events_no_change")},
+			want:   []problem{{premis.ProblemLink, 4, []string{"does not decode", "members"}}}},
 		{name: "edited time, trigger disabled",
 			attack:  []string{"ALTER TABLE lazaret_events DISABLE TRIGGER lazaret_events_no_change", "UPDATE lazaret_events SET datetime = datetime - interval '1 day' WHERE seq = 1"},
 			openErr: "lazaret_events_no_change: disabled",
@@ -325,11 +331,11 @@ func writeV0(t testing.TB, dsn string, n int) []*premis.Event {
 
 // v0Insert is the INSERT of the version before the chain.
 var v0Insert = func() string {
-	ph := make([]string, ledgersql.NumColumns)
+	ph := make([]string, ledgersql.NumColumns-1)
 	for i := range ph {
 		ph[i] = fmt.Sprintf("$%d", i+1)
 	}
-	return "INSERT INTO lazaret_events (" + ledgersql.Columns + ") VALUES (" + strings.Join(ph, ",") + ") ON CONFLICT (key) DO NOTHING"
+	return "INSERT INTO lazaret_events (" + ledgersql.ColumnsBeforeMembers + ") VALUES (" + strings.Join(ph, ",") + ") ON CONFLICT (key) DO NOTHING"
 }()
 
 func v0Args(e *premis.Event) []any {

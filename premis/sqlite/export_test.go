@@ -19,3 +19,6 @@ func GuardSQL(name string) string {
 	}
 	panic("no guard " + name)
 }
+
+// Dialect is the ledger's spelling of the shared SQL, for query plans.
+var Dialect = dialect

@@ -2,10 +2,14 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/ledgersql"
 	"github.com/lazaret/lazaret/premis/sqlite"
 )
 
@@ -80,5 +84,49 @@ func TestReadModelBuiltAndChecked(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("a read model with the failures deleted passes verify: %+v", v)
+	}
+}
+
+// TestMemberQueriesUseTheirIndexes: a batch's events with members are
+// found through events_members, not by reading the batch's every event
+// (batch status asks it of every batch), and a message among members
+// through its interchange's object id.
+func TestMemberQueriesUseTheirIndexes(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for f, want := range map[*premis.Filter][]string{
+		{BatchID: "b", Members: true, Types: []premis.EventType{premis.Ingestion}}: {"USING INDEX events_members"},
+		{ObjectID: "inv#1"}: {"MULTI-INDEX OR", "USING INDEX events_object"},
+	} {
+		q, args := ledgersql.QueryLatest("events", "latest", *f, sqlite.Dialect)
+		rows, err := db.Query("EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		for _, w := range want {
+			if !strings.Contains(strings.Join(plan, "; "), w) {
+				t.Errorf("%+v: plan %q, want %s", *f, plan, w)
+			}
+		}
 	}
 }

@@ -56,6 +56,9 @@ type Ledger struct {
 	// readModel: the latest table exists (Open creates it); an audit open
 	// of an older ledger answers Latest from the events alone.
 	readModel bool
+	// noMembers: an audit open of a ledger written before the members
+	// column, which Walk reads as empty.
+	noMembers bool
 }
 
 type appendStmts struct{ head, insert, byKey, move, latest *sql.Stmt }
@@ -152,12 +155,23 @@ CREATE TABLE events (
 	operator       TEXT NOT NULL DEFAULT '',
 	envelope       BLOB,
 	prev_hash      TEXT NOT NULL DEFAULT '',
-	hash           TEXT NOT NULL DEFAULT ''
+	hash           TEXT NOT NULL DEFAULT '',
+	members        TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX events_object ON events(object_id);
+CREATE INDEX events_members ON events(batch_id, type) WHERE members <> '';
 CREATE INDEX events_batch ON events(batch_id);
 CREATE UNIQUE INDEX events_item ON events(correlation_id, key);
 CREATE INDEX events_datetime ON events(datetime);
+`
+
+// membersColumn holds the members of an event that records several objects
+// (see premis.Member and ledgersql.EncodeMembers), added to a ledger
+// written before it; events_members finds a batch's such events of a type (a batch
+// status counts their members) without reading the batch's other events.
+const membersColumn = `
+ALTER TABLE events ADD COLUMN members TEXT NOT NULL DEFAULT '';
+CREATE INDEX events_members ON events(batch_id, type) WHERE members <> '';
 `
 
 // The chain columns, added to a ledger written before the chain.
@@ -320,7 +334,7 @@ func OpenAudit(ctx context.Context, path string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.db)
-	l.readModel = st.latest
+	l.readModel, l.noMembers = st.latest, !st.members
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("sqlite ledger %s: no hash chain to audit (events table %v, chain columns %v)", path, st.events, st.chained)
 	}
@@ -346,10 +360,12 @@ func open(path string, pragmas ...string) (*Ledger, error) {
 
 // state is what a file holds of the schema.
 type state struct {
-	events, chained, head, latest, item bool
+	events, chained, head, latest, item, members bool
 }
 
-func (st state) current() bool { return st.events && st.chained && st.head && st.latest && st.item }
+func (st state) current() bool {
+	return st.events && st.chained && st.head && st.latest && st.item && st.members
+}
 
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -362,7 +378,8 @@ func inspect(ctx context.Context, q querier) (state, error) {
 		(SELECT count(*) FROM pragma_table_info('events') WHERE name IN ('prev_hash', 'hash')) = 2,
 		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_head'),
 		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'latest'),
-		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'events_item')`).Scan(&st.events, &st.chained, &st.head, &st.latest, &st.item)
+		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'events_item'),
+		EXISTS (SELECT 1 FROM pragma_table_info('events') WHERE name = 'members')`).Scan(&st.events, &st.chained, &st.head, &st.latest, &st.item, &st.members)
 	return st, err
 }
 
@@ -384,9 +401,16 @@ func (l *Ledger) prepare(ctx context.Context) error {
 	if st, err = inspect(ctx, tx); err != nil { // another process may have done it meanwhile
 		return mapErr(err)
 	}
+	if st.events && !st.members && (st.chained == st.head) {
+		// Before members: the column first, since every read selects it
+		// (also the chaining of a ledger written before the chain).
+		if _, err := tx.ExecContext(ctx, membersColumn); err != nil {
+			return mapErr(err)
+		}
+		st.members = true
+	}
 	switch {
 	case st.current():
-		return nil
 	case st.events && st.chained && st.head:
 		// A ledger written before the read model, or before events_item,
 		// or both.
@@ -610,7 +634,11 @@ func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
 
 // Walk implements premis.Auditor.
 func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
-	rows, err := l.db.QueryContext(ctx, `SELECT `+ledgersql.Select+` FROM events ORDER BY seq`)
+	sel := ledgersql.Select
+	if l.noMembers {
+		sel = ledgersql.SelectBeforeMembers
+	}
+	rows, err := l.db.QueryContext(ctx, `SELECT `+sel+` FROM events ORDER BY seq`)
 	if err != nil {
 		return fmt.Errorf("sqlite ledger: walk: %w", mapErr(err))
 	}
@@ -666,10 +694,14 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	links := make([]premis.Event, len(events)) // the chain fields of those inserted
 	for i, e := range events {
 		hash := premis.ChainHash(head.Hash, e)
+		members, err := ledgersql.EncodeMembers(e.Members)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite ledger: append %s: %w", e.Type, err)
+		}
 		res, err := ins.ExecContext(ctx, e.ID, e.Key, e.Type, e.DateTime.Format(time.RFC3339Nano), e.Detail, e.Outcome,
 			e.Note, e.Class, e.Code, e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, e.Destination,
 			e.ObjectID, e.BatchID, e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries,
-			e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope, head.Hash, hash)
+			e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope, members, head.Hash, hash)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite ledger: append %s: %w", e.Type, mapErr(err))
 		}
@@ -715,13 +747,20 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 
 func sqlitePlaceholder(int) string { return "?" }
 
+// dialect is SQLite's spelling of what ledgersql renders.
+var dialect = ledgersql.Dialect{
+	Placeholder: sqlitePlaceholder,
+	Time:        func(t time.Time) any { return t.Format(time.RFC3339Nano) },
+	Contains:    func(col, arg string) string { return "instr(" + col + ", " + arg + ") > 0" },
+}
+
 // Events implements premis.Ledger.
 func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, error) {
 	latest := ""
 	if l.readModel {
 		latest = "latest"
 	}
-	q, args := ledgersql.QueryLatest("events", latest, f, sqlitePlaceholder, func(t time.Time) any { return t.Format(time.RFC3339Nano) })
+	q, args := ledgersql.QueryLatest("events", latest, f, dialect)
 	rows, err := l.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: query: %w", mapErr(err))
@@ -826,6 +865,13 @@ func scanOne(s scanner) (premis.Event, error) {
 	e.Attempt, e.Retries = int(d.int()), int(d.int())
 	e.TaskID, e.ReplayOf, e.Agent, e.Operator = d.text(), d.text(), d.text(), d.text()
 	e.Envelope = d.blob()
+	if text := d.text(); d.err == nil {
+		ms, err := ledgersql.DecodeMembers(text)
+		if err != nil {
+			d.err = &decodeError{Column: "members", Value: text, Want: "the members the ledger writes (" + err.Error() + ")"}
+		}
+		e.Members = ms
+	}
 	if d.err != nil {
 		return e, d.err
 	}

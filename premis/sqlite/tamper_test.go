@@ -158,6 +158,12 @@ func TestVerifyDetectsForgery(t *testing.T) {
 		{name: "chain fields rewritten with the row",
 			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET outcome = 'suc', hash = prev_hash WHERE seq = 2`}, restore("events_no_update")),
 			want:   []problem{{premis.ProblemLink, 2, nil}}},
+		{name: "a member removed, trigger put back",
+			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = json_remove(members, '$[1]') WHERE seq = 4`}, restore("events_no_update")),
+			want:   []problem{{premis.ProblemLink, 4, []string{"changed after it was written"}}}},
+		{name: "members the ledger never writes",
+			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = '[["m4#1", 1' WHERE seq = 4`}, restore("events_no_update")),
+			want:   []problem{{premis.ProblemLink, 4, []string{"does not decode", "members"}}}},
 		{name: "a value the ledger never writes",
 			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET attempt = 'two' WHERE seq = 1`}, restore("events_no_update")),
 			want:   []problem{{premis.ProblemLink, 1, []string{"does not decode", "attempt"}}}},
@@ -336,7 +342,7 @@ func writeV0(t testing.TB, path string, n int) []*premis.Event {
 	if _, err := db.Exec(string(schema)); err != nil {
 		t.Fatal(err)
 	}
-	insert := "INSERT INTO events (" + ledgersql.Columns + ") VALUES (?" + strings.Repeat(",?", ledgersql.NumColumns-1) + ")"
+	insert := "INSERT INTO events (" + ledgersql.ColumnsBeforeMembers + ") VALUES (?" + strings.Repeat(",?", ledgersql.NumColumns-2) + ")"
 	var evs []*premis.Event
 	for i := range n {
 		e := ledgertest.Event("old-"+string(rune('a'+i)), premis.Validation, 1)
