@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,20 +57,35 @@ func messageEnvelope(env *Envelope, ref string) *Envelope {
 const messagesPerAppend = 256
 
 // planMessages yields the events of a sound interchange: a fixity event for
-// the interchange, val and ing for every accepted message, a failure event
+// the interchange; for the messages of a chunk that are accepted, val
+// events (one for those without warnings, one for each set of warnings)
+// and one ing event, which hold them as members (premis.Member: some 40
+// bytes a message, where two events of its own took 2 KB); a failure event
 // (and a parked task) for every failing one, each message decided on its
-// own by Decide; and last, the interchange's own ing event, which tells a
-// later delivery that everything before it is recorded. The verdicts come
-// one at a time from the interchange result (a second read of a large
-// interchange, see validate.InterchangeResult.EachMessage): no more than a
-// chunk is held.
+// own by Decide; and last, the interchange's own ing event,
+// which tells a later delivery that everything before it is recorded. The
+// verdicts come one at a time from the interchange result (a second read of
+// a large interchange, see validate.InterchangeResult.EachMessage): no more
+// than a chunk is held.
 func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*premis.Event, []parcel) error) error {
 	d, env, rep, res := r.d, r.d.env, r.rep, r.ires
 	regs := w.registries()
 	detail := fmt.Sprintf("UN/EDIFACT envelope, structural, semantic and regulatory rules (%s; %s; %s)", w.Software.ID(), regs.LOCODE.Version(), regs.HS.Version())
 	var events []*premis.Event
 	var parcels []parcel
+	var accepted []acceptedMessage
+	n := 0 // messages read
+	closeChunk := func() {
+		if len(accepted) > 0 {
+			// The chunk's messages are those after the last multiple of
+			// messagesPerAppend before n.
+			from := (n-1)/messagesPerAppend*messagesPerAppend + 1
+			events = append(events, w.memberEvents(d, env, rep.SHA256, detail, from, accepted)...)
+			accepted = accepted[:0]
+		}
+	}
 	flush := func() error {
+		closeChunk()
 		if len(events) == 0 {
 			return nil
 		}
@@ -88,7 +104,6 @@ func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*prem
 		events = append(events, fix)
 	}
 	var stopped error // from flush or the drain: not the read's
-	n := 0
 	err := res.EachMessage(ctx, func(m validate.MessageResult) error {
 		if n > 0 && n%messagesPerAppend == 0 {
 			if stopped = flush(); stopped != nil {
@@ -100,6 +115,17 @@ func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*prem
 			}
 		}
 		n++
+		if m.Err == nil && env.Message == "" {
+			var warn []string
+			for _, wr := range m.Warnings {
+				warn = append(warn, wr.Code+": "+wr.Message)
+			}
+			accepted = append(accepted, acceptedMessage{
+				premis.Member{ObjectID: MessageObjectID(env.ObjectID, m.Ref), Number: m.Number, Offset: m.Offset, Type: m.Type},
+				strings.Join(warn, "; ")})
+			r.accepted++
+			return nil
+		}
 		menv := messageEnvelope(env, m.Ref)
 		if m.Err == nil {
 			val := w.deliveryEvent(d, menv, premis.Validation)
@@ -142,6 +168,7 @@ func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*prem
 		return err
 	}
 	r.messagesN = n
+	closeChunk() // before the interchange's ing, which must come last
 	if env.Message == "" {
 		ing := w.deliveryEvent(d, env, premis.Ingestion)
 		ing.Outcome, ing.SHA256, ing.Size, ing.Destination = premis.Success, rep.SHA256, rep.Size, premis.Accepted
@@ -150,6 +177,68 @@ func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*prem
 		events = append(events, ing)
 	}
 	return flush()
+}
+
+// acceptedMessage is a message of the chunk being read that passed, with
+// the warnings its validation gave ("code: message; ...", "" for none).
+type acceptedMessage struct {
+	premis.Member
+	warnings string
+}
+
+// memberEvents are the events of the messages of one chunk that were
+// accepted (in order): a val event for each set of warnings, in the order
+// they first appear (those without any first, when there are), holding
+// the messages that gave it, and one ing event holding them all. Their
+// keys name the chunk by the place of its first message read (from) and a
+// val event by its place among them, so a redelivery that reads the same
+// interchange finds them.
+func (w *Worker) memberEvents(d *delivery, env *Envelope, sha, detail string, from int, accepted []acceptedMessage) []*premis.Event {
+	chunk := fmt.Sprintf("%s/messages/%d", env.CorrelationID, from)
+	all := make([]premis.Member, len(accepted))
+	var sets []string // distinct warnings, in order of appearance
+	bySet := map[string][]premis.Member{}
+	for i, a := range accepted {
+		all[i] = a.Member
+		if _, ok := bySet[a.warnings]; !ok {
+			sets = append(sets, a.warnings)
+		}
+		bySet[a.warnings] = append(bySet[a.warnings], a.Member)
+	}
+	slices.SortStableFunc(sets, func(a, b string) int { return cmpBool(a != "", b != "") })
+	var evs []*premis.Event
+	for i, set := range sets {
+		ms := bySet[set]
+		val := w.deliveryEvent(d, env, premis.Validation)
+		val.Key = premis.EventKey(chunk+"/"+strconv.Itoa(i+1), env.SHA256, premis.Validation, d.attempt)
+		val.Outcome, val.SHA256, val.Detail, val.Members = premis.Success, sha, detail, ms
+		val.Note = fmt.Sprintf("%d message(s) of numbers %d to %d in the interchange: valid", len(ms), ms[0].Number, ms[len(ms)-1].Number)
+		if set != "" {
+			val.Outcome = premis.Warning
+			val.Note += ", with the warning(s) " + set
+		}
+		evs = append(evs, val)
+	}
+	ing := w.deliveryEvent(d, env, premis.Ingestion)
+	ing.Key = premis.EventKey(chunk, env.SHA256, premis.Ingestion, d.attempt)
+	ing.Outcome, ing.SHA256, ing.Members = premis.Success, sha, all
+	ing.Detail = "messages accepted by lazaret"
+	ing.Note = fmt.Sprintf("%d message(s) of numbers %d to %d in the interchange: accepted", len(all), all[0].Number, all[len(all)-1].Number)
+	if env.ReplayOf != "" {
+		ing.Note += " on replay of event " + env.ReplayOf
+	}
+	return append(evs, ing)
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

@@ -46,6 +46,71 @@ func messageCorr(env *ingest.Envelope, ref string) string {
 	return ingest.CorrelationID(env.BatchID, ingest.MessageObjectID(env.ObjectID, ref), env.SHA256)
 }
 
+// messageOutcomes reads from the ledger where the messages of a batch's
+// interchanges are, and how often each was settled: a message with events
+// of its own is where the last of them with a terminal destination says;
+// one held among the members of an ing event (premis.Member) is accepted.
+// Each message should be settled once.
+func messageOutcomes(t *testing.T, l premis.Ledger, batch string) (where map[string]premis.Destination, settled map[string]int) {
+	t.Helper()
+	evs, err := l.Events(context.Background(), premis.Filter{BatchID: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	where, settled = map[string]premis.Destination{}, map[string]int{}
+	for _, e := range evs {
+		switch {
+		case e.Type == premis.Ingestion && len(e.Members) > 0:
+			for _, m := range e.Members {
+				where[m.ObjectID] = premis.Accepted
+				settled[m.ObjectID]++
+			}
+		case strings.Contains(e.ObjectID, "#") && e.Destination.Terminal():
+			where[e.ObjectID] = e.Destination
+			settled[e.ObjectID]++
+		}
+	}
+	return where, settled
+}
+
+// countEvents counts a batch's events by type.
+func countEvents(t *testing.T, l premis.Ledger, batch string) map[premis.EventType]int {
+	t.Helper()
+	evs, err := l.Events(context.Background(), premis.Filter{BatchID: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := map[premis.EventType]int{}
+	for _, e := range evs {
+		c[e.Type]++
+	}
+	return c
+}
+
+// wantOnce checks that n messages settled, each once, and that the
+// messages in bad (by reference) are where it says, the rest accepted.
+func wantOnce(t *testing.T, env *ingest.Envelope, where map[string]premis.Destination, settled map[string]int, n int, bad map[string]premis.Destination) {
+	t.Helper()
+	if len(where) != n {
+		t.Errorf("%d messages settled, want %d", len(where), n)
+	}
+	for id, c := range settled {
+		if c != 1 {
+			t.Errorf("message %s settled %d times", id, c)
+		}
+	}
+	for i := 1; i <= n; i++ {
+		ref := strconv.Itoa(i)
+		want, ok := bad[ref]
+		if !ok {
+			want = premis.Accepted
+		}
+		if got := where[ingest.MessageObjectID(env.ObjectID, ref)]; got != want {
+			t.Errorf("message %s: %q, want %s", ref, got, want)
+		}
+	}
+}
+
 func TestBrokenEnvelopeIsArchivedOnceWithOffsetAndCONTRL(t *testing.T) {
 	b := setup(t, fastPolicy())
 	b.worker.Outbox = filepath.Join(b.dir, "outbox")
@@ -78,15 +143,13 @@ func TestMixedInterchangeQuarantinesOnlyTheBadMessage(t *testing.T) {
 	env := b.logistics("edi-mixed")
 	b.start()
 	b.enqueue(env)
-	for ref, want := range map[string]premis.Destination{"1": premis.Accepted, "2": premis.Quarantined, "3": premis.Accepted} {
-		ev := b.settled(messageCorr(env, ref), 10*time.Second)
-		if ev.Destination != want {
-			t.Errorf("message %s: %s, want %s", ref, ev.Destination, want)
-		}
-		if ref == "2" && (ev.Code != "edifact.locode.unknown" || ev.Segment != 6 || ev.Offset == nil) {
-			t.Errorf("message 2: %s segment %d offset %v", ev.Code, ev.Segment, ev.Offset)
-		}
+	b.settled(env.CorrelationID, 10*time.Second) // its ing comes last
+	if ev := b.settled(messageCorr(env, "2"), time.Second); ev.Destination != premis.Quarantined || ev.Code != "edifact.locode.unknown" ||
+		ev.Segment != 6 || ev.Offset == nil {
+		t.Errorf("message 2: %s %s segment %d offset %v", ev.Destination, ev.Code, ev.Segment, ev.Offset)
 	}
+	where, settled := messageOutcomes(t, b.ledger, env.BatchID)
+	wantOnce(t, env, where, settled, 3, map[string]premis.Destination{"2": premis.Quarantined})
 	parked, err := ingest.ListParked(b.insp, ingest.QueueQuarantine)
 	if err != nil || len(parked) != 1 || parked[0].Held.Envelope.Message != "2" {
 		t.Fatalf("parked %+v %v", parked, err)
@@ -172,28 +235,27 @@ func TestLargeInterchangeIsRoutedInChunks(t *testing.T) {
 	env := bigInterchange(b, "big")
 	b.start()
 	b.enqueue(env)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		evs, err := b.ledger.Events(context.Background(), premis.Filter{BatchID: "big"})
-		if err != nil {
-			t.Fatal(err)
+	b.settled(env.CorrelationID, 30*time.Second) // its ing comes last: everything before it is recorded
+	// Three chunks (256, 256, 88 messages): a val and an ing event each,
+	// holding the accepted messages; the interchange's fixity and ing.
+	if c := countEvents(t, b.ledger, "big"); c[premis.Ingestion] != 4 || c[premis.Validation] != 3 || c[premis.Quarantine] != 1 || c[premis.FixityCheck] != 1 {
+		t.Errorf("events %v", c)
+	}
+	where, settled := messageOutcomes(t, b.ledger, "big")
+	wantOnce(t, env, where, settled, 600, map[string]premis.Destination{"300": premis.Quarantined})
+	// Batch status counts the members; ItemOutcome finds one.
+	ctx := context.Background()
+	if p, err := ingest.BatchProgress(ctx, b.ledger, "big"); err != nil || p.Messages[premis.Accepted] != 599 || p.Messages[premis.Quarantined] != 1 {
+		t.Errorf("batch progress: %+v %v, want 599 messages accepted and 1 quarantined", p, err)
+	}
+	for ref, want := range map[string]premis.Destination{"1": premis.Accepted, "599": premis.Accepted, "300": premis.Quarantined} {
+		o, ok, err := ingest.ItemOutcome(ctx, b.ledger, "big", ingest.MessageObjectID("big", ref), env.SHA256)
+		if err != nil || !ok || o.Destination != want || (want == premis.Accepted) != (o.Member != nil) {
+			t.Errorf("message %s: %+v ok %v %v, want %s", ref, o, ok, err, want)
 		}
-		counts := map[premis.EventType]int{}
-		for _, e := range evs {
-			counts[e.Type]++
-		}
-		// 599 messages accepted, and the interchange itself (its ing comes
-		// last: everything before it is recorded).
-		if counts[premis.Ingestion] == 600 && counts[premis.Quarantine] == 1 {
-			if counts[premis.Validation] != 599 || counts[premis.FixityCheck] != 1 {
-				t.Errorf("events %v", counts)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events %v", counts)
-		}
-		time.Sleep(100 * time.Millisecond)
+	}
+	if _, ok, err := ingest.ItemOutcome(ctx, b.ledger, "big", ingest.MessageObjectID("big", "601"), env.SHA256); ok || err != nil {
+		t.Errorf("message 601 (there is none): ok %v %v", ok, err)
 	}
 	parked, _ := ingest.ListParked(b.insp, ingest.QueueQuarantine)
 	if len(parked) != 1 || parked[0].Held.Envelope.Message != "300" {
@@ -237,19 +299,11 @@ func TestDrainStopsAtACheckpointAndResumes(t *testing.T) {
 	b.enqueue(env)
 	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateRetry, 15*time.Second)
 	srv.Shutdown()
-	count := func() map[premis.EventType]int {
-		evs, err := b.ledger.Events(context.Background(), premis.Filter{BatchID: "drain"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := map[premis.EventType]int{}
-		for _, e := range evs {
-			c[e.Type]++
-		}
-		return c
+	if where, _ := messageOutcomes(t, b.ledger, "drain"); len(where) != 256 {
+		t.Fatalf("at the checkpoint: %d messages settled, want the first chunk of 256", len(where))
 	}
-	if c := count(); c[premis.Ingestion] != 256 || c[premis.FixityCheck] != 1 {
-		t.Fatalf("at the checkpoint: %v, want the first chunk of 256 messages", c)
+	if c := countEvents(t, b.ledger, "drain"); c[premis.Ingestion] != 1 || c[premis.FixityCheck] != 1 {
+		t.Fatalf("at the checkpoint: %v, want the fixity and the first chunk's val and ing", c)
 	}
 	// A fresh worker (not draining) picks it up.
 	old := b.worker
@@ -257,9 +311,11 @@ func TestDrainStopsAtACheckpointAndResumes(t *testing.T) {
 		Logger: old.Logger, Observe: old.Observe}
 	b.start()
 	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateCompleted, 30*time.Second)
-	if c := count(); c[premis.Ingestion] != 600 || c[premis.Quarantine] != 1 || c[premis.Validation] != 599 || c[premis.FixityCheck] != 1 {
-		t.Errorf("after the resume: %v, want 599 messages and the interchange accepted, 1 quarantined, once each", c)
+	if c := countEvents(t, b.ledger, "drain"); c[premis.Ingestion] != 4 || c[premis.Quarantine] != 1 || c[premis.Validation] != 3 || c[premis.FixityCheck] != 1 {
+		t.Errorf("after the resume: %v, want three chunks, the interchange accepted and 1 quarantined, once each", c)
 	}
+	where, settled := messageOutcomes(t, b.ledger, "drain")
+	wantOnce(t, env, where, settled, 600, map[string]premis.Destination{"300": premis.Quarantined})
 	if parked, _ := ingest.ListParked(b.insp, ingest.QueueQuarantine); len(parked) != 1 || parked[0].Held.EventID == "" {
 		t.Errorf("parked %+v", parked)
 	}

@@ -242,6 +242,15 @@ func (w *Worker) reportMessages(ctx context.Context, r *result, evs []*premis.Ev
 		if ev.Destination.Terminal() && ev.CorrelationID != r.d.env.CorrelationID {
 			w.observe(r.d.env.Kind, ev.Class, ev.Destination, ev.Code, r.d.start, ev)
 		}
+		if ev.Type == premis.Ingestion && len(ev.Members) > 0 {
+			// Each member is a message accepted, as if by an ing event of
+			// its own (counted once, with the first).
+			evs := []*premis.Event{ev}
+			for range ev.Members {
+				w.observe(r.d.env.Kind, "", premis.Accepted, "", r.d.start, evs...)
+				evs = nil
+			}
+		}
 	}
 }
 

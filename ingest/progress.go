@@ -67,7 +67,9 @@ type Progress struct {
 	// ByDestination counts items by their latest destination.
 	ByDestination map[premis.Destination]int `json:"by_destination"`
 	// Messages counts the messages of the batch's interchanges by their
-	// latest destination.
+	// latest destination: those with events of their own by the read
+	// model, those accepted as members of a chunk (premis.Member) as
+	// accepted.
 	Messages    map[premis.Destination]int `json:"messages"`
 	SubmittedAt time.Time                  `json:"submitted_at"`
 	LastAt      time.Time                  `json:"last_at"`
@@ -142,6 +144,10 @@ func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progr
 	if len(latest) == 0 && len(facts) == 0 {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownBatch, batchID)
 	}
+	chunks, err := l.Events(ctx, premis.Filter{BatchID: batchID, Members: true, Types: []premis.EventType{premis.Ingestion}})
+	if err != nil {
+		return nil, err
+	}
 	p := &Progress{BatchID: batchID, ByDestination: map[premis.Destination]int{}, Messages: map[premis.Destination]int{}}
 	if len(facts) > 0 {
 		sort.Slice(facts, func(i, j int) bool { return facts[i].Seq < facts[j].Seq })
@@ -152,12 +158,14 @@ func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progr
 		}
 		p.SubmittedAt = facts[0].DateTime
 	}
+	own := map[string]bool{} // messages with events of their own
 	for _, e := range latest {
 		if e.Kind == KindBatch {
 			continue
 		}
 		if strings.Contains(e.ObjectID, "#") {
 			p.Messages[e.Destination]++
+			own[e.ObjectID] = true
 			continue
 		}
 		p.Recorded++
@@ -181,6 +189,17 @@ func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progr
 			p.LastAt = e.DateTime
 		}
 	}
+	// A message is a member once an attempt accepts it (a later attempt
+	// of the same interchange lists it again), and one with events of its
+	// own is where they say.
+	for _, e := range chunks {
+		for _, m := range e.Members {
+			if !own[m.ObjectID] {
+				own[m.ObjectID] = true
+				p.Messages[premis.Accepted]++
+			}
+		}
+	}
 	p.Pending += max(0, p.Expected-p.Recorded) // not recorded yet at all
 	if p.Done > 0 && !p.SubmittedAt.IsZero() && p.LastAt.After(p.SubmittedAt) {
 		p.ItemsPerSecond = float64(p.Done) / p.LastAt.Sub(p.SubmittedAt).Seconds()
@@ -195,3 +214,48 @@ func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progr
 // ErrUnknownBatch: the ledger holds nothing of the batch (a mistyped id,
 // or a batch submitted to another ledger).
 var ErrUnknownBatch = errors.New("no such batch in the ledger")
+
+// Outcome is where an item (a master, an interchange or one of its
+// messages) is now, and the event that says so.
+type Outcome struct {
+	Destination premis.Destination `json:"destination"`
+	Event       premis.Event       `json:"event"`
+	// Member is the message's entry in Event when the message was accepted
+	// with the others of its chunk (premis.Member), whose ing event holds
+	// it; nil when Event is the item's own.
+	Member *premis.Member `json:"member,omitempty"`
+}
+
+// ItemOutcome reads from the ledger where the item objectID of batch
+// batchID, submitted with digest sha, is: the latest of its own events
+// with a terminal destination, or for a message of an interchange without
+// one, the ing event of the interchange that holds it among its members.
+// ok is false while the item is not settled.
+func ItemOutcome(ctx context.Context, l premis.Ledger, batchID, objectID, sha string) (out Outcome, ok bool, err error) {
+	evs, err := l.Events(ctx, premis.Filter{CorrelationID: CorrelationID(batchID, objectID, sha)})
+	if err != nil {
+		return out, false, err
+	}
+	for _, e := range evs {
+		if e.Destination.Terminal() {
+			out, ok = Outcome{Destination: e.Destination, Event: e}, true
+		}
+	}
+	parent, _, message := strings.Cut(objectID, "#")
+	if ok || !message {
+		return out, ok, nil
+	}
+	chunks, err := l.Events(ctx, premis.Filter{CorrelationID: CorrelationID(batchID, parent, sha), ObjectID: objectID, Members: true,
+		Types: []premis.EventType{premis.Ingestion}})
+	if err != nil {
+		return out, false, err
+	}
+	for _, e := range chunks {
+		for _, m := range e.Members {
+			if m.ObjectID == objectID {
+				out, ok = Outcome{Destination: premis.Accepted, Event: e, Member: &m}, true
+			}
+		}
+	}
+	return out, ok, nil
+}

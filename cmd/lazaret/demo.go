@@ -103,7 +103,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer stop()
-	corr := map[string]string{}
+	items := map[string]demoItem{}
 	expect := map[string]fixtures.Expectation{}
 	var order []string
 	submitted := 0
@@ -123,13 +123,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		for _, key := range batch.Order {
 			obj, _, _ := strings.Cut(key, "#")
-			corr[key] = ingest.CorrelationID(m.BatchID, key, sha[obj])
+			items[key] = demoItem{batch: m.BatchID, sha: sha[obj]}
 			expect[key] = batch.Expect[key]
 			order = append(order, key)
 		}
 	}
 	fmt.Fprintf(human, "submitted %d items (%d outcomes expected, one per master, interchange or message); waiting for every one to settle...\n\n", submitted, len(order))
-	final, err := waitSettled(ctx, ledger, corr, *timeout)
+	final, err := waitSettled(ctx, ledger, items, *timeout)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	bad := 0
 	var firstFailure string
 	for _, id := range order {
-		e, want := final[id], expect[id]
+		o, want := final[id], expect[id]
+		e := o.Event // what the table shows: for a member, its chunk's ing event, as the member's
+		e.Destination = o.Destination
+		if o.Member != nil {
+			e.Offset = &o.Member.Offset
+		}
 		check := "yes"
 		switch {
 		case string(e.Destination) != want.Destination || string(e.Class) != want.Class || e.Code != want.Code:
@@ -157,8 +162,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			firstFailure = id
 		}
 		if *asJSON {
-			e.Envelope = nil
-			writeJSON(stdout, demoLine{Item: id, Check: check, Event: e})
+			o.Event.Envelope = nil
+			writeJSON(stdout, demoLine{Item: id, Check: check, Outcome: o})
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, e.Destination, dash(string(e.Class)), dash(e.Code), position(e.Position),
@@ -223,9 +228,11 @@ func reasonOf(e premis.Event) string {
 
 // demoLine is one line of lazaret demo --json.
 type demoLine struct {
-	Item  string       `json:"item"`
-	Check string       `json:"check"` // "ok", or what is wrong
-	Event premis.Event `json:"event"` // the item's latest outcome
+	Item  string `json:"item"`
+	Check string `json:"check"` // "yes", or what is wrong
+	// The item's latest outcome: destination, event and, for a message
+	// accepted with its chunk, its entry there.
+	ingest.Outcome
 }
 
 func fastForward(ctx context.Context, mr *miniredis.Miniredis) {
@@ -242,28 +249,30 @@ func fastForward(ctx context.Context, mr *miniredis.Miniredis) {
 	}
 }
 
-// waitSettled polls the ledger until every item has a terminal event and
-// returns that event per object id.
-func waitSettled(ctx context.Context, l premis.Ledger, corr map[string]string, timeout time.Duration) (map[string]premis.Event, error) {
+// demoItem is what names an outcome the demo waits for, beside its object
+// id: the batch and the digest it was submitted with.
+type demoItem struct{ batch, sha string }
+
+// waitSettled polls the ledger until every item has settled and returns
+// where each is, by object id.
+func waitSettled(ctx context.Context, l premis.Ledger, items map[string]demoItem, timeout time.Duration) (map[string]ingest.Outcome, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		final := map[string]premis.Event{}
-		for obj, c := range corr {
-			evs, err := l.Events(ctx, premis.Filter{CorrelationID: c})
+		final := map[string]ingest.Outcome{}
+		for obj, it := range items {
+			o, ok, err := ingest.ItemOutcome(ctx, l, it.batch, obj, it.sha)
 			if err != nil {
 				return nil, err
 			}
-			for _, e := range evs {
-				if e.Destination.Terminal() {
-					final[obj] = e
-				}
+			if ok {
+				final[obj] = o
 			}
 		}
-		if len(final) == len(corr) {
+		if len(final) == len(items) {
 			return final, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d of %d items settled within %s", len(final), len(corr), timeout)
+			return nil, fmt.Errorf("%d of %d items settled within %s", len(final), len(items), timeout)
 		}
 		select {
 		case <-ctx.Done():
