@@ -62,11 +62,11 @@ const messagesPerAppend = 256
 // and one ing event, which hold them as members (premis.Member: some 40
 // bytes a message, where two events of its own took 2 KB); a failure event
 // (and a parked task) for every failing one, each message decided on its
-// own by Decide; and last, the interchange's own ing event,
-// which tells a later delivery that everything before it is recorded. The
-// verdicts come one at a time from the interchange result (a second read of
-// a large interchange, see validate.InterchangeResult.EachMessage): no more
-// than a chunk is held.
+// own by Decide; and last, the interchange's own ing event, which tells a
+// later delivery that everything before it is recorded. The verdicts come
+// one at a time from the interchange result (a second read of a large
+// interchange, see validate.InterchangeResult.EachMessage): no more than a
+// chunk is held.
 func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*premis.Event, []parcel) error) error {
 	d, env, rep, res := r.d, r.d.env, r.rep, r.ires
 	regs := w.registries()
@@ -205,7 +205,9 @@ func (w *Worker) memberEvents(d *delivery, env *Envelope, sha, detail string, fr
 		}
 		bySet[a.warnings] = append(bySet[a.warnings], a.Member)
 	}
-	slices.SortStableFunc(sets, func(a, b string) int { return cmpBool(a != "", b != "") })
+	if i := slices.Index(sets, ""); i > 0 {
+		sets = slices.Insert(slices.Delete(sets, i, i+1), 0, "")
+	}
 	var evs []*premis.Event
 	for i, set := range sets {
 		ms := bySet[set]
@@ -228,17 +230,6 @@ func (w *Worker) memberEvents(d *delivery, env *Envelope, sha, detail string, fr
 		ing.Note += " on replay of event " + env.ReplayOf
 	}
 	return append(evs, ing)
-}
-
-// cmpBool orders false before true.
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,13 +168,27 @@ func TestWorkerRoutesLargeInterchangeInBoundedMemory(t *testing.T) {
 	if want := fmt.Sprintf("%d message(s): %d accepted, 0 parked, 0 other", messages, messages); evs[len(evs)-1].Note != want {
 		t.Errorf("interchange ing note %q, want %q", evs[len(evs)-1].Note, want)
 	}
-	// Every message is a member of exactly one ing event, in order.
-	next := 1
+	// Every message is a member of exactly one ing event, in order, and of
+	// one val event: the fixture's VERMAS messages (D99B, which the
+	// directory lacks) of one that warns so.
+	next, validated, warned := 1, 0, 0
 	for _, e := range evs[1 : len(evs)-1] {
 		if e.Destination != "" || len(e.Members) == 0 {
 			t.Fatalf("chunk event %s %s: destination %q, %d members", e.Type, e.ID, e.Destination, len(e.Members))
 		}
-		if e.Type != premis.Ingestion {
+		if e.Type == premis.Validation {
+			validated += len(e.Members)
+			for _, m := range e.Members {
+				if w := m.Type == "VERMAS"; w != (e.Outcome == premis.Warning) {
+					t.Fatalf("val event %s (%s, %q) holds message %d, a %s", e.ID, e.Outcome, e.Note, m.Number, m.Type)
+				}
+			}
+			if e.Outcome == premis.Warning {
+				warned += len(e.Members)
+				if !strings.Contains(e.Note, "edifact.directory.unknown") {
+					t.Fatalf("val event %s warns %q, not of the missing directory", e.ID, e.Note)
+				}
+			}
 			continue
 		}
 		for _, m := range e.Members {
@@ -183,8 +198,8 @@ func TestWorkerRoutesLargeInterchangeInBoundedMemory(t *testing.T) {
 			next++
 		}
 	}
-	if next-1 != messages {
-		t.Errorf("%d messages accepted as members, want %d", next-1, messages)
+	if next-1 != messages || validated != messages || warned == 0 {
+		t.Errorf("%d messages accepted as members and %d validated (%d with warnings), want %d", next-1, validated, warned, messages)
 	}
 	last := ingest.MessageObjectID("large", strconv.Itoa(messages))
 	if got, err := l.Events(context.Background(), premis.Filter{ObjectID: last}); err != nil || len(got) != 2 ||
