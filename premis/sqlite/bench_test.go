@@ -191,3 +191,59 @@ func benchAcceptedItems(b *testing.B, writers int) {
 	}
 	b.ReportMetric(float64(st.Size())/float64(b.N), "file-bytes/item")
 }
+
+// BenchmarkCommitFloor is what SQLite itself asks of one durable commit in
+// this build (WAL, synchronous=FULL, one writer), below any ledger: a
+// transaction of one small row, and one shaped like a group of two
+// accepted masters (eight rows of 1 KB, four indexes on hashed keys).
+// Against BenchmarkAcceptedItemsWriters2 it says how much of an item's
+// commit is the record and how much the database.
+//
+//	go test -run '^$' -bench CommitFloor -benchtime 3000x ./premis/sqlite/
+func BenchmarkCommitFloor(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		indexes string
+		rows    int
+		pad     int
+	}{
+		{"one-small-row", "", 1, 5},
+		{"eight-1KB-rows-four-indexes", `CREATE UNIQUE INDEX ia ON t(a); CREATE INDEX ib ON t(b, a); CREATE INDEX ic ON t(c); CREATE INDEX id ON t(d);`, 8, 1000},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			q := url.Values{}
+			for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)"} {
+				q.Add("_pragma", p)
+			}
+			q.Set("_txlock", "immediate")
+			db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "floor.db")+"?"+q.Encode())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			db.SetMaxOpenConns(1)
+			if _, err := db.Exec(`CREATE TABLE t (seq INTEGER PRIMARY KEY, a TEXT, b TEXT, c TEXT, d TEXT, x TEXT);` + c.indexes); err != nil {
+				b.Fatal(err)
+			}
+			pad := strings.Repeat("x", c.pad)
+			b.ResetTimer()
+			for i := range b.N {
+				tx, err := db.Begin()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for r := range c.rows {
+					key := premis.EventKey(fmt.Sprint(i), "sha", premis.Validation, r)
+					if _, err := tx.Exec(`INSERT INTO t (a, b, c, d, x) VALUES (?, ?, ?, ?, ?)`, key, premis.EventKey(fmt.Sprint(i), "", "", 0),
+						fmt.Sprint("obj-", i), "batch", pad); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+		})
+	}
+}
