@@ -52,6 +52,7 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzFastCountAsDecoder$$' -fuzztime=5000x ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzContrl$$' -fuzztime=5000x ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=5000x ./edifact/directory
+	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=20000x ./premis/ledgersql
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZTIME) ./validate
@@ -65,6 +66,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzFastCountAsDecoder$$' -fuzztime=$(FUZZTIME) ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzContrl$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) ./edifact/directory
+	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=$(FUZZTIME) ./premis/ledgersql
 
 soak:
 	LAZARET_SOAK_ITEMS=$(SOAKITEMS) $(GO) test -count=1 -run='^TestSoak$$' -v ./ingest

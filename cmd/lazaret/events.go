@@ -101,8 +101,23 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TIME\tOBJECT\tTYPE\tOUTCOME\tCLASS\tDESTINATION\tCODE\tWHERE\tOFFSET\tATTEMPT")
 		for _, e := range evs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", e.DateTime.Format("2006-01-02T15:04:05.000Z"), cell(e.ObjectID), e.Type,
-				e.Outcome, dash(string(e.Class)), dash(string(e.Destination)), dash(cell(e.Code)), position(e.Position), int64OrDash(e.Offset), e.Attempt)
+			obj, dest, off := e.ObjectID, string(e.Destination), e.Offset
+			if len(e.Members) > 0 {
+				// An event of a chunk of accepted messages: the message
+				// asked for, or how many it holds; an ing event of a chunk
+				// accepts them.
+				obj = fmt.Sprintf("%s (%d messages)", e.ObjectID, len(e.Members))
+				for _, m := range e.Members {
+					if m.ObjectID == *object {
+						obj, off = m.ObjectID+" (member)", &m.Offset
+					}
+				}
+				if e.Type == premis.Ingestion {
+					dest = string(premis.Accepted) + " (members)"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", e.DateTime.Format("2006-01-02T15:04:05.000Z"), cell(obj), e.Type,
+				e.Outcome, dash(string(e.Class)), dash(dest), dash(cell(e.Code)), position(e.Position), int64OrDash(off), e.Attempt)
 		}
 		return tw.Flush()
 	}

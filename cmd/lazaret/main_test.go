@@ -174,6 +174,11 @@ func TestDemoAndExport(t *testing.T) {
 	if _, _, code := runCmd(t, "events", "export", "--ledger", ledger, "--format", "premis-xml", "--object", "no-such-object"); code == 0 {
 		t.Error("an export that matches nothing must fail")
 	}
+	// A message accepted with its chunk: the chunk's events, named as it.
+	out, _, code = runCmd(t, "events", "ls", "--ledger", ledger, "--object", "edi-mixed#3")
+	if code != 0 || strings.Count(out, "edi-mixed#3 (member)") != 2 || !strings.Contains(out, "accept (members)") || !strings.Contains(out, " 560 ") {
+		t.Errorf("events ls --object edi-mixed#3: exit %d\n%s", code, out)
+	}
 	out, _, code = runCmd(t, "events", "ls", "--ledger", ledger, "--batch", fixtures.ArchiveBatchID, "--json")
 	if code != 0 || strings.Count(out, "\n") < 10 {
 		t.Errorf("events ls: exit %d, %d lines", code, strings.Count(out, "\n"))
