@@ -144,7 +144,7 @@ func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progr
 	if len(latest) == 0 && len(facts) == 0 {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownBatch, batchID)
 	}
-	chunks, err := l.Events(ctx, premis.Filter{BatchID: batchID, Members: true, Types: []premis.EventType{premis.Ingestion}})
+	chunks, err := l.Events(ctx, premis.Filter{BatchID: batchID, HasMembers: true, Types: []premis.EventType{premis.Ingestion}})
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func ItemOutcome(ctx context.Context, l premis.Ledger, batchID, objectID, sha st
 	if ok || !message {
 		return out, ok, nil
 	}
-	chunks, err := l.Events(ctx, premis.Filter{CorrelationID: CorrelationID(batchID, parent, sha), ObjectID: objectID, Members: true,
+	chunks, err := l.Events(ctx, premis.Filter{CorrelationID: CorrelationID(batchID, parent, sha), ObjectID: objectID, HasMembers: true,
 		Types: []premis.EventType{premis.Ingestion}})
 	if err != nil {
 		return out, false, err

@@ -219,8 +219,8 @@ type Filter struct {
 	Destination Destination
 	// Destinations, when set, matches any of them.
 	Destinations []Destination
-	// Members keeps only events that record members (Event.Members).
-	Members bool
+	// HasMembers keeps only events that hold members (Event.Members).
+	HasMembers bool
 	// Latest keeps only events that say where their item is now: an event
 	// with a destination and no later event of the same item (correlation
 	// id) with one. The ledger answers it in SQL, so a listing of open

@@ -16,9 +16,7 @@ import (
 // Columns lists the event columns in the order both ledgers insert them
 // and premis.ChainHash encodes them. Reads select ChainColumns first (see
 // Select).
-const Columns = `id, key, type, datetime, detail, outcome, note, class, code, message, byte_offset, page,
-	segment, element, component, tag, destination, object_id, batch_id, correlation_id, kind, sha256, size,
-	puid, path, attempt, retries, task_id, replay_of, agent, operator, envelope, members`
+const Columns = ColumnsBeforeMembers + `, members`
 
 // NumColumns is the number of entries in Columns.
 const NumColumns = 33
@@ -41,11 +39,25 @@ type Dialect struct {
 	// Contains renders "text column col contains the parameter marker
 	// arg", case-sensitively.
 	Contains func(col, arg string) string
+	// BeforeMembers: the ledger was written before the members column (an
+	// audit open, which adds nothing): it is read as empty, and no event
+	// has members.
+	BeforeMembers bool
+}
+
+// Select is the select list of the ledger d speaks to.
+func (d Dialect) Select() string {
+	if d.BeforeMembers {
+		return SelectBeforeMembers
+	}
+	return Select
 }
 
 // ColumnsBeforeMembers are the columns of a ledger written before the
 // members column: Columns without it (NumColumns-1 of them).
-var ColumnsBeforeMembers = strings.TrimSuffix(Columns, ", members")
+const ColumnsBeforeMembers = `id, key, type, datetime, detail, outcome, note, class, code, message, byte_offset, page,
+	segment, element, component, tag, destination, object_id, batch_id, correlation_id, kind, sha256, size,
+	puid, path, attempt, retries, task_id, replay_of, agent, operator, envelope`
 
 // SelectBeforeMembers is Select from a ledger written before the members
 // column, which it reads as empty (an audit, which changes nothing).
@@ -72,7 +84,7 @@ func QueryLatest(table, latest string, f premis.Filter, d Dialect) (string, []an
 			where = append(where, col+" = "+arg(v))
 		}
 	}
-	if parent, _, ok := strings.Cut(f.ObjectID, "#"); ok && f.Key == "" && f.TaskID == "" {
+	if parent, _, ok := strings.Cut(f.ObjectID, "#"); ok && mayHoldMembers(f) && !d.BeforeMembers {
 		// A message: its own events, or its interchange's events that
 		// hold it among their members (found through the interchange's
 		// object, then in the members text, where a member's entry opens
@@ -82,7 +94,10 @@ func QueryLatest(table, latest string, f premis.Filter, d Dialect) (string, []an
 	} else {
 		eq("object_id", f.ObjectID)
 	}
-	if f.Members {
+	switch {
+	case f.HasMembers && d.BeforeMembers:
+		where = append(where, "1 = 0")
+	case f.HasMembers:
 		where = append(where, "members <> ''")
 	}
 	eq("batch_id", f.BatchID)
@@ -152,7 +167,7 @@ func QueryLatest(table, latest string, f premis.Filter, d Dialect) (string, []an
 		}
 		where = append(where, "type IN ("+strings.Join(ph, ", ")+")")
 	}
-	q := "SELECT " + Select + " FROM " + table
+	q := "SELECT " + d.Select() + " FROM " + table
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -161,6 +176,15 @@ func QueryLatest(table, latest string, f premis.Filter, d Dialect) (string, []an
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
 	return q, args
+}
+
+// mayHoldMembers says whether an event with members (which has no
+// destination, class or code, and whose key, task and correlation are its
+// interchange's) can match f: else a lookup by a message's object id needs
+// not search the members of its interchange's events.
+func mayHoldMembers(f premis.Filter) bool {
+	return f.Key == "" && f.TaskID == "" && !f.Latest && f.Destination == "" && len(f.Destinations) == 0 && f.Class == "" && f.Code == "" &&
+		f.Outcome != premis.Failure
 }
 
 // latestAnswers says whether the read model alone answers f: no filter on
@@ -220,7 +244,7 @@ func memberNeedle(objectID string) string {
 // EncodeMembers is how the members column stores an event's members: ""
 // for none, else a JSON array holding for each member the array
 // [object_id, number, offset, type] (some 40 bytes a message, where the
-// field names would double it).
+// field names would double it), at most MaxMembersText bytes.
 func EncodeMembers(ms []premis.Member) (string, error) {
 	if len(ms) == 0 {
 		return "", nil
@@ -230,14 +254,26 @@ func EncodeMembers(ms []premis.Member) (string, error) {
 		rows[i] = [4]any{m.ObjectID, m.Number, m.Offset, m.Type}
 	}
 	b, err := json.Marshal(rows)
+	if err == nil && len(b) > MaxMembersText {
+		err = fmt.Errorf("members: %d bytes, more than %d", len(b), MaxMembersText)
+	}
 	return string(b), err
 }
 
-// DecodeMembers reads what EncodeMembers wrote; anything else (a column
-// written past the ledger) is an error, not a guess.
+// MaxMembersText bounds the members column of one event.
+const MaxMembersText = 8 << 20
+
+// DecodeMembers reads what EncodeMembers wrote, byte for byte: the chain
+// hashes the members, not their text, and a lookup searches the text, so a
+// text that decodes to the same members but is written otherwise (escaped
+// letters, spaces, an extra field) would hide a member from lookups while
+// the chain still verifies. Anything else is an error, not a guess.
 func DecodeMembers(s string) ([]premis.Member, error) {
 	if s == "" {
 		return nil, nil
+	}
+	if len(s) > MaxMembersText {
+		return nil, fmt.Errorf("members: %d bytes, more than %d", len(s), MaxMembersText)
 	}
 	var rows [][4]json.RawMessage
 	dec := json.NewDecoder(strings.NewReader(s))
@@ -254,13 +290,19 @@ func DecodeMembers(s string) ([]premis.Member, error) {
 	for i, r := range rows {
 		m := &ms[i]
 		for j, dst := range []any{&m.ObjectID, &m.Number, &m.Offset, &m.Type} {
-			if err := json.Unmarshal(r[j], dst); err != nil || len(r[j]) == 0 {
-				return nil, fmt.Errorf("members: entry %d, field %d: %v", i+1, j+1, err)
+			if len(r[j]) == 0 {
+				return nil, fmt.Errorf("members: entry %d has no field %d", i+1, j+1)
+			}
+			if err := json.Unmarshal(r[j], dst); err != nil {
+				return nil, fmt.Errorf("members: entry %d, field %d: %w", i+1, j+1, err)
 			}
 		}
 		if m.ObjectID == "" {
 			return nil, fmt.Errorf("members: entry %d has no object id", i+1)
 		}
+	}
+	if again, err := EncodeMembers(ms); err != nil || again != s {
+		return nil, errors.New("members: not written as the ledger writes them (the text was changed past the ledger)")
 	}
 	return ms, nil
 }

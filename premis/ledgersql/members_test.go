@@ -19,9 +19,17 @@ func FuzzMembers(f *testing.F) {
 	f.Add(`[["a",1,2,"b"],["c",3,4,"d"]]`, `a","b`, `["a",`, int64(0), "")
 	f.Add(`[[null,1,2,3]]`, `x\"y`, "x", int64(-1), "[")
 	f.Add(`[["",0,0,""]] junk`, "", "a,", int64(1<<62), `"],["`)
+	f.Add(`[["\u0069nv#1",1,64,"IFTMIN"]]`, "inv#1", "", int64(0), "")
+	f.Add(`[ ["inv#1",1,64,"IFTMIN",5]]`, "inv#1", "", int64(0), "")
 	f.Fuzz(func(t *testing.T, column, id1, id2 string, offset int64, typ string) {
 		if ms, err := DecodeMembers(column); err == nil && (len(ms) == 0) != (column == "") || len(ms) > premis.MaxMembers {
 			t.Fatalf("DecodeMembers(%q) = %d members, %v", column, len(ms), err)
+		} else if err == nil {
+			// Only the ledger's own text decodes: no other spelling of the
+			// same members can hide one from a lookup.
+			if again, _ := EncodeMembers(ms); again != column {
+				t.Fatalf("DecodeMembers accepted %q, which the ledger writes as %q", column, again)
+			}
 		}
 		id1, id2, typ = strings.ToValidUTF8(id1, "?"), strings.ToValidUTF8(id2, "?"), strings.ToValidUTF8(typ, "?")
 		if id1 == "" {

@@ -168,9 +168,9 @@ func Run(t *testing.T, open Open) {
 			{"a wildcard is not one", premis.Filter{ObjectID: "inv#A%"}, nil},
 			{"the prefix of a member", premis.Filter{ObjectID: "inv#A"}, nil},
 			{"the interchange", premis.Filter{ObjectID: "inv"}, []string{own.ID, chunk.ID}},
-			{"events with members", premis.Filter{Members: true}, []string{chunk.ID}},
-			{"a batch's events with members", premis.Filter{Members: true, BatchID: "batch-1", Types: []premis.EventType{premis.Ingestion}}, []string{chunk.ID}},
-			{"no such batch", premis.Filter{Members: true, BatchID: "batch-2"}, nil},
+			{"events with members", premis.Filter{HasMembers: true}, []string{chunk.ID}},
+			{"a batch's events with members", premis.Filter{HasMembers: true, BatchID: "batch-1", Types: []premis.EventType{premis.Ingestion}}, []string{chunk.ID}},
+			{"no such batch", premis.Filter{HasMembers: true, BatchID: "batch-2"}, nil},
 			{"a member, limited", premis.Filter{ObjectID: "inv#1", Limit: 1}, []string{chunk.ID}},
 		}
 		for _, tc := range cases {
@@ -469,4 +469,28 @@ func BenchAcceptedItems(b *testing.B, writers int, l premis.Ledger) {
 		return err
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+}
+
+// ReadsBeforeMembers checks what the read commands ask of a ledger written
+// before the members column, opened for audit (which adds nothing): its
+// events (stored as want, in order), one by id, a message's, and those
+// with members (none).
+func ReadsBeforeMembers(t *testing.T, l premis.Ledger, want []*premis.Event) {
+	t.Helper()
+	ctx := context.Background()
+	evs, err := l.Events(ctx, premis.Filter{})
+	if err != nil || len(evs) != len(want) {
+		t.Fatalf("events of a ledger before members: %d, %v, want %d", len(evs), err, len(want))
+	}
+	if e, err := l.Event(ctx, want[0].ID); err != nil || e.Key != want[0].Key || len(e.Members) != 0 {
+		t.Errorf("event %s by id: %+v, %v", want[0].ID, e, err)
+	}
+	for _, f := range []premis.Filter{{ObjectID: want[0].ObjectID + "#1"}, {HasMembers: true}, {HasMembers: true, BatchID: want[0].BatchID}} {
+		if evs, err := l.Events(ctx, f); err != nil || len(evs) != 0 {
+			t.Errorf("%+v on a ledger before members: %d events, %v", f, len(evs), err)
+		}
+	}
+	if evs, err := l.Events(ctx, premis.Filter{ObjectID: want[0].ObjectID}); err != nil || len(evs) == 0 || evs[0].ID != want[0].ID {
+		t.Errorf("object %s: %d events, %v", want[0].ObjectID, len(evs), err)
+	}
 }

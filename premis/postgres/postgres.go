@@ -336,8 +336,9 @@ func (l *Ledger) prepare(ctx context.Context) error {
 		return mapErr(err)
 	}
 	if st.events && !st.members && st.chained == st.head {
-		// Before members: the column first, since every read selects it
-		// (also the chaining of a ledger written before the chain).
+		// A ledger written before members gets the column before anything
+		// here reads its events: every read selects it, migrate's chaining
+		// of a ledger written before the chain too.
 		if _, err := tx.Exec(ctx, membersColumn); err != nil {
 			return mapErr(err)
 		}
@@ -549,10 +550,7 @@ func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
 
 // Walk implements premis.Auditor. One statement: one snapshot.
 func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
-	sel := ledgersql.Select
-	if l.noMembers {
-		sel = ledgersql.SelectBeforeMembers
-	}
+	sel := l.dialect().Select()
 	rows, err := l.pool.Query(ctx, `SELECT `+sel+` FROM lazaret_events ORDER BY seq`)
 	if err != nil {
 		return fmt.Errorf("postgres ledger: walk: %w", mapErr(err))
@@ -735,6 +733,14 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 
 func pgPlaceholder(n int) string { return fmt.Sprintf("$%d", n) }
 
+// dialect is the ledger's SQL: PostgreSQL's spelling, and whether the
+// table has the members column (an audit open of an older ledger adds none).
+func (l *Ledger) dialect() ledgersql.Dialect {
+	d := dialect
+	d.BeforeMembers = l.noMembers
+	return d
+}
+
 // dialect is PostgreSQL's spelling of what ledgersql renders.
 var dialect = ledgersql.Dialect{
 	Placeholder: pgPlaceholder,
@@ -748,7 +754,7 @@ func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, e
 	if l.readModel {
 		latest = "lazaret_latest"
 	}
-	q, args := ledgersql.QueryLatest("lazaret_events", latest, f, dialect)
+	q, args := ledgersql.QueryLatest("lazaret_events", latest, f, l.dialect())
 	rows, err := l.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres ledger: query: %w", mapErr(err))
@@ -773,7 +779,7 @@ func (l *Ledger) Event(ctx context.Context, id string) (premis.Event, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
 	}
-	e, err := scanOne(l.pool.QueryRow(ctx, `SELECT `+ledgersql.Select+` FROM lazaret_events WHERE id = $1`, id))
+	e, err := scanOne(l.pool.QueryRow(ctx, `SELECT `+l.dialect().Select()+` FROM lazaret_events WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
 	}

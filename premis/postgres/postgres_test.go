@@ -52,6 +52,35 @@ func TestAppendOnly(t *testing.T) {
 	}
 }
 
+// TestAuditReadsALedgerBeforeMembers: the read commands (which open for
+// audit) answer on a ledger written before the members column.
+func TestAuditReadsALedgerBeforeMembers(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	l, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := []*premis.Event{ledgertest.Event("old-a", premis.Validation, 1), ledgertest.Event("old-b", premis.Validation, 1)}
+	if _, err := l.Append(ctx, evs...); err != nil {
+		t.Fatal(err)
+	}
+	// What a ledger of the version before holds: no members column.
+	if err := postgres.Exec(ctx, l, "ALTER TABLE lazaret_events DROP COLUMN members"); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	a, err := postgres.OpenAudit(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ledgertest.ReadsBeforeMembers(t, a, evs)
+	if v := ledgertest.Verify(t, a); !v.Intact() || v.Events != 2 {
+		t.Errorf("audit of a ledger before members: %s\n%s", v, ledgertest.Problems(v))
+	}
+}
+
 // TestManyProcessesOneLedger: several ledgers (as on several machines) open
 // the same database at once and append the same redelivered events; each
 // key is stored once.

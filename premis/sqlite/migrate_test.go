@@ -82,6 +82,7 @@ func TestMovesLedgerOntoItemIndex(t *testing.T) {
 	if v := ledgertest.Verify(t, a); !v.Intact() || v.Events != 3 {
 		t.Fatalf("the old ledger, audited before the move: %s\n%s", v, ledgertest.Problems(v))
 	}
+	ledgertest.ReadsBeforeMembers(t, a, old) // what events ls, export and batch status ask
 	a.Close()
 	l, err := sqlite.Open(ctx, path)
 	if err != nil {

@@ -105,7 +105,7 @@ func TestMemberQueriesUseTheirIndexes(t *testing.T) {
 	}
 	defer db.Close()
 	for f, want := range map[*premis.Filter][]string{
-		{BatchID: "b", Members: true, Types: []premis.EventType{premis.Ingestion}}: {"USING INDEX events_members"},
+		{BatchID: "b", HasMembers: true, Types: []premis.EventType{premis.Ingestion}}: {"USING INDEX events_members"},
 		{ObjectID: "inv#1"}: {"MULTI-INDEX OR", "USING INDEX events_object"},
 	} {
 		q, args := ledgersql.QueryLatest("events", "latest", *f, sqlite.Dialect)

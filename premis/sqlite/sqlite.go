@@ -402,8 +402,9 @@ func (l *Ledger) prepare(ctx context.Context) error {
 		return mapErr(err)
 	}
 	if st.events && !st.members && (st.chained == st.head) {
-		// Before members: the column first, since every read selects it
-		// (also the chaining of a ledger written before the chain).
+		// A ledger written before members gets the column before anything
+		// here reads its events: every read selects it, migrate's chaining
+		// of a ledger written before the chain too.
 		if _, err := tx.ExecContext(ctx, membersColumn); err != nil {
 			return mapErr(err)
 		}
@@ -634,10 +635,7 @@ func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
 
 // Walk implements premis.Auditor.
 func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
-	sel := ledgersql.Select
-	if l.noMembers {
-		sel = ledgersql.SelectBeforeMembers
-	}
+	sel := l.dialect().Select()
 	rows, err := l.db.QueryContext(ctx, `SELECT `+sel+` FROM events ORDER BY seq`)
 	if err != nil {
 		return fmt.Errorf("sqlite ledger: walk: %w", mapErr(err))
@@ -747,6 +745,14 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 
 func sqlitePlaceholder(int) string { return "?" }
 
+// dialect is the ledger's SQL: SQLite's spelling, and whether the file
+// has the members column (an audit open of an older ledger adds none).
+func (l *Ledger) dialect() ledgersql.Dialect {
+	d := dialect
+	d.BeforeMembers = l.noMembers
+	return d
+}
+
 // dialect is SQLite's spelling of what ledgersql renders.
 var dialect = ledgersql.Dialect{
 	Placeholder: sqlitePlaceholder,
@@ -760,7 +766,7 @@ func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, e
 	if l.readModel {
 		latest = "latest"
 	}
-	q, args := ledgersql.QueryLatest("events", latest, f, dialect)
+	q, args := ledgersql.QueryLatest("events", latest, f, l.dialect())
 	rows, err := l.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: query: %w", mapErr(err))
@@ -782,7 +788,7 @@ func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, e
 
 // Event implements premis.Ledger.
 func (l *Ledger) Event(ctx context.Context, id string) (premis.Event, error) {
-	e, err := scanOne(l.db.QueryRowContext(ctx, `SELECT `+ledgersql.Select+` FROM events WHERE id = ?`, id))
+	e, err := scanOne(l.db.QueryRowContext(ctx, `SELECT `+l.dialect().Select()+` FROM events WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
 	}
@@ -868,7 +874,7 @@ func scanOne(s scanner) (premis.Event, error) {
 	if text := d.text(); d.err == nil {
 		ms, err := ledgersql.DecodeMembers(text)
 		if err != nil {
-			d.err = &decodeError{Column: "members", Value: text, Want: "the members the ledger writes (" + err.Error() + ")"}
+			d.err = &decodeError{Column: "members", Value: truncated(text), Want: "the members the ledger writes (" + err.Error() + ")"}
 		}
 		e.Members = ms
 	}
@@ -876,6 +882,15 @@ func scanOne(s scanner) (premis.Event, error) {
 		return e, d.err
 	}
 	return e, nil
+}
+
+// truncated is a long column text as an error names it: its start, quoted.
+func truncated(s string) string {
+	const keep = 80
+	if len(s) > keep {
+		return fmt.Sprintf("%q (%d bytes)", s[:keep], len(s))
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 // decoder reads the values of one row in column order, keeping the first

@@ -161,6 +161,10 @@ func TestVerifyDetectsForgery(t *testing.T) {
 		{name: "a member removed, trigger put back",
 			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = json_remove(members, '$[1]') WHERE seq = 4`}, restore("events_no_update")),
 			want:   []problem{{premis.ProblemLink, 4, []string{"changed after it was written"}}}},
+		{name: "a member's id spelled otherwise, trigger put back",
+			// The same members to the chain, but a lookup would miss m4#2.
+			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = replace(members, '"m4#2"', '"\u006d4#2"') WHERE seq = 4`}, restore("events_no_update")),
+			want:   []problem{{premis.ProblemLink, 4, []string{"does not decode", "not written as the ledger writes them"}}}},
 		{name: "members the ledger never writes",
 			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = '[["m4#1", 1' WHERE seq = 4`}, restore("events_no_update")),
 			want:   []problem{{premis.ProblemLink, 4, []string{"does not decode", "members"}}}},
