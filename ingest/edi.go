@@ -116,13 +116,9 @@ func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*prem
 		}
 		n++
 		if m.Err == nil && env.Message == "" {
-			var warn []string
-			for _, wr := range m.Warnings {
-				warn = append(warn, wr.Code+": "+wr.Message)
-			}
 			accepted = append(accepted, acceptedMessage{
 				premis.Member{ObjectID: MessageObjectID(env.ObjectID, m.Ref), Number: m.Number, Offset: m.Offset, Type: m.Type},
-				strings.Join(warn, "; ")})
+				warningText(m.Warnings)})
 			r.accepted++
 			return nil
 		}
@@ -135,9 +131,7 @@ func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*prem
 			val.Note = fmt.Sprintf("message %s (%s), number %d in the interchange", m.Ref, m.Type, m.Number)
 			if len(m.Warnings) > 0 {
 				val.Outcome = premis.Warning
-				for _, wr := range m.Warnings {
-					val.Note += "; " + wr.Code + ": " + wr.Message
-				}
+				val.Note += "; " + warningText(m.Warnings)
 			}
 			ing := w.deliveryEvent(d, menv, premis.Ingestion)
 			ing.Outcome, ing.SHA256, ing.Destination, ing.Detail = premis.Success, rep.SHA256, premis.Accepted, "message accepted by lazaret"
@@ -190,8 +184,8 @@ type acceptedMessage struct {
 // accepted (in order): a val event for each set of warnings, in the order
 // they first appear (those without any first, when there are), holding
 // the messages that gave it, and one ing event holding them all. Their
-// keys name the chunk by the place of its first message read (from) and a
-// val event by its place among them, so a redelivery that reads the same
+// keys name the chunk by the place of its first message read (from), and
+// a val event by its warnings, so a redelivery that reads the same
 // interchange finds them.
 func (w *Worker) memberEvents(d *delivery, env *Envelope, sha, detail string, from int, accepted []acceptedMessage) []*premis.Event {
 	chunk := fmt.Sprintf("%s/messages/%d", env.CorrelationID, from)
@@ -209,10 +203,10 @@ func (w *Worker) memberEvents(d *delivery, env *Envelope, sha, detail string, fr
 		sets = slices.Insert(slices.Delete(sets, i, i+1), 0, "")
 	}
 	var evs []*premis.Event
-	for i, set := range sets {
+	for _, set := range sets {
 		ms := bySet[set]
 		val := w.deliveryEvent(d, env, premis.Validation)
-		val.Key = premis.EventKey(chunk+"/"+strconv.Itoa(i+1), env.SHA256, premis.Validation, d.attempt)
+		val.Key = premis.EventKey(chunk+"/"+set, env.SHA256, premis.Validation, d.attempt)
 		val.Outcome, val.SHA256, val.Detail, val.Members = premis.Success, sha, detail, ms
 		val.Note = fmt.Sprintf("%d message(s) of numbers %d to %d in the interchange: valid", len(ms), ms[0].Number, ms[len(ms)-1].Number)
 		if set != "" {

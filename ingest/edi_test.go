@@ -243,8 +243,19 @@ func TestLargeInterchangeIsRoutedInChunks(t *testing.T) {
 	}
 	where, settled := messageOutcomes(t, b.ledger, "big")
 	wantOnce(t, env, where, settled, 600, map[string]premis.Destination{"300": premis.Quarantined})
-	// Batch status counts the members; ItemOutcome finds one.
+	// Batch status lists and counts the members; ItemOutcome finds one.
 	ctx := context.Background()
+	st, err := ingest.BatchStatus(ctx, b.ledger, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[premis.Destination]int{}
+	for _, it := range st {
+		listed[it.Destination]++
+	}
+	if listed[premis.Accepted] != 600 || listed[premis.Quarantined] != 1 || len(st) != 601 { // 599 messages and the interchange
+		t.Errorf("batch status lists %v (%d items), want 600 accepted (599 messages, the interchange) and 1 quarantined", listed, len(st))
+	}
 	if p, err := ingest.BatchProgress(ctx, b.ledger, "big"); err != nil || p.Messages[premis.Accepted] != 599 || p.Messages[premis.Quarantined] != 1 {
 		t.Errorf("batch progress: %+v %v, want 599 messages accepted and 1 quarantined", p, err)
 	}

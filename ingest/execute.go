@@ -184,7 +184,7 @@ func (w *Worker) commit(ctx context.Context, r *result) error {
 		}
 	}
 	err := w.plan(ctx, r, func(evs []*premis.Event, parcels []parcel) error {
-		skip, err := w.chunkRecorded(ctx, r, evs, parcels)
+		skip, parcels, err := w.chunkRecorded(ctx, r, evs, parcels)
 		if err != nil {
 			return fmt.Errorf("ledger: %w", err)
 		}
@@ -243,12 +243,11 @@ func (w *Worker) reportMessages(ctx context.Context, r *result, evs []*premis.Ev
 			w.observe(r.d.env.Kind, ev.Class, ev.Destination, ev.Code, r.d.start, ev)
 		}
 		if ev.Type == premis.Ingestion && len(ev.Members) > 0 {
-			// Each member is a message accepted, as if by an ing event of
-			// its own (counted once, with the first).
-			evs := []*premis.Event{ev}
-			for range ev.Members {
-				w.observe(r.d.env.Kind, "", premis.Accepted, "", r.d.start, evs...)
-				evs = nil
+			// Each member is a message accepted; the event itself is
+			// counted once, with the first.
+			w.observe(r.d.env.Kind, "", premis.Accepted, "", r.d.start, ev)
+			for range len(ev.Members) - 1 {
+				w.observe(r.d.env.Kind, "", premis.Accepted, "", r.d.start)
 			}
 		}
 	}
@@ -256,27 +255,36 @@ func (w *Worker) reportMessages(ctx context.Context, r *result, evs []*premis.Ev
 
 // chunkRecorded reports whether a redelivered interchange's chunk of
 // events is already in the ledger (written by a delivery that stopped at a
-// checkpoint or died), so that resuming costs a parse, not the writes. It
-// fills the parcels' events in from the ledger.
-func (w *Worker) chunkRecorded(ctx context.Context, r *result, evs []*premis.Event, parcels []parcel) (bool, error) {
+// checkpoint or died), so that resuming costs a parse, not the writes. A
+// chunk is appended in one transaction, so its last event stored means all
+// of it is: what was decided then stands. It fills the parcels' events in
+// from the ledger, and drops a parcel this delivery planned that the
+// recorded chunk does not hold (a message whose verdict changed since,
+// with a registry refreshed between the deliveries): that message was
+// decided already, and is not parked now.
+func (w *Worker) chunkRecorded(ctx context.Context, r *result, evs []*premis.Event, parcels []parcel) (bool, []parcel, error) {
 	if !r.perMessage || r.d.retried == 0 || len(evs) == 0 {
-		return false, nil
+		return false, parcels, nil
 	}
 	got, err := w.Ledger.Events(ctx, premis.Filter{CorrelationID: evs[len(evs)-1].CorrelationID, Key: evs[len(evs)-1].Key, Limit: 1})
 	if err != nil || len(got) == 0 {
-		return false, err
+		return false, parcels, err
 	}
-	for i := range parcels {
-		stored, err := w.Ledger.Events(ctx, premis.Filter{CorrelationID: parcels[i].ev.CorrelationID, Key: parcels[i].ev.Key, Limit: 1})
+	kept := parcels[:0]
+	for _, p := range parcels {
+		stored, err := w.Ledger.Events(ctx, premis.Filter{CorrelationID: p.ev.CorrelationID, Key: p.ev.Key, Limit: 1})
 		if err != nil {
-			return false, err
+			return false, parcels, err
 		}
 		if len(stored) == 0 {
-			return false, nil // not all there after all: append, which adds only what is missing
+			w.Logger.LogAttrs(ctx, slog.LevelWarn, "redelivery finds a message decided otherwise in its recorded chunk; the recorded decision stands",
+				slog.String(AttrObjectID, p.ev.ObjectID), slog.String(AttrCode, p.ev.Code), slog.Int(AttrAttempt, p.ev.Attempt))
+			continue
 		}
-		*parcels[i].ev = stored[0]
+		*p.ev = stored[0]
+		kept = append(kept, p)
 	}
-	return true, nil
+	return true, kept, nil
 }
 
 // ErrDraining: the worker is shutting down and the task stopped at a
@@ -322,11 +330,7 @@ func (w *Worker) acceptEvents(r *result) []*premis.Event {
 	val.Note = fmt.Sprintf("%d page(s), %d checked to the pixel data", rep.Pages, rep.Decoded)
 	if len(rep.Warnings) > 0 {
 		val.Outcome = premis.Warning
-		msgs := make([]string, 0, len(rep.Warnings))
-		for _, wr := range rep.Warnings {
-			msgs = append(msgs, wr.Code+": "+wr.Message)
-		}
-		val.Note += "; warnings: " + strings.Join(msgs, "; ")
+		val.Note += "; warnings: " + warningText(rep.Warnings)
 	}
 	ing := w.deliveryEvent(d, env, premis.Ingestion)
 	ing.Outcome, ing.PUID, ing.SHA256, ing.Destination = premis.Success, rep.PUID, rep.SHA256, premis.Accepted
@@ -335,6 +339,16 @@ func (w *Worker) acceptEvents(r *result) []*premis.Event {
 		ing.Note = "accepted on replay of event " + env.ReplayOf
 	}
 	return []*premis.Event{fix, form, val, ing}
+}
+
+// warningText is how an event's note gives warnings: "code: message",
+// joined by "; " ("" for none).
+func warningText(ws []validate.Warning) string {
+	parts := make([]string, len(ws))
+	for i, wr := range ws {
+		parts[i] = wr.Code + ": " + wr.Message
+	}
+	return strings.Join(parts, "; ")
 }
 
 // deliveryEvent is newEvent for this delivery's attempt and task.

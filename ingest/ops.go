@@ -588,16 +588,32 @@ type ItemStatus struct {
 }
 
 // BatchStatus is every item's latest outcome in a batch, from the ledger:
-// submitted items that no worker has settled show as submitted.
+// submitted items that no worker has settled show as submitted; a message
+// accepted with its chunk (premis.Member) shows as accepted by the chunk's
+// ing event, unless it has events of its own.
 func BatchStatus(ctx context.Context, l premis.Ledger, batchID string) ([]ItemStatus, error) {
 	latest, err := l.Events(ctx, premis.Filter{BatchID: batchID, Latest: true})
 	if err != nil {
 		return nil, err
 	}
+	chunks, err := acceptedChunks(ctx, l, batchID)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]ItemStatus, 0, len(latest))
+	listed := map[string]bool{}
 	for _, e := range latest {
 		out = append(out, ItemStatus{ObjectID: e.ObjectID, Kind: e.Kind, Destination: e.Destination, Class: e.Class, Code: e.Code,
 			EventID: e.ID, Attempt: e.Attempt, At: e.DateTime})
+		listed[e.ObjectID] = true
+	}
+	for _, e := range chunks {
+		for _, m := range e.Members {
+			if !listed[m.ObjectID] {
+				listed[m.ObjectID] = true
+				out = append(out, ItemStatus{ObjectID: m.ObjectID, Kind: e.Kind, Destination: premis.Accepted, EventID: e.ID, Attempt: e.Attempt, At: e.DateTime})
+			}
+		}
 	}
 	return out, nil
 }

@@ -144,7 +144,7 @@ func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progr
 	if len(latest) == 0 && len(facts) == 0 {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownBatch, batchID)
 	}
-	chunks, err := l.Events(ctx, premis.Filter{BatchID: batchID, HasMembers: true, Types: []premis.EventType{premis.Ingestion}})
+	chunks, err := acceptedChunks(ctx, l, batchID)
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +209,12 @@ func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progr
 		}
 	}
 	return p, nil
+}
+
+// acceptedChunks are the ing events of a batch that accept messages of its
+// interchanges as their members, a chunk each.
+func acceptedChunks(ctx context.Context, l premis.Ledger, batchID string) ([]premis.Event, error) {
+	return l.Events(ctx, premis.Filter{BatchID: batchID, HasMembers: true, Types: []premis.EventType{premis.Ingestion}})
 }
 
 // ErrUnknownBatch: the ledger holds nothing of the batch (a mistyped id,
