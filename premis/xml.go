@@ -451,52 +451,48 @@ func writeEvent(x *xw, e Event, sw Software, organisation string) {
 	if agent == "" {
 		agent = sw.ID()
 	}
-	x.open("premis:linkingAgentIdentifier")
-	x.elem("premis:linkingAgentIdentifierType", "software")
-	x.elem("premis:linkingAgentIdentifierValue", agent)
 	role := "exe"
 	if e.Type == Validation || e.Type == FixityCheck || e.Type == FormatIdentification {
 		role = "val"
 	}
+	x.linkAgent("software", agent, role)
+	if e.Operator != "" {
+		x.linkAgent("operator", e.Operator, "imp")
+	}
+	if organisation != "" {
+		x.linkAgent("organization", organisation, "imp")
+	}
+	if len(e.Members) == 0 {
+		x.linkObject(e.ObjectID)
+	}
+	for _, m := range e.Members {
+		x.linkObject(m.ObjectID)
+	}
+	x.close("premis:event")
+}
+
+// linkAgent writes a linkingAgentIdentifier with its role (a code of the
+// LoC eventRelatedAgentRole vocabulary).
+func (x *xw) linkAgent(typ, value, role string) {
+	x.open("premis:linkingAgentIdentifier")
+	x.elem("premis:linkingAgentIdentifierType", typ)
+	x.elem("premis:linkingAgentIdentifierValue", value)
 	x.openAttr("premis:linkingAgentRole", "authority", "eventRelatedAgentRole", "valueURI", AgentRoleAuthority+role)
 	x.text(role)
 	x.close("premis:linkingAgentRole")
 	x.close("premis:linkingAgentIdentifier")
-	if e.Operator != "" {
-		x.open("premis:linkingAgentIdentifier")
-		x.elem("premis:linkingAgentIdentifierType", "operator")
-		x.elem("premis:linkingAgentIdentifierValue", e.Operator)
-		x.openAttr("premis:linkingAgentRole", "authority", "eventRelatedAgentRole", "valueURI", AgentRoleAuthority+"imp")
-		x.text("imp")
-		x.close("premis:linkingAgentRole")
-		x.close("premis:linkingAgentIdentifier")
-	}
-	if organisation != "" {
-		x.open("premis:linkingAgentIdentifier")
-		x.elem("premis:linkingAgentIdentifierType", "organization")
-		x.elem("premis:linkingAgentIdentifierValue", organisation)
-		x.openAttr("premis:linkingAgentRole", "authority", "eventRelatedAgentRole", "valueURI", AgentRoleAuthority+"imp")
-		x.text("imp")
-		x.close("premis:linkingAgentRole")
-		x.close("premis:linkingAgentIdentifier")
-	}
-	linked := []string{e.ObjectID}
-	if len(e.Members) > 0 {
-		linked = linked[:0]
-		for _, m := range e.Members {
-			linked = append(linked, m.ObjectID)
-		}
-	}
-	for _, id := range linked {
-		x.open("premis:linkingObjectIdentifier")
-		x.elem("premis:linkingObjectIdentifierType", "local")
-		x.elem("premis:linkingObjectIdentifierValue", id)
-		x.openAttr("premis:linkingObjectRole", "authority", "eventRelatedObjectRole", "valueURI", ObjectRoleAuthority+"sou")
-		x.text("sou")
-		x.close("premis:linkingObjectRole")
-		x.close("premis:linkingObjectIdentifier")
-	}
-	x.close("premis:event")
+}
+
+// linkObject writes a linkingObjectIdentifier: a local object id, in the
+// role of the event's source.
+func (x *xw) linkObject(id string) {
+	x.open("premis:linkingObjectIdentifier")
+	x.elem("premis:linkingObjectIdentifierType", "local")
+	x.elem("premis:linkingObjectIdentifierValue", id)
+	x.openAttr("premis:linkingObjectRole", "authority", "eventRelatedObjectRole", "valueURI", ObjectRoleAuthority+"sou")
+	x.text("sou")
+	x.close("premis:linkingObjectRole")
+	x.close("premis:linkingObjectIdentifier")
 }
 
 // xw is a tiny streaming XML writer that keeps the first error.

@@ -77,9 +77,9 @@ var (
 type Ledger struct {
 	pool *pgxpool.Pool
 	name string // user@host:port/database, for messages (no password)
-	// noMembers: an audit open of a ledger written before the members
-	// column, which Walk reads as empty.
-	noMembers bool
+	// syntax is how the ledger's SQL is spelled, and whether the members
+	// column exists (an audit open of an older ledger adds none).
+	syntax ledgersql.Dialect
 	// readModel: lazaret_latest exists (Open creates it); an audit open of
 	// an older ledger answers Latest from the events alone.
 	readModel bool
@@ -272,7 +272,7 @@ func OpenAudit(ctx context.Context, dsn string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.pool)
-	l.readModel, l.noMembers = st.latest, !st.members
+	l.readModel, l.syntax.BeforeMembers = st.latest, !st.members
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("no hash chain to audit (events table %v, chain columns %v)", st.events, st.chained)
 	}
@@ -297,7 +297,7 @@ func connect(ctx context.Context, dsn string) (*Ledger, error) {
 	if sp := c.RuntimeParams["search_path"]; sp != "" {
 		name += " (search_path " + sp + ")"
 	}
-	return &Ledger{pool: pool, name: name}, nil
+	return &Ledger{pool: pool, name: name, syntax: dialect}, nil
 }
 
 // state is what the database holds of the schema, on the search path.
@@ -550,7 +550,7 @@ func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
 
 // Walk implements premis.Auditor. One statement: one snapshot.
 func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
-	sel := l.dialect().Select()
+	sel := l.syntax.Select()
 	rows, err := l.pool.Query(ctx, `SELECT `+sel+` FROM lazaret_events ORDER BY seq`)
 	if err != nil {
 		return fmt.Errorf("postgres ledger: walk: %w", mapErr(err))
@@ -733,14 +733,6 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 
 func pgPlaceholder(n int) string { return fmt.Sprintf("$%d", n) }
 
-// dialect is the ledger's SQL: PostgreSQL's spelling, and whether the
-// table has the members column (an audit open of an older ledger adds none).
-func (l *Ledger) dialect() ledgersql.Dialect {
-	d := dialect
-	d.BeforeMembers = l.noMembers
-	return d
-}
-
 // dialect is PostgreSQL's spelling of what ledgersql renders.
 var dialect = ledgersql.Dialect{
 	Placeholder: pgPlaceholder,
@@ -754,7 +746,7 @@ func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, e
 	if l.readModel {
 		latest = "lazaret_latest"
 	}
-	q, args := ledgersql.QueryLatest("lazaret_events", latest, f, l.dialect())
+	q, args := ledgersql.QueryLatest("lazaret_events", latest, f, l.syntax)
 	rows, err := l.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres ledger: query: %w", mapErr(err))
@@ -779,7 +771,7 @@ func (l *Ledger) Event(ctx context.Context, id string) (premis.Event, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
 	}
-	e, err := scanOne(l.pool.QueryRow(ctx, `SELECT `+l.dialect().Select()+` FROM lazaret_events WHERE id = $1`, id))
+	e, err := scanOne(l.pool.QueryRow(ctx, `SELECT `+l.syntax.Select()+` FROM lazaret_events WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
 	}

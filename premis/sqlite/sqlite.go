@@ -56,9 +56,9 @@ type Ledger struct {
 	// readModel: the latest table exists (Open creates it); an audit open
 	// of an older ledger answers Latest from the events alone.
 	readModel bool
-	// noMembers: an audit open of a ledger written before the members
-	// column, which Walk reads as empty.
-	noMembers bool
+	// syntax is how the ledger's SQL is spelled, and whether the members
+	// column exists (an audit open of an older ledger adds none).
+	syntax ledgersql.Dialect
 }
 
 type appendStmts struct{ head, insert, byKey, move, latest *sql.Stmt }
@@ -334,7 +334,7 @@ func OpenAudit(ctx context.Context, path string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.db)
-	l.readModel, l.noMembers = st.latest, !st.members
+	l.readModel, l.syntax.BeforeMembers = st.latest, !st.members
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("sqlite ledger %s: no hash chain to audit (events table %v, chain columns %v)", path, st.events, st.chained)
 	}
@@ -355,7 +355,7 @@ func open(path string, pragmas ...string) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: open %s: %w", path, err)
 	}
-	return &Ledger{db: db, path: path}, nil
+	return &Ledger{db: db, path: path, syntax: dialect}, nil
 }
 
 // state is what a file holds of the schema.
@@ -635,7 +635,7 @@ func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
 
 // Walk implements premis.Auditor.
 func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
-	sel := l.dialect().Select()
+	sel := l.syntax.Select()
 	rows, err := l.db.QueryContext(ctx, `SELECT `+sel+` FROM events ORDER BY seq`)
 	if err != nil {
 		return fmt.Errorf("sqlite ledger: walk: %w", mapErr(err))
@@ -745,14 +745,6 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 
 func sqlitePlaceholder(int) string { return "?" }
 
-// dialect is the ledger's SQL: SQLite's spelling, and whether the file
-// has the members column (an audit open of an older ledger adds none).
-func (l *Ledger) dialect() ledgersql.Dialect {
-	d := dialect
-	d.BeforeMembers = l.noMembers
-	return d
-}
-
 // dialect is SQLite's spelling of what ledgersql renders.
 var dialect = ledgersql.Dialect{
 	Placeholder: sqlitePlaceholder,
@@ -766,7 +758,7 @@ func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, e
 	if l.readModel {
 		latest = "latest"
 	}
-	q, args := ledgersql.QueryLatest("events", latest, f, l.dialect())
+	q, args := ledgersql.QueryLatest("events", latest, f, l.syntax)
 	rows, err := l.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: query: %w", mapErr(err))
@@ -788,7 +780,7 @@ func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, e
 
 // Event implements premis.Ledger.
 func (l *Ledger) Event(ctx context.Context, id string) (premis.Event, error) {
-	e, err := scanOne(l.db.QueryRowContext(ctx, `SELECT `+l.dialect().Select()+` FROM events WHERE id = ?`, id))
+	e, err := scanOne(l.db.QueryRowContext(ctx, `SELECT `+l.syntax.Select()+` FROM events WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
 	}
