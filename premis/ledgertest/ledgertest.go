@@ -100,11 +100,7 @@ func Run(t *testing.T, open Open) {
 		if _, err := l.Append(ctx, a, b, c); err != nil {
 			t.Fatal(err)
 		}
-		cases := []struct {
-			name string
-			f    premis.Filter
-			want []string
-		}{
+		cases := []filterCase{
 			{"object", premis.Filter{ObjectID: "a"}, []string{a.ID, c.ID}},
 			{"batch", premis.Filter{BatchID: "batch-2"}, []string{b.ID}},
 			{"class", premis.Filter{Class: premis.Semantic}, []string{b.ID}},
@@ -120,19 +116,7 @@ func Run(t *testing.T, open Open) {
 			{"open failures", premis.Filter{Latest: true, Destinations: []premis.Destination{premis.DeadLetter, premis.Quarantined, premis.AuditHold}}, []string{b.ID}},
 			{"latest of one object", premis.Filter{Latest: true, ObjectID: "a"}, []string{c.ID}},
 		}
-		for _, tc := range cases {
-			evs, err := l.Events(ctx, tc.f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, e := range evs {
-				got = append(got, e.ID)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", tc.name, diff)
-			}
-		}
+		wantFiltered(t, l, cases)
 	})
 	t.Run("Members", func(t *testing.T) {
 		l := open(t)
@@ -155,11 +139,7 @@ func Run(t *testing.T, open Open) {
 		if diff := cmp.Diff(chunk.Members, got.Members); diff != "" {
 			t.Errorf("members round trip (-want +got):\n%s", diff)
 		}
-		cases := []struct {
-			name string
-			f    premis.Filter
-			want []string
-		}{
+		cases := []filterCase{
 			{"a member", premis.Filter{ObjectID: "inv#A_%25"}, []string{chunk.ID}},
 			{"a member with its own events", premis.Filter{ObjectID: "inv#1"}, []string{chunk.ID, msg.ID}},
 			{"a member whose id JSON escapes", premis.Filter{ObjectID: `inv#"q"`}, []string{chunk.ID}},
@@ -173,19 +153,7 @@ func Run(t *testing.T, open Open) {
 			{"no such batch", premis.Filter{HasMembers: true, BatchID: "batch-2"}, nil},
 			{"a member, limited", premis.Filter{ObjectID: "inv#1", Limit: 1}, []string{chunk.ID}},
 		}
-		for _, tc := range cases {
-			evs, err := l.Events(ctx, tc.f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ids []string
-			for _, e := range evs {
-				ids = append(ids, e.ID)
-			}
-			if diff := cmp.Diff(tc.want, ids); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", tc.name, diff)
-			}
-		}
+		wantFiltered(t, l, cases)
 		if v := Verify(t, l); !v.Intact() {
 			t.Errorf("ledger with members: %s\n%s", v, Problems(v))
 		}
@@ -469,6 +437,31 @@ func BenchAcceptedItems(b *testing.B, writers int, l premis.Ledger) {
 		return err
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+}
+
+// filterCase is a filter and the ids of the events it must return, in
+// order.
+type filterCase struct {
+	name string
+	f    premis.Filter
+	want []string
+}
+
+func wantFiltered(t *testing.T, l premis.Ledger, cases []filterCase) {
+	t.Helper()
+	for _, tc := range cases {
+		evs, err := l.Events(context.Background(), tc.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range evs {
+			got = append(got, e.ID)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
 }
 
 // ReadsBeforeMembers checks what the read commands ask of a ledger written
