@@ -84,8 +84,9 @@ var ErrConflict = errors.New("another action on this failure was recorded first"
 func GetFailure(ctx context.Context, l premis.Ledger, id string) (Failure, []premis.Event, error) {
 	e, err := l.Event(ctx, id)
 	if errors.Is(err, premis.ErrNotFound) {
-		// An object id: its latest failure.
-		evs, qerr := l.Events(ctx, premis.Filter{ObjectID: id})
+		// An object id: its latest failure (asked for in SQL: a message's
+		// chunk events, which hold no failure, are not searched).
+		evs, qerr := l.Events(ctx, premis.Filter{ObjectID: id, Destinations: failureDestinations})
 		if qerr != nil {
 			return Failure{}, nil, qerr
 		}
