@@ -61,7 +61,7 @@ const ColumnsBeforeMembers = `id, key, type, datetime, detail, outcome, note, cl
 
 // SelectBeforeMembers is Select from a ledger written before the members
 // column, which it reads as empty (an audit, which changes nothing).
-var SelectBeforeMembers = ChainColumns + ", " + ColumnsBeforeMembers + ", '' AS members"
+const SelectBeforeMembers = ChainColumns + ", " + ColumnsBeforeMembers + ", '' AS members"
 
 // Query renders a SELECT of Select from table for f, oldest first.
 func Query(table string, f premis.Filter, d Dialect) (string, []any) {
@@ -276,12 +276,8 @@ func DecodeMembers(s string) ([]premis.Member, error) {
 		return nil, fmt.Errorf("members: %d bytes, more than %d", len(s), MaxMembersText)
 	}
 	var rows [][4]json.RawMessage
-	dec := json.NewDecoder(strings.NewReader(s))
-	if err := dec.Decode(&rows); err != nil {
+	if err := json.Unmarshal([]byte(s), &rows); err != nil {
 		return nil, fmt.Errorf("members: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("members: text after the array")
 	}
 	if len(rows) == 0 || len(rows) > premis.MaxMembers {
 		return nil, fmt.Errorf("members: %d entries, want 1 to %d", len(rows), premis.MaxMembers)
