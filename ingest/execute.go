@@ -270,7 +270,7 @@ func (w *Worker) chunkRecorded(ctx context.Context, r *result, evs []*premis.Eve
 	if err != nil || len(got) == 0 {
 		return false, parcels, err
 	}
-	kept := parcels[:0]
+	kept := make([]parcel, 0, len(parcels))
 	for _, p := range parcels {
 		stored, err := w.Ledger.Events(ctx, premis.Filter{CorrelationID: p.ev.CorrelationID, Key: p.ev.Key, Limit: 1})
 		if err != nil {
