@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -53,21 +55,51 @@ func childWorker(url, ledgerPath string) {
 	w := &ingest.Worker{Ledger: l, Broker: client, Policy: ingest.DefaultPolicy(), Master: validate.DefaultMasterPolicy(),
 		Software: premis.Software{Name: "lazaret", Version: "child"}, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		Validators: map[string]ingest.Validator{"tiff": hang}}
+	if n, err := strconv.Atoi(os.Getenv(childHangAppendEnv)); err == nil {
+		// Instead: validators as in production, and the n-th append (a
+		// chunk of an interchange) never returns, as if the process died
+		// in the middle of it.
+		w.Ledger, w.Validators = &hangingLedger{Ledger: l, at: int32(n)}, nil
+	}
 	srv, mux := ingest.NewServer(ro, w, ingest.ServerConfig{Concurrency: 1, PollInterval: 50 * time.Millisecond})
 	if err := srv.Run(mux); err != nil {
 		panic(err)
 	}
 }
 
+// childHangAppendEnv tells a child worker to hang in its n-th append.
+const childHangAppendEnv = "LAZARET_TEST_CHILD_HANG_APPEND"
+
+// hangingLedger blocks forever in its at-th Append.
+type hangingLedger struct {
+	premis.Ledger
+	n, at int32
+}
+
+func (h *hangingLedger) Append(ctx context.Context, evs ...*premis.Event) ([]bool, error) {
+	if atomic.AddInt32(&h.n, 1) == h.at {
+		select {}
+	}
+	return h.Ledger.Append(ctx, evs...)
+}
+
 // killedMidTask starts a child worker, waits until it is stuck inside the
 // task (its validator hangs), kills it with SIGKILL, and ages the task's
 // lease so the next server's recoverer finds it at once (instead of 30-90 s
 // later).
-func killedMidTask(t *testing.T, b *bundle, env *ingest.Envelope, url string) {
+func killedMidTask(t *testing.T, b *bundle, env *ingest.Envelope, url string, childEnv ...string) {
+	t.Helper()
+	killedWhen(t, b, env, url, nil, childEnv...)
+}
+
+// killedWhen is killedMidTask that, once the task is running, waits for
+// ready (if not nil) to say the child has got far enough.
+func killedWhen(t *testing.T, b *bundle, env *ingest.Envelope, url string, ready func() bool, childEnv ...string) {
 	t.Helper()
 	b.enqueue(env)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "LAZARET_TEST_CHILD_WORKER="+url, "LAZARET_TEST_CHILD_LEDGER="+filepath.Join(b.dir, "ledger.db"))
+	cmd.Env = append(cmd.Env, childEnv...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -75,7 +107,7 @@ func killedMidTask(t *testing.T, b *bundle, env *ingest.Envelope, url string) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		active, _ := b.insp.ListActiveTasks(ingest.QueueIngest)
-		if len(active) == 1 && active[0].ID == env.TaskID() {
+		if len(active) == 1 && active[0].ID == env.TaskID() && (ready == nil || ready()) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -117,6 +149,34 @@ func TestWorkerKilledMidTaskLosesNothing(t *testing.T) {
 	// attempts: the item is accepted at attempt 1.
 	if ev.Type != premis.Ingestion || ev.Destination != premis.Accepted || ev.Attempt != 1 || ev.Retries != 1 {
 		t.Fatalf("after the crash: %s %s attempt %d retries %d", ev.Type, ev.Destination, ev.Attempt, ev.Retries)
+	}
+}
+
+// TestWorkerKilledMidInterchangeLosesNothing: a worker killed with
+// SIGKILL inside the third chunk's append of a 600-message interchange
+// (two chunks recorded, the quarantined message 300 parked) is resumed by
+// the next: every message ends in one place, accepted as a member once or
+// quarantined once, and the interchange's own ing comes last.
+func TestWorkerKilledMidInterchangeLosesNothing(t *testing.T) {
+	b := setup(t, fastPolicy())
+	url := testenv.Redis(t, redisDB)
+	env := bigInterchange(b, "killed")
+	// The first two chunks recorded (the second holds message 300's
+	// quarantine): the child is in its third append.
+	twoChunks := func() bool { where, _ := messageOutcomes(t, b.ledger, "killed"); return len(where) == 512 }
+	killedWhen(t, b, env, url, twoChunks, childHangAppendEnv+"=3")
+	if parked, _ := ingest.ListParked(b.insp, ingest.QueueQuarantine); len(parked) != 1 {
+		t.Fatalf("%d parked before the kill, want message 300", len(parked))
+	}
+	b.start()
+	last := b.settled(env.CorrelationID, 30*time.Second)
+	if last.Type != premis.Ingestion || last.Retries != 1 {
+		t.Fatalf("interchange: %s %s retries %d, want its ing after one lease expiry", last.Type, last.Destination, last.Retries)
+	}
+	where, settled := messageOutcomes(t, b.ledger, "killed")
+	wantOnce(t, env, where, settled, 600, map[string]premis.Destination{"300": premis.Quarantined})
+	if parked, _ := ingest.ListParked(b.insp, ingest.QueueQuarantine); len(parked) != 1 || parked[0].Held.Envelope.Message != "300" {
+		t.Errorf("parked %+v, want message 300 once", parked)
 	}
 }
 
