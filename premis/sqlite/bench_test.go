@@ -194,13 +194,15 @@ func benchAcceptedItems(b *testing.B, writers int) {
 
 // BenchmarkCommitFloor is what SQLite itself asks of one durable commit in
 // this build (WAL, synchronous=FULL, one writer), below any ledger: a
-// transaction of one small row, and one shaped like a group of two
-// accepted masters (eight rows of 1 KB, four indexes on hashed keys).
+// transaction of one small row; one shaped like a group of two accepted
+// masters (eight rows of 1 KB, four indexes on hashed keys); and the same
+// group were a master one row.
 // Against BenchmarkAcceptedItemsWriters2 it says how much of an item's
 // commit is the record and how much the database.
 //
 //	go test -run '^$' -bench CommitFloor -benchtime 3000x ./premis/sqlite/
 func BenchmarkCommitFloor(b *testing.B) {
+	const fourIndexes = `CREATE UNIQUE INDEX ia ON t(a); CREATE INDEX ib ON t(b, a); CREATE INDEX ic ON t(c); CREATE INDEX id ON t(d);`
 	for _, c := range []struct {
 		name    string
 		indexes string
@@ -208,7 +210,8 @@ func BenchmarkCommitFloor(b *testing.B) {
 		pad     int
 	}{
 		{"one-small-row", "", 1, 5},
-		{"eight-1KB-rows-four-indexes", `CREATE UNIQUE INDEX ia ON t(a); CREATE INDEX ib ON t(b, a); CREATE INDEX ic ON t(c); CREATE INDEX id ON t(d);`, 8, 1000},
+		{"eight-1KB-rows-four-indexes", fourIndexes, 8, 1000},
+		{"two-1KB-rows-four-indexes", fourIndexes, 2, 1000},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			q := url.Values{}
