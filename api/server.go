@@ -190,16 +190,11 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 // item's latest outcome; 404 when the ledger knows nothing of it.
 func (s *Server) batchState(w http.ResponseWriter, r *http.Request) (string, *ingest.Progress, []ingest.ItemStatus, bool) {
 	id := r.PathValue("id")
-	progress, err := ingest.BatchProgress(r.Context(), s.Ops.Ledger, id)
+	items, progress, err := ingest.BatchReport(r.Context(), s.Ops.Ledger, id)
 	if errors.Is(err, ingest.ErrUnknownBatch) {
 		s.fail(w, r, http.StatusNotFound, err)
 		return id, nil, nil, false
 	}
-	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err)
-		return id, nil, nil, false
-	}
-	items, err := ingest.BatchStatus(r.Context(), s.Ops.Ledger, id)
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return id, nil, nil, false

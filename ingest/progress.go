@@ -67,9 +67,7 @@ type Progress struct {
 	// ByDestination counts items by their latest destination.
 	ByDestination map[premis.Destination]int `json:"by_destination"`
 	// Messages counts the messages of the batch's interchanges by their
-	// latest destination: those with events of their own by the read
-	// model, those accepted as members of a chunk (premis.Member) as
-	// accepted.
+	// latest destination, as BatchStatus lists them.
 	Messages    map[premis.Destination]int `json:"messages"`
 	SubmittedAt time.Time                  `json:"submitted_at"`
 	LastAt      time.Time                  `json:"last_at"`
@@ -133,20 +131,24 @@ func (p *Progress) Finished() bool { return p.Total() > 0 && p.Done >= p.Total()
 // BatchProgress reads how far batch batchID has come. ErrUnknownBatch
 // when the ledger knows nothing of it.
 func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progress, error) {
-	latest, err := l.Events(ctx, premis.Filter{BatchID: batchID, Latest: true})
+	_, p, err := BatchReport(ctx, l, batchID)
+	return p, err
+}
+
+// BatchReport reads a batch once: every item's latest outcome (BatchStatus)
+// and the progress they make. ErrUnknownBatch when the ledger knows nothing
+// of it.
+func BatchReport(ctx context.Context, l premis.Ledger, batchID string) ([]ItemStatus, *Progress, error) {
+	items, err := BatchStatus(ctx, l, batchID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	facts, err := l.Events(ctx, premis.Filter{BatchID: batchID, Kind: KindBatch})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if len(latest) == 0 && len(facts) == 0 {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownBatch, batchID)
-	}
-	chunks, err := acceptedChunks(ctx, l, batchID)
-	if err != nil {
-		return nil, err
+	if len(items) == 0 && len(facts) == 0 {
+		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownBatch, batchID)
 	}
 	p := &Progress{BatchID: batchID, ByDestination: map[premis.Destination]int{}, Messages: map[premis.Destination]int{}}
 	if len(facts) > 0 {
@@ -158,24 +160,22 @@ func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progr
 		}
 		p.SubmittedAt = facts[0].DateTime
 	}
-	own := map[string]bool{} // messages with events of their own
-	for _, e := range latest {
-		if e.Kind == KindBatch {
+	for _, it := range items {
+		if it.Kind == KindBatch {
 			continue
 		}
-		if strings.Contains(e.ObjectID, "#") {
-			p.Messages[e.Destination]++
-			own[e.ObjectID] = true
+		if strings.Contains(it.ObjectID, "#") {
+			p.Messages[it.Destination]++
 			continue
 		}
 		p.Recorded++
-		p.ByDestination[e.Destination]++
-		switch e.Destination {
+		p.ByDestination[it.Destination]++
+		switch it.Destination {
 		case premis.Submitted, premis.Replayed:
 			// Replayed: a new attempt is on its way.
 			p.Pending++
-			if p.SubmittedAt.IsZero() || e.DateTime.Before(p.SubmittedAt) {
-				p.SubmittedAt = e.DateTime
+			if p.SubmittedAt.IsZero() || it.At.Before(p.SubmittedAt) {
+				p.SubmittedAt = it.At
 			}
 			continue
 		case premis.Retry:
@@ -185,19 +185,8 @@ func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progr
 			p.Failed++
 		}
 		p.Done++
-		if e.DateTime.After(p.LastAt) {
-			p.LastAt = e.DateTime
-		}
-	}
-	// A message is a member once an attempt accepts it (a later attempt
-	// of the same interchange lists it again), and one with events of its
-	// own is where they say.
-	for _, e := range chunks {
-		for _, m := range e.Members {
-			if !own[m.ObjectID] {
-				own[m.ObjectID] = true
-				p.Messages[premis.Accepted]++
-			}
+		if it.At.After(p.LastAt) {
+			p.LastAt = it.At
 		}
 	}
 	p.Pending += max(0, p.Expected-p.Recorded) // not recorded yet at all
@@ -208,7 +197,7 @@ func BatchProgress(ctx context.Context, l premis.Ledger, batchID string) (*Progr
 			p.ETASeconds = p.ETA.Seconds()
 		}
 	}
-	return p, nil
+	return items, p, nil
 }
 
 // acceptedChunks are the ing events of a batch that accept messages of its

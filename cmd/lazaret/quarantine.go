@@ -502,11 +502,7 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stdout, progressLine(p))
 		return waitVerdict(p)
 	}
-	items, err := ingest.BatchStatus(ctx, l, fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	progress, err := ingest.BatchProgress(ctx, l, fs.Arg(0))
+	items, progress, err := ingest.BatchReport(ctx, l, fs.Arg(0))
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
