@@ -381,7 +381,12 @@ func (c *Config) openLedger(ctx context.Context) (premis.Ledger, error) {
 	if c.Ledger == "" {
 		return nil, c.ledgerExists()
 	}
-	return sqlite.Open(ctx, c.sqlitePath())
+	l, err := sqlite.Open(ctx, c.sqlitePath())
+	if err != nil {
+		return nil, err
+	}
+	l.SetReaders(c.Concurrency + 2) // the handlers, the API and metrics
+	return l, nil
 }
 
 // openExistingLedger opens an existing ledger as workers do (schema and

@@ -1,6 +1,9 @@
 package sqlite
 
-import "context"
+import (
+	"context"
+	"database/sql"
+)
 
 // Exec runs a statement against the ledger's database, for tests that prove
 // the append-only triggers.
@@ -22,3 +25,7 @@ func GuardSQL(name string) string {
 
 // Dialect is the ledger's spelling of the shared SQL, for query plans.
 var Dialect = dialect
+
+// Stats is the statistics of the ledger's connection pool, for tests of how
+// it reuses connections.
+func Stats(l *Ledger) sql.DBStats { return l.db.Stats() }

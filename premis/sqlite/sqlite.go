@@ -71,6 +71,11 @@ type queries struct {
 	stmts map[string]*sql.Stmt
 }
 
+// defaultReaders is how many concurrent readers the pool keeps a
+// connection idle for until SetReaders says otherwise: a worker at the
+// default concurrency, with room for the API and metrics beside it.
+const defaultReaders = 8
+
 // maxQueryShapes bounds the cache; past it, queries are parsed each time.
 const maxQueryShapes = 64
 
@@ -355,7 +360,22 @@ func open(path string, pragmas ...string) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: open %s: %w", path, err)
 	}
-	return &Ledger{db: db, path: path, syntax: dialect}, nil
+	l := &Ledger{db: db, path: path, syntax: dialect}
+	l.SetReaders(defaultReaders)
+	// Idle ones go after a minute, so that a burst does not keep their
+	// page caches (up to 2 MiB each) and file descriptors.
+	db.SetConnMaxIdleTime(time.Minute)
+	return l, nil
+}
+
+// SetReaders sizes the connection pool for n goroutines reading at once (a
+// worker's concurrency). A new connection reads the schema and prepares the
+// append and every query shape again, and database/sql keeps only two idle:
+// with more readers than idle connections, nearly every read closed one and
+// the next opened one (TestConcurrentReadsReuseConnections). The group
+// committer's transaction holds one more.
+func (l *Ledger) SetReaders(n int) {
+	l.db.SetMaxIdleConns(max(n, 1) + 1)
 }
 
 // state is what a file holds of the schema.

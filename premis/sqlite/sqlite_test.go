@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lazaret/lazaret/premis"
@@ -95,5 +96,52 @@ func TestOpenedByManyAtOnce(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestConcurrentReadsReuseConnections: eight workers reading their items'
+// history while one appends, as a worker at concurrency 8 does, keep their
+// connections. Each new one reads the schema and prepares every statement
+// again; with database/sql's default of two idle, nearly every read opened
+// one.
+func TestConcurrentReadsReuseConnections(t *testing.T) {
+	ctx := context.Background()
+	l, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	g := premis.NewGroupCommit(l, 0)
+	defer g.Stop()
+	const workers, items = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	start := make(chan struct{}) // the first reads all at once
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			for i := range items {
+				evs := ledgertest.AcceptedItem(int64(w*items + i))
+				if _, err := g.Events(ctx, premis.Filter{CorrelationID: evs[0].CorrelationID}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := g.Append(ctx, evs...); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := sqlite.Stats(l)
+	if st.MaxIdleClosed > 0 || st.OpenConnections > workers+1 {
+		t.Errorf("%d connections closed for want of an idle slot, %d open, after %d reads by %d workers; want none closed, at most %d open",
+			st.MaxIdleClosed, st.OpenConnections, workers*items, workers, workers+1)
 	}
 }
