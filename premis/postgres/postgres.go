@@ -608,6 +608,15 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	return inserted, err
 }
 
+// noSeqScan keeps the append's lookups on their indexes. pgx prepares each
+// statement once a connection, and after five runs PostgreSQL may plan it
+// once for all values: for "key = ANY($1)" (an array of unknown length) on
+// a young ledger, that generic plan is a sequential scan, kept until the
+// table is next analyzed or the connection closes, so that each append
+// read the whole table (TestAppendsUseTheKeyIndex). Every lookup of an
+// append is by key, seq or id, so it never wants one.
+const noSeqScan = `SET LOCAL enable_seqscan = off`
+
 func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bool, error) {
 	keys := make([]string, len(events))
 	for i, e := range events {
@@ -615,6 +624,7 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 	}
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+	b.Queue(noSeqScan)
 	b.Queue(`SELECT event_count, last_hash FROM lazaret_ledger_head WHERE id = 1 FOR UPDATE`)
 	b.Queue(`SELECT `+ledgersql.Select+` FROM lazaret_events WHERE key = ANY($1)`, keys)
 	var head premis.Head
@@ -622,8 +632,10 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 	err := func() error {
 		br := conn.SendBatch(ctx, b)
 		defer br.Close()
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("postgres ledger: begin: %w", mapErr(err))
+		for range 2 { // BEGIN, noSeqScan
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("postgres ledger: begin: %w", mapErr(err))
+			}
 		}
 		err := br.QueryRow().Scan(&head.Count, &head.Hash)
 		if errors.Is(err, pgx.ErrNoRows) {

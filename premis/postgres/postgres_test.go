@@ -5,6 +5,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/premis"
@@ -117,5 +120,58 @@ func TestManyProcessesOneLedger(t *testing.T) {
 	evs, err := l.Events(ctx, premis.Filter{ObjectID: "shared"})
 	if err != nil || len(evs) != 20 {
 		t.Fatalf("%d events (err %v), want 20", len(evs), err)
+	}
+}
+
+// TestAppendsUseTheKeyIndex: a ledger that starts empty keeps looking its
+// appends' keys up through the key index as it grows, on connections that
+// have run the same statements hundreds of times. Without noSeqScan the
+// generic plan PostgreSQL settles on for a few rows is a sequential scan,
+// two for each append (611 in these 300), and an append costs the whole
+// table.
+func TestAppendsUseTheKeyIndex(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var counts string
+	if err := c.QueryRow(ctx, "SHOW track_counts").Scan(&counts); err != nil || counts != "on" {
+		if testenv.InCI() {
+			t.Fatalf("this PostgreSQL counts no scans (track_counts %q, %v)", counts, err)
+		}
+		t.Skipf("this PostgreSQL counts no scans (track_counts %q, %v)", counts, err)
+	}
+	l, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	const appends = 300
+	for i := range appends {
+		if _, err := l.Append(ctx, ledgertest.AcceptedItem(int64(i))...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close() // a backend reports its table counts as it exits
+	var seq, idx int64
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		err := c.QueryRow(ctx, `SELECT seq_scan, idx_scan FROM pg_stat_user_tables
+			WHERE schemaname = current_schema() AND relname = 'lazaret_events'`).Scan(&seq, &idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every append reads the last event by seq (the head's trigger).
+		if idx >= appends || time.Now().After(deadline) {
+			break
+		}
+	}
+	if idx < appends {
+		t.Fatalf("the table's counts were not reported: %d index scans after %d appends", idx, appends)
+	}
+	if seq > 20 {
+		t.Errorf("%d sequential scans of the events in %d appends (%d index scans), want none past the first few", seq, appends, idx)
 	}
 }
