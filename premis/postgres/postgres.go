@@ -128,9 +128,19 @@ CREATE INDEX lazaret_events_members ON lazaret_events(batch_id, type) WHERE memb
 CREATE INDEX lazaret_events_object ON lazaret_events(object_id);
 CREATE INDEX lazaret_events_batch ON lazaret_events(batch_id);
 CREATE INDEX lazaret_events_correlation ON lazaret_events(correlation_id);
-CREATE INDEX lazaret_events_task ON lazaret_events(task_id);
-CREATE INDEX lazaret_events_failure ON lazaret_events(class, destination);
 CREATE INDEX lazaret_events_datetime ON lazaret_events(datetime);
+`
+
+// spareIndexes are the indexes of a ledger written before they went: every
+// lookup by task names its correlation too (lazaret_events_correlation
+// finds it), and open failures are listed through the read model
+// (lazaret_latest), never by scanning the events for a class, as in the
+// SQLite ledger. Each cost every append two index entries an event: an
+// eighth to a fifth of the appends a second from 8 writers. Dropping them
+// is best effort (see dropSpareIndexes).
+const spareIndexes = `
+DROP INDEX IF EXISTS lazaret_events_task;
+DROP INDEX IF EXISTS lazaret_events_failure;
 `
 
 // membersColumn holds the members of an event that records several objects
@@ -303,6 +313,7 @@ func connect(ctx context.Context, dsn string) (*Ledger, error) {
 // state is what the database holds of the schema, on the search path.
 type state struct {
 	events, chained, head, latest, members bool
+	spare                                  bool // spareIndexes
 }
 
 func inspect(ctx context.Context, q interface {
@@ -315,7 +326,9 @@ func inspect(ctx context.Context, q interface {
 		to_regclass('lazaret_ledger_head') IS NOT NULL,
 		to_regclass('lazaret_latest') IS NOT NULL,
 		EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('lazaret_events')
-			AND attname = 'members' AND NOT attisdropped)`).Scan(&st.events, &st.chained, &st.head, &st.latest, &st.members)
+			AND attname = 'members' AND NOT attisdropped),
+		to_regclass('lazaret_events_task') IS NOT NULL OR to_regclass('lazaret_events_failure') IS NOT NULL`).Scan(
+		&st.events, &st.chained, &st.head, &st.latest, &st.members, &st.spare)
 	return st, err
 }
 
@@ -375,11 +388,37 @@ func (l *Ledger) prepare(ctx context.Context) error {
 	default:
 		return fmt.Errorf("%w: a head record (lazaret_ledger_head) but no hash chain in the events table", premis.ErrTampered)
 	}
+	if st.spare {
+		if err := dropSpareIndexes(ctx, tx); err != nil {
+			return err
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return mapErr(err)
 	}
 	return nil
 }
+
+// dropSpareIndexes drops spareIndexes in tx, or leaves them when the
+// database refuses: a role that does not own them (a writer, a reader), a
+// read-only transaction, or a table another session holds (a long verify)
+// for more than lockWait, since every append would queue behind the drop
+// meanwhile. They slow appends, nothing more, and the owner's next open
+// drops them.
+func dropSpareIndexes(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `SAVEPOINT spare_indexes`); err != nil {
+		return mapErr(err)
+	}
+	_, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+lockWait+`'; `+spareIndexes)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) { // the statement failed, the connection did not
+		_, err = tx.Exec(ctx, `ROLLBACK TO SAVEPOINT spare_indexes`)
+	}
+	return mapErr(err)
+}
+
+// lockWait bounds how long dropSpareIndexes waits for the events table.
+const lockWait = "1s"
 
 // migrate chains a ledger written before the chain, in tx: its trigger must
 // be the one it was created with; its rows are chained in seq order, a page

@@ -266,6 +266,9 @@ func TestMigratesLedgerWrittenBeforeTheChain(t *testing.T) {
 	if v := ledgertest.Verify(t, l); !v.Intact() || v.Events != int64(len(old)) || v.Recorded.Count != int64(len(old)) {
 		t.Fatalf("migrated ledger: %s\n%s", v, ledgertest.Problems(v))
 	}
+	if got := spareIndexes(t, connect(t, dsn)); len(got) > 0 {
+		t.Errorf("the migrated ledger keeps %v, which no lookup needs", got)
+	}
 	if _, err := l.Append(ctx, ledgertest.Event("after", premis.Validation, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -394,6 +397,13 @@ func TestWriterRoleCannotRewriteHistory(t *testing.T) {
 		t.Fatalf("grants.sql: %v", err)
 	}
 
+	// A ledger written before its spare indexes went: the writer cannot
+	// drop them, and opens it all the same.
+	if _, err := admin.Exec(ctx, `CREATE INDEX lazaret_events_task ON lazaret_events(task_id);
+		CREATE INDEX lazaret_events_failure ON lazaret_events(class, destination)`); err != nil {
+		t.Fatal(err)
+	}
+
 	// The role parameter is sent at connection start, like SET ROLE.
 	asWriter := dsn + "&role=" + writer
 	l, err := postgres.Open(ctx, asWriter)
@@ -401,6 +411,9 @@ func TestWriterRoleCannotRewriteHistory(t *testing.T) {
 		t.Fatalf("open as the writer: %v", err)
 	}
 	defer l.Close()
+	if got := spareIndexes(t, admin); len(got) != 2 {
+		t.Errorf("after the writer's open: spare indexes %v, want both left to the owner", got)
+	}
 	if _, err := l.Append(ctx, ledgertest.Event("by-writer", premis.Ingestion, 1), ledgertest.Event("m1", premis.Validation, 1)); err != nil {
 		t.Fatalf("append as the writer: %v", err)
 	}
@@ -431,6 +444,31 @@ func TestWriterRoleCannotRewriteHistory(t *testing.T) {
 	if _, err := asReader.Append(ctx, ledgertest.Event("by-reader", premis.Ingestion, 1)); err == nil {
 		t.Error("the reader may append")
 	}
+	owner, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("open as the owner: %v", err)
+	}
+	owner.Close()
+	if got := spareIndexes(t, admin); len(got) > 0 {
+		t.Errorf("after the owner's open: spare indexes %v, want none", got)
+	}
+}
+
+// spareIndexes lists which of the indexes the ledger no longer needs
+// (lazaret_events_task, lazaret_events_failure) c's schema holds.
+func spareIndexes(t *testing.T, c *pgx.Conn) []string {
+	t.Helper()
+	var got []string
+	for _, name := range []string{"lazaret_events_task", "lazaret_events_failure"} {
+		var ok bool
+		if err := c.QueryRow(context.Background(), `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			got = append(got, name)
+		}
+	}
+	return got
 }
 
 // TestMigratesOnceWhenOpenedByManyAtOnce: workers starting together on a
@@ -457,5 +495,59 @@ func TestMigratesOnceWhenOpenedByManyAtOnce(t *testing.T) {
 	v, openErr := verifyDSN(t, dsn)
 	if openErr != nil || !v.Intact() || v.Events != 3 || v.Recorded.Count != 3 {
 		t.Fatalf("open %v: %s\n%s", openErr, v, ledgertest.Problems(v))
+	}
+}
+
+// TestOpenLeavesSpareIndexesItCannotDrop: an open that cannot drop the
+// indexes no lookup needs (another session holds the table, or the
+// transaction is read-only) leaves them and opens all the same, without
+// waiting on the holder; the next open that can drops them.
+func TestOpenLeavesSpareIndexesItCannotDrop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn, _ := seeded(t)
+	admin := connect(t, dsn)
+	if _, err := admin.Exec(ctx, `CREATE INDEX lazaret_events_task ON lazaret_events(task_id);
+		CREATE INDEX lazaret_events_failure ON lazaret_events(class, destination)`); err != nil {
+		t.Fatal(err)
+	}
+	reader := connect(t, dsn) // a long verify, say
+	tx, err := reader.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT count(*) FROM lazaret_events"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	l, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("open while a reader holds the table: %v", err)
+	}
+	l.Close()
+	if waited := time.Since(start); waited > 30*time.Second {
+		t.Errorf("open waited %s for the reader", waited)
+	}
+	if got := spareIndexes(t, admin); len(got) != 2 {
+		t.Errorf("dropped behind a reader's back: spare indexes %v", got)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err = postgres.Open(ctx, dsn+"&default_transaction_read_only=on")
+	if err != nil {
+		t.Fatalf("read-only open: %v", err)
+	}
+	l.Close()
+	if got := spareIndexes(t, admin); len(got) != 2 {
+		t.Errorf("after a read-only open: spare indexes %v", got)
+	}
+	l, err = postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if got := spareIndexes(t, admin); len(got) > 0 {
+		t.Errorf("after the owner's open: spare indexes %v, want none", got)
 	}
 }
