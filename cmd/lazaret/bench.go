@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,6 +43,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	concurrency := fs.Int("concurrency", 2, "worker concurrency of the pipeline measurement (the same for bare asynq)")
 	ledgerItems := fs.String("ledger-items", "2000,20000", "ledger sizes, in items of five events, for the read-model queries (empty skips; 200000 = 1M events takes minutes)")
 	benchRedis := fs.String("bench-redis", "", "Redis URL for the pipeline measurement, which must be empty (default: a private redis-server on a free port)")
+	benchPostgres := fs.String("pipeline-postgres", "", "PostgreSQL URL: drain the pipeline into a PostgreSQL ledger too, in a schema of its own created and dropped each run (the role needs CREATE on the database)")
 	cfg := defaultConfig()
 	if err := cfg.bind(ctx, fs, args, "master"); err != nil {
 		return err
@@ -160,7 +162,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *pipeItems > 0 {
-		if err := benchPipeline(ctx, stdout, *dir, *benchRedis, *pipeItems, *concurrency, *rounds, cfg); err != nil {
+		if err := benchPipeline(ctx, stdout, *dir, *benchRedis, *benchPostgres, *pipeItems, *concurrency, *rounds, cfg); err != nil {
 			return fmt.Errorf("pipeline: %w", err)
 		}
 	}
@@ -173,11 +175,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // benchPipeline drains small masters through the workers (SQLite ledger,
-// synchronous=FULL, group commit) and no-op tasks through bare asynq on
-// the same Redis at the same concurrency, interleaved, and prints both
-// rates and their ratio, for a batch that is accepted and one that is
-// dead-lettered (against asynq's SkipRetry path).
-func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL string, items, concurrency, rounds int, cfg Config) error {
+// synchronous=FULL, group commit; and a PostgreSQL one when pgURL is set)
+// and no-op tasks through bare asynq on the same Redis at the same
+// concurrency, interleaved, and prints both rates and their ratio, for a
+// batch that is accepted and one that is dead-lettered (against asynq's
+// SkipRetry path).
+func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL string, items, concurrency, rounds int, cfg Config) error {
 	if redisURL == "" {
 		addr, stop, err := pipebench.StartRedis(dir)
 		if err != nil {
@@ -192,45 +195,77 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL string, 
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nPIPELINE (%d items, concurrency %d)\tITEMS/S\tASYNQ NO-OP ITEMS/S\tRATIO\tCPU µs/ITEM\tASYNQ CPU µs/ITEM\n", items, concurrency)
-	for _, fail := range []bool{false, true} {
-		name := "small masters accepted, SQLite ledger"
-		if fail {
-			name = "small masters dead-lettered, SQLite ledger"
+	ledgers := []benchLedger{{"SQLite", func(ctx context.Context, round int) (premis.Ledger, func() error, error) {
+		path := filepath.Join(dir, fmt.Sprintf("pipeline-ledger-%d.db", round))
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			_ = os.Remove(p)
 		}
-		batch, err := pipebench.WriteBatch(filepath.Join(dir, fmt.Sprintf("pipeline-%d-%v", items, fail)), items, fail)
+		l, err := sqlite.Open(ctx, path)
+		if err != nil {
+			return nil, nil, err
+		}
+		l.SetReaders(concurrency + 2) // as the worker's ledger (Config.openLedger)
+		return l, func() error { return nil }, nil
+	}}}
+	if pgURL != "" {
+		// A wrong URL or role fails now, not after the SQLite runs.
+		l, drop, err := pipebench.PostgresLedger(ctx, pgURL)
 		if err != nil {
 			return err
 		}
-		o := pipebench.Options{Redis: opt, Items: items, Concurrency: concurrency, Fail: fail}
-		var bare, pipe pipebench.Run
-		for r := range max(1, rounds) {
-			bd, err := pipebench.Bare(ctx, o)
-			if err != nil {
-				return err
-			}
-			pd, err := pipelineRun(ctx, o, batch, filepath.Join(dir, fmt.Sprintf("pipeline-ledger-%d.db", r)), cfg)
-			if err != nil {
-				return err
-			}
-			bare.Wall, bare.CPU, pipe.Wall, pipe.CPU = bare.Wall+bd.Wall, bare.CPU+bd.CPU, pipe.Wall+pd.Wall, pipe.CPU+pd.CPU
+		l.Close()
+		if err := drop(); err != nil {
+			return err
 		}
-		n := float64(items * max(1, rounds))
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\n", name, n/pipe.Wall.Seconds(), n/bare.Wall.Seconds(),
-			bare.Wall.Seconds()/pipe.Wall.Seconds(), float64(pipe.CPU.Microseconds())/n, float64(bare.CPU.Microseconds())/n)
+		ledgers = append(ledgers, benchLedger{"PostgreSQL", func(ctx context.Context, _ int) (premis.Ledger, func() error, error) {
+			return pipebench.PostgresLedger(ctx, pgURL)
+		}})
+	}
+	for _, lg := range ledgers {
+		for _, fail := range []bool{false, true} {
+			name := "small masters accepted, " + lg.name + " ledger"
+			if fail {
+				name = "small masters dead-lettered, " + lg.name + " ledger"
+			}
+			batch, err := pipebench.WriteBatch(filepath.Join(dir, fmt.Sprintf("pipeline-%d-%v", items, fail)), items, fail)
+			if err != nil {
+				return err
+			}
+			o := pipebench.Options{Redis: opt, Items: items, Concurrency: concurrency, Fail: fail}
+			var bare, pipe pipebench.Run
+			for r := range max(1, rounds) {
+				bd, err := pipebench.Bare(ctx, o)
+				if err != nil {
+					return err
+				}
+				l, drop, err := lg.open(ctx, r)
+				if err != nil {
+					return err
+				}
+				pd, err := pipelineRun(ctx, o, batch, l, cfg)
+				if err := errors.Join(err, drop()); err != nil {
+					return err
+				}
+				bare.Wall, bare.CPU, pipe.Wall, pipe.CPU = bare.Wall+bd.Wall, bare.CPU+bd.CPU, pipe.Wall+pd.Wall, pipe.CPU+pd.CPU
+			}
+			n := float64(items * max(1, rounds))
+			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\n", name, n/pipe.Wall.Seconds(), n/bare.Wall.Seconds(),
+				bare.Wall.Seconds()/pipe.Wall.Seconds(), float64(pipe.CPU.Microseconds())/n, float64(bare.CPU.Microseconds())/n)
+		}
 	}
 	return tw.Flush()
 }
 
-// pipelineRun is one pipeline drain on a fresh ledger at path, emptied of
-// its tasks afterwards.
-func pipelineRun(ctx context.Context, o pipebench.Options, batch *pipebench.Batch, path string, cfg Config) (pipebench.Run, error) {
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		_ = os.Remove(p)
-	}
-	l, err := sqlite.Open(ctx, path)
-	if err != nil {
-		return pipebench.Run{}, err
-	}
+// benchLedger is a ledger the pipeline is measured with: open gives a fresh
+// one for each round, and what to do once it is closed.
+type benchLedger struct {
+	name string
+	open func(ctx context.Context, round int) (l premis.Ledger, drop func() error, err error)
+}
+
+// pipelineRun is one pipeline drain into the fresh ledger l, which it
+// closes; the queue is emptied of its tasks afterwards.
+func pipelineRun(ctx context.Context, o pipebench.Options, batch *pipebench.Batch, l premis.Ledger, cfg Config) (pipebench.Run, error) {
 	g := premis.NewGroupCommit(l, 0)
 	defer g.Close()
 	c := asynq.NewClient(o.Redis)

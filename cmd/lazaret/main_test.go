@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/lazaret/lazaret/fixtures"
 	"github.com/lazaret/lazaret/ingest"
@@ -497,15 +499,39 @@ func TestWorkerOnPostgres(t *testing.T) {
 
 func TestBenchCommand(t *testing.T) {
 	t.Parallel()
-	out, stderr, code := runCmd(t, "bench", "--dir", t.TempDir(), "--width", "400", "--height", "300", "--edi-mb", "1", "--rounds", "1",
-		"--pipeline-items", "40", "--ledger-items", "1000", "--bench-redis", testenv.Redis(t, 14))
+	args := []string{"bench", "--dir", t.TempDir(), "--width", "400", "--height", "300", "--edi-mb", "1", "--rounds", "1",
+		"--pipeline-items", "40", "--ledger-items", "1000", "--bench-redis", testenv.Redis(t, 14)}
+	rows := []string{"inflate: ", "noisy Deflate", "EDIFACT parse", "small masters accepted, SQLite", "small masters dead-lettered, SQLite", "50 open failures"}
+	// The PostgreSQL rows where PostgreSQL answers (always under CI).
+	c, err := pgx.Connect(context.Background(), testenv.PostgresDSN())
+	switch {
+	case err == nil:
+		defer c.Close(context.Background())
+		args = append(args, "--pipeline-postgres", testenv.PostgresDSN())
+		rows = append(rows, "small masters accepted, PostgreSQL", "small masters dead-lettered, PostgreSQL")
+	case testenv.InCI():
+		t.Fatalf("PostgreSQL (%s) is required in CI: %v", testenv.PostgresDSN(), err)
+	}
+	out, stderr, code := runCmd(t, args...)
 	if code != 0 {
 		t.Fatalf("bench: exit %d\n%s\n%s", code, out, stderr)
 	}
-	for _, row := range []string{"inflate: ", "noisy Deflate", "EDIFACT parse", "small masters accepted", "small masters dead-lettered", "50 open failures"} {
+	for _, row := range rows {
 		if !strings.Contains(out, row) {
 			t.Errorf("bench printed no %q row:\n%s", row, out)
 		}
+	}
+	if c == nil {
+		return
+	}
+	// Each PostgreSQL run's schema is dropped once it is measured.
+	var left int
+	if err := c.QueryRow(context.Background(), `SELECT count(*) FROM pg_namespace WHERE nspname LIKE $1`,
+		fmt.Sprintf("lazaret\\_bench\\_%d\\_%%", os.Getpid())).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left > 0 {
+		t.Errorf("bench left %d schemas behind", left)
 	}
 }
 
