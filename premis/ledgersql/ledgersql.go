@@ -313,11 +313,25 @@ func Insert(table string, placeholder func(n int) string) string {
 // InsertNew is Insert for an event known to be new: a key stored already
 // is an error, which aborts the transaction.
 func InsertNew(table string, placeholder func(n int) string) string {
+	return InsertRows(table, 1, placeholder)
+}
+
+// InsertRows is InsertNew for rows events in one statement, their
+// arguments one event after another.
+func InsertRows(table string, rows int, placeholder func(n int) string) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + table + " (" + Columns + ", prev_hash, hash) VALUES ")
 	ph := make([]string, NumColumns+2)
-	for i := range ph {
-		ph[i] = placeholder(i + 1)
+	for r := range rows {
+		for i := range ph {
+			ph[i] = placeholder(r*len(ph) + i + 1)
+		}
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(" + strings.Join(ph, ",") + ")")
 	}
-	return "INSERT INTO " + table + " (" + Columns + ", prev_hash, hash) VALUES (" + strings.Join(ph, ",") + ")"
+	return b.String()
 }
 
 // ReadModelCheck renders the query that compares the read model (latest)

@@ -219,6 +219,47 @@ func Run(t *testing.T, open Open) {
 			t.Errorf("summary %q", v)
 		}
 	})
+	t.Run("ChainsALargeAppend", func(t *testing.T) {
+		// More events in one append than one statement writes (the
+		// PostgreSQL ledger inserts 64 at a time), a stored key among them
+		// and one twice.
+		l := open(t)
+		stored := Event("e-7", premis.Validation, 1)
+		if _, err := l.Append(ctx, stored); err != nil {
+			t.Fatal(err)
+		}
+		var batch []*premis.Event
+		for i := range 150 {
+			batch = append(batch, Event(fmt.Sprintf("e-%d", i), premis.Validation, 1))
+		}
+		batch = append(batch, Event("e-42", premis.Validation, 1))
+		ins, err := l.Append(ctx, batch...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := l.Events(ctx, premis.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 150 { // e-0 to e-149, e-7 among them once
+			t.Fatalf("%d events, want 150", len(evs))
+		}
+		bySeq := map[int64]premis.Event{}
+		for _, e := range evs {
+			bySeq[e.Seq] = e
+		}
+		for i, e := range batch {
+			if want := i != 7 && i != 150; ins[i] != want {
+				t.Errorf("event %d (%s): inserted %v, want %v", i, e.ObjectID, ins[i], want)
+			}
+			if got, ok := bySeq[e.Seq]; !ok || got.Key != e.Key || got.Hash != e.Hash || got.PrevHash != e.PrevHash {
+				t.Errorf("event %d (%s): seq %d hash %s is not what the ledger stored under that seq: %+v", i, e.ObjectID, e.Seq, e.Hash, got)
+			}
+		}
+		if v := Verify(t, l); !v.Intact() || v.Events != 150 || v.Head != batch[149].Hash {
+			t.Fatalf("after a large append: %s\n%s", v, Problems(v))
+		}
+	})
 	t.Run("EmptyLedgerVerifies", func(t *testing.T) {
 		v := Verify(t, open(t))
 		if !v.Intact() || v.Events != 0 || v.Head != premis.ChainGenesis {

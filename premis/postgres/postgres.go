@@ -611,7 +611,46 @@ func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) e
 	return nil
 }
 
-var insert = ledgersql.InsertNew("lazaret_events", pgPlaceholder) + " RETURNING seq"
+// rowsPerInsert bounds the events one INSERT writes (35 arguments each, of
+// PostgreSQL's 65,535): an append's events go in as few statements as
+// that allows, each a parse, plan and executor start less on the server
+// than one an event.
+const rowsPerInsert = 64
+
+// insertRows is the INSERT of n events, returning each one's seq by id.
+func insertRows(n int) string {
+	return ledgersql.InsertRows("lazaret_events", n, pgPlaceholder) + " RETURNING seq, id"
+}
+
+// readSeqs reads the seq of each of the events at ins from the result of
+// their insertRows, into links.
+func readSeqs(br pgx.BatchResults, events []*premis.Event, ins []int, links []premis.Event) error {
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("postgres ledger: append: %w", mapErr(err))
+	}
+	defer rows.Close()
+	seqs := make(map[string]int64, len(ins))
+	for rows.Next() {
+		var seq int64
+		var id uuid.UUID
+		if err := rows.Scan(&seq, &id); err != nil {
+			return fmt.Errorf("postgres ledger: append: %w", mapErr(err))
+		}
+		seqs[id.String()] = seq
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres ledger: append: %w", mapErr(err))
+	}
+	for _, i := range ins {
+		seq, ok := seqs[events[i].ID]
+		if !ok {
+			return fmt.Errorf("postgres ledger: append %s: no seq returned for event %s", events[i].Type, events[i].ID)
+		}
+		links[i].Seq = seq
+	}
+	return nil
+}
 
 // Append implements premis.Ledger, in two round trips. The first begins
 // the transaction, locks and reads the head and reads back the events whose
@@ -713,6 +752,7 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 	first := map[string]int{}                  // key → the event of this call that inserts it
 	b = &pgx.Batch{}
 	var ins []int
+	var args []any // of the inserted events, in order
 	for i, e := range events {
 		if s, ok := stored[e.Key]; ok {
 			*e = s
@@ -727,7 +767,7 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 		if err != nil {
 			return nil, fmt.Errorf("postgres ledger: append %s: %w", e.Type, err)
 		}
-		b.Queue(insert, e.ID, e.Key, string(e.Type), e.DateTime, e.Detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
+		args = append(args, e.ID, e.Key, string(e.Type), e.DateTime, e.Detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
 			e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, string(e.Destination), e.ObjectID, e.BatchID,
 			e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries, e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope,
 			members, head.Hash, hash)
@@ -735,6 +775,11 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 		links[i] = premis.Event{PrevHash: head.Hash, Hash: hash}
 		head = premis.Head{Count: head.Count + 1, Hash: hash}
 		ins = append(ins, i)
+	}
+	const perRow = ledgersql.NumColumns + 2
+	for from := 0; from < len(ins); from += rowsPerInsert {
+		n := min(rowsPerInsert, len(ins)-from)
+		b.Queue(insertRows(n), args[from*perRow:(from+n)*perRow]...)
 	}
 	if len(ins) > 0 {
 		b.Queue(`UPDATE lazaret_ledger_head SET event_count = $1, last_hash = $2 WHERE id = 1`, head.Count, head.Hash)
@@ -748,9 +793,9 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 	err = func() error {
 		br := conn.SendBatch(ctx, b)
 		defer br.Close()
-		for _, i := range ins {
-			if err := br.QueryRow().Scan(&links[i].Seq); err != nil {
-				return fmt.Errorf("postgres ledger: append %s: %w", events[i].Type, mapErr(err))
+		for from := 0; from < len(ins); from += rowsPerInsert {
+			if err := readSeqs(br, events, ins[from:min(from+rowsPerInsert, len(ins))], links); err != nil {
+				return err
 			}
 		}
 		if len(ins) > 0 {
