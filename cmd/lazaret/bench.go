@@ -221,16 +221,21 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 			return pipebench.PostgresLedger(ctx, pgURL)
 		}})
 	}
+	batches := map[bool]*pipebench.Batch{} // by fail: one for every ledger
+	for _, fail := range []bool{false, true} {
+		b, err := pipebench.WriteBatch(filepath.Join(dir, fmt.Sprintf("pipeline-%d-%v", items, fail)), items, fail)
+		if err != nil {
+			return err
+		}
+		batches[fail] = b
+	}
 	for _, lg := range ledgers {
 		for _, fail := range []bool{false, true} {
 			name := "small masters accepted, " + lg.name + " ledger"
 			if fail {
 				name = "small masters dead-lettered, " + lg.name + " ledger"
 			}
-			batch, err := pipebench.WriteBatch(filepath.Join(dir, fmt.Sprintf("pipeline-%d-%v", items, fail)), items, fail)
-			if err != nil {
-				return err
-			}
+			batch := batches[fail]
 			o := pipebench.Options{Redis: opt, Items: items, Concurrency: concurrency, Fail: fail}
 			var bare, pipe pipebench.Run
 			for r := range max(1, rounds) {
