@@ -307,17 +307,12 @@ func DecodeMembers(s string) ([]premis.Member, error) {
 // NumColumns values of Columns, then prev_hash and hash; a key stored
 // already inserts nothing.
 func Insert(table string, placeholder func(n int) string) string {
-	return InsertNew(table, placeholder) + " ON CONFLICT DO NOTHING"
+	return InsertRows(table, 1, placeholder) + " ON CONFLICT DO NOTHING"
 }
 
-// InsertNew is Insert for an event known to be new: a key stored already
+// InsertRows renders the INSERT of rows events known to be new, in one
+// statement, their arguments one event after another: a key stored already
 // is an error, which aborts the transaction.
-func InsertNew(table string, placeholder func(n int) string) string {
-	return InsertRows(table, 1, placeholder)
-}
-
-// InsertRows is InsertNew for rows events in one statement, their
-// arguments one event after another.
 func InsertRows(table string, rows int, placeholder func(n int) string) string {
 	var b strings.Builder
 	b.WriteString("INSERT INTO " + table + " (" + Columns + ", prev_hash, hash) VALUES ")
