@@ -57,6 +57,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -617,10 +618,19 @@ func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) e
 // than one an event.
 const rowsPerInsert = 64
 
-// insertRows is the INSERT of n events, returning each one's seq by id.
-func insertRows(n int) string {
-	return ledgersql.InsertRows("lazaret_events", n, pgPlaceholder) + " RETURNING seq, id"
-}
+// insertRows is the INSERT of n events (1 to rowsPerInsert), returning each
+// one's seq by id. Each text is rendered once, on first use, not on every
+// append: n×35 placeholders formatted again for every commit.
+func insertRows(n int) string { return insertSQL[n]() }
+
+var insertSQL = func() (f [rowsPerInsert + 1]func() string) {
+	for n := 1; n <= rowsPerInsert; n++ {
+		f[n] = sync.OnceValue(func() string {
+			return ledgersql.InsertRows("lazaret_events", n, pgPlaceholder) + " RETURNING seq, id"
+		})
+	}
+	return f
+}()
 
 // readSeqs reads the seq of each of the events at ins from the result of
 // their insertRows, into links.
