@@ -208,20 +208,34 @@ func (s *Server) premisXML(by string) http.HandlerFunc {
 		if by == "batch" {
 			f = premis.Filter{BatchID: r.PathValue("id")}
 		}
-		evs, err := s.Ops.Ledger.Events(r.Context(), f)
-		if err != nil {
-			s.fail(w, r, http.StatusInternalServerError, err)
-			return
-		}
-		if len(evs) == 0 {
+		// Nothing is written before the first read of the events ends, so
+		// a failure there is still an error response.
+		out := &lazyHeader{w: w, contentType: "application/xml"}
+		_, err := premis.ExportLedger(r.Context(), out, s.Ops.Ledger, f, s.Software, premis.ExportOptions{})
+		switch {
+		case errors.Is(err, premis.ErrNothingToExport):
 			s.fail(w, r, http.StatusNotFound, fmt.Errorf("%s %s: no events", by, r.PathValue("id")))
-			return
-		}
-		w.Header().Set("Content-Type", "application/xml")
-		if err := premis.WriteXML(w, evs, s.Software); err != nil && s.Logger != nil {
-			s.Logger.Error("premis export", slog.String("error", err.Error()))
+		case err != nil && !out.wrote:
+			s.fail(w, r, http.StatusInternalServerError, err)
+		case err != nil && s.Logger != nil:
+			s.Logger.Error("premis export", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 		}
 	}
+}
+
+// lazyHeader sets the Content-Type of a response on its first write.
+type lazyHeader struct {
+	w           http.ResponseWriter
+	contentType string
+	wrote       bool
+}
+
+func (l *lazyHeader) Write(p []byte) (int, error) {
+	if !l.wrote {
+		l.w.Header().Set("Content-Type", l.contentType)
+		l.wrote = true
+	}
+	return l.w.Write(p)
 }
 
 func (s *Server) failures(w http.ResponseWriter, r *http.Request) {

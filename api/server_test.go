@@ -277,8 +277,11 @@ func TestAPI(t *testing.T) {
 		t.Errorf("batch: %d %v", code, body)
 	}
 	resp, err := http.Get(e.srv.URL + "/v1/objects/master-truncated-p3/premis")
-	if err != nil || resp.StatusCode != 200 {
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/xml" {
 		t.Fatalf("premis: %v %v", err, resp)
+	}
+	if code, body := e.do("GET", "/v1/batches/no-such-batch/premis", "", nil); code != http.StatusNotFound || !strings.Contains(fmt.Sprint(body["error"]), "no events") {
+		t.Errorf("premis of a batch with no events: %d %v", code, body)
 	}
 	xmlPath := filepath.Join(t.TempDir(), "o.xml")
 	b, _ := io.ReadAll(resp.Body)

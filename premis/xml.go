@@ -2,10 +2,13 @@ package premis
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"path/filepath"
 	"sort"
@@ -56,6 +59,10 @@ type ExportOptions struct {
 	// Head, when set, is the ledger's chain head at export time (see
 	// WriteXMLWithHead).
 	Head *Head
+	// LedgerHead makes ExportLedger record the ledger's own head (when it
+	// is an Auditor, and Head is nil), read once the events are: so every
+	// event in the document is at or before the head it names.
+	LedgerHead bool
 	// Organisation, when set, is the organisation that runs Lazaret: an
 	// agent of type organization, linked from every event as implementer.
 	Organisation string
@@ -82,34 +89,101 @@ const (
 // (the messages of a chunk, see Member) links each of them, and not the
 // interchange it is filed under.
 func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions) error {
-	head := opt.Head
-	if len(events) == 0 {
-		return fmt.Errorf("premis: nothing to export: no events match")
-	}
-	bw := bufio.NewWriter(w)
-	x := &xw{w: bw}
-	x.raw(xml.Header)
-	x.raw(`<premis:premis xmlns:premis="` + NamespacePREMIS + `" xmlns:xsi="` + namespaceXSI + `" xmlns:lazaret="` + NamespaceLazaret + `" version="3.0">` + "\n")
+	_, err := writeXML(w, func(fn func(Event) error) error {
+		for _, e := range events {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, sw, &opt)
+	return err
+}
 
+// ErrNothingToExport: no event matches what an export asked for.
+var ErrNothingToExport = errors.New("premis: nothing to export: no events match")
+
+// exportPage is how many events ExportLedger reads at a time.
+const exportPage = 1000
+
+// ExportLedger writes the events of l that f selects as WriteXMLOptions
+// does, reading them a page at a time (keyset pagination on seq, from
+// f.AfterSeq; f.Limit is ignored), twice: once for the objects, which come
+// first in a PREMIS document, and once for the events, written as they are
+// read. So its memory grows with the objects and their event links, not
+// with the events and their envelopes. Events stored after the first read
+// began are left out of both: the document is of the ledger as it was
+// then. It returns how many events it wrote; with none (ErrNothingToExport)
+// it writes nothing.
+func ExportLedger(ctx context.Context, w io.Writer, l Ledger, f Filter, sw Software, opt ExportOptions) (int, error) {
+	f.Limit = exportPage
+	start, upTo := f.AfterSeq, int64(math.MaxInt64)
+	reads := 0
+	return writeXML(w, func(fn func(Event) error) error {
+		reads++
+		f.AfterSeq = start
+		last := start
+		for {
+			evs, err := l.Events(ctx, f)
+			if err != nil {
+				return err
+			}
+			for _, e := range evs {
+				if e.Seq <= last {
+					return fmt.Errorf("premis: export: the ledger returned seq %d after %d: out of order", e.Seq, last)
+				}
+				if e.Seq > upTo {
+					return nil
+				}
+				if err := fn(e); err != nil {
+					return err
+				}
+				last = e.Seq
+			}
+			if len(evs) < f.Limit {
+				break
+			}
+			f.AfterSeq = last
+		}
+		if reads > 1 {
+			return nil
+		}
+		upTo = last
+		if a, ok := l.(Auditor); ok && opt.LedgerHead && opt.Head == nil {
+			head, has, err := a.RecordedHead(ctx)
+			if err != nil {
+				return err
+			}
+			if has {
+				opt.Head = &head
+			}
+		}
+		return nil
+	}, sw, &opt)
+}
+
+// writeXML writes the document of the events each hands over, which it
+// calls twice (objects first, then events) and which must hand over the
+// same events both times; opt.Head is read once the first has (see
+// ExportLedger). It returns how many events it wrote.
+func writeXML(w io.Writer, each func(fn func(Event) error) error, sw Software, opt *ExportOptions) (int, error) {
 	type object struct {
 		id, sha, puid, path, rel, kind string
 		size                           int64
 		events                         []string
 	}
+	// shape is the event as the document has it, and whether it is in it.
+	shape := func(e Event) (Event, bool) { return e, true }
 	if opt.Archivematica {
-		kept := make([]Event, 0, len(events))
-		for _, e := range events {
+		shape = func(e Event) (Event, bool) {
 			if e.Kind == kindBatch {
-				continue
+				return e, false
 			}
 			if parent, _, ok := strings.Cut(e.ObjectID, "#"); ok {
 				e.ObjectID = parent
 			}
 			e.Members = nil // linked to the interchange's file, which is their ObjectID
-			kept = append(kept, e)
-		}
-		if events = kept; len(events) == 0 {
-			return fmt.Errorf("premis: nothing to export for Archivematica: only batch events match")
+			return e, true
 		}
 	}
 	objects := map[string]*object{}
@@ -123,14 +197,21 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 		}
 		return o
 	}
-	for _, e := range events {
+	n, all := 0, 0 // events in the document, and read
+	err := each(func(e Event) error {
+		all++
+		e, ok := shape(e)
+		if !ok {
+			return nil
+		}
+		n++
 		if len(e.Members) > 0 {
 			for _, m := range e.Members {
 				o := objectOf(m.ObjectID)
 				o.kind = e.Kind
 				o.events = append(o.events, e.ID)
 			}
-			continue
+			return nil
 		}
 		o := objectOf(e.ObjectID)
 		if e.SHA256 != "" {
@@ -152,7 +233,20 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 			o.rel = rel
 		}
 		o.events = append(o.events, e.ID)
+		return nil
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case all == 0:
+		return 0, ErrNothingToExport
+	case n == 0:
+		return 0, fmt.Errorf("%w (for Archivematica: only batch events, which it leaves out)", ErrNothingToExport)
 	}
+	bw := bufio.NewWriter(w)
+	x := &xw{w: bw}
+	x.raw(xml.Header)
+	x.raw(`<premis:premis xmlns:premis="` + NamespacePREMIS + `" xmlns:xsi="` + namespaceXSI + `" xmlns:lazaret="` + NamespaceLazaret + `" version="3.0">` + "\n")
 	for _, id := range order {
 		o := objects[id]
 		if o.kind == kindBatch {
@@ -236,11 +330,23 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 	}
 
 	operators := map[string]bool{}
-	for _, e := range events {
+	written := 0
+	if err := each(func(e Event) error {
+		e, ok := shape(e)
+		if !ok {
+			return nil
+		}
 		writeEvent(x, e, sw, opt.Organisation)
+		written++
 		if e.Operator != "" {
 			operators[e.Operator] = true
 		}
+		return x.err
+	}); err != nil {
+		return 0, err
+	}
+	if written != n {
+		return 0, fmt.Errorf("premis: export: %d events on the second read, %d on the first", written, n)
 	}
 
 	x.open("premis:agent")
@@ -251,7 +357,7 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 	x.elem("premis:agentName", sw.Name)
 	agentType(x, "software", "sof")
 	x.elem("premis:agentVersion", sw.Version)
-	if head != nil {
+	if head := opt.Head; head != nil {
 		x.elem("premis:agentNote", fmt.Sprintf("ledger chain head: %d events, last hash %s", head.Count, head.Hash))
 		x.open("premis:agentExtension")
 		x.openAttr("lazaret:ledgerHead", "events", strconv.FormatInt(head.Count, 10), "hash", head.Hash)
@@ -286,9 +392,9 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 	}
 	x.raw("</premis:premis>\n")
 	if x.err != nil {
-		return x.err
+		return 0, x.err
 	}
-	return bw.Flush()
+	return n, bw.Flush()
 }
 
 // kindBatch is the kind of a batch's own events (ingest.KindBatch).

@@ -44,37 +44,19 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		defer l.Close()
-		evs, err := l.Events(ctx, premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t})
+		// The chain head the export was taken at, so a preservation system
+		// can later check the ledger against it (lazaret ledger verify --anchor).
+		opt := premis.ExportOptions{Organisation: *org, Archivematica: *am, LedgerHead: true}
+		sel := premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t}
+		if *out == "" {
+			_, err := premis.ExportLedger(ctx, stdout, l, sel, software, opt)
+			return err
+		}
+		n, err := exportFile(ctx, *out, l, sel, opt)
 		if err != nil {
 			return err
 		}
-		// The chain head the export was taken at, so a preservation system
-		// can later check the ledger against it (lazaret ledger verify --anchor).
-		opt := premis.ExportOptions{Organisation: *org, Archivematica: *am}
-		if a, ok := l.(premis.Auditor); ok {
-			head, has, err := a.RecordedHead(ctx)
-			if err != nil {
-				return err
-			}
-			if has {
-				opt.Head = &head
-			}
-		}
-		w := stdout
-		if *out != "" {
-			f, err := os.Create(*out)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			w = f
-		}
-		if err := premis.WriteXMLOptions(w, evs, software, opt); err != nil {
-			return err
-		}
-		if *out != "" {
-			fmt.Fprintf(stderr, "wrote %d events to %s\n", len(evs), *out)
-		}
+		fmt.Fprintf(stderr, "wrote %d events to %s\n", n, *out)
 		return nil
 	case "ls":
 		asJSON := fs.Bool("json", false, "one JSON object per event per line (a PREMIS event as the API serves it)")
@@ -131,4 +113,30 @@ func queryEvents(ctx context.Context, cfg *Config, f premis.Filter) ([]premis.Ev
 	}
 	defer l.Close()
 	return l.Events(ctx, f)
+}
+
+// exportFile writes the export to path through path.partial, renamed once
+// the document is whole: a failed export leaves no file that looks like
+// one, and replaces none.
+func exportFile(ctx context.Context, path string, l premis.Ledger, sel premis.Filter, opt premis.ExportOptions) (int, error) {
+	tmp := path + ".partial"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	n, err := premis.ExportLedger(ctx, f, l, sel, software, opt)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return 0, err
+	}
+	return n, nil
 }

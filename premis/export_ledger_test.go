@@ -1,0 +1,218 @@
+package premis_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/sqlite"
+)
+
+// exportLedger is an SQLite ledger of n items of four events each, the
+// items alternately in batches b0 and b1, one in three an interchange
+// message (so an Archivematica export rewrites it), with the batches' own
+// events first.
+func exportLedger(t *testing.T, items int) *sqlite.Ledger {
+	t.Helper()
+	ctx := context.Background()
+	l, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var evs []*premis.Event
+	for _, b := range []string{"b0", "b1"} {
+		evs = append(evs, &premis.Event{Key: premis.EventKey(b, "", premis.IngestionStart, 0), Type: premis.IngestionStart, DateTime: at, Outcome: premis.Success,
+			ObjectID: b, BatchID: b, CorrelationID: b, Kind: "batch"})
+	}
+	for i := range items {
+		b, obj, kind := fmt.Sprintf("b%d", i%2), fmt.Sprintf("master-%05d", i), "tiff"
+		if i%3 == 0 {
+			obj, kind = fmt.Sprintf("inv-%05d#1", i), "edifact"
+		}
+		corr := premis.EventKey(b, obj, "corr", 0)
+		for j, typ := range []premis.EventType{premis.FixityCheck, premis.FormatIdentification, premis.Validation, premis.Ingestion} {
+			e := &premis.Event{Key: premis.EventKey(corr, "", typ, 1), Type: typ, DateTime: at.Add(time.Duration(i*4+j) * time.Millisecond),
+				Outcome: premis.Success, ObjectID: obj, BatchID: b, CorrelationID: corr, Kind: kind, SHA256: strings.Repeat("ab", 32),
+				Size: int64(1000 + i), PUID: "fmt/353", Path: "/in/" + obj, Attempt: 1, Agent: "lazaret/test"}
+			if typ == premis.Ingestion {
+				e.Destination = premis.Accepted
+			}
+			evs = append(evs, e)
+		}
+	}
+	for len(evs) > 0 {
+		n := min(len(evs), 500)
+		if _, err := l.Append(ctx, evs[:n]...); err != nil {
+			t.Fatal(err)
+		}
+		evs = evs[n:]
+	}
+	return l
+}
+
+// TestExportLedgerMatchesWriteXML: the export read a page at a time is the
+// document written from all the events at once, whatever the filter and
+// the shape, over pages whose seqs have gaps (a batch's events interleave
+// with another's).
+func TestExportLedgerMatchesWriteXML(t *testing.T) {
+	ctx := context.Background()
+	l := exportLedger(t, 700) // 2,802 events: three pages
+	for _, c := range []struct {
+		name string
+		f    premis.Filter
+		opt  premis.ExportOptions
+	}{
+		{"whole ledger", premis.Filter{}, premis.ExportOptions{}},
+		{"one batch", premis.Filter{BatchID: "b1"}, premis.ExportOptions{Organisation: "Archive"}},
+		{"one batch for Archivematica", premis.Filter{BatchID: "b0"}, premis.ExportOptions{Archivematica: true}},
+		{"after a seq", premis.Filter{AfterSeq: 1234}, premis.ExportOptions{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			evs, err := l.Events(ctx, c.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want, got bytes.Buffer
+			if err := premis.WriteXMLOptions(&want, evs, sw, c.opt); err != nil {
+				t.Fatal(err)
+			}
+			n, err := premis.ExportLedger(ctx, &got, l, c.f, sw, c.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Errorf("paged export (%d bytes) differs from the whole one (%d bytes)", got.Len(), want.Len())
+			}
+			if n != len(evs) && !c.opt.Archivematica {
+				t.Errorf("wrote %d events, want %d", n, len(evs))
+			}
+		})
+	}
+	var buf bytes.Buffer
+	if _, err := premis.ExportLedger(ctx, &buf, l, premis.Filter{BatchID: "no-such-batch"}, sw, premis.ExportOptions{}); !errors.Is(err, premis.ErrNothingToExport) || buf.Len() > 0 {
+		t.Errorf("an export of nothing: %v, %d bytes written", err, buf.Len())
+	}
+	if _, err := premis.ExportLedger(ctx, &buf, l, premis.Filter{Kind: "batch"}, sw, premis.ExportOptions{Archivematica: true}); !errors.Is(err, premis.ErrNothingToExport) || buf.Len() > 0 {
+		t.Errorf("an Archivematica export of batch events only: %v, %d bytes written", err, buf.Len())
+	}
+}
+
+// growingLedger appends more events of the same batch when the export's
+// second read begins.
+type growingLedger struct {
+	*sqlite.Ledger
+	t     *testing.T
+	reads int
+}
+
+func (g *growingLedger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, error) {
+	if f.AfterSeq == 0 {
+		if g.reads++; g.reads == 2 {
+			for i := range 3 {
+				corr := fmt.Sprintf("late-%d", i)
+				if _, err := g.Ledger.Append(ctx, &premis.Event{Key: premis.EventKey(corr, "", premis.FixityCheck, 1), Type: premis.FixityCheck,
+					Outcome: premis.Success, ObjectID: corr, BatchID: "b1", CorrelationID: corr, Kind: "tiff"}); err != nil {
+					g.t.Fatal(err)
+				}
+			}
+		}
+	}
+	return g.Ledger.Events(ctx, f)
+}
+
+// TestExportLedgerIsOfOneMoment: events stored while an export runs are
+// in neither read, and the head it records is the one its events end at.
+func TestExportLedgerIsOfOneMoment(t *testing.T) {
+	ctx := context.Background()
+	l := exportLedger(t, 300)
+	head, _, err := l.RecordedHead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := l.Events(ctx, premis.Filter{BatchID: "b1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got bytes.Buffer
+	if err := premis.WriteXMLOptions(&want, evs, sw, premis.ExportOptions{Head: &head}); err != nil {
+		t.Fatal(err)
+	}
+	g := &growingLedger{Ledger: l, t: t}
+	n, err := premis.ExportLedger(ctx, &got, g, premis.Filter{BatchID: "b1"}, sw, premis.ExportOptions{LedgerHead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.reads != 2 {
+		t.Fatalf("the ledger was read from the start %d times, want 2", g.reads)
+	}
+	if n != len(evs) || !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("export while the ledger grows: %d events (want %d), same document: %v", n, len(evs), bytes.Equal(got.Bytes(), want.Bytes()))
+	}
+}
+
+// peakHeap notes the most memory in use when asked to.
+type peakHeap struct{ peak uint64 }
+
+func (p *peakHeap) sample() {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	p.peak = max(p.peak, ms.HeapAlloc)
+}
+
+// bulkyLedger hands over events of 32 KiB envelopes, made as they are
+// asked for, a page at a time (or all at once), as a ledger does.
+type bulkyLedger struct {
+	premis.Ledger
+	events int
+	heap   *peakHeap
+}
+
+func (b *bulkyLedger) Events(_ context.Context, f premis.Filter) ([]premis.Event, error) {
+	b.heap.sample()
+	pad := strings.Repeat("x", 32<<10)
+	var evs []premis.Event
+	for seq := f.AfterSeq + 1; seq <= int64(b.events) && (f.Limit == 0 || len(evs) < f.Limit); seq++ {
+		obj := fmt.Sprintf("master-%06d", seq/4)
+		evs = append(evs, premis.Event{Seq: seq, ID: fmt.Sprintf("ev-%06d", seq), Type: premis.Validation, Outcome: premis.Success,
+			ObjectID: obj, BatchID: "b", Kind: "tiff", Envelope: []byte(`{"pad":"` + pad + `"}`)})
+	}
+	return evs, nil
+}
+
+// sampling is a writer that samples the heap every 64 writes.
+type sampling struct {
+	heap *peakHeap
+	n    int
+}
+
+func (s *sampling) Write(p []byte) (int, error) {
+	if s.n++; s.n%64 == 0 {
+		s.heap.sample()
+	}
+	return len(p), nil
+}
+
+// TestExportLedgerMemory: an export of 12,000 events of 32 KiB each (375
+// MiB) holds a page of them at a time, not all.
+func TestExportLedgerMemory(t *testing.T) {
+	heap := &peakHeap{}
+	b := &bulkyLedger{events: 12000, heap: heap}
+	n, err := premis.ExportLedger(context.Background(), &sampling{heap: heap}, b, premis.Filter{BatchID: "b"}, sw, premis.ExportOptions{})
+	if err != nil || n != b.events {
+		t.Fatalf("export: %d events, %v", n, err)
+	}
+	const limit = 96 << 20
+	if heap.peak > limit {
+		t.Errorf("the export held %d MiB at once, want under %d", heap.peak>>20, limit>>20)
+	}
+}
