@@ -196,7 +196,9 @@ func benchAcceptedItems(b *testing.B, writers int) {
 // this build (WAL, synchronous=FULL, one writer), below any ledger: a
 // transaction of one small row; one shaped like a group of two accepted
 // masters (eight rows of 1 KB, four indexes on hashed keys); and the same
-// group were a master one row.
+// group were a master one row. The group of eight masters (a full group at
+// concurrency 8) is 32 rows, or eight were a master one row: the second
+// case again.
 // Against BenchmarkAcceptedItemsWriters2 it says how much of an item's
 // commit is the record and how much the database.
 //
@@ -212,6 +214,7 @@ func BenchmarkCommitFloor(b *testing.B) {
 		{"one-small-row", "", 1, 5},
 		{"eight-1KB-rows-four-indexes", fourIndexes, 8, 1000},
 		{"two-1KB-rows-four-indexes", fourIndexes, 2, 1000},
+		{"thirty-two-1KB-rows-four-indexes", fourIndexes, 32, 1000},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			q := url.Values{}
