@@ -217,8 +217,13 @@ func (s *Server) premisXML(by string) http.HandlerFunc {
 			s.fail(w, r, http.StatusNotFound, fmt.Errorf("%s %s: no events", by, r.PathValue("id")))
 		case err != nil && !out.wrote:
 			s.fail(w, r, http.StatusInternalServerError, err)
-		case err != nil && s.Logger != nil:
-			s.Logger.Error("premis export", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+		case err != nil:
+			if s.Logger != nil {
+				s.Logger.Error("premis export", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+			}
+			// The document is cut short: abort the response, so the client
+			// reads an unexpected end, not a 200 that looks whole.
+			panic(http.ErrAbortHandler)
 		}
 	}
 }

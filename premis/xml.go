@@ -101,7 +101,7 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 }
 
 // ErrNothingToExport: no event matches what an export asked for.
-var ErrNothingToExport = errors.New("premis: nothing to export: no events match")
+var ErrNothingToExport = errors.New("premis: nothing to export")
 
 // exportPage is how many events ExportLedger reads at a time.
 const exportPage = 1000
@@ -111,10 +111,11 @@ const exportPage = 1000
 // f.AfterSeq; f.Limit is ignored), twice: once for the objects, which come
 // first in a PREMIS document, and once for the events, written as they are
 // read. So its memory grows with the objects and their event links, not
-// with the events and their envelopes. Events stored after the first read
-// began are left out of both: the document is of the ledger as it was
-// then. It returns how many events it wrote; with none (ErrNothingToExport)
-// it writes nothing.
+// with the events and their envelopes. The second read stops where the
+// first ended: events stored after that are left out of both, so every
+// event written is under an object written (the first read itself follows
+// appends made while it runs, to where it finds the end). It returns how
+// many events it wrote; with none (ErrNothingToExport) it writes nothing.
 func ExportLedger(ctx context.Context, w io.Writer, l Ledger, f Filter, sw Software, opt ExportOptions) (int, error) {
 	f.Limit = exportPage
 	start, upTo := f.AfterSeq, int64(math.MaxInt64)
@@ -124,6 +125,9 @@ func ExportLedger(ctx context.Context, w io.Writer, l Ledger, f Filter, sw Softw
 		f.AfterSeq = start
 		last := start
 		for {
+			if err := ctx.Err(); err != nil {
+				return context.Cause(ctx)
+			}
 			evs, err := l.Events(ctx, f)
 			if err != nil {
 				return err
@@ -239,9 +243,9 @@ func writeXML(w io.Writer, each func(fn func(Event) error) error, sw Software, o
 	case err != nil:
 		return 0, err
 	case all == 0:
-		return 0, ErrNothingToExport
+		return 0, fmt.Errorf("%w: no events match", ErrNothingToExport)
 	case n == 0:
-		return 0, fmt.Errorf("%w (for Archivematica: only batch events, which it leaves out)", ErrNothingToExport)
+		return 0, fmt.Errorf("%w for Archivematica: only batch events match", ErrNothingToExport)
 	}
 	bw := bufio.NewWriter(w)
 	x := &xw{w: bw}

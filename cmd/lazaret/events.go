@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/lazaret/lazaret/premis"
@@ -117,12 +118,23 @@ func queryEvents(ctx context.Context, cfg *Config, f premis.Filter) ([]premis.Ev
 
 // exportFile writes the export to path through path.partial, renamed once
 // the document is whole: a failed export leaves no file that looks like
-// one, and replaces none.
+// one, and replaces none. A file replaced keeps its mode; a symbolic link
+// is followed, as a plain create would.
 func exportFile(ctx context.Context, path string, l premis.Ledger, sel premis.Filter, opt premis.ExportOptions) (int, error) {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
 	tmp := path + ".partial"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
 	if err != nil {
 		return 0, err
+	}
+	if fi, err := os.Stat(path); err == nil {
+		if err := f.Chmod(fi.Mode().Perm()); err != nil {
+			f.Close()
+			os.Remove(tmp)
+			return 0, err
+		}
 	}
 	n, err := premis.ExportLedger(ctx, f, l, sel, software, opt)
 	if err == nil {
