@@ -234,3 +234,54 @@ func TestExportLedgerMemory(t *testing.T) {
 		t.Errorf("the export held %d MiB at once, want under %d", heap.peak>>20, limit>>20)
 	}
 }
+
+// TestEachEventPages: EachEvent hands over what one Events call returns,
+// in order, a page at a time, with f.Limit the count in all.
+func TestEachEventPages(t *testing.T) {
+	ctx := context.Background()
+	l := exportLedger(t, 600) // 3,602 events
+	for _, f := range []premis.Filter{
+		{},
+		{Limit: 1000},
+		{Limit: 2500},
+		{BatchID: "b1", Limit: 1001},
+		{ObjectID: "inv-big#1", AfterSeq: 100},
+	} {
+		want, err := l.Events(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []premis.Event
+		if err := premis.EachEvent(ctx, l, f, func(e premis.Event) error {
+			got = append(got, e)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Errorf("%+v: %d events, want %d", f, len(got), len(want))
+			continue
+		}
+		for i := range want {
+			if got[i].ID != want[i].ID || got[i].Seq != want[i].Seq {
+				t.Errorf("%+v: event %d is seq %d, want %d", f, i, got[i].Seq, want[i].Seq)
+				break
+			}
+		}
+	}
+	stop := errors.New("enough")
+	n := 0
+	if err := premis.EachEvent(ctx, l, premis.Filter{}, func(premis.Event) error {
+		if n++; n == 1500 {
+			return stop
+		}
+		return nil
+	}); !errors.Is(err, stop) || n != 1500 {
+		t.Errorf("an error from fn: %v after %d events", err, n)
+	}
+	cancelled, cancel := context.WithCancelCause(ctx)
+	cancel(stop)
+	if err := premis.EachEvent(cancelled, l, premis.Filter{}, func(premis.Event) error { return nil }); !errors.Is(err, stop) {
+		t.Errorf("a cancelled listing: %v, want its cause", err)
+	}
+}

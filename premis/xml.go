@@ -103,51 +103,72 @@ func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions
 // ErrNothingToExport: no event matches what an export asked for.
 var ErrNothingToExport = errors.New("premis: nothing to export")
 
-// exportPage is how many events ExportLedger reads at a time.
-const exportPage = 1000
+// pageSize is how many events EachEvent reads at a time.
+const pageSize = 1000
 
-// ExportLedger writes the events of l that f selects as WriteXMLOptions
-// does, reading them a page at a time (keyset pagination on seq, from
-// f.AfterSeq; f.Limit is ignored), twice: once for the objects, which come
-// first in a PREMIS document, and once for the events, written as they are
-// read. So its memory grows with the objects and their event links, not
-// with the events and their envelopes. The second read stops where the
-// first ended: events stored after that are left out of both, so every
-// event written is under an object written (the first read itself follows
-// appends made while it runs, to where it finds the end). It returns how
-// many events it wrote; with none (ErrNothingToExport) it writes nothing.
-func ExportLedger(ctx context.Context, w io.Writer, l Ledger, f Filter, sw Software, opt ExportOptions) (int, error) {
-	f.Limit = exportPage
-	start, upTo := f.AfterSeq, int64(math.MaxInt64)
-	reads := 0
-	return writeXML(w, func(fn func(Event) error) error {
-		reads++
-		f.AfterSeq = start
-		last := start
-		for {
-			if err := ctx.Err(); err != nil {
-				return context.Cause(ctx)
+// EachEvent calls fn with every event of l that f selects, in ledger (seq)
+// order, reading them a page at a time by keyset pagination from
+// f.AfterSeq, so that a listing of any length holds one page; f.Limit, when
+// set, is how many in all. A page that does not continue the last (a seq
+// not after it) is an error, not a loop. An error from fn stops it and is
+// returned.
+func EachEvent(ctx context.Context, l Ledger, f Filter, fn func(Event) error) error {
+	total, n, last := f.Limit, 0, f.AfterSeq
+	for {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		f.AfterSeq, f.Limit = last, pageSize
+		if total > 0 {
+			f.Limit = min(pageSize, total-n)
+		}
+		evs, err := l.Events(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if e.Seq <= last {
+				return fmt.Errorf("premis: the ledger returned seq %d after %d: out of order", e.Seq, last)
 			}
-			evs, err := l.Events(ctx, f)
-			if err != nil {
+			if err := fn(e); err != nil {
 				return err
 			}
-			for _, e := range evs {
-				if e.Seq <= last {
-					return fmt.Errorf("premis: export: the ledger returned seq %d after %d: out of order", e.Seq, last)
-				}
-				if e.Seq > upTo {
-					return nil
-				}
-				if err := fn(e); err != nil {
-					return err
-				}
-				last = e.Seq
+			last = e.Seq
+		}
+		if n += len(evs); len(evs) < f.Limit || (total > 0 && n >= total) {
+			return nil
+		}
+	}
+}
+
+// errPastFirstRead stops ExportLedger's second read.
+var errPastFirstRead = errors.New("premis: past the export's first read")
+
+// ExportLedger writes the events of l that f selects as WriteXMLOptions
+// does, reading them with EachEvent (f.Limit is ignored), twice: once for
+// the objects, which come first in a PREMIS document, and once for the
+// events, written as they are read. So its memory grows with the objects
+// and their event links, not with the events and their envelopes. The
+// second read stops where the first ended: events stored after that are
+// left out of both, so every event written is under an object written (the
+// first read itself follows appends made while it runs, to where it finds
+// the end). It returns how many events it wrote; with none
+// (ErrNothingToExport) it writes nothing.
+func ExportLedger(ctx context.Context, w io.Writer, l Ledger, f Filter, sw Software, opt ExportOptions) (int, error) {
+	f.Limit = 0
+	upTo, reads := int64(math.MaxInt64), 0
+	return writeXML(w, func(fn func(Event) error) error {
+		reads++
+		var last int64
+		err := EachEvent(ctx, l, f, func(e Event) error {
+			if e.Seq > upTo {
+				return errPastFirstRead
 			}
-			if len(evs) < f.Limit {
-				break
-			}
-			f.AfterSeq = last
+			last = e.Seq
+			return fn(e)
+		})
+		if err != nil && !errors.Is(err, errPastFirstRead) {
+			return err
 		}
 		if reads > 1 {
 			return nil

@@ -180,24 +180,13 @@ and broker.
 `)
 	}
 
-	evs, err := ledger.Events(ctx, premis.Filter{})
-	if err != nil {
-		return err
-	}
 	xmlPath := filepath.Join(*data, "premis.xml")
-	f, err := os.Create(xmlPath)
+	n, err := exportFile(ctx, xmlPath, ledger, premis.Filter{}, premis.ExportOptions{})
 	if err != nil {
-		return err
-	}
-	if err := premis.WriteXML(f, evs, software); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
 		return err
 	}
 	contrls, _ := filepath.Glob(filepath.Join(outbox, "*.edi"))
-	fmt.Fprintf(human, "\n%d PREMIS events in the ledger; PREMIS XML: %s\n%d CONTRL reports in %s\nlog: %s\n", len(evs), xmlPath, len(contrls), outbox, logFile.Name())
+	fmt.Fprintf(human, "\n%d PREMIS events in the ledger; PREMIS XML: %s\n%d CONTRL reports in %s\nlog: %s\n", n, xmlPath, len(contrls), outbox, logFile.Name())
 	if bad > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d outcomes are not where they should be", bad, len(order))}
 	}

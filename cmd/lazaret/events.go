@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -68,22 +69,36 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if fs.NArg() > 0 {
 			return usageErr("events ls: unexpected arguments %q (select with --object, --batch or --correlation)", fs.Args())
 		}
-		evs, err := queryEvents(ctx, &cfg, premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t, Limit: *limit})
+		l, err := cfg.openReadOnly(ctx)
 		if err != nil {
 			return err
 		}
+		defer l.Close()
+		sel := premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t, Limit: *limit}
+		// A page at a time: a listing of the whole ledger holds one page,
+		// and the table is aligned and written page by page.
+		bw := bufio.NewWriter(stdout)
 		if *asJSON {
-			for _, e := range evs {
+			rows := 0
+			err := premis.EachEvent(ctx, l, sel, func(e premis.Event) error {
 				e.Envelope = nil
-				if err := writeJSON(stdout, e); err != nil {
+				if err := writeJSON(bw, e); err != nil {
 					return err
 				}
+				if rows++; rows%pageRows == 0 {
+					return bw.Flush()
+				}
+				return nil
+			})
+			if ferr := bw.Flush(); err == nil {
+				err = ferr
 			}
-			return nil
+			return err
 		}
-		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(bw, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TIME\tOBJECT\tTYPE\tOUTCOME\tCLASS\tDESTINATION\tCODE\tWHERE\tOFFSET\tATTEMPT")
-		for _, e := range evs {
+		rows := 0
+		err = premis.EachEvent(ctx, l, sel, func(e premis.Event) error {
 			obj, dest, off := e.ObjectID, string(e.Destination), e.Offset
 			if len(e.Members) > 0 {
 				// An event of a chunk of accepted messages: the message
@@ -101,20 +116,27 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", e.DateTime.Format("2006-01-02T15:04:05.000Z"), cell(obj), e.Type,
 				e.Outcome, dash(string(e.Class)), dash(dest), dash(cell(e.Code)), position(e.Position), int64OrDash(off), e.Attempt)
+			if rows++; rows%pageRows == 0 {
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				return bw.Flush()
+			}
+			return nil
+		})
+		if ferr := tw.Flush(); err == nil {
+			err = ferr
 		}
-		return tw.Flush()
+		if ferr := bw.Flush(); err == nil {
+			err = ferr
+		}
+		return err
 	}
 	return usageErr("events: unknown subcommand %q", args[0])
 }
 
-func queryEvents(ctx context.Context, cfg *Config, f premis.Filter) ([]premis.Event, error) {
-	l, err := cfg.openReadOnly(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	return l.Events(ctx, f)
-}
+// pageRows is how many rows of events ls are aligned together.
+const pageRows = 1000
 
 // exportFile writes the export to path through path.partial, renamed once
 // the document is whole: a failed export leaves no file that looks like

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,5 +51,38 @@ func TestExportToFile(t *testing.T) {
 	}
 	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the export replaced a 0600 file as %v (%v)", fi.Mode(), err)
+	}
+}
+
+// TestEventsListPages: events ls lists a ledger of more than a page, in
+// order, as a table or JSON lines, and --limit counts across pages.
+func TestEventsListPages(t *testing.T) {
+	ctx := context.Background()
+	ledger := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := sqlite.Open(ctx, ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*premis.Event
+	for i := range 2500 {
+		corr := fmt.Sprintf("c%d", i)
+		evs = append(evs, &premis.Event{Key: premis.EventKey(corr, "", premis.Validation, 1), Type: premis.Validation,
+			Outcome: premis.Success, ObjectID: fmt.Sprintf("master-%04d", i), BatchID: "b1", CorrelationID: corr, Kind: "tiff"})
+	}
+	if _, err := l.Append(ctx, evs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCmd(t, "events", "ls", "--ledger", ledger, "--json")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(lines) != 2500 || !strings.Contains(lines[0], `"master-0000"`) || !strings.Contains(lines[2499], `"master-2499"`) {
+		t.Fatalf("events ls --json: exit %d, %d lines %s", code, len(lines), stderr)
+	}
+	out, _, code = runCmd(t, "events", "ls", "--ledger", ledger, "--batch", "b1", "--limit", "1200")
+	rows := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(rows) != 1201 || !strings.HasPrefix(rows[0], "TIME") || !strings.Contains(rows[1200], "master-1199") {
+		t.Errorf("events ls --limit 1200: exit %d, %d lines, last %q", code, len(rows), rows[len(rows)-1])
 	}
 }
