@@ -264,3 +264,50 @@ var (
 	// person must look (lazaret ledger verify) and restore a trusted copy.
 	ErrTampered = errors.New("premis: ledger tampered")
 )
+
+// pageSize is how many events EachEvent reads at a time.
+const pageSize = 1000
+
+// EachEvent calls fn with every event of l that f selects, in ledger (seq)
+// order, reading them a page at a time by keyset pagination from
+// f.AfterSeq, so that a listing of any length holds one page; f.Limit, when
+// set, is how many in all. Each page is a read of its own, not one
+// snapshot: events appended while it runs are handed over when they fall
+// after the last page (and with f.Latest an item whose outcome moves on
+// may be handed over twice). A page that does not continue the last (a seq
+// not after it) is an error, not a loop. An error from fn stops it and is
+// returned.
+func EachEvent(ctx context.Context, l Ledger, f Filter, fn func(Event) error) error {
+	total, n, last := f.Limit, 0, f.AfterSeq
+	for {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		f.AfterSeq, f.Limit = last, pageSize
+		if total > 0 {
+			f.Limit = min(pageSize, total-n)
+		}
+		evs, err := l.Events(ctx, f)
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return err
+		}
+		if total > 0 {
+			evs = evs[:min(len(evs), total-n)] // a ledger that overshot the page
+		}
+		for _, e := range evs {
+			if e.Seq <= last {
+				return fmt.Errorf("premis: the ledger returned seq %d after %d: out of order", e.Seq, last)
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+			last = e.Seq
+		}
+		if n += len(evs); len(evs) < f.Limit || (total > 0 && n >= total) {
+			return nil
+		}
+	}
+}

@@ -239,13 +239,14 @@ func TestExportLedgerMemory(t *testing.T) {
 // in order, a page at a time, with f.Limit the count in all.
 func TestEachEventPages(t *testing.T) {
 	ctx := context.Background()
-	l := exportLedger(t, 600) // 3,602 events
+	l := exportLedger(t, 1100) // 5,502 events, inv-big#1 in 1,100 of them
 	for _, f := range []premis.Filter{
 		{},
 		{Limit: 1000},
 		{Limit: 2500},
 		{BatchID: "b1", Limit: 1001},
 		{ObjectID: "inv-big#1", AfterSeq: 100},
+		{ObjectID: "inv-big#1", Limit: 1050},
 	} {
 		want, err := l.Events(ctx, f)
 		if err != nil {
@@ -283,5 +284,49 @@ func TestEachEventPages(t *testing.T) {
 	cancel(stop)
 	if err := premis.EachEvent(cancelled, l, premis.Filter{}, func(premis.Event) error { return nil }); !errors.Is(err, stop) {
 		t.Errorf("a cancelled listing: %v, want its cause", err)
+	}
+}
+
+// sliceLedger answers Events from a slice, ignoring every filter; with
+// overshoot it ignores Limit too.
+type sliceLedger struct {
+	premis.Ledger
+	evs       []premis.Event
+	overshoot bool
+}
+
+func (s *sliceLedger) Events(_ context.Context, f premis.Filter) ([]premis.Event, error) {
+	var out []premis.Event
+	for _, e := range s.evs {
+		if e.Seq > f.AfterSeq && (s.overshoot || f.Limit == 0 || len(out) < f.Limit) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// TestEachEventGuards: a ledger whose page goes back (a seq not after the
+// last) is an error, not a loop or a duplicate; one that returns more than
+// the page asked for still gives no more than f.Limit in all.
+func TestEachEventGuards(t *testing.T) {
+	ctx := context.Background()
+	var evs []premis.Event
+	for seq := range int64(2500) {
+		evs = append(evs, premis.Event{Seq: seq + 1, ID: fmt.Sprintf("ev-%d", seq+1)})
+	}
+	back := &sliceLedger{evs: append(append([]premis.Event(nil), evs[:1200]...), evs[1100:]...)} // seq 1101..1200 twice
+	n := 0
+	err := premis.EachEvent(ctx, back, premis.Filter{}, func(premis.Event) error { n++; return nil })
+	if err == nil || !strings.Contains(err.Error(), "out of order") {
+		t.Errorf("a page that goes back: %v after %d events", err, n)
+	}
+	for _, limit := range []int{1, 999, 1000, 1500} {
+		n = 0
+		if err := premis.EachEvent(ctx, &sliceLedger{evs: evs, overshoot: true}, premis.Filter{Limit: limit}, func(premis.Event) error {
+			n++
+			return nil
+		}); err != nil || n != limit {
+			t.Errorf("Limit %d from a ledger that overshoots: %d events, %v", limit, n, err)
+		}
 	}
 }

@@ -386,7 +386,7 @@ func commandEvents() *cobra.Command {
 	return group("events", "PREMIS events in the ledger", "",
 		leaf{use: "ls [flags]", run: runEvents, prefix: []string{"ls"},
 			short: "list events, oldest first",
-			long:  "List the ledger's PREMIS events, oldest first, optionally for one object,\nbatch or correlation.",
+			long:  "List the ledger's PREMIS events, oldest first, optionally for one object,\nbatch or correlation. The ledger is read a page of 1,000 events at a time,\nand the table's columns are aligned a page at a time (use --json in scripts).",
 			example: `  lazaret events ls --object scan-0001
   lazaret events ls --batch batch-17 --since 24h --json`}.command(),
 		leaf{use: "export [flags]", run: runEvents, prefix: []string{"export"},

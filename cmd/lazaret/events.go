@@ -75,20 +75,15 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		defer l.Close()
 		sel := premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t, Limit: *limit}
-		// A page at a time: a listing of the whole ledger holds one page,
-		// and the table is aligned and written page by page.
-		bw := bufio.NewWriter(stdout)
+		// A page at a time: a listing of the whole ledger holds one page.
+		// The table's columns are aligned a page of rows at a time (a
+		// wider cell further down widens its page only); --json is for
+		// scripts.
+		bw := bufio.NewWriterSize(stdout, 64<<10)
 		if *asJSON {
-			rows := 0
 			err := premis.EachEvent(ctx, l, sel, func(e premis.Event) error {
 				e.Envelope = nil
-				if err := writeJSON(bw, e); err != nil {
-					return err
-				}
-				if rows++; rows%pageRows == 0 {
-					return bw.Flush()
-				}
-				return nil
+				return writeJSON(bw, e)
 			})
 			if ferr := bw.Flush(); err == nil {
 				err = ferr
@@ -117,10 +112,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", e.DateTime.Format("2006-01-02T15:04:05.000Z"), cell(obj), e.Type,
 				e.Outcome, dash(string(e.Class)), dash(dest), dash(cell(e.Code)), position(e.Position), int64OrDash(off), e.Attempt)
 			if rows++; rows%pageRows == 0 {
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-				return bw.Flush()
+				return tw.Flush()
 			}
 			return nil
 		})
@@ -135,7 +127,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return usageErr("events: unknown subcommand %q", args[0])
 }
 
-// pageRows is how many rows of events ls are aligned together.
+// pageRows is how many rows of events ls are aligned together (and held).
 const pageRows = 1000
 
 // exportFile writes the export to path through path.partial, renamed once
