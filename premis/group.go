@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +31,19 @@ type GroupCommit struct {
 	stop    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
+	// What the committer wrote: transactions, and the appends they held.
+	commits, grouped atomic.Int64
+}
+
+// GroupStats is what a GroupCommit has committed: its commits, and the
+// callers' appends they held (Appends/Commits is the mean group). A
+// combined commit that failed and was written again one append at a time
+// counts once.
+type GroupStats struct{ Commits, Appends int64 }
+
+// Stats says what g has committed so far.
+func (g *GroupCommit) Stats() GroupStats {
+	return GroupStats{Commits: g.commits.Load(), Appends: g.grouped.Load()}
 }
 
 type groupAppend struct {
@@ -126,6 +140,8 @@ const commitTimeout = time.Minute
 func (g *GroupCommit) commit(batch []*groupAppend, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
+	g.commits.Add(1)
+	g.grouped.Add(int64(len(batch)))
 	if len(batch) == 1 {
 		r := batch[0]
 		r.ins, r.err = g.Ledger.Append(ctx, r.events...)

@@ -74,3 +74,33 @@ func TestGroupCommitInvalidEventFailsItsCallerAlone(t *testing.T) {
 		t.Fatalf("ledger called %d times, want 4: %v", len(g.calls), g.calls)
 	}
 }
+
+// TestGroupCommitStats: the committer counts its transactions and the
+// appends they held, two queued behind a first making one of two.
+func TestGroupCommitStats(t *testing.T) {
+	g := &gate{entered: make(chan struct{}), release: make(chan struct{})}
+	gc := premis.NewGroupCommit(g, 0)
+	defer gc.Stop()
+	ctx := context.Background()
+	done := make(chan error, 3)
+	go func() { _, err := gc.Append(ctx, event("first")); done <- err }()
+	<-g.entered
+	for _, obj := range []string{"second", "third"} {
+		go func() { _, err := gc.Append(ctx, event(obj)); done <- err }()
+	}
+	for deadline := time.Now().Add(5 * time.Second); premis.Queued(gc) < 2; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			close(g.release)
+			t.Fatalf("%d appends queued behind the first, want 2", premis.Queued(gc))
+		}
+	}
+	close(g.release)
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := gc.Stats(); st != (premis.GroupStats{Commits: 2, Appends: 3}) {
+		t.Errorf("stats %+v, want 2 commits holding 3 appends", st)
+	}
+}
