@@ -194,7 +194,7 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nPIPELINE (%d items, concurrency %d)\tITEMS/S\tASYNQ NO-OP ITEMS/S\tRATIO\tCPU µs/ITEM\tASYNQ CPU µs/ITEM\n", items, concurrency)
+	fmt.Fprintf(tw, "\nPIPELINE (%d items, concurrency %d)\tITEMS/S\tASYNQ NO-OP ITEMS/S\tRATIO\tCPU µs/ITEM\tASYNQ CPU µs/ITEM\tITEMS/COMMIT\n", items, concurrency)
 	ledgers := []benchLedger{{"SQLite", func(ctx context.Context, round int) (premis.Ledger, func() error, error) {
 		path := filepath.Join(dir, fmt.Sprintf("pipeline-ledger-%d.db", round))
 		for _, p := range []string{path, path + "-wal", path + "-shm"} {
@@ -238,6 +238,7 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 			batch := batches[fail]
 			o := pipebench.Options{Redis: opt, Items: items, Concurrency: concurrency, Fail: fail}
 			var bare, pipe pipebench.Run
+			var groups premis.GroupStats
 			for r := range max(1, rounds) {
 				bd, err := pipebench.Bare(ctx, o)
 				if err != nil {
@@ -247,18 +248,60 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 				if err != nil {
 					return err
 				}
-				pd, err := pipelineRun(ctx, o, batch, l, cfg)
+				pd, st, err := pipelineRun(ctx, o, batch, l, cfg)
 				if err := errors.Join(err, drop()); err != nil {
 					return err
 				}
 				bare.Wall, bare.CPU, pipe.Wall, pipe.CPU = bare.Wall+bd.Wall, bare.CPU+bd.CPU, pipe.Wall+pd.Wall, pipe.CPU+pd.CPU
+				groups.Commits, groups.Appends = groups.Commits+st.Commits, groups.Appends+st.Appends
 			}
 			n := float64(items * max(1, rounds))
-			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\n", name, n/pipe.Wall.Seconds(), n/bare.Wall.Seconds(),
-				bare.Wall.Seconds()/pipe.Wall.Seconds(), float64(pipe.CPU.Microseconds())/n, float64(bare.CPU.Microseconds())/n)
+			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\t%s\n", name, n/pipe.Wall.Seconds(), n/bare.Wall.Seconds(),
+				bare.Wall.Seconds()/pipe.Wall.Seconds(), float64(pipe.CPU.Microseconds())/n, float64(bare.CPU.Microseconds())/n, perCommit(groups))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return benchCommits(ctx, stdout, ledgers, items, rounds)
+}
+
+// benchCommits commits accepted masters into each ledger from 2 and 8
+// writers through the group committer, with no worker and no broker: the
+// most the pipeline could drain with today's record of an item.
+func benchCommits(ctx context.Context, stdout io.Writer, ledgers []benchLedger, items, rounds int) error {
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nLEDGER ALONE (%d accepted masters, 4 events each)\tWRITERS\tITEMS/S\tCPU µs/ITEM\tITEMS/COMMIT\n", items)
+	for _, lg := range ledgers {
+		for _, writers := range []int{2, 8} {
+			var run pipebench.Run
+			var groups premis.GroupStats
+			for r := range max(1, rounds) {
+				l, drop, err := lg.open(ctx, r)
+				if err != nil {
+					return err
+				}
+				rr, st, err := pipebench.LedgerCommits(ctx, l, items, writers, 1)
+				err = errors.Join(err, l.Close(), drop())
+				if err != nil {
+					return err
+				}
+				run.Wall, run.CPU = run.Wall+rr.Wall, run.CPU+rr.CPU
+				groups.Commits, groups.Appends = groups.Commits+st.Commits, groups.Appends+st.Appends
+			}
+			n := float64(items * max(1, rounds))
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%s\n", lg.name, writers, n/run.Wall.Seconds(), float64(run.CPU.Microseconds())/n, perCommit(groups))
 		}
 	}
 	return tw.Flush()
+}
+
+// perCommit is the mean number of items (appends) a commit held.
+func perCommit(st premis.GroupStats) string {
+	if st.Commits == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(st.Appends)/float64(st.Commits))
 }
 
 // benchLedger is a ledger the pipeline is measured with: open gives a fresh
@@ -270,7 +313,7 @@ type benchLedger struct {
 
 // pipelineRun is one pipeline drain into the fresh ledger l, which it
 // closes; the queue is emptied of its tasks afterwards.
-func pipelineRun(ctx context.Context, o pipebench.Options, batch *pipebench.Batch, l premis.Ledger, cfg Config) (pipebench.Run, error) {
+func pipelineRun(ctx context.Context, o pipebench.Options, batch *pipebench.Batch, l premis.Ledger, cfg Config) (pipebench.Run, premis.GroupStats, error) {
 	g := premis.NewGroupCommit(l, 0)
 	defer g.Close()
 	c := asynq.NewClient(o.Redis)
@@ -280,7 +323,7 @@ func pipelineRun(ctx context.Context, o pipebench.Options, batch *pipebench.Batc
 	insp := asynq.NewInspector(o.Redis)
 	defer insp.Close()
 	_ = insp.DeleteQueue(ingest.QueueIngest, true) // the next run starts on an empty queue
-	return run, err
+	return run, g.Stats(), err
 }
 
 // benchReadModel fills a fresh ledger of each size and times the

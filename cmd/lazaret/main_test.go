@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -520,6 +521,25 @@ func TestBenchCommand(t *testing.T) {
 		if !strings.Contains(out, row) {
 			t.Errorf("bench printed no %q row:\n%s", row, out)
 		}
+	}
+	// The ledger alone, from 2 and 8 writers, with how many masters a
+	// commit held (at least one; the pipeline rows end with it too).
+	ledgers := []string{"SQLite"}
+	if c != nil {
+		ledgers = append(ledgers, "PostgreSQL")
+	}
+	for _, lg := range ledgers {
+		for _, w := range []string{"2", "8"} {
+			m := regexp.MustCompile(`(?m)^` + lg + `\s+` + w + `\s+\d+\s+\d+\s+(\d+\.\d\d)$`).FindStringSubmatch(out)
+			if m == nil {
+				t.Errorf("bench printed no ledger-alone row for %s from %s writers:\n%s", lg, w, out)
+			} else if per, _ := strconv.ParseFloat(m[1], 64); per < 1 {
+				t.Errorf("%s from %s writers: %s masters a commit", lg, w, m[1])
+			}
+		}
+	}
+	if !regexp.MustCompile(`(?m)^small masters accepted, SQLite ledger\s.*\s\d+\.\d\d$`).MatchString(out) {
+		t.Errorf("the pipeline rows say nothing of their commits:\n%s", out)
 	}
 	if c == nil {
 		return
