@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -31,19 +30,31 @@ type GroupCommit struct {
 	stop    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
-	// What the committer wrote: transactions, and the appends they held.
-	commits, grouped atomic.Int64
+	statsMu sync.Mutex
+	stats   GroupStats
 }
 
-// GroupStats is what a GroupCommit has committed: its commits, and the
-// callers' appends they held (Appends/Commits is the mean group). A
-// combined commit that failed and was written again one append at a time
-// counts once.
+// GroupStats is what a GroupCommit's committer has written: its commits
+// that succeeded, and the callers' appends they held (Appends/Commits is
+// the mean group). A combined commit that failed and was written again one
+// append at a time counts each append that then succeeded as a commit of
+// one. An empty append, or one larger than a transaction, goes to the
+// ledger directly and is not counted.
 type GroupStats struct{ Commits, Appends int64 }
 
 // Stats says what g has committed so far.
 func (g *GroupCommit) Stats() GroupStats {
-	return GroupStats{Commits: g.commits.Load(), Appends: g.grouped.Load()}
+	g.statsMu.Lock()
+	defer g.statsMu.Unlock()
+	return g.stats
+}
+
+// committed counts a commit of appends that succeeded.
+func (g *GroupCommit) committed(appends int) {
+	g.statsMu.Lock()
+	g.stats.Commits++
+	g.stats.Appends += int64(appends)
+	g.statsMu.Unlock()
 }
 
 type groupAppend struct {
@@ -140,11 +151,11 @@ const commitTimeout = time.Minute
 func (g *GroupCommit) commit(batch []*groupAppend, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
-	g.commits.Add(1)
-	g.grouped.Add(int64(len(batch)))
 	if len(batch) == 1 {
 		r := batch[0]
-		r.ins, r.err = g.Ledger.Append(ctx, r.events...)
+		if r.ins, r.err = g.Ledger.Append(ctx, r.events...); r.err == nil {
+			g.committed(1)
+		}
 		close(r.done)
 		return
 	}
@@ -159,11 +170,14 @@ func (g *GroupCommit) commit(batch []*groupAppend, n int) {
 	if err != nil {
 		// One caller's events may be what failed: write each on its own.
 		for _, r := range batch {
-			r.ins, r.err = g.Ledger.Append(ctx, r.events...)
+			if r.ins, r.err = g.Ledger.Append(ctx, r.events...); r.err == nil {
+				g.committed(1)
+			}
 			close(r.done)
 		}
 		return
 	}
+	g.committed(len(batch))
 	for _, r := range batch {
 		r.ins, ins = ins[:len(r.events)], ins[len(r.events):]
 		close(r.done)

@@ -41,24 +41,10 @@ func event(obj string) *premis.Event {
 // combined commit fails only the append it came with; the others are
 // written, and each event is prepared by the ledger alone.
 func TestGroupCommitInvalidEventFailsItsCallerAlone(t *testing.T) {
-	g := &gate{entered: make(chan struct{}), release: make(chan struct{})}
-	gc := premis.NewGroupCommit(g, 0)
-	defer gc.Stop()
-	ctx := context.Background()
-	done := make(chan error, 3)
-	go func() { _, err := gc.Append(ctx, event("first")); done <- err }()
-	<-g.entered
 	bad := event("bad")
 	bad.Outcome = "maybe"
-	go func() { _, err := gc.Append(ctx, event("good")); done <- err }()
-	go func() { _, err := gc.Append(ctx, bad); done <- err }()
-	for deadline := time.Now().Add(5 * time.Second); premis.Queued(gc) < 2; runtime.Gosched() {
-		if time.Now().After(deadline) {
-			close(g.release)
-			t.Fatalf("%d appends queued behind the first, want 2", premis.Queued(gc))
-		}
-	}
-	close(g.release)
+	gc, g, done := queueBehindFirst(t, event("good"), bad)
+	defer gc.Stop()
 	var failed int
 	for range 3 {
 		if err := <-done; err != nil {
@@ -73,28 +59,42 @@ func TestGroupCommitInvalidEventFailsItsCallerAlone(t *testing.T) {
 	if len(g.calls) != 4 { // first; good and bad together; then each alone
 		t.Fatalf("ledger called %d times, want 4: %v", len(g.calls), g.calls)
 	}
+	// The combined commit failed: first, then good alone, are what held.
+	if st := gc.Stats(); st != (premis.GroupStats{Commits: 2, Appends: 2}) {
+		t.Errorf("stats %+v, want 2 commits of one append each", st)
+	}
 }
 
-// TestGroupCommitStats: the committer counts its transactions and the
-// appends they held, two queued behind a first making one of two.
-func TestGroupCommitStats(t *testing.T) {
+// queueBehindFirst starts a group committer over a gate, appends a first
+// event that holds the gate, queues the others behind it, and then opens
+// the gate: the others are committed together. done gets each append's
+// error.
+func queueBehindFirst(t *testing.T, others ...*premis.Event) (*premis.GroupCommit, *gate, <-chan error) {
+	t.Helper()
 	g := &gate{entered: make(chan struct{}), release: make(chan struct{})}
 	gc := premis.NewGroupCommit(g, 0)
-	defer gc.Stop()
 	ctx := context.Background()
-	done := make(chan error, 3)
+	done := make(chan error, 1+len(others))
 	go func() { _, err := gc.Append(ctx, event("first")); done <- err }()
 	<-g.entered
-	for _, obj := range []string{"second", "third"} {
-		go func() { _, err := gc.Append(ctx, event(obj)); done <- err }()
+	for _, e := range others {
+		go func() { _, err := gc.Append(ctx, e); done <- err }()
 	}
-	for deadline := time.Now().Add(5 * time.Second); premis.Queued(gc) < 2; runtime.Gosched() {
+	for deadline := time.Now().Add(5 * time.Second); premis.Queued(gc) < len(others); runtime.Gosched() {
 		if time.Now().After(deadline) {
 			close(g.release)
-			t.Fatalf("%d appends queued behind the first, want 2", premis.Queued(gc))
+			t.Fatalf("%d appends queued behind the first, want %d", premis.Queued(gc), len(others))
 		}
 	}
 	close(g.release)
+	return gc, g, done
+}
+
+// TestGroupCommitStats: the committer counts its commits and the appends
+// they held, two queued behind a first making one of two.
+func TestGroupCommitStats(t *testing.T) {
+	gc, _, done := queueBehindFirst(t, event("second"), event("third"))
+	defer gc.Stop()
 	for range 3 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
