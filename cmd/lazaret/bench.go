@@ -38,8 +38,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	width := fs.Int("width", 8000, "master width in pixels (RGB)")
 	height := fs.Int("height", 6000, "master height in pixels")
 	ediMB := fs.Int64("edi-mb", 50, "interchange size in MB")
-	rounds := fs.Int("rounds", 3, "runs of each measurement (the best is reported)")
-	pipeItems := fs.Int("pipeline-items", 2000, "small masters drained through the pipeline and through bare asynq (0 skips)")
+	rounds := fs.Int("rounds", 3, "runs of each measurement (validation and queries: the best is reported; pipeline and ledger: the mean of all)")
+	pipeItems := fs.Int("pipeline-items", 2000, "small masters drained through the pipeline and through bare asynq, and committed into the ledger alone (0 skips both)")
 	concurrency := fs.Int("concurrency", 2, "worker concurrency of the pipeline measurement (the same for bare asynq)")
 	ledgerItems := fs.String("ledger-items", "2000,20000", "ledger sizes, in items of five events, for the read-model queries (empty skips; 200000 = 1M events takes minutes)")
 	benchRedis := fs.String("bench-redis", "", "Redis URL for the pipeline measurement, which must be empty (default: a private redis-server on a free port)")
@@ -263,40 +263,46 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return benchCommits(ctx, stdout, ledgers, items, rounds)
+	return benchCommits(ctx, stdout, opt, ledgers, items, rounds)
 }
 
 // benchCommits commits accepted masters into each ledger from 2 and 8
-// writers through the group committer, with no worker and no broker: the
-// most the pipeline could drain with today's record of an item.
-func benchCommits(ctx context.Context, stdout io.Writer, ledgers []benchLedger, items, rounds int) error {
+// writers through the group committer, with no worker and no broker (the
+// most the pipeline could drain with today's record of an item), against
+// bare asynq's no-op tasks at that concurrency, interleaved.
+func benchCommits(ctx context.Context, stdout io.Writer, redis asynq.RedisConnOpt, ledgers []benchLedger, items, rounds int) error {
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nLEDGER ALONE (%d accepted masters, 4 events each)\tWRITERS\tITEMS/S\tCPU µs/ITEM\tITEMS/COMMIT\n", items)
+	fmt.Fprintf(tw, "\nLEDGER ALONE (%d accepted masters, 4 events each)\tWRITERS\tITEMS/S\tASYNQ NO-OP ITEMS/S\tRATIO\tCPU µs/ITEM\tITEMS/COMMIT\n", items)
 	for _, lg := range ledgers {
 		for _, writers := range []int{2, 8} {
-			var run pipebench.Run
+			var bare, run pipebench.Run
 			var groups premis.GroupStats
 			for r := range max(1, rounds) {
+				bd, err := pipebench.Bare(ctx, pipebench.Options{Redis: redis, Items: items, Concurrency: writers})
+				if err != nil {
+					return fmt.Errorf("bare asynq at concurrency %d: %w", writers, err)
+				}
 				l, drop, err := lg.open(ctx, r)
 				if err != nil {
-					return err
+					return fmt.Errorf("ledger alone, %s: %w", lg.name, err)
 				}
-				rr, st, err := pipebench.LedgerCommits(ctx, l, items, writers, 1)
-				err = errors.Join(err, l.Close(), drop())
-				if err != nil {
-					return err
+				rr, st, err := pipebench.LedgerCommits(ctx, l, items, writers)
+				if err := errors.Join(err, l.Close(), drop()); err != nil {
+					return fmt.Errorf("ledger alone, %s, %d writers: %w", lg.name, writers, err)
 				}
-				run.Wall, run.CPU = run.Wall+rr.Wall, run.CPU+rr.CPU
+				bare.Wall, run.Wall, run.CPU = bare.Wall+bd.Wall, run.Wall+rr.Wall, run.CPU+rr.CPU
 				groups.Commits, groups.Appends = groups.Commits+st.Commits, groups.Appends+st.Appends
 			}
 			n := float64(items * max(1, rounds))
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%s\n", lg.name, writers, n/run.Wall.Seconds(), float64(run.CPU.Microseconds())/n, perCommit(groups))
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.3f\t%.0f\t%s\n", lg.name, writers, n/run.Wall.Seconds(), n/bare.Wall.Seconds(),
+				bare.Wall.Seconds()/run.Wall.Seconds(), float64(run.CPU.Microseconds())/n, perCommit(groups))
 		}
 	}
 	return tw.Flush()
 }
 
-// perCommit is the mean number of items (appends) a commit held.
+// perCommit is the mean number of appends a commit held: an item's
+// (in the pipeline, the submission's few appends too).
 func perCommit(st premis.GroupStats) string {
 	if st.Commits == 0 {
 		return "-"
@@ -313,9 +319,9 @@ type benchLedger struct {
 
 // pipelineRun is one pipeline drain into the fresh ledger l, which it
 // closes; the queue is emptied of its tasks afterwards.
-func pipelineRun(ctx context.Context, o pipebench.Options, batch *pipebench.Batch, l premis.Ledger, cfg Config) (pipebench.Run, premis.GroupStats, error) {
+func pipelineRun(ctx context.Context, o pipebench.Options, batch *pipebench.Batch, l premis.Ledger, cfg Config) (_ pipebench.Run, _ premis.GroupStats, err error) {
 	g := premis.NewGroupCommit(l, 0)
-	defer g.Close()
+	defer func() { err = errors.Join(err, g.Close()) }()
 	c := asynq.NewClient(o.Redis)
 	defer c.Close()
 	w := cfg.worker(g, c, pipebench.Discard())

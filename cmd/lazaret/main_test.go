@@ -522,15 +522,16 @@ func TestBenchCommand(t *testing.T) {
 			t.Errorf("bench printed no %q row:\n%s", row, out)
 		}
 	}
-	// The ledger alone, from 2 and 8 writers, with how many masters a
-	// commit held (at least one; the pipeline rows end with it too).
+	// The ledger alone, from 2 and 8 writers, with its ratio to bare asynq
+	// and how many masters a commit held (at least one; the pipeline rows
+	// end with it too).
 	ledgers := []string{"SQLite"}
 	if c != nil {
 		ledgers = append(ledgers, "PostgreSQL")
 	}
 	for _, lg := range ledgers {
 		for _, w := range []string{"2", "8"} {
-			m := regexp.MustCompile(`(?m)^` + lg + `\s+` + w + `\s+\d+\s+\d+\s+(\d+\.\d\d)$`).FindStringSubmatch(out)
+			m := regexp.MustCompile(`(?m)^` + lg + `\s+` + w + `\s+\d+\s+\d+\s+\d+\.\d{3}\s+\d+\s+(\d+\.\d\d)$`).FindStringSubmatch(out)
 			if m == nil {
 				t.Errorf("bench printed no ledger-alone row for %s from %s writers:\n%s", lg, w, out)
 			} else if per, _ := strconv.ParseFloat(m[1], 64); per < 1 {

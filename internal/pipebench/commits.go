@@ -2,6 +2,7 @@ package pipebench
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,28 +12,31 @@ import (
 )
 
 // LedgerCommits appends items accepted masters (sample.AcceptedMaster, one
-// Append of four events each) to l from writers goroutines through a
-// premis.GroupCommit, as a worker's handlers do, with no worker and no
-// broker: what the ledger alone allows. It returns the time and CPU, and
-// how the committer grouped the appends. The masters are numbered from
-// first, so that runs on one ledger do not collide.
-func LedgerCommits(ctx context.Context, l premis.Ledger, items, writers int, first int64) (Run, premis.GroupStats, error) {
+// Append of four events each) to the empty ledger l from writers
+// goroutines through a premis.GroupCommit, as a worker's handlers do, with
+// no worker and no broker: what the ledger alone allows. It returns the
+// time and CPU, and how the committer grouped the appends. The first
+// error stops every writer; a master found stored already is an error (the
+// ledger was not empty, and the run would measure deduplication).
+func LedgerCommits(ctx context.Context, l premis.Ledger, items, writers int) (Run, premis.GroupStats, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	g := premis.NewGroupCommit(l, 0)
 	defer g.Stop()
 	var next atomic.Int64
-	next.Store(first - 1)
-	last := first + int64(items) - 1
 	var wg sync.WaitGroup
-	var once sync.Once
-	var ferr error
 	c0, t0 := cpuTime(), time.Now()
 	for range max(1, writers) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for n := next.Add(1); n <= last; n = next.Add(1) {
-				if _, err := g.Append(ctx, sample.AcceptedMaster(n)...); err != nil {
-					once.Do(func() { ferr = err })
+			for n := next.Add(1); n <= int64(items) && ctx.Err() == nil; n = next.Add(1) {
+				ins, err := g.Append(ctx, sample.AcceptedMaster(n)...)
+				if err == nil && (len(ins) != 4 || !ins[0] || !ins[1] || !ins[2] || !ins[3]) {
+					err = fmt.Errorf("master %d was stored already: the ledger is not empty", n)
+				}
+				if err != nil {
+					cancel(err)
 					return
 				}
 			}
@@ -40,5 +44,5 @@ func LedgerCommits(ctx context.Context, l premis.Ledger, items, writers int, fir
 	}
 	wg.Wait()
 	run := Run{Wall: time.Since(t0), CPU: cpuTime() - c0}
-	return run, g.Stats(), ferr
+	return run, g.Stats(), context.Cause(ctx)
 }
