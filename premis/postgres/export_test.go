@@ -1,6 +1,11 @@
 package postgres
 
-import "context"
+import (
+	"context"
+	"strings"
+
+	"github.com/lazaret/lazaret/premis"
+)
 
 // Exec runs a statement against the ledger's database, for tests that prove
 // the append-only trigger.
@@ -18,4 +23,25 @@ func GuardSQL(name string) string {
 		}
 	}
 	panic("no guard " + name)
+}
+
+// Plan is PostgreSQL's plan for the query Events runs for f, run
+// (EXPLAIN ANALYZE: the rows each step read), for tests that check what a
+// page costs.
+func Plan(ctx context.Context, l *Ledger, f premis.Filter) (string, error) {
+	q, args := l.eventsQuery(f)
+	rows, err := l.pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+q, args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n"), rows.Err()
 }

@@ -127,7 +127,7 @@ CREATE TABLE lazaret_events (
 );
 CREATE INDEX lazaret_events_members ON lazaret_events(batch_id, type) WHERE members <> '';
 CREATE INDEX lazaret_events_object ON lazaret_events(object_id);
-CREATE INDEX lazaret_events_batch ON lazaret_events(batch_id);
+CREATE INDEX lazaret_events_batch_seq ON lazaret_events(batch_id, seq);
 CREATE INDEX lazaret_events_correlation ON lazaret_events(correlation_id);
 CREATE INDEX lazaret_events_datetime ON lazaret_events(datetime);
 `
@@ -138,10 +138,23 @@ CREATE INDEX lazaret_events_datetime ON lazaret_events(datetime);
 // (lazaret_latest), never by scanning the events for a class, as in the
 // SQLite ledger. Each cost every append two index entries an event: an
 // eighth to a fifth of the appends a second from 8 writers. Dropping them
-// is best effort (see dropSpareIndexes).
+// is best effort (see bestEffort).
 const spareIndexes = `
 DROP INDEX IF EXISTS lazaret_events_task;
 DROP INDEX IF EXISTS lazaret_events_failure;
+`
+
+// batchSeqIndex moves a ledger written before lazaret_events_batch_seq onto
+// it. A batch's events are read a page at a time in seq order (events ls
+// --batch, a batch's PREMIS export): through an index on batch_id alone,
+// PostgreSQL found every event of the batch after the page's start and
+// sorted them, so that each page cost the rest of the batch and the whole
+// listing grew with the square of its size. Like spareIndexes, best effort:
+// the owner's open builds it (appends wait for the build, about a second a
+// million events), and until then pages are slower, not wrong.
+const batchSeqIndex = `
+CREATE INDEX IF NOT EXISTS lazaret_events_batch_seq ON lazaret_events(batch_id, seq);
+DROP INDEX IF EXISTS lazaret_events_batch;
 `
 
 // membersColumn holds the members of an event that records several objects
@@ -315,6 +328,7 @@ func connect(ctx context.Context, dsn string) (*Ledger, error) {
 type state struct {
 	events, chained, head, latest, members bool
 	spare                                  bool // spareIndexes
+	batchSeq                               bool // lazaret_events_batch_seq
 }
 
 func inspect(ctx context.Context, q interface {
@@ -328,8 +342,9 @@ func inspect(ctx context.Context, q interface {
 		to_regclass('lazaret_latest') IS NOT NULL,
 		EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('lazaret_events')
 			AND attname = 'members' AND NOT attisdropped),
-		to_regclass('lazaret_events_task') IS NOT NULL OR to_regclass('lazaret_events_failure') IS NOT NULL`).Scan(
-		&st.events, &st.chained, &st.head, &st.latest, &st.members, &st.spare)
+		to_regclass('lazaret_events_task') IS NOT NULL OR to_regclass('lazaret_events_failure') IS NOT NULL,
+		to_regclass('lazaret_events_batch_seq') IS NOT NULL`).Scan(
+		&st.events, &st.chained, &st.head, &st.latest, &st.members, &st.spare, &st.batchSeq)
 	return st, err
 }
 
@@ -369,6 +384,7 @@ func (l *Ledger) prepare(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, tables+headTable+latestTable); err != nil {
 			return mapErr(err)
 		}
+		st.batchSeq = true
 		if _, err := tx.Exec(ctx, `INSERT INTO lazaret_ledger_head (id, event_count, last_hash) VALUES (1, 0, $1)`, premis.ChainGenesis); err != nil {
 			return mapErr(err)
 		}
@@ -390,7 +406,12 @@ func (l *Ledger) prepare(ctx context.Context) error {
 		return fmt.Errorf("%w: a head record (lazaret_ledger_head) but no hash chain in the events table", premis.ErrTampered)
 	}
 	if st.spare {
-		if err := dropSpareIndexes(ctx, tx); err != nil {
+		if err := bestEffort(ctx, tx, spareIndexes); err != nil {
+			return err
+		}
+	}
+	if !st.batchSeq {
+		if err := bestEffort(ctx, tx, batchSeqIndex); err != nil {
 			return err
 		}
 	}
@@ -400,25 +421,26 @@ func (l *Ledger) prepare(ctx context.Context) error {
 	return nil
 }
 
-// dropSpareIndexes drops spareIndexes in tx, or leaves them when the
-// database refuses: a role that does not own them (a writer, a reader), a
-// read-only transaction, or a table another session holds (a long verify)
-// for more than lockWait, since every append would queue behind the drop
-// meanwhile. They slow appends, nothing more, and the owner's next open
-// drops them.
-func dropSpareIndexes(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, `SAVEPOINT spare_indexes`); err != nil {
+// bestEffort runs an index change (spareIndexes, batchSeqIndex) in tx, or
+// leaves the indexes as they are when the database refuses: a role that
+// does not own them (a writer, a reader), a read-only transaction, or a
+// table another session holds (a long verify) for more than lockWait,
+// since every append would queue behind the change meanwhile. The indexes
+// make appends or pages slower, never wrong, and the owner's next open
+// changes them.
+func bestEffort(ctx context.Context, tx pgx.Tx, change string) error {
+	if _, err := tx.Exec(ctx, `SAVEPOINT index_change`); err != nil {
 		return mapErr(err)
 	}
-	_, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+lockWait+`'; `+spareIndexes)
+	_, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+lockWait+`'; `+change)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) { // the statement failed, the connection did not
-		_, err = tx.Exec(ctx, `ROLLBACK TO SAVEPOINT spare_indexes`)
+		_, err = tx.Exec(ctx, `ROLLBACK TO SAVEPOINT index_change`)
 	}
 	return mapErr(err)
 }
 
-// lockWait bounds how long dropSpareIndexes waits for the events table.
+// lockWait bounds how long bestEffort waits for the events table.
 const lockWait = "1s"
 
 // migrate chains a ledger written before the chain, in tx: its trigger must
@@ -848,11 +870,7 @@ var dialect = ledgersql.Dialect{
 
 // Events implements premis.Ledger.
 func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, error) {
-	latest := ""
-	if l.readModel {
-		latest = "lazaret_latest"
-	}
-	q, args := ledgersql.QueryLatest("lazaret_events", latest, f, l.syntax)
+	q, args := l.eventsQuery(f)
 	rows, err := l.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres ledger: query: %w", mapErr(err))
@@ -870,6 +888,15 @@ func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, e
 		return nil, fmt.Errorf("postgres ledger: query: %w", mapErr(err))
 	}
 	return out, nil
+}
+
+// eventsQuery is the SELECT that Events runs for f.
+func (l *Ledger) eventsQuery(f premis.Filter) (string, []any) {
+	latest := ""
+	if l.readModel {
+		latest = "lazaret_latest"
+	}
+	return ledgersql.QueryLatest("lazaret_events", latest, f, l.syntax)
 }
 
 // Event implements premis.Ledger.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -266,8 +267,8 @@ func TestMigratesLedgerWrittenBeforeTheChain(t *testing.T) {
 	if v := ledgertest.Verify(t, l); !v.Intact() || v.Events != int64(len(old)) || v.Recorded.Count != int64(len(old)) {
 		t.Fatalf("migrated ledger: %s\n%s", v, ledgertest.Problems(v))
 	}
-	if got := spareIndexes(t, connect(t, dsn)); len(got) > 0 {
-		t.Errorf("the migrated ledger keeps %v, which no lookup needs", got)
+	if got := changedIndexes(t, connect(t, dsn)); !slices.Equal(got, []string{"lazaret_events_batch_seq"}) {
+		t.Errorf("the migrated ledger holds %v, want only the batch index with seq", got)
 	}
 	if _, err := l.Append(ctx, ledgertest.Event("after", premis.Validation, 1)); err != nil {
 		t.Fatal(err)
@@ -397,10 +398,11 @@ func TestWriterRoleCannotRewriteHistory(t *testing.T) {
 		t.Fatalf("grants.sql: %v", err)
 	}
 
-	// A ledger written before its spare indexes went: the writer cannot
-	// drop them, and opens it all the same.
+	// A ledger written before its spare indexes went and its batch index
+	// held seq: the writer can change neither, and opens it all the same.
 	if _, err := admin.Exec(ctx, `CREATE INDEX lazaret_events_task ON lazaret_events(task_id);
-		CREATE INDEX lazaret_events_failure ON lazaret_events(class, destination)`); err != nil {
+		CREATE INDEX lazaret_events_failure ON lazaret_events(class, destination);
+		DROP INDEX lazaret_events_batch_seq; CREATE INDEX lazaret_events_batch ON lazaret_events(batch_id)`); err != nil {
 		t.Fatal(err)
 	}
 
@@ -411,8 +413,8 @@ func TestWriterRoleCannotRewriteHistory(t *testing.T) {
 		t.Fatalf("open as the writer: %v", err)
 	}
 	defer l.Close()
-	if got := spareIndexes(t, admin); len(got) != 2 {
-		t.Errorf("after the writer's open: spare indexes %v, want both left to the owner", got)
+	if got, want := changedIndexes(t, admin), []string{"lazaret_events_batch", "lazaret_events_failure", "lazaret_events_task"}; !slices.Equal(got, want) {
+		t.Errorf("after the writer's open: indexes %v, want %v left to the owner", got, want)
 	}
 	if _, err := l.Append(ctx, ledgertest.Event("by-writer", premis.Ingestion, 1), ledgertest.Event("m1", premis.Validation, 1)); err != nil {
 		t.Fatalf("append as the writer: %v", err)
@@ -449,26 +451,9 @@ func TestWriterRoleCannotRewriteHistory(t *testing.T) {
 		t.Fatalf("open as the owner: %v", err)
 	}
 	owner.Close()
-	if got := spareIndexes(t, admin); len(got) > 0 {
-		t.Errorf("after the owner's open: spare indexes %v, want none", got)
+	if got, want := changedIndexes(t, admin), []string{"lazaret_events_batch_seq"}; !slices.Equal(got, want) {
+		t.Errorf("after the owner's open: indexes %v, want %v", got, want)
 	}
-}
-
-// spareIndexes lists which of the indexes the ledger no longer needs
-// (lazaret_events_task, lazaret_events_failure) c's schema holds.
-func spareIndexes(t *testing.T, c *pgx.Conn) []string {
-	t.Helper()
-	var got []string
-	for _, name := range []string{"lazaret_events_task", "lazaret_events_failure"} {
-		var ok bool
-		if err := c.QueryRow(context.Background(), `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&ok); err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			got = append(got, name)
-		}
-	}
-	return got
 }
 
 // TestMigratesOnceWhenOpenedByManyAtOnce: workers starting together on a
@@ -507,10 +492,13 @@ func TestOpenLeavesSpareIndexesItCannotDrop(t *testing.T) {
 	ctx := context.Background()
 	dsn, _ := seeded(t)
 	admin := connect(t, dsn)
+	// A ledger of before: the spare indexes, and the batch index without seq.
 	if _, err := admin.Exec(ctx, `CREATE INDEX lazaret_events_task ON lazaret_events(task_id);
-		CREATE INDEX lazaret_events_failure ON lazaret_events(class, destination)`); err != nil {
+		CREATE INDEX lazaret_events_failure ON lazaret_events(class, destination);
+		DROP INDEX lazaret_events_batch_seq; CREATE INDEX lazaret_events_batch ON lazaret_events(batch_id)`); err != nil {
 		t.Fatal(err)
 	}
+	before := []string{"lazaret_events_batch", "lazaret_events_failure", "lazaret_events_task"}
 	reader := connect(t, dsn) // a long verify, say
 	tx, err := reader.Begin(ctx)
 	if err != nil {
@@ -528,8 +516,8 @@ func TestOpenLeavesSpareIndexesItCannotDrop(t *testing.T) {
 	if waited := time.Since(start); waited > 30*time.Second {
 		t.Errorf("open waited %s for the reader", waited)
 	}
-	if got := spareIndexes(t, admin); len(got) != 2 {
-		t.Errorf("dropped behind a reader's back: spare indexes %v", got)
+	if got := changedIndexes(t, admin); !slices.Equal(got, before) {
+		t.Errorf("changed behind a reader's back: indexes %v, want %v", got, before)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
@@ -539,15 +527,33 @@ func TestOpenLeavesSpareIndexesItCannotDrop(t *testing.T) {
 		t.Fatalf("read-only open: %v", err)
 	}
 	l.Close()
-	if got := spareIndexes(t, admin); len(got) != 2 {
-		t.Errorf("after a read-only open: spare indexes %v", got)
+	if got := changedIndexes(t, admin); !slices.Equal(got, before) {
+		t.Errorf("after a read-only open: indexes %v, want %v", got, before)
 	}
 	l, err = postgres.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
-	if got := spareIndexes(t, admin); len(got) > 0 {
-		t.Errorf("after the owner's open: spare indexes %v, want none", got)
+	if got, want := changedIndexes(t, admin), []string{"lazaret_events_batch_seq"}; !slices.Equal(got, want) {
+		t.Errorf("after the owner's open: indexes %v, want %v", got, want)
 	}
+}
+
+// changedIndexes lists which of the indexes that an open changes (the
+// spare ones it drops, the batch index it replaces) c's schema holds, by
+// name.
+func changedIndexes(t *testing.T, c *pgx.Conn) []string {
+	t.Helper()
+	var got []string
+	for _, name := range []string{"lazaret_events_batch", "lazaret_events_batch_seq", "lazaret_events_failure", "lazaret_events_task"} {
+		var ok bool
+		if err := c.QueryRow(context.Background(), `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			got = append(got, name)
+		}
+	}
+	return got
 }
