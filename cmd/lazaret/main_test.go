@@ -502,7 +502,8 @@ func TestBenchCommand(t *testing.T) {
 	t.Parallel()
 	args := []string{"bench", "--dir", t.TempDir(), "--width", "400", "--height", "300", "--edi-mb", "1", "--rounds", "1",
 		"--pipeline-items", "40", "--ledger-items", "1000", "--bench-redis", testenv.Redis(t, 14)}
-	rows := []string{"inflate: ", "noisy Deflate", "EDIFACT parse", "small masters accepted, SQLite", "small masters dead-lettered, SQLite", "50 open failures"}
+	rows := []string{"inflate: ", "noisy Deflate", "EDIFACT parse", "small masters accepted, SQLite", "small masters dead-lettered, SQLite",
+		"small masters accepted, ledger not written (ceiling)", "small masters dead-lettered, ledger not written (ceiling)", "50 open failures"}
 	// The PostgreSQL rows where PostgreSQL answers (always under CI).
 	c, err := pgx.Connect(context.Background(), testenv.PostgresDSN())
 	switch {
@@ -538,6 +539,9 @@ func TestBenchCommand(t *testing.T) {
 				t.Errorf("%s from %s writers: %s masters a commit", lg, w, m[1])
 			}
 		}
+	}
+	if regexp.MustCompile(`(?m)^ledger not written`).MatchString(out) {
+		t.Errorf("the ceiling, which writes nothing, has a ledger-alone row:\n%s", out)
 	}
 	if !regexp.MustCompile(`(?m)^small masters accepted, SQLite ledger\s.*\s\d+\.\d\d$`).MatchString(out) {
 		t.Errorf("the pipeline rows say nothing of their commits:\n%s", out)

@@ -3,12 +3,15 @@ package pipebench_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/lazaret/lazaret/internal/pipebench"
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/sample"
+	"github.com/lazaret/lazaret/premis/sqlite"
 )
 
 // failingLedger fails every Append after the first ok, counting them.
@@ -53,5 +56,37 @@ func TestLedgerCommits(t *testing.T) {
 	}
 	if n := f.calls.Load(); n > 40 {
 		t.Errorf("the writers went on after the failure: %d appends", n)
+	}
+}
+
+// TestUnwrittenWritesNothing: the ceiling's ledger answers an append as
+// inserted, with the events prepared as a ledger prepares them, and the
+// ledger under it stays empty.
+func TestUnwrittenWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	l, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	u := pipebench.Unwritten(l)
+	evs := sample.AcceptedMaster(1)
+	ins, err := u.Append(ctx, evs...)
+	if err != nil || len(ins) != len(evs) {
+		t.Fatalf("append: %v %v", ins, err)
+	}
+	for i, e := range evs {
+		if !ins[i] || e.ID == "" || e.DateTime.IsZero() {
+			t.Errorf("event %d: inserted %v, id %q, time %v", i, ins[i], e.ID, e.DateTime)
+		}
+	}
+	stored, err := u.Events(ctx, premis.Filter{})
+	if err != nil || len(stored) != 0 {
+		t.Errorf("the ledger under it holds %d events (%v), want none", len(stored), err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := u.Append(cancelled, sample.AcceptedMaster(2)...); err == nil {
+		t.Error("an append with its context cancelled succeeded")
 	}
 }
