@@ -271,6 +271,24 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 				bare.Wall.Seconds()/pipe.Wall.Seconds(), float64(pipe.CPU.Microseconds())/n, float64(bare.CPU.Microseconds())/n, perCommit(groups))
 		}
 	}
+	// Durability's floor: bare asynq whose handler writes and syncs one
+	// record before it returns, against the no-op, in the same rounds.
+	o := pipebench.Options{Redis: opt, Items: items, Concurrency: concurrency, Durable: filepath.Join(dir, "anchor.log")}
+	var bare, durable pipebench.Run
+	for range max(1, rounds) {
+		bd, err := pipebench.Bare(ctx, pipebench.Options{Redis: opt, Items: items, Concurrency: concurrency})
+		if err != nil {
+			return err
+		}
+		dd, err := pipebench.Bare(ctx, o)
+		if err := errors.Join(err, os.Remove(o.Durable)); err != nil {
+			return err
+		}
+		bare.Wall, bare.CPU, durable.Wall, durable.CPU = bare.Wall+bd.Wall, bare.CPU+bd.CPU, durable.Wall+dd.Wall, durable.CPU+dd.CPU
+	}
+	n := float64(items * max(1, rounds))
+	fmt.Fprintf(tw, "bare asynq, one synced 1 KB write a task (durability's floor)\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\t-\n", n/durable.Wall.Seconds(), n/bare.Wall.Seconds(),
+		bare.Wall.Seconds()/durable.Wall.Seconds(), float64(durable.CPU.Microseconds())/n, float64(bare.CPU.Microseconds())/n)
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -344,13 +344,14 @@ func commandBench() *cobra.Command {
 		long: `Generate a large TIFF master and a large interchange once (in --dir) and
 measure validation throughput against a plain read of the same bytes; drain
 small masters through the workers and no-op tasks through bare asynq on one
-private Redis at the same concurrency (the ratio of the two), and again with
-the ledger's appends left out (the ceiling: what the worker and the broker
-cost alone); commit as many accepted masters into each ledger alone, from 2
-and 8 writers, against bare asynq at that concurrency (what the ledger allows
-with no worker); and time the operators' queries on ledgers of
---ledger-items items. ITEMS/COMMIT is how many appends a commit of the group
-committer held.`,
+private Redis at the same concurrency (the ratio of the two), again with the
+ledger's appends left out (the ceiling: what the worker and the broker cost
+alone), and bare asynq whose handler syncs one 1 KB write before it returns
+(durability's floor); commit as many accepted masters into each ledger
+alone, from 2 and 8 writers, against bare asynq at that concurrency (what
+the ledger allows with no worker); and time the operators' queries on
+ledgers of --ledger-items items. ITEMS/COMMIT is how many appends a commit
+of the group committer held.`,
 		example: `  lazaret bench --rounds 5
   lazaret bench --pipeline-items 0 --ledger-items 2000,20000,200000`}.command()
 }

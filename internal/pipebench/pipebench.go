@@ -38,6 +38,11 @@ type Options struct {
 	Fail bool
 	// Timeout bounds one drain; 0 means 5 minutes.
 	Timeout time.Duration
+	// Durable, when set, is a file the anchor's handler appends one 1 KB
+	// record to, and syncs, before it returns: the least a pipeline that
+	// acknowledges a task only once its record is durable must do. The
+	// file is the caller's to remove.
+	Durable string
 }
 
 func (o Options) timeout() time.Duration {
@@ -55,8 +60,8 @@ type Run struct {
 	Wall, CPU time.Duration
 }
 
-// Bare drains o.Items no-op tasks from a queue of its own. The queue is
-// deleted afterwards.
+// Bare drains o.Items no-op tasks from a queue of its own (each with one
+// synced write when o.Durable is set). The queue is deleted afterwards.
 func Bare(ctx context.Context, o Options) (Run, error) {
 	queue := "pipebench-" + randomHex(6)
 	c := asynq.NewClient(o.Redis)
@@ -70,12 +75,33 @@ func Bare(ctx context.Context, o Options) (Run, error) {
 			return Run{}, fmt.Errorf("anchor: enqueue: %w", err)
 		}
 	}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	record := func() error { return nil }
+	if o.Durable != "" {
+		f, err := os.OpenFile(o.Durable, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return Run{}, fmt.Errorf("anchor: %w", err)
+		}
+		defer f.Close()
+		line := append(bytes.Repeat([]byte{'x'}, 1023), '\n')
+		record = func() error {
+			if _, err := f.Write(line); err != nil {
+				return err
+			}
+			return f.Sync()
+		}
+	}
 	var handled atomic.Int64
 	done := make(chan struct{})
 	srv := asynq.NewServer(o.Redis, asynq.Config{Concurrency: o.Concurrency, Queues: map[string]int{queue: 1},
 		LogLevel: asynq.FatalLevel, ShutdownTimeout: 10 * time.Second})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc("pipebench:noop", func(ctx context.Context, t *asynq.Task) error {
+		if err := record(); err != nil {
+			stop(fmt.Errorf("anchor: record: %w", err))
+			return err
+		}
 		if handled.Add(1) == int64(o.Items) {
 			close(done)
 		}

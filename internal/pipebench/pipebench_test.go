@@ -3,6 +3,7 @@ package pipebench_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -197,5 +198,24 @@ func BenchmarkReadModel(b *testing.B) {
 				b.ReportMetric(float64(q.Best.Microseconds()), "µs/"+q.Short)
 			}
 		})
+	}
+}
+
+// TestDurableAnchorWritesEachTask: the durable anchor writes one record a
+// task before it acknowledges it, and a file it cannot open stops the
+// drain at once.
+func TestDurableAnchorWritesEachTask(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "anchor.log")
+	o := pipebench.Options{Redis: redisOpt(t, 9), Items: 40, Concurrency: 2, Timeout: time.Minute, Durable: path}
+	if _, err := pipebench.Bare(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Size() != int64(o.Items)*1024 {
+		t.Fatalf("the anchor's file: %v, %v; want %d records of 1 KB", st, err, o.Items)
+	}
+	o.Durable = filepath.Join(t.TempDir(), "missing", "anchor.log")
+	if _, err := pipebench.Bare(context.Background(), o); err == nil {
+		t.Error("an anchor whose file cannot be made drained")
 	}
 }
