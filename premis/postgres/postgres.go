@@ -146,12 +146,13 @@ DROP INDEX IF EXISTS lazaret_events_failure;
 
 // batchSeqIndex moves a ledger written before lazaret_events_batch_seq onto
 // it. A batch's events are read a page at a time in seq order (events ls
-// --batch, a batch's PREMIS export): through an index on batch_id alone,
-// PostgreSQL found every event of the batch after the page's start and
-// sorted them, so that each page cost the rest of the batch and the whole
-// listing grew with the square of its size. Like spareIndexes, best effort:
-// the owner's open builds it (appends wait for the build, about a second a
-// million events), and until then pages are slower, not wrong.
+// --batch, a batch's PREMIS export). With an index on batch_id alone,
+// PostgreSQL gathered every event of the batch after the page's start and
+// sorted them, or walked the whole ledger from there by seq: each page cost
+// the rest of the batch or of the ledger (TestBatchPagesReadTheirPage).
+// Like spareIndexes, best effort: the owner's open builds it, and appends
+// wait for the build (5 s for a table of a million 500-byte rows here);
+// until then pages are slower, not wrong.
 const batchSeqIndex = `
 CREATE INDEX IF NOT EXISTS lazaret_events_batch_seq ON lazaret_events(batch_id, seq);
 DROP INDEX IF EXISTS lazaret_events_batch;
