@@ -233,7 +233,7 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 	// The ceiling: the same drain into the SQLite ledger with its appends
 	// left out (pipebench.Unwritten), so what is left is the worker's and the
 	// broker's own cost. Not a ledger for the LEDGER ALONE rows.
-	ceiling := benchLedger{name: "ledger not written (ceiling)", open: func(ctx context.Context, round int) (premis.Ledger, func() error, error) {
+	ceiling := benchLedger{name: "SQLite", unwritten: true, open: func(ctx context.Context, round int) (premis.Ledger, func() error, error) {
 		l, drop, err := ledgers[0].open(ctx, round)
 		if err != nil {
 			return nil, nil, err
@@ -242,9 +242,12 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 	}}
 	for _, lg := range append(slices.Clip(ledgers), ceiling) {
 		for _, fail := range []bool{false, true} {
-			name := "small masters accepted, " + lg.row()
+			name := "small masters accepted, " + lg.name + " ledger"
 			if fail {
-				name = "small masters dead-lettered, " + lg.row()
+				name = "small masters dead-lettered, " + lg.name + " ledger"
+			}
+			if lg.unwritten {
+				name += " not written (ceiling)"
 			}
 			batch := batches[fail]
 			o := pipebench.Options{Redis: opt, Items: items, Concurrency: concurrency, Fail: fail}
@@ -344,14 +347,8 @@ func perCommit(st premis.GroupStats) string {
 type benchLedger struct {
 	name string
 	open func(ctx context.Context, round int) (l premis.Ledger, drop func() error, err error)
-}
-
-// row ends the name of the ledger's pipeline rows.
-func (lg benchLedger) row() string {
-	if strings.HasPrefix(lg.name, "ledger ") {
-		return lg.name
-	}
-	return lg.name + " ledger"
+	// unwritten: the ledger's appends are left out (pipebench.Unwritten).
+	unwritten bool
 }
 
 // pipelineRun is one pipeline drain into the fresh ledger l, which it
