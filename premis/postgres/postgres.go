@@ -56,6 +56,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -137,26 +138,20 @@ CREATE INDEX lazaret_events_datetime ON lazaret_events(datetime);
 // finds it), and open failures are listed through the read model
 // (lazaret_latest), never by scanning the events for a class, as in the
 // SQLite ledger. Each cost every append two index entries an event: an
-// eighth to a fifth of the appends a second from 8 writers. Dropping them
-// is best effort (see bestEffort).
-const spareIndexes = `
-DROP INDEX IF EXISTS lazaret_events_task;
-DROP INDEX IF EXISTS lazaret_events_failure;
-`
+// eighth to a fifth of the appends a second from 8 writers.
+var spareIndexes = []string{"lazaret_events_task", "lazaret_events_failure"}
 
-// batchSeqIndex moves a ledger written before lazaret_events_batch_seq onto
-// it. A batch's events are read a page at a time in seq order (events ls
-// --batch, a batch's PREMIS export). With an index on batch_id alone,
-// PostgreSQL gathered every event of the batch after the page's start and
-// sorted them, or walked the whole ledger from there by seq: each page cost
-// the rest of the batch or of the ledger (TestBatchPagesReadTheirPage).
-// Like spareIndexes, best effort: the owner's open builds it, and appends
-// wait for the build (5 s for a table of a million 500-byte rows here);
-// until then pages are slower, not wrong.
-const batchSeqIndex = `
-CREATE INDEX IF NOT EXISTS lazaret_events_batch_seq ON lazaret_events(batch_id, seq);
-DROP INDEX IF EXISTS lazaret_events_batch;
-`
+// batchSeqIndex replaces lazaret_events_batch (batch_id alone) in a ledger
+// written before it. A batch's events are read a page at a time in seq
+// order (events ls --batch, a batch's PREMIS export). With the index on
+// batch_id alone, PostgreSQL gathered every event of the batch after the
+// page's start and sorted them, or walked the whole ledger from there by
+// seq: each page cost the rest of the batch or of the ledger
+// (TestBatchPagesReadTheirPage).
+const (
+	batchSeqIndex = `CREATE INDEX CONCURRENTLY lazaret_events_batch_seq ON lazaret_events(batch_id, seq)`
+	oldBatchIndex = "lazaret_events_batch"
+)
 
 // membersColumn holds the members of an event that records several objects
 // (see premis.Member and ledgersql.EncodeMembers), added to a ledger
@@ -284,6 +279,10 @@ func Open(ctx context.Context, dsn string) (*Ledger, error) {
 		l.pool.Close()
 		return nil, err
 	}
+	if err := l.changeIndexes(ctx); err != nil {
+		l.pool.Close()
+		return nil, fmt.Errorf("postgres ledger %s: indexes: %w", l.name, err)
+	}
 	l.readModel = true
 	return l, nil
 }
@@ -328,8 +327,6 @@ func connect(ctx context.Context, dsn string) (*Ledger, error) {
 // state is what the database holds of the schema, on the search path.
 type state struct {
 	events, chained, head, latest, members bool
-	spare                                  bool // spareIndexes
-	batchSeq                               bool // lazaret_events_batch_seq
 }
 
 func inspect(ctx context.Context, q interface {
@@ -342,10 +339,8 @@ func inspect(ctx context.Context, q interface {
 		to_regclass('lazaret_ledger_head') IS NOT NULL,
 		to_regclass('lazaret_latest') IS NOT NULL,
 		EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('lazaret_events')
-			AND attname = 'members' AND NOT attisdropped),
-		to_regclass('lazaret_events_task') IS NOT NULL OR to_regclass('lazaret_events_failure') IS NOT NULL,
-		to_regclass('lazaret_events_batch_seq') IS NOT NULL`).Scan(
-		&st.events, &st.chained, &st.head, &st.latest, &st.members, &st.spare, &st.batchSeq)
+			AND attname = 'members' AND NOT attisdropped)`).Scan(
+		&st.events, &st.chained, &st.head, &st.latest, &st.members)
 	return st, err
 }
 
@@ -385,7 +380,6 @@ func (l *Ledger) prepare(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, tables+headTable+latestTable); err != nil {
 			return mapErr(err)
 		}
-		st.batchSeq = true
 		if _, err := tx.Exec(ctx, `INSERT INTO lazaret_ledger_head (id, event_count, last_hash) VALUES (1, 0, $1)`, premis.ChainGenesis); err != nil {
 			return mapErr(err)
 		}
@@ -406,42 +400,82 @@ func (l *Ledger) prepare(ctx context.Context) error {
 	default:
 		return fmt.Errorf("%w: a head record (lazaret_ledger_head) but no hash chain in the events table", premis.ErrTampered)
 	}
-	if st.spare {
-		if err := bestEffort(ctx, tx, spareIndexes); err != nil {
-			return err
-		}
-	}
-	if !st.batchSeq {
-		if err := bestEffort(ctx, tx, batchSeqIndex); err != nil {
-			return err
-		}
-	}
 	if err := tx.Commit(ctx); err != nil {
 		return mapErr(err)
 	}
 	return nil
 }
 
-// bestEffort runs an index change (spareIndexes, batchSeqIndex) in tx, or
-// leaves the indexes as they are when the database refuses: a role that
-// does not own them (a writer, a reader), a read-only transaction, or a
-// table another session holds (a long verify) for more than lockWait,
-// since every append would queue behind the change meanwhile. The indexes
-// make appends or pages slower, never wrong, and the owner's next open
-// changes them.
-func bestEffort(ctx context.Context, tx pgx.Tx, change string) error {
-	if _, err := tx.Exec(ctx, `SAVEPOINT index_change`); err != nil {
+// changeIndexes makes a ledger written before them drop spareIndexes and
+// move onto batchSeqIndex, best effort and without holding appends up:
+// each change is CONCURRENTLY, in a transaction of its own, and gives up
+// after lockWait on a lock; a role that does not own the table (a writer,
+// a reader), a read-only session, or another open making the changes at
+// the same moment (an advisory lock) leaves them to a later open. An index
+// build that fails leaves an invalid index, which this drops, and the next
+// open builds again. The old batch index goes only once the new one is
+// valid. The indexes make appends or pages slower, never wrong.
+func (l *Ledger) changeIndexes(ctx context.Context) error {
+	var seqValid *bool // nil: no lazaret_events_batch_seq
+	var drop []string
+	err := l.pool.QueryRow(ctx, `SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('lazaret_events_batch_seq')),
+		ARRAY(SELECT n FROM unnest($1::text[]) n WHERE to_regclass(n) IS NOT NULL)`, slices.Concat(spareIndexes, []string{oldBatchIndex})).Scan(&seqValid, &drop)
+	if err != nil {
 		return mapErr(err)
 	}
-	_, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+lockWait+`'; `+change)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) { // the statement failed, the connection did not
-		_, err = tx.Exec(ctx, `ROLLBACK TO SAVEPOINT index_change`)
+	if seqValid != nil && *seqValid && len(drop) == 0 {
+		return nil
 	}
-	return mapErr(err)
+	// A connection of its own, closed afterwards: its session settings and
+	// advisory lock go with it, never back into the pool.
+	conn, err := pgx.ConnectConfig(ctx, l.pool.Config().ConnConfig)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var mine bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(7272, hashtext(coalesce(current_schema(), '')))`).Scan(&mine); err != nil || !mine {
+		return mapErr(err)
+	}
+	if _, err := conn.Exec(ctx, `SET lock_timeout = '`+lockWait+`'`); err != nil {
+		return mapErr(err)
+	}
+	const dropSeq = `DROP INDEX CONCURRENTLY IF EXISTS lazaret_events_batch_seq`
+	if seqValid == nil || !*seqValid {
+		if seqValid != nil { // an earlier build's invalid index
+			if done, err := bestEffort(ctx, conn, dropSeq); !done {
+				return err
+			}
+		}
+		if done, err := bestEffort(ctx, conn, batchSeqIndex); !done {
+			if err == nil { // the build's invalid index
+				_, err = bestEffort(ctx, conn, dropSeq)
+			}
+			return err
+		}
+	}
+	for _, name := range drop {
+		if _, err := bestEffort(ctx, conn, `DROP INDEX CONCURRENTLY IF EXISTS `+name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// lockWait bounds how long bestEffort waits for the events table.
+// bestEffort runs stmt outside a transaction block (as CONCURRENTLY
+// requires). A refusal by the database (not the owner, a read-only
+// session, a lock not had in time) is not done and no error; anything
+// else is the connection's error.
+func bestEffort(ctx context.Context, conn *pgx.Conn, stmt string) (done bool, err error) {
+	_, err = conn.Exec(ctx, stmt)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return false, nil
+	}
+	return err == nil, mapErr(err)
+}
+
+// lockWait bounds how long changeIndexes waits for a lock.
 const lockWait = "1s"
 
 // migrate chains a ledger written before the chain, in tx: its trigger must
