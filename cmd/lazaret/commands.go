@@ -346,8 +346,8 @@ measure validation throughput against a plain read of the same bytes; drain
 small masters through the workers and no-op tasks through bare asynq on one
 private Redis at the same concurrency (the ratio of the two), again with the
 ledger's appends left out (the ceiling: what the worker and the broker cost
-alone), and bare asynq whose handler syncs one 1 KB write before it returns
-(durability's floor); commit as many accepted masters into each ledger
+alone, reading an empty ledger), and bare asynq whose handler syncs one 1 KB
+write before it returns; commit as many accepted masters into each ledger
 alone, from 2 and 8 writers, against bare asynq at that concurrency (what
 the ledger allows with no worker); and time the operators' queries on
 ledgers of --ledger-items items. ITEMS/COMMIT is how many appends a commit

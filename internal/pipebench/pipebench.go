@@ -39,9 +39,10 @@ type Options struct {
 	// Timeout bounds one drain; 0 means 5 minutes.
 	Timeout time.Duration
 	// Durable, when set, is a file the anchor's handler appends one 1 KB
-	// record to, and syncs, before it returns: the least a pipeline that
-	// acknowledges a task only once its record is durable must do. The
-	// file is the caller's to remove.
+	// record to, and syncs, before it returns: one sync a task, as a
+	// pipeline pays that acknowledges a task only once its record is
+	// durable and commits one task at a time. The file is the caller's to
+	// remove.
 	Durable string
 }
 

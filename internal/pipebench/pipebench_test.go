@@ -202,8 +202,8 @@ func BenchmarkReadModel(b *testing.B) {
 }
 
 // TestDurableAnchorWritesEachTask: the durable anchor writes one record a
-// task before it acknowledges it, and a file it cannot open stops the
-// drain at once.
+// task before it acknowledges it, and a file it cannot open is an error
+// before the drain begins.
 func TestDurableAnchorWritesEachTask(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "anchor.log")
 	o := pipebench.Options{Redis: redisOpt(t, 9), Items: 40, Concurrency: 2, Timeout: time.Minute, Durable: path}
