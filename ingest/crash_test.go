@@ -180,6 +180,28 @@ func TestWorkerKilledMidInterchangeLosesNothing(t *testing.T) {
 	}
 }
 
+// TestBudgetSpentMidInterchangeResumesIt: with a routing budget of one, a
+// worker killed after two chunks of an interchange were recorded spends
+// it. The chunks say the interchange was accepted, so the next delivery
+// resumes it rather than dead-letter it, which left 512 messages accepted
+// under a dead-lettered interchange (and a replay accepted them again).
+func TestBudgetSpentMidInterchangeResumesIt(t *testing.T) {
+	p := fastPolicy()
+	p.RoutingBudget = 1
+	b := setup(t, p)
+	url := testenv.Redis(t, redisDB)
+	env := bigInterchange(b, "budget")
+	twoChunks := func() bool { where, _ := messageOutcomes(t, b.ledger, "budget"); return len(where) == 512 }
+	killedWhen(t, b, env, url, twoChunks, childHangAppendEnv+"=3")
+	b.start()
+	last := b.settled(env.CorrelationID, 30*time.Second)
+	if last.Type != premis.Ingestion || last.Destination != premis.Accepted || last.Retries != 1 {
+		t.Fatalf("interchange: %s %s %s retries %d, want its ing after one lease expiry", last.Type, last.Destination, last.Code, last.Retries)
+	}
+	where, settled := messageOutcomes(t, b.ledger, "budget")
+	wantOnce(t, env, where, settled, 600, map[string]premis.Destination{"300": premis.Quarantined})
+}
+
 // TestLeaseExpiryOnTheLastTryIsDecidedByLazaret: with no retries left in
 // the policy, a worker killed mid-task used to let asynq archive the task
 // with no event. asynq's budget now has Lazaret's routing budget and a

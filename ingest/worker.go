@@ -126,8 +126,12 @@ func (w *Worker) HandleValidate(ctx context.Context, t *asynq.Task) error {
 	if d.decided != nil {
 		return w.redo(ctx, d)
 	}
+	spent, err := w.budgetSpent(ctx, d)
+	if err != nil {
+		return w.routingFailed(ctx, d, nil, fmt.Errorf("ledger: %w", err))
+	}
 	var r *result
-	if d.routingSpent() >= w.Policy.RoutingBudget {
+	if spent {
 		r = w.spent(d)
 	} else {
 		r = w.execute(ctx, d)
@@ -196,6 +200,31 @@ func (w *Worker) redo(ctx context.Context, d *delivery) error {
 			Duration: time.Since(d.start), Events: []*premis.Event{e}, Redone: true})
 	}
 	return toBroker(e.Destination, 0, &summarized{ev: e, err: errors.New(e.Message)})
+}
+
+// budgetSpent says whether the deliveries of this task that ended without
+// a decision have used up the routing budget. For an interchange, a chunk
+// that one of them recorded is progress, not a failure: chunks are written
+// only once the whole interchange, its envelope too, was found sound, so
+// its acceptance was decided, and the redelivery resumes it. Each recorded
+// chunk buys one more delivery. Without that, a worker killed again and
+// again while routing a large interchange dead-lettered it with accepted
+// messages in the ledger, and a replay accepted them a second time. The
+// chunks are finite, so a crash loop still ends.
+func (w *Worker) budgetSpent(ctx context.Context, d *delivery) (bool, error) {
+	over := d.routingSpent() - w.Policy.RoutingBudget // past the budget, less one
+	if over < 0 {
+		return false, nil
+	}
+	if d.env.Kind != "edifact" {
+		return true, nil
+	}
+	chunks, err := w.Ledger.Events(ctx, premis.Filter{CorrelationID: d.env.CorrelationID, TaskID: d.taskID,
+		Types: []premis.EventType{premis.Ingestion}, HasMembers: true, Limit: over + 1})
+	if err != nil {
+		return false, err
+	}
+	return len(chunks) <= over, nil
 }
 
 // spent is the result for a task whose routing budget is used up before
