@@ -15,6 +15,8 @@ import (
 // per kind of item and its manifest entry, with where it must end up.
 type templates struct {
 	dir     string
+	ics     map[string]*icTemplate
+	icOrder []string
 	entries map[string]map[string]any // object id -> manifest entry
 	files   map[string][]byte         // object id -> file content
 	expect  map[string]fixtures.Expectation
@@ -57,21 +59,72 @@ func loadTemplates(dir string) (*templates, error) {
 // Item mix, in per mille. Every fixture of a failing kind gets an equal share
 // of its class's weight.
 const (
-	mixGoodSingle = 450
-	mixGoodMulti  = 300
-	mixStructural = 80  // -> dead-letter after one attempt
-	mixSemantic   = 120 // -> quarantine
-	mixMissing    = 50  // file removed after submit: transient, retried
+	mixGoodSingle  = 380
+	mixInterchange = 70 // UN/EDIFACT interchanges (see icMix)
+	mixGoodMulti   = 300
+	mixStructural  = 80  // -> dead-letter after one attempt
+	mixSemantic    = 120 // -> quarantine
+	mixMissing     = 50  // file removed after submit: transient, retried
 )
+
+// icMix shares out mixInterchange among the interchanges, in per mille:
+// sound ones, ones with failing messages among good ones, broken envelopes,
+// and the corpus's (each file an equal share; their share goes to the sound
+// ones when the corpus is absent). The large ones are not drawn: newBatch
+// places them where a fault fires.
+var icMix = []struct {
+	id     string
+	weight int
+}{
+	{"ic-good-one", 150}, {"ic-good-five", 200}, {"ic-mixed", 200},
+	{"ic-unz-mismatch", 50}, {"ic-missing-bgm", 50}, {"ic-unt-count", 50},
+	{"corpus", 300},
+}
+
+// drawInterchange picks an interchange template for one drawn item.
+func (t *templates) drawInterchange(rng *rand.Rand) *icTemplate {
+	var corpus []*icTemplate
+	for _, id := range t.icOrder {
+		if t.ics[id].corpus {
+			corpus = append(corpus, t.ics[id])
+		}
+	}
+	r := rng.IntN(1000)
+	for _, m := range icMix {
+		if r -= m.weight; r < 0 {
+			if m.id == "corpus" {
+				if len(corpus) == 0 {
+					return t.ics["ic-good-five"]
+				}
+				return corpus[rng.IntN(len(corpus))]
+			}
+			return t.ics[m.id]
+		}
+	}
+	return t.ics["ic-good-one"]
+}
 
 // item is one submitted item.
 type item struct {
 	ObjectID string
-	Template string // fixture object id it copies
-	Expect   string // destination the fixture expects ("" for a missing file: timing decides)
-	Missing  string // "", "late" (put back 1.5 s after submit), "never"
-	file     string // file name in the batch folder
+	Template string      // fixture object id it copies
+	Expect   string      // destination the fixture expects ("" for a missing file: timing decides)
+	Missing  string      // "", "late" (put back 1.5 s after submit), "never"
+	IC       *icTemplate // the interchange it copies (Template is its id); nil for a master
+	file     string      // file name in the batch folder
 	entry    map[string]any
+}
+
+// messages are the object ids of an interchange item's messages.
+func (it *item) messages() []string {
+	if it.IC == nil {
+		return nil
+	}
+	out := make([]string, len(it.IC.refs))
+	for i, ref := range it.IC.refs {
+		out[i] = messageObjectID(it.ObjectID, ref)
+	}
+	return out
 }
 
 // batch is one run's items, written as chunk manifests (submitted over the
@@ -91,8 +144,11 @@ func (t *templates) classOf(id string) string {
 }
 
 // newBatch writes sum(sizes) items drawn from the templates with the given
-// seed, as one chunk manifest per size (in order) and manifest.json.
-func newBatch(t *templates, dir, batchID string, sizes []int, seed uint64) (*batch, error) {
+// seed, as one chunk manifest per size (in order) and manifest.json. Each
+// chunk listed in bigAt starts with a large interchange: the first (and
+// every other) a sound one of bigMessages messages, the next one whose
+// last message breaks the envelope; a single listed chunk gets both.
+func newBatch(t *templates, dir, batchID string, sizes []int, seed uint64, bigAt []int) (*batch, error) {
 	n := 0
 	for _, s := range sizes {
 		n += s
@@ -117,25 +173,64 @@ func newBatch(t *templates, dir, batchID string, sizes []int, seed uint64) (*bat
 			return nil, err
 		}
 	}
+	for _, ic := range t.ics {
+		if err := os.WriteFile(filepath.Join(dir, ic.file), ic.data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	big := map[int]*icTemplate{} // item index -> large interchange placed there
+	starts := make([]int, len(sizes))
+	for c := 1; c < len(sizes); c++ {
+		starts[c] = starts[c-1] + sizes[c-1]
+	}
+	for j, c := range bigAt {
+		if c < 0 || c >= len(sizes) || sizes[c] == 0 {
+			continue
+		}
+		at := starts[c]
+		for big[at] != nil && at+1 < starts[c]+sizes[c] {
+			at++
+		}
+		if j%2 == 0 {
+			big[at] = t.ics["ic-big"]
+		} else {
+			big[at] = t.ics["ic-big-late-unt"]
+		}
+		if len(bigAt) == 1 && sizes[c] > 1 {
+			big[at+1] = t.ics["ic-big-late-unt"]
+		}
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x1a2a7e7))
 	b := &batch{id: batchID, dir: dir, byObject: map[string]*item{}, tmpl: t}
 	for i := range n {
 		r := rng.IntN(1000)
 		var tmpl, missing string
+		var ic *icTemplate
 		switch {
-		case r < mixGoodSingle:
+		case big[i] != nil:
+			ic = big[i]
+		case r < mixInterchange && len(t.ics) > 0:
+			ic = t.drawInterchange(rng)
+		case r < mixGoodSingle+mixInterchange:
 			tmpl = "master-good-single"
-		case r < mixGoodSingle+mixGoodMulti:
+		case r < mixGoodSingle+mixInterchange+mixGoodMulti:
 			tmpl = "master-good-multipage"
-		case r < mixGoodSingle+mixGoodMulti+mixStructural && len(structural) > 0:
+		case r < mixGoodSingle+mixInterchange+mixGoodMulti+mixStructural && len(structural) > 0:
 			tmpl = structural[rng.IntN(len(structural))]
-		case r < mixGoodSingle+mixGoodMulti+mixStructural+mixSemantic && len(semantic) > 0:
+		case r < mixGoodSingle+mixInterchange+mixGoodMulti+mixStructural+mixSemantic && len(semantic) > 0:
 			tmpl = semantic[rng.IntN(len(semantic))]
 		default:
 			tmpl, missing = "master-good-single", "late"
 			if rng.IntN(2) == 0 {
 				missing = "never"
 			}
+		}
+		if ic != nil {
+			it := &item{ObjectID: fmt.Sprintf("fx-%05d-%s", i, ic.id), Template: ic.id, Expect: ic.expect, IC: ic, file: ic.file}
+			it.entry = map[string]any{"object_id": it.ObjectID, "kind": "edifact", "path": ic.file, "sha256": ic.sha}
+			b.items = append(b.items, it)
+			b.byObject[it.ObjectID] = it
+			continue
 		}
 		it := &item{ObjectID: fmt.Sprintf("fx-%05d-%s", i, tmpl), Template: tmpl, Expect: t.classOf(tmpl), Missing: missing}
 		entry := map[string]any{}

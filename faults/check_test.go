@@ -16,6 +16,29 @@ type ev struct {
 	ID, Type, Dest, Object, Batch, Corr, TaskID, ReplayOf string
 	Operator, Code, Class                                 string
 	Attempt                                               int
+	// Members are the object ids an event records together with its own
+	// (the messages of an interchange accepted in one chunk).
+	Members []string
+	member  bool // made up by the checks: a message's place in a chunk event
+}
+
+// decodeMembers reads the members column as Lazaret writes it (a JSON
+// array of [object_id, number, offset, type]) and keeps the object ids.
+func decodeMembers(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var rows [][]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &rows); err != nil {
+		return nil, fmt.Errorf("members column: %w", err)
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		if len(r) == 0 || json.Unmarshal(r[0], &out[i]) != nil || out[i] == "" {
+			return nil, fmt.Errorf("members column: entry %d has no object id: %.100s", i+1, s)
+		}
+	}
+	return out, nil
 }
 
 func (e ev) String() string {
@@ -29,6 +52,11 @@ func (e ev) String() string {
 	}
 	if e.Operator != "" {
 		s += " by " + e.Operator
+	}
+	if e.member {
+		s += " (member of a chunk)"
+	} else if len(e.Members) > 0 {
+		s += fmt.Sprintf(" (%d members)", len(e.Members))
 	}
 	return s
 }
@@ -117,14 +145,17 @@ func brokerTasks(insp *asynq.Inspector) ([]btask, error) {
 	return out, nil
 }
 
-// counts are the table's columns for one run.
+// counts are the table's columns for one run. The first ones count items
+// (masters and interchanges); the Msg ones count the messages of the
+// interchanges, each at most once per column.
 type counts struct {
 	Items, Lost, Unknown, DupTerminal, DupParked, WrongPlace, Revived int
 	RevivedMeasured                                                   bool
+	Interchanges, Messages, MsgLost, MsgUnknown, MsgDup, MsgWrong     int
 }
 
 func (c counts) bad() int {
-	return c.Lost + c.Unknown + c.DupTerminal + c.DupParked + c.WrongPlace + c.Revived
+	return c.Lost + c.Unknown + c.DupTerminal + c.DupParked + c.WrongPlace + c.Revived + c.MsgLost + c.MsgUnknown + c.MsgDup + c.MsgWrong
 }
 
 // verdict is what the checks found: the counts (items, each counted once
@@ -132,10 +163,11 @@ func (c counts) bad() int {
 // of each, and where items ended up.
 type verdict struct {
 	counts
-	findings map[string]int
-	samples  map[string][]string
-	outcomes map[string]int // latest destination -> items
-	foreign  int            // ledger events for no submitted item
+	findings    map[string]int
+	samples     map[string][]string
+	outcomes    map[string]int // latest destination -> items
+	msgOutcomes map[string]int // where each message is -> messages
+	foreign     int            // ledger events for no submitted item
 }
 
 func (v *verdict) find(kind, sample string) {
@@ -169,6 +201,15 @@ const (
 	fWrongOrphan    = "wrong place: broker task of no submitted item"
 	fRevived        = "revived: new ledger events after the resubmission"
 	fInfoOutcome    = "info: no operator touched it, but it ended elsewhere than its fixture says (%s)"
+	fWrongICLate    = "wrong place: interchange accepted, but a chunk of its messages was recorded after its ing"
+
+	// Messages of interchanges. The per-item kinds above apply to a
+	// message too, prefixed with "message ", and count in the Msg columns.
+	msgPrefix      = "message "
+	fMsgRejected   = "message wrong place: accepted, but its interchange ended %s (%s)"
+	fMsgValIng     = "message wrong place: member of a chunk's ing without a val event of that attempt (or the reverse)"
+	fMsgMemberMany = "message dup terminal: member of more than one accepted chunk"
+	fMsgBoth       = "message dup terminal: member of an accepted chunk and also has events of its own with a destination"
 )
 
 // evaluate checks the ledger and the broker against the pipeline's promise
@@ -180,21 +221,52 @@ const (
 // operator touched that ends elsewhere is reported as information (not
 // counted: a killed worker can legitimately turn an accept into a retry or a
 // dead letter).
-func evaluate(keys []string, evs []ev, tasks []btask, mark int64, expect map[string]string) *verdict {
-	v := &verdict{findings: map[string]int{}, samples: map[string][]string{}, outcomes: map[string]int{}}
+//
+// ics (may be nil) lists the interchanges among the items (key -> the keys
+// of its messages, batch/"object#ref"). Whatever an interchange's envelope
+// became, the item columns judge the interchange itself; then each of its
+// messages is judged in the Msg columns. When the envelope was accepted,
+// every message must be in exactly one place: a member of exactly one
+// accepted chunk (an ing event of the interchange that holds it), or events
+// of its own that settle it, judged like an item; never both, never
+// neither. When the interchange ended anywhere else, no message of it may
+// be accepted.
+func evaluate(keys []string, evs []ev, tasks []btask, mark int64, expect map[string]string, ics map[string][]string) *verdict {
+	v := &verdict{findings: map[string]int{}, samples: map[string][]string{}, outcomes: map[string]int{}, msgOutcomes: map[string]int{}}
 	v.Items = len(keys)
 	v.RevivedMeasured = mark >= 0
 	known := map[string]bool{}
 	for _, k := range keys {
 		known[k] = true
+		for _, m := range ics[k] {
+			known[m] = true
+		}
 	}
 	byItem := map[string][]ev{}
 	taskOwner := map[string]string{} // task id -> item, from the ledger
+	memberOf := map[string][]ev{}    // message key -> its places in chunk ing events
+	valMembers := map[string]int{}   // message key @ attempt -> val events holding it
+	ingMembers := map[string]int{}   // message key @ attempt -> ing events holding it
 	for _, e := range evs {
 		k := itemKey(e.Batch, e.Object)
 		byItem[k] = append(byItem[k], e)
 		if e.TaskID != "" {
 			taskOwner[e.TaskID] = k
+		}
+		for _, m := range e.Members {
+			mk := itemKey(e.Batch, m)
+			at := fmt.Sprintf("%s@%d", mk, e.Attempt)
+			switch e.Type {
+			case "val":
+				valMembers[at]++
+			case "ing":
+				ingMembers[at]++
+				memberOf[mk] = append(memberOf[mk], ev{Seq: e.Seq, ID: e.ID, Type: "ing", Dest: "accept", Object: m, Batch: e.Batch,
+					Corr: e.Corr, TaskID: e.TaskID, ReplayOf: e.ReplayOf, Attempt: e.Attempt, member: true})
+			}
+			if !known[mk] {
+				v.foreign++
+			}
 		}
 	}
 	for k := range byItem {
@@ -221,190 +293,306 @@ func evaluate(keys []string, evs []ev, tasks []btask, mark int64, expect map[str
 	for _, k := range keys {
 		es := byItem[k]
 		sort.Slice(es, func(i, j int) bool { return es[i].Seq < es[j].Seq })
-		var live, arch, quar, hold []btask
-		for _, t := range tasksBy[k] {
-			switch {
-			case t.Queue == qIngest && t.State == "archived":
-				arch = append(arch, t)
-			case t.Queue == qIngest && t.State != "completed":
-				live = append(live, t)
-			case t.Queue == qQuarantine:
-				quar = append(quar, t)
-			case t.Queue == qAuditHold:
-				hold = append(hold, t)
-			}
+		j := v.judge(k, es, tasksBy[k], 0, mark, expect[k], false)
+		v.Lost += b2i(j.lost)
+		v.Unknown += b2i(j.unknown)
+		v.DupTerminal += b2i(j.dup)
+		v.DupParked += b2i(j.dupParked)
+		v.Revived += b2i(j.revived)
+		msgs, isIC := ics[k]
+		if !isIC {
+			v.WrongPlace += b2i(j.wrong)
+			continue
 		}
-		var last *ev
-		for i := range es {
-			if es[i].Dest != "" {
-				last = &es[i]
-			}
-		}
-		history := func() string {
-			var parts []string
+		v.Interchanges++
+		accepted := j.settled && j.last.Dest == "accept"
+		// The interchange's own ing comes last: no chunk of the same
+		// delivery after it.
+		if accepted && !j.wrong {
 			for _, e := range es {
-				if e.Dest != "" || e.Type == "ing" || e.Type == "unq" || e.Type == "del" {
-					parts = append(parts, e.String())
-				}
-			}
-			var ts []string
-			for _, t := range tasksBy[k] {
-				ts = append(ts, t.String())
-			}
-			return fmt.Sprintf("%s: ledger [%s] broker [%s]", k, strings.Join(parts, ", "), strings.Join(ts, ", "))
-		}
-
-		// Lost, or unknown.
-		settled := last != nil && isTerminal(last.Dest)
-		switch {
-		case settled:
-			v.outcomes[last.Dest]++
-		case len(live) > 0:
-			v.Unknown++
-			v.find(fUnknown, history())
-			v.outcomes["(unsettled)"]++
-		default:
-			v.Lost++
-			if last == nil {
-				v.find(fLostNoEvent, history())
-				v.outcomes["(no event)"]++
-			} else {
-				v.find(fmt.Sprintf(fLostStuck, last.Dest), history())
-				v.outcomes["("+last.Dest+")"]++
-			}
-		}
-
-		// Duplicated terminal events.
-		dup := false
-		flag := func(kind string) {
-			dup = true
-			v.find(kind, history())
-		}
-		perAttempt := map[int]int{}
-		resolutions := map[string]int{}
-		ing, discards := 0, 0
-		done := false // the item has a terminal outcome and no replay since
-		for _, e := range es {
-			if e.Type == "ing" {
-				ing++
-			}
-			if (e.Type == "unq" || e.Type == "del" || e.Dest == "replayed" || e.Dest == "discarded") && e.ReplayOf != "" {
-				resolutions[e.ReplayOf]++
-			}
-			switch {
-			case e.Type == "unq" || e.Dest == "replayed":
-				done = false
-			case e.Dest == "discarded":
-				discards++
-				done = true
-			case routingTerminal[e.Dest] && e.Operator != "" && e.ReplayOf != "":
-				done = true // an operator's decision on an earlier failure (redrive to audit-hold)
-			case routingTerminal[e.Dest]:
-				perAttempt[e.Attempt]++
-				if done {
-					flag(fDupAfter)
-				}
-				done = true
-			}
-		}
-		for _, n := range perAttempt {
-			if n > 1 {
-				flag(fDupAttempt)
-				break
-			}
-		}
-		if ing > 1 {
-			flag(fDupIng)
-		}
-		if discards > 1 {
-			flag(fDupDiscard)
-		}
-		for _, n := range resolutions {
-			if n > 1 {
-				flag(fDupResolved)
-				break
-			}
-		}
-		if dup {
-			v.DupTerminal++
-		}
-
-		// Parked copies.
-		if len(quar)+len(hold) > 1 {
-			v.DupParked++
-			v.find(fDupParked, history())
-		}
-
-		// Where the broker holds it.
-		if settled {
-			wrong := ""
-			switch last.Dest {
-			case "accept":
-				if len(arch)+len(quar)+len(hold) > 0 {
-					wrong = fWrongAccepted
-				}
-			case "dead-letter":
-				switch {
-				case len(quar)+len(hold) > 0:
-					wrong = fWrongDLParked
-				case len(arch) == 0:
-					wrong = fWrongDLMissing
-				case last.TaskID != "" && !hasTask(arch, last.TaskID):
-					wrong = fWrongDLOther
-				case len(arch) > 1:
-					wrong = fWrongDLMany
-				}
-			case "quarantine", "audit-hold":
-				here, other := quar, hold
-				q := qQuarantine
-				if last.Dest == "audit-hold" {
-					here, other, q = hold, quar, qAuditHold
-				}
-				switch {
-				case len(here) == 0:
-					wrong = fmt.Sprintf(fWrongQMissing, last.Dest, q)
-				case len(other)+len(arch) > 0:
-					wrong = fmt.Sprintf(fWrongQElse, last.Dest)
-				case len(here) == 1 && here[0].EventID != "" && here[0].EventID != last.ID:
-					wrong = fmt.Sprintf(fWrongQStale, last.Dest)
-				}
-			case "discarded":
-				if len(arch)+len(quar)+len(hold) > 0 {
-					wrong = fWrongDiscarded
-				}
-			}
-			if wrong == "" && len(live) > 0 {
-				wrong = fWrongRequeued
-			}
-			if wrong != "" {
-				v.WrongPlace++
-				v.find(wrong, history())
-			}
-		}
-
-		// Where its fixture says it goes.
-		if settled && expect[k] != "" && last.Dest != expect[k] {
-			touched := false
-			for _, e := range es {
-				touched = touched || e.Type == "unq" || e.Type == "del" || e.Operator != "" && e.ReplayOf != ""
-			}
-			if !touched {
-				v.find(fmt.Sprintf(fInfoOutcome, strings.TrimSpace(fmt.Sprintf("%s → %s %s", expect[k], last.Dest, last.Code))), history())
-			}
-		}
-
-		// Revived by a resubmission.
-		if mark >= 0 {
-			for _, e := range es {
-				if e.Seq > mark {
-					v.Revived++
-					v.find(fRevived, history())
+				if len(e.Members) > 0 && e.Type == "ing" && e.Seq > j.last.Seq && e.Attempt == j.last.Attempt && e.ReplayOf == j.last.ReplayOf {
+					j.wrong = true
+					v.find(fWrongICLate, j.history())
 					break
 				}
 			}
 		}
+		v.WrongPlace += b2i(j.wrong)
+		for _, mk := range msgs {
+			v.Messages++
+			own := byItem[mk]
+			mes := append(append([]ev{}, own...), memberOf[mk]...)
+			sort.Slice(mes, func(a, b int) bool { return mes[a].Seq < mes[b].Seq })
+			var mj judged
+			if accepted {
+				mj = v.judge(mk, mes, tasksBy[mk], len(j.live), mark, expect[mk], true)
+			} else {
+				// Not accepted (yet): the interchange is counted above; a
+				// message with no place is no finding of its own.
+				mj = v.judge(mk, mes, tasksBy[mk], len(j.live), mark, "", true, quietLost)
+			}
+			wrong, dup := mj.wrong, mj.dup
+			switch {
+			case !accepted && j.settled:
+				for _, e := range mes {
+					if e.Dest == "accept" {
+						wrong = true
+						v.find(fmt.Sprintf(fMsgRejected, j.last.Dest, strings.TrimSpace(j.last.Code)), mj.history())
+						break
+					}
+				}
+			}
+			nMember := len(memberOf[mk])
+			ownDest := false
+			for _, e := range own {
+				ownDest = ownDest || e.Dest != ""
+			}
+			if nMember > 1 {
+				dup = true
+				v.find(fMsgMemberMany, mj.history())
+			}
+			if nMember > 0 && ownDest {
+				dup = true
+				v.find(fMsgBoth, mj.history())
+			}
+			for _, m := range memberOf[mk] {
+				at := fmt.Sprintf("%s@%d", mk, m.Attempt)
+				if valMembers[at] != ingMembers[at] {
+					wrong = true
+					v.find(fMsgValIng, mj.history()+fmt.Sprintf(" (attempt %d: %d val, %d ing)", m.Attempt, valMembers[at], ingMembers[at]))
+					break
+				}
+			}
+			v.MsgLost += b2i(mj.lost)
+			v.MsgUnknown += b2i(mj.unknown)
+			v.MsgDup += b2i(dup || mj.dupParked)
+			v.MsgWrong += b2i(wrong)
+			v.Revived += b2i(mj.revived)
+		}
 	}
 	return v
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// judged is what the checks found of one item or message.
+type judged struct {
+	settled                                       bool
+	last                                          *ev
+	live                                          []btask
+	lost, unknown, dup, dupParked, wrong, revived bool
+	history                                       func() string
+}
+
+// quietLost: a message whose interchange is not accepted is not lost on
+// its own account.
+const quietLost = true
+
+// judge checks one item (or, with msg, one message of an interchange: its
+// own events and its places in chunk events) against the ledger's and the
+// broker's record: settled or not, terminal once, parked once, where the
+// broker holds it. parentLive is how many live tasks its interchange has
+// (a message is unsettled, not lost, while they run).
+func (v *verdict) judge(k string, es []ev, ts []btask, parentLive int, mark int64, expect string, msg bool, quiet ...bool) judged {
+	var j judged
+	find := func(kind, sample string) {
+		if msg {
+			kind = msgPrefix + kind
+		}
+		v.find(kind, sample)
+	}
+	outcomes := v.outcomes
+	if msg {
+		outcomes = v.msgOutcomes
+	}
+	var arch, quar, hold []btask
+	for _, t := range ts {
+		switch {
+		case t.Queue == qIngest && t.State == "archived":
+			arch = append(arch, t)
+		case t.Queue == qIngest && t.State != "completed":
+			j.live = append(j.live, t)
+		case t.Queue == qQuarantine:
+			quar = append(quar, t)
+		case t.Queue == qAuditHold:
+			hold = append(hold, t)
+		}
+	}
+	live := j.live
+	for i := range es {
+		if es[i].Dest != "" {
+			j.last = &es[i]
+		}
+	}
+	last := j.last
+	j.history = func() string {
+		var parts []string
+		for _, e := range es {
+			if e.Dest != "" || e.Type == "ing" || e.Type == "unq" || e.Type == "del" {
+				parts = append(parts, e.String())
+			}
+		}
+		var tss []string
+		for _, t := range ts {
+			tss = append(tss, t.String())
+		}
+		return fmt.Sprintf("%s: ledger [%s] broker [%s]", k, strings.Join(parts, ", "), strings.Join(tss, ", "))
+	}
+	history := j.history
+
+	// Lost, or unknown.
+	j.settled = last != nil && isTerminal(last.Dest)
+	switch {
+	case j.settled:
+		outcomes[last.Dest]++
+	case len(quiet) > 0:
+		outcomes["(interchange not accepted)"]++
+	case len(live) > 0 || parentLive > 0:
+		j.unknown = true
+		find(fUnknown, history())
+		outcomes["(unsettled)"]++
+	default:
+		j.lost = true
+		if last == nil {
+			find(fLostNoEvent, history())
+			outcomes["(no event)"]++
+		} else {
+			find(fmt.Sprintf(fLostStuck, last.Dest), history())
+			outcomes["("+last.Dest+")"]++
+		}
+	}
+
+	// Duplicated terminal events.
+	flag := func(kind string) {
+		j.dup = true
+		find(kind, history())
+	}
+	perAttempt := map[int]int{}
+	resolutions := map[string]int{}
+	ing, discards := 0, 0
+	done := false // the item has a terminal outcome and no replay since
+	for _, e := range es {
+		if e.Type == "ing" && len(e.Members) == 0 { // a chunk's ing is its messages', not the interchange's
+			ing++
+		}
+		if (e.Type == "unq" || e.Type == "del" || e.Dest == "replayed" || e.Dest == "discarded") && e.ReplayOf != "" {
+			resolutions[e.ReplayOf]++
+		}
+		switch {
+		case e.Type == "unq" || e.Dest == "replayed":
+			done = false
+		case e.Dest == "discarded":
+			discards++
+			done = true
+		case routingTerminal[e.Dest] && e.Operator != "" && e.ReplayOf != "":
+			done = true // an operator's decision on an earlier failure (redrive to audit-hold)
+		case routingTerminal[e.Dest]:
+			perAttempt[e.Attempt]++
+			if done {
+				flag(fDupAfter)
+			}
+			done = true
+		}
+	}
+	for _, n := range perAttempt {
+		if n > 1 {
+			flag(fDupAttempt)
+			break
+		}
+	}
+	if ing > 1 {
+		flag(fDupIng)
+	}
+	if discards > 1 {
+		flag(fDupDiscard)
+	}
+	for _, n := range resolutions {
+		if n > 1 {
+			flag(fDupResolved)
+			break
+		}
+	}
+
+	// Parked copies.
+	if len(quar)+len(hold) > 1 {
+		j.dupParked = true
+		find(fDupParked, history())
+	}
+
+	// Where the broker holds it.
+	if j.settled {
+		wrong := ""
+		switch last.Dest {
+		case "accept":
+			if len(arch)+len(quar)+len(hold) > 0 {
+				wrong = fWrongAccepted
+			}
+		case "dead-letter":
+			switch {
+			case len(quar)+len(hold) > 0:
+				wrong = fWrongDLParked
+			case len(arch) == 0:
+				wrong = fWrongDLMissing
+			case last.TaskID != "" && !hasTask(arch, last.TaskID):
+				wrong = fWrongDLOther
+			case len(arch) > 1:
+				wrong = fWrongDLMany
+			}
+		case "quarantine", "audit-hold":
+			here, other := quar, hold
+			q := qQuarantine
+			if last.Dest == "audit-hold" {
+				here, other, q = hold, quar, qAuditHold
+			}
+			switch {
+			case len(here) == 0:
+				wrong = fmt.Sprintf(fWrongQMissing, last.Dest, q)
+			case len(other)+len(arch) > 0:
+				wrong = fmt.Sprintf(fWrongQElse, last.Dest)
+			case len(here) == 1 && here[0].EventID != "" && here[0].EventID != last.ID:
+				wrong = fmt.Sprintf(fWrongQStale, last.Dest)
+			}
+		case "discarded":
+			if len(arch)+len(quar)+len(hold) > 0 {
+				wrong = fWrongDiscarded
+			}
+		}
+		if wrong == "" && len(live) > 0 {
+			wrong = fWrongRequeued
+		}
+		if wrong != "" {
+			j.wrong = true
+			find(wrong, history())
+		}
+	}
+
+	// Where its fixture says it goes.
+	if j.settled && expect != "" && last.Dest != expect {
+		touched := false
+		for _, e := range es {
+			touched = touched || e.Type == "unq" || e.Type == "del" || e.Operator != "" && e.ReplayOf != ""
+		}
+		if !touched {
+			find(fmt.Sprintf(fInfoOutcome, strings.TrimSpace(fmt.Sprintf("%s → %s %s", expect, last.Dest, last.Code))), history())
+		}
+	}
+
+	// Revived by a resubmission.
+	if mark >= 0 {
+		for _, e := range es {
+			if e.Seq > mark {
+				j.revived = true
+				find(fRevived, history())
+				break
+			}
+		}
+	}
+	return j
 }
 
 func hasTask(ts []btask, id string) bool {

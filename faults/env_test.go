@@ -251,7 +251,7 @@ func (s *sqliteLedger) kind() string { return "sqlite" }
 func (s *sqliteLedger) dsn() string  { return s.path }
 func (s *sqliteLedger) close() error { return nil }
 
-const eventColumns = `seq, id, type, destination, object_id, batch_id, correlation_id, attempt, task_id, replay_of, operator, code, class`
+const eventColumns = `seq, id, type, destination, object_id, batch_id, correlation_id, attempt, task_id, replay_of, operator, code, class, members`
 
 func scanEvents(rows interface {
 	Next() bool
@@ -261,8 +261,13 @@ func scanEvents(rows interface {
 	var out []ev
 	for rows.Next() {
 		var e ev
-		if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Dest, &e.Object, &e.Batch, &e.Corr, &e.Attempt, &e.TaskID, &e.ReplayOf, &e.Operator, &e.Code, &e.Class); err != nil {
+		var members string
+		if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Dest, &e.Object, &e.Batch, &e.Corr, &e.Attempt, &e.TaskID, &e.ReplayOf, &e.Operator, &e.Code, &e.Class, &members); err != nil {
 			return nil, err
+		}
+		var err error
+		if e.Members, err = decodeMembers(members); err != nil {
+			return nil, fmt.Errorf("event #%d: %w", e.Seq, err)
 		}
 		out = append(out, e)
 	}
@@ -398,7 +403,7 @@ func (l *pgLedger) events(ctx context.Context) ([]ev, error) {
 		return nil, err
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT seq, id::text, type, destination, object_id, batch_id, correlation_id, attempt, task_id, replay_of, operator, code, class FROM lazaret_events ORDER BY seq`)
+	rows, err := conn.Query(ctx, `SELECT seq, id::text, type, destination, object_id, batch_id, correlation_id, attempt, task_id, replay_of, operator, code, class, members FROM lazaret_events ORDER BY seq`)
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42P01" { // no table yet: nothing written

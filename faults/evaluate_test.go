@@ -58,7 +58,7 @@ func TestEvaluate(t *testing.T) {
 	for _, o := range []string{"ok", "twice", "dl", "q", "qmiss", "q2", "race", "disc", "retry", "sub", "none", "again", "rev"} {
 		keys = append(keys, itemKey(b, o))
 	}
-	v := evaluate(keys, evs, tasks, mark, map[string]string{itemKey(b, "dl"): "accept"})
+	v := evaluate(keys, evs, tasks, mark, map[string]string{itemKey(b, "dl"): "accept"}, nil)
 	want := counts{Items: 13, Lost: 2, Unknown: 1, DupTerminal: 4, DupParked: 1, WrongPlace: 4, Revived: 1, RevivedMeasured: true}
 	if v.counts != want {
 		t.Errorf("counts %+v\nwant   %+v\nfindings %v", v.counts, want, v.findings)

@@ -307,6 +307,9 @@ func TestFaults(t *testing.T) {
 	if h.tmpl, err = loadTemplates(filepath.Join(h.work, "templates")); err != nil {
 		t.Fatal(err)
 	}
+	if err := h.tmpl.loadInterchanges(root, h.bin, h.logf); err != nil {
+		t.Fatal(err)
+	}
 	for _, l := range cfg.ledgers {
 		if l == "postgres" {
 			h.pg, h.pgErr = pgAdminConfig(cfg.pgDSN)
@@ -359,8 +362,8 @@ func TestFaults(t *testing.T) {
 			t.Errorf("%s/%s: the harness could not run it: %v", res.sc.id, res.ledger, res.err)
 		} else if cfg.strict && res.counts.bad() > 0 {
 			c := res.counts
-			t.Errorf("%s/%s: %d lost, %d unknown, %d duplicated terminal, %d duplicate parked, %d wrong place, %d revived", res.sc.id, res.ledger,
-				c.Lost, c.Unknown, c.DupTerminal, c.DupParked, c.WrongPlace, c.Revived)
+			t.Errorf("%s/%s: %d lost, %d unknown, %d duplicated terminal, %d duplicate parked, %d wrong place, %d revived; messages: %d lost, %d unknown, %d duplicated, %d wrong place",
+				res.sc.id, res.ledger, c.Lost, c.Unknown, c.DupTerminal, c.DupParked, c.WrongPlace, c.Revived, c.MsgLost, c.MsgUnknown, c.MsgDup, c.MsgWrong)
 		}
 	}
 }
@@ -459,7 +462,8 @@ func (h *harness) runOne(res *result, n uint64) {
 	}
 	res.logs = r.scanLogs()
 	c := res.counts
-	r.note("done: %d items, %d lost, %d unknown, %d dup terminal, %d dup parked, %d wrong place, %d revived", c.Items, c.Lost, c.Unknown, c.DupTerminal, c.DupParked, c.WrongPlace, c.Revived)
+	r.note("done: %d items, %d lost, %d unknown, %d dup terminal, %d dup parked, %d wrong place, %d revived; %d messages of %d interchanges: %d lost, %d unknown, %d dup, %d wrong place",
+		c.Items, c.Lost, c.Unknown, c.DupTerminal, c.DupParked, c.WrongPlace, c.Revived, c.Messages, c.Interchanges, c.MsgLost, c.MsgUnknown, c.MsgDup, c.MsgWrong)
 	h.writeRunDetails(res)
 }
 
@@ -496,17 +500,23 @@ func (h *harness) writeReport(plan []*result, fatal error) string {
 		"**dup parked**: more than one task in quarantine + audit-hold. **wrong place**: the broker's copies disagree with the ledger's latest " +
 		"destination (including a missing copy), or a broker task belongs to no submitted item; in brackets after **lost**: items without a terminal outcome " +
 		"until `lazaret reconcile-broker` ran. **revived**: ledger events after the resubmission " +
-		"(scenario 6 only). Wall times overlap: runs execute in parallel.\n\n")
-	b.WriteString("| scenario | ledger | items | lost | unknown | dup terminal | dup parked | wrong place | revived | wall |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		"(scenario 6 only; items or messages). Items are TIFF masters and UN/EDIFACT interchanges (how many of them interchanges: in brackets); " +
+		"the interchange columns judge them as items. **messages**: the messages of those interchanges. **msg lost**: a message of an interchange " +
+		"whose envelope was accepted that is neither a member of an accepted chunk nor settled by events of its own, and no live task holds it " +
+		"or its interchange (in brackets: unsettled while a task still holds it). **msg dup**: a message accepted in more than one chunk, " +
+		"in a chunk and by events of its own, or whose own events break the per-item rules above. **msg wrong**: a message accepted although " +
+		"its interchange ended elsewhere (envelope rejected), a chunk's ing and val that disagree on it, or its own events and the broker's " +
+		"copies disagree. Wall times overlap: runs execute in parallel.\n\n")
+	b.WriteString("| scenario | ledger | items | lost | unknown | dup terminal | dup parked | wrong place | revived | messages | msg lost | msg dup | msg wrong | wall |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, res := range plan {
 		title := res.sc.id + " " + res.sc.title
 		if res.skipped != "" {
-			fmt.Fprintf(&b, "| %s | %s | skipped: %s | | | | | | | |\n", title, res.ledger, res.skipped)
+			fmt.Fprintf(&b, "| %s | %s | skipped: %s | | | | | | | | | | | |\n", title, res.ledger, res.skipped)
 			continue
 		}
 		if res.err != nil && res.verdict == nil {
-			fmt.Fprintf(&b, "| %s | %s | – | – | – | – | – | – | – | %s |\n", title, res.ledger, res.wall.Round(time.Second))
+			fmt.Fprintf(&b, "| %s | %s | – | – | – | – | – | – | – | – | – | – | – | %s |\n", title, res.ledger, res.wall.Round(time.Second))
 			continue
 		}
 		c := res.counts
@@ -518,8 +528,12 @@ func (h *harness) writeReport(plan []*result, fatal error) string {
 		if res.run != nil && res.run.preLost > 0 {
 			lost += fmt.Sprintf(" (%d before reconcile-broker)", res.run.preLost)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", title, res.ledger, c.Items, lost, bold(c.Unknown),
-			bold(c.DupTerminal), bold(c.DupParked), bold(c.WrongPlace), rev, res.wall.Round(time.Second))
+		msgLost := bold(c.MsgLost)
+		if c.MsgUnknown > 0 {
+			msgLost += fmt.Sprintf(" (**%d** unsettled)", c.MsgUnknown)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d (%d) | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n", title, res.ledger, c.Items, c.Interchanges, lost, bold(c.Unknown),
+			bold(c.DupTerminal), bold(c.DupParked), bold(c.WrongPlace), rev, c.Messages, msgLost, bold(c.MsgDup), bold(c.MsgWrong), res.wall.Round(time.Second))
 	}
 	b.WriteString("\n## Findings per run\n\n")
 	for _, res := range plan {
@@ -537,6 +551,13 @@ func (h *harness) writeReport(plan []*result, fatal error) string {
 				outs = append(outs, fmt.Sprintf("%s %d", k, v.outcomes[k]))
 			}
 			fmt.Fprintf(&b, "- outcomes (latest destination): %s\n", strings.Join(outs, ", "))
+			var mouts []string
+			for _, k := range sortedKeys(v.msgOutcomes) {
+				mouts = append(mouts, fmt.Sprintf("%s %d", k, v.msgOutcomes[k]))
+			}
+			if len(mouts) > 0 {
+				fmt.Fprintf(&b, "- messages of %d interchange(s) (where each is): %s\n", v.Interchanges, strings.Join(mouts, ", "))
+			}
 			for _, k := range sortedKeys(v.findings) {
 				fmt.Fprintf(&b, "- %s: **%d**\n", k, v.findings[k])
 				for i, s := range v.samples[k] {
@@ -617,6 +638,10 @@ func (h *harness) writeRunDetails(res *result) {
 		b.WriteString("\noutcomes:\n")
 		for _, k := range sortedKeys(v.outcomes) {
 			fmt.Fprintf(&b, "  %-14s %d\n", k, v.outcomes[k])
+		}
+		fmt.Fprintf(&b, "\nmessages of %d interchange(s):\n", v.Interchanges)
+		for _, k := range sortedKeys(v.msgOutcomes) {
+			fmt.Fprintf(&b, "  %-14s %d\n", k, v.msgOutcomes[k])
 		}
 		b.WriteString("\nfindings:\n")
 		for _, k := range sortedKeys(v.findings) {

@@ -376,10 +376,17 @@ func (r *run) drive(window time.Duration, faults []fault) error {
 	}
 	sort.SliceStable(slots, func(i, j int) bool { return slots[i].at < slots[j].at })
 	sizes := make([]int, len(slots))
+	var bigAt []int // the fault bursts get the large interchanges (the first chunk when there is no fault)
 	for i, sl := range slots {
 		sizes[i] = sl.size
+		if sl.fault >= 0 && sl.size > 0 {
+			bigAt = append(bigAt, i)
+		}
 	}
-	b, err := newBatch(r.h.tmpl, filepath.Join(r.dir, "batch"), "faults-"+r.sc.id, sizes, r.h.cfg.seed)
+	if len(bigAt) == 0 {
+		bigAt = []int{0}
+	}
+	b, err := newBatch(r.h.tmpl, filepath.Join(r.dir, "batch"), "faults-"+r.sc.id, sizes, r.h.cfg.seed, bigAt)
 	if err != nil {
 		return err
 	}
@@ -598,10 +605,18 @@ func (r *run) ledgerEvents() ([]ev, string, error) {
 		a := str(m, "attempt", "Attempt")
 		var attempt int
 		fmt.Sscan(a, &attempt)
+		var members []string
+		if ms, ok := m["members"].([]any); ok {
+			for _, x := range ms {
+				if mm, ok := x.(map[string]any); ok {
+					members = append(members, str(mm, "object_id", "ObjectID"))
+				}
+			}
+		}
 		evs = append(evs, ev{Seq: seq, ID: str(m, "id", "ID"), Type: str(m, "type", "Type"), Dest: str(m, "destination", "Destination"),
 			Object: str(m, "object_id", "ObjectID"), Batch: str(m, "batch_id", "BatchID"), Corr: str(m, "correlation_id", "CorrelationID"),
 			Attempt: attempt, TaskID: str(m, "task_id", "TaskID"), ReplayOf: str(m, "replay_of", "ReplayOf"),
-			Operator: str(m, "operator", "Operator"), Code: str(m, "code", "Code"), Class: str(m, "class", "Class")})
+			Operator: str(m, "operator", "Operator"), Code: str(m, "code", "Code"), Class: str(m, "class", "Class"), Members: members})
 	}
 	return evs, fmt.Sprintf("direct read failed (%v): read through events ls --json", err), nil
 }
@@ -636,12 +651,22 @@ func (r *run) evaluateNow() (*verdict, error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	expect := map[string]string{}
+	ics := map[string][]string{}
 	if r.b != nil {
 		for _, it := range r.b.items {
-			expect[itemKey(r.b.id, it.ObjectID)] = it.Expect
+			k := itemKey(r.b.id, it.ObjectID)
+			expect[k] = it.Expect
+			if it.IC == nil {
+				continue
+			}
+			for i, m := range it.messages() {
+				mk := itemKey(r.b.id, m)
+				ics[k] = append(ics[k], mk)
+				expect[mk] = it.IC.msgs[it.IC.refs[i]]
+			}
 		}
 	}
-	return evaluate(r.keys(), evs, tasks, r.mark, expect), nil
+	return evaluate(r.keys(), evs, tasks, r.mark, expect, ics), nil
 }
 
 // maxSeq is the ledger's last sequence number.
