@@ -282,6 +282,17 @@ func newBatch(t *templates, dir, batchID string, sizes []int, seed uint64, bigAt
 	return b, nil
 }
 
+// bigSound is the object id of the large sound interchange in chunk k
+// ("" when there is none).
+func (b *batch) bigSound(k int) string {
+	for _, it := range b.chunkItems[k] {
+		if it.IC != nil && it.IC.big && it.IC.expect == "accept" {
+			return it.ObjectID
+		}
+	}
+	return ""
+}
+
 // hide removes an item's file (it was there at submit: the worker finds it
 // gone, a transient failure); restore puts it back.
 func (b *batch) hide(it *item) error { return os.Remove(filepath.Join(b.dir, it.file)) }

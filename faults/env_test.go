@@ -241,6 +241,11 @@ type ledgerBackend interface {
 	events(ctx context.Context) ([]ev, error)
 	// cut makes the ledger refuse writes for d.
 	cut(ctx context.Context, d time.Duration) (string, error)
+	// midway waits until an interchange has at least one chunk of accepted
+	// messages recorded (an ing event with members), or an event with a
+	// routing destination (then done: its routing ended or failed), or ctx
+	// ends.
+	midway(ctx context.Context, batch, object string) (chunks int, done bool, err error)
 	close() error
 }
 
@@ -289,6 +294,56 @@ func (s *sqliteLedger) events(ctx context.Context) ([]ev, error) {
 	}
 	defer rows.Close()
 	return scanEvents(rows)
+}
+
+// midwayQuery counts an object's chunk ing events and its events with a
+// routing destination (its submission's does not count).
+const midwayQuery = `SELECT COALESCE(SUM(CASE WHEN type = 'ing' AND members <> '' THEN 1 ELSE 0 END), 0),
+	COALESCE(SUM(CASE WHEN destination IN ('accept', 'retry', 'dead-letter', 'quarantine', 'audit-hold') THEN 1 ELSE 0 END), 0)
+	FROM %s WHERE batch_id = %s AND object_id = %s`
+
+// pollMidway runs one midway query every 5 ms until it has an answer.
+func pollMidway(ctx context.Context, query func() (int, int, error)) (int, bool, error) {
+	var lastErr error
+	for {
+		chunks, dests, err := query()
+		if err == nil && (chunks > 0 || dests > 0) {
+			return chunks, dests > 0, nil
+		}
+		if err != nil {
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false, errors.Join(ctx.Err(), lastErr)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (s *sqliteLedger) midway(ctx context.Context, batch, object string) (int, bool, error) {
+	var db *sql.DB
+	defer func() {
+		if db != nil {
+			db.Close()
+		}
+	}()
+	q := fmt.Sprintf(midwayQuery, "events", "?", "?")
+	return pollMidway(ctx, func() (int, int, error) {
+		if db == nil {
+			if _, err := os.Stat(s.path); err != nil {
+				return 0, 0, err
+			}
+			var err error
+			if db, err = sql.Open("sqlite", "file:"+s.path+"?mode=ro&_pragma=busy_timeout(100)"); err != nil {
+				db = nil
+				return 0, 0, err
+			}
+		}
+		var c, d int
+		err := db.QueryRowContext(ctx, q, batch, object).Scan(&c, &d)
+		return c, d, err
+	})
 }
 
 // cut holds an exclusive write lock on the ledger from the harness's own
@@ -413,6 +468,20 @@ func (l *pgLedger) events(ctx context.Context) ([]ev, error) {
 	}
 	defer rows.Close()
 	return scanEvents(rows)
+}
+
+func (l *pgLedger) midway(ctx context.Context, batch, object string) (int, bool, error) {
+	conn, err := connectAs(ctx, l.admin, l.name)
+	if err != nil {
+		return 0, false, err
+	}
+	defer conn.Close(context.Background())
+	q := fmt.Sprintf(midwayQuery, "lazaret_events", "$1", "$2")
+	return pollMidway(ctx, func() (int, int, error) {
+		var c, d int
+		err := conn.QueryRow(ctx, q, batch, object).Scan(&c, &d)
+		return c, d, err
+	})
 }
 
 // cut refuses new connections to the run's database (CONNECTION LIMIT 0

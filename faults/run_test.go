@@ -341,10 +341,36 @@ func (r *run) submit(manifest string, limit time.Duration) (cmdResult, bool) {
 }
 
 // fault is one fault of a scenario's plan: fire runs at offset at, once the
-// burst submitted just before it is in flight.
+// burst submitted just before it is in flight. When the burst holds a large
+// sound interchange, the fault waits until that interchange is midway
+// (some chunks of its messages recorded, its own outcome not yet) and then
+// runs mid, or fire when mid is nil.
 type fault struct {
 	at   time.Duration
 	fire func()
+	mid  func()
+}
+
+// midway waits (up to 10 s) until the large interchange obj is being
+// routed, says so, and reports whether it caught it midway.
+func (r *run) midway(obj string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	chunks, done, err := r.led.midway(ctx, r.b.id, obj)
+	switch {
+	case err != nil:
+		r.note("%s not seen midway within 10 s (%v): the fault fires anyway", obj, err)
+		r.addExtra("fault meant for a large interchange midway fired without it", obj)
+		return false
+	case done:
+		r.note("%s was routed before it was seen midway (%d chunk(s), outcome recorded): the fault fires anyway", obj, chunks)
+		r.addExtra("fault meant for a large interchange midway fired without it", obj)
+		return false
+	}
+	r.note("%s midway: %d chunk(s) of its messages recorded, %s after its burst", obj, chunks, time.Since(t0).Round(time.Millisecond))
+	r.addExtra("fault fired while a large interchange was midway (chunks recorded, its outcome not)", obj)
+	return true
 }
 
 // drive writes the run's batch and submits it: half of the items (none
@@ -411,6 +437,17 @@ func (r *run) drive(window time.Duration, faults []fault) error {
 			defer sw.Done()
 			r.submitChunk(k)
 		}()
+		f := faults[sl.fault]
+		if obj := b.bigSound(k); obj != "" {
+			fire := f.fire
+			if r.midway(obj) && f.mid != nil {
+				fire = f.mid
+			}
+			fw.Add(1)
+			go func() { defer fw.Done(); fire() }()
+			sw.Wait()
+			continue
+		}
 		deadline := time.Now().Add(3 * time.Second)
 		for time.Now().Before(deadline) {
 			if q, err := r.ingestInfo(); err == nil && q.pending > 0 && q.active > 0 {
@@ -419,7 +456,7 @@ func (r *run) drive(window time.Duration, faults []fault) error {
 			time.Sleep(10 * time.Millisecond)
 		}
 		fw.Add(1)
-		go func() { defer fw.Done(); faults[sl.fault].fire() }()
+		go func() { defer fw.Done(); f.fire() }()
 		sw.Wait()
 	}
 	r.note("all %d chunk manifest(s) submitted (%d items, %d per fault burst) in %s", len(slots), n, burst, time.Since(t0).Round(100*time.Millisecond))

@@ -21,7 +21,7 @@ type scenario struct {
 
 func scenarios(cfg config) []*scenario {
 	return []*scenario{
-		{id: "1", title: fmt.Sprintf("worker kill -9 every 3 s ×%d (2–4 workers)", cfg.kills), aof: true, rank: 9, body: workerKills},
+		{id: "1", title: fmt.Sprintf("worker kill -9 every 3 s ×%d (2–4 workers; all of them when a large interchange is midway)", cfg.kills), aof: true, rank: 9, body: workerKills},
 		{id: "2a", title: "Redis restarted (SIGTERM, AOF) mid-batch", aof: true, rank: 6, body: redisFault(false, 0.4)},
 		{id: "2b", title: "Redis killed -9 and restarted (AOF) mid-batch, twice", aof: true, rank: 8, body: redisFault(true, 0.3, 0.7)},
 		{id: "3", title: "Redis without persistence killed -9 mid-batch", aof: false, rank: 5, body: redisFault(true, 0.5)},
@@ -56,7 +56,26 @@ func workerKills(r *run) error {
 	kills := r.h.cfg.kills
 	var faults []fault
 	for k := 1; k <= kills; k++ {
-		faults = append(faults, fault{at: time.Duration(k) * 3 * time.Second, fire: func() {
+		faults = append(faults, fault{at: time.Duration(k) * 3 * time.Second, mid: func() {
+			// Whichever worker routes the interchange, it dies now:
+			// every worker is killed, and three start.
+			q, _ := r.ingestInfo()
+			var ns []string
+			for {
+				n, ok := r.killWorker()
+				if !ok {
+					break
+				}
+				ns = append(ns, fmt.Sprintf("worker-%d", n))
+			}
+			for len(r.liveWorkers()) < 3 {
+				if err := r.startWorker(); err != nil {
+					r.note("start worker: %v", err)
+					return
+				}
+			}
+			r.note("FAULT %d/%d: every worker killed -9 with a large interchange midway (%s; ingest before: %s); %d running", k, kills, strings.Join(ns, ", "), q, len(r.liveWorkers()))
+		}, fire: func() {
 			q, _ := r.ingestInfo()
 			n, ok := r.killWorker()
 			if !ok {
