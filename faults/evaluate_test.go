@@ -1,6 +1,10 @@
 package faults
 
-import "testing"
+import (
+	"fmt"
+	"sort"
+	"testing"
+)
 
 // TestEvaluate checks the checks on made-up ledgers and brokers; it needs
 // no service and runs in every `go test ./...`.
@@ -68,5 +72,82 @@ func TestEvaluate(t *testing.T) {
 		if v.findings[k] == 0 {
 			t.Errorf("no finding %q; got %v", k, v.findings)
 		}
+	}
+}
+
+// TestEvaluateInterchanges checks the message checks on made-up ledgers:
+// one interchange of each way a message can be found lost, twice or in the
+// wrong place, and one of each way it is fine.
+func TestEvaluateInterchanges(t *testing.T) {
+	const b = "B"
+	seq := int64(0)
+	e := func(obj, typ, dest string, attempt int, members ...string) ev {
+		seq++
+		return ev{Seq: seq, ID: fmt.Sprintf("%s-%s-%d", obj, typ, seq), Type: typ, Dest: dest, Object: obj, Batch: b, Attempt: attempt, Members: members,
+			TaskID: "t-" + obj}
+	}
+	m := func(ic string, refs ...string) []string {
+		out := make([]string, len(refs))
+		for i, r := range refs {
+			out[i] = messageObjectID(ic, r)
+		}
+		return out
+	}
+	ok := m("ok", "1", "2", "3")
+	qOK := e(ok[2], "qua", "quarantine", 1)
+	rejected := m("rej", "1", "2")
+	evs := []ev{
+		// ok: two messages accepted in a chunk, one quarantined alone, the
+		// interchange's ing last.
+		e("ok", "fix", "", 1), e("ok", "val", "", 1, ok[:2]...), e("ok", "ing", "", 1, ok[:2]...), qOK, e("ok", "ing", "accept", 1),
+		// twice: message 1 in the chunks of two attempts.
+		e("twice", "val", "", 1, m("twice", "1")...), e("twice", "ing", "", 1, m("twice", "1")...),
+		e("twice", "val", "", 2, m("twice", "1")...), e("twice", "ing", "", 2, m("twice", "1")...), e("twice", "ing", "accept", 2),
+		// both: message 1 a member and quarantined alone.
+		e("both", "val", "", 1, m("both", "1")...), e("both", "ing", "", 1, m("both", "1")...), e(m("both", "1")[0], "qua", "quarantine", 1),
+		e("both", "ing", "accept", 1),
+		// none: message 2 nowhere, the interchange accepted.
+		e("none", "val", "", 1, m("none", "1")...), e("none", "ing", "", 1, m("none", "1")...), e("none", "ing", "accept", 1),
+		// rej: the envelope rejected, yet message 1 recorded as accepted.
+		e("rej", "val", "", 1, rejected[0]), e("rej", "ing", "", 1, rejected[0]), e("rej", "val", "dead-letter", 1),
+		// valing: message 1 ingested in a chunk without a val event.
+		e("valing", "ing", "", 1, m("valing", "1")...), e("valing", "ing", "accept", 1),
+		// late: a chunk after the interchange's ing.
+		e("late", "val", "", 1, m("late", "1")...), e("late", "ing", "accept", 1), e("late", "ing", "", 1, m("late", "1")...),
+		// dead: an envelope rejected, no message recorded: fine.
+		e("dead", "val", "dead-letter", 1),
+		// flight: still routed (a live task); nothing is lost yet.
+		e("flight", "fix", "", 1), e("flight", "val", "", 1, m("flight", "1")...), e("flight", "ing", "", 1, m("flight", "1")...),
+	}
+	tasks := []btask{
+		{Queue: qQuarantine, State: "pending", ID: "h-ok3", Batch: b, Object: ok[2], EventID: qOK.ID},
+		{Queue: qQuarantine, State: "pending", ID: "h-both", Batch: b, Object: m("both", "1")[0]},
+		{Queue: qIngest, State: "archived", ID: "t-rej", Batch: b, Object: "rej"},
+		{Queue: qIngest, State: "archived", ID: "t-dead", Batch: b, Object: "dead"},
+		{Queue: qIngest, State: "active", ID: "t-flight", Batch: b, Object: "flight"},
+	}
+	ics := map[string][]string{}
+	var keys []string
+	for ic, refs := range map[string][]string{"ok": {"1", "2", "3"}, "twice": {"1"}, "both": {"1"}, "none": {"1", "2"}, "rej": {"1", "2"},
+		"valing": {"1"}, "late": {"1"}, "dead": {"1", "2"}, "flight": {"1", "2"}} {
+		k := itemKey(b, ic)
+		keys = append(keys, k)
+		for _, o := range m(ic, refs...) {
+			ics[k] = append(ics[k], itemKey(b, o))
+		}
+	}
+	sort.Strings(keys)
+	v := evaluate(keys, evs, tasks, -1, nil, ics)
+	want := counts{Items: 9, Unknown: 1, WrongPlace: 1, Interchanges: 9, Messages: 15, MsgLost: 1, MsgDup: 2, MsgWrong: 2}
+	if v.counts != want {
+		t.Errorf("counts %+v\nwant   %+v\nfindings %v", v.counts, want, v.findings)
+	}
+	for _, k := range []string{fMsgMemberMany, fMsgBoth, msgPrefix + fLostNoEvent, fmt.Sprintf(fMsgRejected, "dead-letter", ""), fMsgValIng, fWrongICLate, fUnknown} {
+		if v.findings[k] == 0 {
+			t.Errorf("no finding %q; got %v", k, v.findings)
+		}
+	}
+	if v.findings[fDupIng] > 0 {
+		t.Errorf("a chunk's ing counted as a second ing of its interchange: %v", v.findings)
 	}
 }
