@@ -241,11 +241,11 @@ type ledgerBackend interface {
 	events(ctx context.Context) ([]ev, error)
 	// cut makes the ledger refuse writes for d.
 	cut(ctx context.Context, d time.Duration) (string, error)
-	// midway waits until an interchange has at least one chunk of accepted
-	// messages recorded (an ing event with members), or an event with a
-	// routing destination (then done: its routing ended or failed), or ctx
+	// midway waits until an interchange has more than after chunks of
+	// accepted messages recorded (ing events with members), or an event with
+	// a routing destination (then done: its routing ended or failed), or ctx
 	// ends.
-	midway(ctx context.Context, batch, object string) (chunks int, done bool, err error)
+	midway(ctx context.Context, batch, object string, after int) (chunks int, done bool, err error)
 	close() error
 }
 
@@ -303,11 +303,11 @@ const midwayQuery = `SELECT COALESCE(SUM(CASE WHEN type = 'ing' AND members <> '
 	FROM %s WHERE batch_id = %s AND object_id = %s`
 
 // pollMidway runs one midway query every 5 ms until it has an answer.
-func pollMidway(ctx context.Context, query func() (int, int, error)) (int, bool, error) {
+func pollMidway(ctx context.Context, after int, query func() (int, int, error)) (int, bool, error) {
 	var lastErr error
 	for {
 		chunks, dests, err := query()
-		if err == nil && (chunks > 0 || dests > 0) {
+		if err == nil && (chunks > after || dests > 0) {
 			return chunks, dests > 0, nil
 		}
 		if err != nil {
@@ -321,7 +321,7 @@ func pollMidway(ctx context.Context, query func() (int, int, error)) (int, bool,
 	}
 }
 
-func (s *sqliteLedger) midway(ctx context.Context, batch, object string) (int, bool, error) {
+func (s *sqliteLedger) midway(ctx context.Context, batch, object string, after int) (int, bool, error) {
 	var db *sql.DB
 	defer func() {
 		if db != nil {
@@ -329,7 +329,7 @@ func (s *sqliteLedger) midway(ctx context.Context, batch, object string) (int, b
 		}
 	}()
 	q := fmt.Sprintf(midwayQuery, "events", "?", "?")
-	return pollMidway(ctx, func() (int, int, error) {
+	return pollMidway(ctx, after, func() (int, int, error) {
 		if db == nil {
 			if _, err := os.Stat(s.path); err != nil {
 				return 0, 0, err
@@ -470,14 +470,14 @@ func (l *pgLedger) events(ctx context.Context) ([]ev, error) {
 	return scanEvents(rows)
 }
 
-func (l *pgLedger) midway(ctx context.Context, batch, object string) (int, bool, error) {
+func (l *pgLedger) midway(ctx context.Context, batch, object string, after int) (int, bool, error) {
 	conn, err := connectAs(ctx, l.admin, l.name)
 	if err != nil {
 		return 0, false, err
 	}
 	defer conn.Close(context.Background())
 	q := fmt.Sprintf(midwayQuery, "lazaret_events", "$1", "$2")
-	return pollMidway(ctx, func() (int, int, error) {
+	return pollMidway(ctx, after, func() (int, int, error) {
 		var c, d int
 		err := conn.QueryRow(ctx, q, batch, object).Scan(&c, &d)
 		return c, d, err

@@ -329,7 +329,7 @@ func TestFaults(t *testing.T) {
 
 	var plan []*result
 	for _, sc := range scenarios(cfg) {
-		if cfg.only != nil && !cfg.only[sc.id] {
+		if cfg.only != nil && !cfg.only[sc.id] || sc.optIn && cfg.only == nil {
 			continue
 		}
 		for _, l := range cfg.ledgers {

@@ -348,29 +348,83 @@ func (r *run) submit(manifest string, limit time.Duration) (cmdResult, bool) {
 type fault struct {
 	at   time.Duration
 	fire func()
-	mid  func()
+	mid  func(obj string, chunks int)
 }
 
 // midway waits (up to 10 s) until the large interchange obj is being
-// routed, says so, and reports whether it caught it midway.
-func (r *run) midway(obj string) bool {
+// routed, says so, and reports whether it caught it midway (and after how
+// many chunks).
+func (r *run) midway(obj string) (int, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	chunks, done, err := r.led.midway(ctx, r.b.id, obj)
+	chunks, done, err := r.led.midway(ctx, r.b.id, obj, 0)
 	switch {
 	case err != nil:
 		r.note("%s not seen midway within 10 s (%v): the fault fires anyway", obj, err)
 		r.addExtra("fault meant for a large interchange midway fired without it", obj)
-		return false
+		return 0, false
 	case done:
 		r.note("%s was routed before it was seen midway (%d chunk(s), outcome recorded): the fault fires anyway", obj, chunks)
 		r.addExtra("fault meant for a large interchange midway fired without it", obj)
-		return false
+		return chunks, false
 	}
 	r.note("%s midway: %d chunk(s) of its messages recorded, %s after its burst", obj, chunks, time.Since(t0).Round(time.Millisecond))
 	r.addExtra("fault fired while a large interchange was midway (chunks recorded, its outcome not)", obj)
-	return true
+	return chunks, true
+}
+
+// midwayAgain waits (up to limit) until a redelivery of the large
+// interchange obj records a chunk beyond the after it had, starting a
+// fresh worker every 15 s once its task is orphaned and 45 s have passed
+// since the last fault (asynq hands an orphaned task back only when its
+// lease is 30 s past expiry, at a worker's start or once a minute).
+func (r *run) midwayAgain(obj string, after int, limit time.Duration) (int, bool) {
+	deadline := time.Now().Add(limit)
+	var kicked time.Time
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		chunks, done, err := r.led.midway(ctx, r.b.id, obj, after)
+		cancel()
+		switch {
+		case err == nil && done:
+			r.note("%s: its routing ended (%d chunk(s)) before a redelivery was seen midway", obj, chunks)
+			return chunks, false
+		case err == nil:
+			return chunks, true
+		}
+		r.mu.Lock()
+		since := time.Since(r.lastFault)
+		r.mu.Unlock()
+		if since >= 45*time.Second && time.Since(kicked) >= 15*time.Second && r.orphans() > 0 {
+			kicked = time.Now()
+			r.note("kick: orphaned task(s) %s after the last fault: starting a fresh worker so asynq's recoverer runs now", since.Round(time.Second))
+			if err := r.startWorker(); err != nil {
+				r.note("kick failed: %v", err)
+			}
+		}
+	}
+	r.note("%s: no redelivery seen midway within %s", obj, limit)
+	return after, false
+}
+
+// killAll kills every live worker with SIGKILL and starts n.
+func (r *run) killAll(n int) []string {
+	var ns []string
+	for {
+		k, ok := r.killWorker()
+		if !ok {
+			break
+		}
+		ns = append(ns, fmt.Sprintf("worker-%d", k))
+	}
+	for len(r.liveWorkers()) < n {
+		if err := r.startWorker(); err != nil {
+			r.note("start worker: %v", err)
+			break
+		}
+	}
+	return ns
 }
 
 // drive writes the run's batch and submits it: half of the items (none
@@ -440,8 +494,8 @@ func (r *run) drive(window time.Duration, faults []fault) error {
 		f := faults[sl.fault]
 		if obj := b.bigSound(k); obj != "" {
 			fire := f.fire
-			if r.midway(obj) && f.mid != nil {
-				fire = f.mid
+			if chunks, ok := r.midway(obj); ok && f.mid != nil {
+				fire = func() { f.mid(obj, chunks) }
 			}
 			fw.Add(1)
 			go func() { defer fw.Done(); fire() }()

@@ -15,6 +15,7 @@ type scenario struct {
 	workerArgs []string // extra `lazaret worker` flags
 	submitArgs []string // extra `lazaret submit` flags
 	revival    bool     // the checks measure revival after a resubmission
+	optIn      bool     // runs only when LAZARET_FAULTS_SCENARIOS names it
 	rank       int      // expected length, for scheduling (longest first)
 	body       func(r *run) error
 }
@@ -30,6 +31,9 @@ func scenarios(cfg config) []*scenario {
 			workerArgs: []string{"--max-retry", "0"}, submitArgs: []string{"--max-retry", "0"}},
 		{id: "5", title: "dlq (and quarantine) replay ∥ discard of the same failure", aof: true, rank: 3, body: raceReplayDiscard},
 		{id: "6", title: "resubmission after replay and after discard", aof: true, rank: 7, revival: true, body: resubmitAfterResolve},
+		{id: "7", title: "large interchange killed -9 midway until its routing budget (2) is spent, then its dead letter replayed (opt-in)",
+			aof: true, rank: 10, optIn: true, body: budgetSpentMidway,
+			workerArgs: []string{"--routing-budget", "2"}, submitArgs: []string{"--routing-budget", "2"}},
 	}
 }
 
@@ -56,24 +60,11 @@ func workerKills(r *run) error {
 	kills := r.h.cfg.kills
 	var faults []fault
 	for k := 1; k <= kills; k++ {
-		faults = append(faults, fault{at: time.Duration(k) * 3 * time.Second, mid: func() {
+		faults = append(faults, fault{at: time.Duration(k) * 3 * time.Second, mid: func(string, int) {
 			// Whichever worker routes the interchange, it dies now:
 			// every worker is killed, and three start.
 			q, _ := r.ingestInfo()
-			var ns []string
-			for {
-				n, ok := r.killWorker()
-				if !ok {
-					break
-				}
-				ns = append(ns, fmt.Sprintf("worker-%d", n))
-			}
-			for len(r.liveWorkers()) < 3 {
-				if err := r.startWorker(); err != nil {
-					r.note("start worker: %v", err)
-					return
-				}
-			}
+			ns := r.killAll(3)
 			r.note("FAULT %d/%d: every worker killed -9 with a large interchange midway (%s; ingest before: %s); %d running", k, kills, strings.Join(ns, ", "), q, len(r.liveWorkers()))
 		}, fire: func() {
 			q, _ := r.ingestInfo()
@@ -255,5 +246,72 @@ func resubmitAfterResolve(r *run) error {
 	r.mark = r.maxSeq()
 	res, ok := r.submit(r.b.all, time.Minute)
 	r.note("resubmitted manifest.json (ledger mark #%d): ok %v: %s", r.mark, ok, firstLine(res.stdout))
+	return nil
+}
+
+// budgetSpentMidway runs with a routing budget of 2: every worker is killed
+// -9 whenever a delivery of the run's large sound interchange is midway,
+// until two deliveries have ended without a decision, so that the next one
+// dead-letters it (routing.exhausted) without validating it again. Then
+// its dead letter is replayed, as an operator would. Some chunks of its
+// messages were accepted by the killed deliveries: the checks say whether
+// they stay accepted under a dead letter, and whether the replay accepts
+// them a second time.
+func budgetSpentMidway(r *run) error {
+	const budget = 2
+	if err := startWorkers(r, 2); err != nil {
+		return err
+	}
+	window := faultWindow(r.h.cfg.items)
+	f := fault{at: window / 10, fire: func() { r.note("the large interchange was not caught midway: no kill") },
+		mid: func(obj string, chunks int) {
+			for round := 1; ; round++ {
+				q, _ := r.ingestInfo()
+				ns := r.killAll(2)
+				r.note("FAULT %d/%d: every worker killed -9 with %s midway (%d chunk(s) recorded; %s; ingest before: %s)",
+					round, budget, obj, chunks, strings.Join(ns, ", "), q)
+				if round == budget {
+					return
+				}
+				var ok bool
+				if chunks, ok = r.midwayAgain(obj, chunks, 4*time.Minute); !ok {
+					return
+				}
+			}
+		}}
+	if err := r.drive(window, []fault{f}); err != nil {
+		return err
+	}
+	r.restoreWG.Wait()
+	r.settle("after the kills", r.h.cfg.settle)
+	var big string
+	for _, it := range r.b.items {
+		if it.IC != nil && it.IC.big && it.IC.expect == "accept" {
+			big = it.ObjectID
+		}
+	}
+	// What the ledger says before anyone acts: a dead letter, and the
+	// messages its killed deliveries accepted.
+	if v, err := r.evaluateNow(); err == nil {
+		r.note("before the replay: %d message(s) lost, %d dup, %d wrong place (of %d)", v.MsgLost, v.MsgDup, v.MsgWrong, v.Messages)
+		for k, n := range v.findings {
+			if strings.HasPrefix(k, msgPrefix) {
+				r.addExtra("before the replay: "+k, fmt.Sprintf("%d message(s), e.g. %s", n, v.samples[k][0]))
+			}
+		}
+	}
+	dl, err := r.failures("dlq")
+	if err != nil {
+		return err
+	}
+	for _, fr := range dl {
+		if fr.ObjectID != big {
+			continue
+		}
+		res := r.lazaret(time.Minute, "dlq", "replay", "--operator", "faults", "--reason", "fault harness: replay after the routing budget was spent", fr.ID)
+		r.note("dlq replay of %s (%s): exit %d: %s", big, fr.ID, res.code, firstLine(res.stdout+res.stderr))
+		return nil
+	}
+	r.note("%s is not among the %d dead letter(s): nothing replayed", big, len(dl))
 	return nil
 }
