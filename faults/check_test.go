@@ -168,6 +168,44 @@ type verdict struct {
 	outcomes    map[string]int // latest destination -> items
 	msgOutcomes map[string]int // where each message is -> messages
 	foreign     int            // ledger events for no submitted item
+	settledAt   map[string]string
+	wrong       map[string]bool // counted under wrong place (msg wrong for a message)
+	isMsg       map[string]bool
+}
+
+// fReadModel: Lazaret's own answer to "where is it" disagrees with the
+// ledger's events.
+const fReadModel = "wrong place: `lazaret batch status` says %q, the ledger's events say %q"
+
+// crossCheck compares where Lazaret's read model (`lazaret batch status
+// --json`, the ledger's latest outcome per item and per message, accepted
+// members included) says each settled item and message is with where the
+// events put it; a disagreement counts under wrong place (msg wrong for a
+// message) unless it is counted there already.
+func (v *verdict) crossCheck(batchID string, status map[string]string) {
+	for k, want := range v.settledAt {
+		b, obj, _ := strings.Cut(k, "/")
+		if b != batchID {
+			continue
+		}
+		got := status[obj]
+		if got == want {
+			continue
+		}
+		kind := fmt.Sprintf(fReadModel, got, want)
+		if v.isMsg[k] {
+			kind = msgPrefix + kind
+		}
+		v.find(kind, k)
+		if !v.wrong[k] {
+			v.wrong[k] = true
+			if v.isMsg[k] {
+				v.MsgWrong++
+			} else {
+				v.WrongPlace++
+			}
+		}
+	}
 }
 
 func (v *verdict) find(kind, sample string) {
@@ -232,7 +270,8 @@ const (
 // neither. When the interchange ended anywhere else, no message of it may
 // be accepted.
 func evaluate(keys []string, evs []ev, tasks []btask, mark int64, expect map[string]string, ics map[string][]string) *verdict {
-	v := &verdict{findings: map[string]int{}, samples: map[string][]string{}, outcomes: map[string]int{}, msgOutcomes: map[string]int{}}
+	v := &verdict{findings: map[string]int{}, samples: map[string][]string{}, outcomes: map[string]int{}, msgOutcomes: map[string]int{},
+		settledAt: map[string]string{}, wrong: map[string]bool{}, isMsg: map[string]bool{}}
 	v.Items = len(keys)
 	v.RevivedMeasured = mark >= 0
 	known := map[string]bool{}
@@ -302,6 +341,7 @@ func evaluate(keys []string, evs []ev, tasks []btask, mark int64, expect map[str
 		msgs, isIC := ics[k]
 		if !isIC {
 			v.WrongPlace += b2i(j.wrong)
+			v.wrong[k] = j.wrong
 			continue
 		}
 		v.Interchanges++
@@ -318,7 +358,9 @@ func evaluate(keys []string, evs []ev, tasks []btask, mark int64, expect map[str
 			}
 		}
 		v.WrongPlace += b2i(j.wrong)
+		v.wrong[k] = j.wrong
 		for _, mk := range msgs {
+			v.isMsg[mk] = true
 			v.Messages++
 			own := byItem[mk]
 			mes := append(append([]ev{}, own...), memberOf[mk]...)
@@ -367,6 +409,7 @@ func evaluate(keys []string, evs []ev, tasks []btask, mark int64, expect map[str
 			v.MsgUnknown += b2i(mj.unknown)
 			v.MsgDup += b2i(dup || mj.dupParked)
 			v.MsgWrong += b2i(wrong)
+			v.wrong[mk] = wrong
 			v.Revived += b2i(mj.revived)
 		}
 	}
@@ -450,6 +493,7 @@ func (v *verdict) judge(k string, es []ev, ts []btask, parentLive int, mark int6
 	switch {
 	case j.settled:
 		outcomes[last.Dest]++
+		v.settledAt[k] = last.Dest
 	case len(quiet) > 0:
 		outcomes["(interchange not accepted)"]++
 	case len(live) > 0 || parentLive > 0:

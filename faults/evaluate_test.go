@@ -3,6 +3,7 @@ package faults
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -149,5 +150,24 @@ func TestEvaluateInterchanges(t *testing.T) {
 	}
 	if v.findings[fDupIng] > 0 {
 		t.Errorf("a chunk's ing counted as a second ing of its interchange: %v", v.findings)
+	}
+
+	// The read model: Lazaret agrees on everything but ok#1 (it says
+	// quarantine) and dead (absent); late#1 and rej#1 are counted wrong
+	// already.
+	status := map[string]string{}
+	for k, d := range v.settledAt {
+		status[strings.TrimPrefix(k, b+"/")] = d
+	}
+	status[ok[0]] = "quarantine"
+	delete(status, "dead")
+	status[rejected[0]] = "quarantine"
+	v.crossCheck(b, status)
+	want.WrongPlace, want.MsgWrong = want.WrongPlace+1, want.MsgWrong+1
+	if v.counts != want {
+		t.Errorf("after the read model: counts %+v\nwant   %+v\nfindings %v", v.counts, want, v.findings)
+	}
+	if k := msgPrefix + fmt.Sprintf(fReadModel, "quarantine", "accept"); v.findings[k] != 2 {
+		t.Errorf("finding %q: %d, want 2 (counted once each)", k, v.findings[k])
 	}
 }

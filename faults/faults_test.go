@@ -456,6 +456,12 @@ func (h *harness) runOne(res *result, n uint64) {
 		r.note("checks could not read: %v", err)
 		return
 	}
+	if status, err := r.batchStatus(); err != nil {
+		r.note("lazaret batch status: %v (read model not cross-checked)", err)
+		r.addExtra("read model not cross-checked", err.Error())
+	} else {
+		v.crossCheck(r.b.id, status)
+	}
 	res.verdict, res.counts = v, v.counts
 	if !res.sc.revival {
 		res.counts.RevivedMeasured = false

@@ -760,6 +760,35 @@ func (r *run) evaluateNow() (*verdict, error) {
 	return evaluate(r.keys(), evs, tasks, r.mark, expect, ics), nil
 }
 
+// batchStatus is `lazaret batch status --json`: object id -> destination,
+// for every item and message of the run's batch Lazaret lists.
+func (r *run) batchStatus() (map[string]string, error) {
+	if r.b == nil {
+		return nil, errors.New("no batch")
+	}
+	res := r.lazaret(3*time.Minute, "batch", "status", r.b.id, "--json")
+	if res.code != 0 {
+		return nil, fmt.Errorf("exit %d: %s", res.code, firstLine(res.stderr))
+	}
+	var st struct {
+		Items []struct {
+			ObjectID    string `json:"object_id"`
+			Destination string `json:"destination"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil {
+		return nil, fmt.Errorf("not the JSON expected: %v", err)
+	}
+	out := map[string]string{}
+	for _, it := range st.Items {
+		if _, dup := out[it.ObjectID]; dup {
+			return nil, fmt.Errorf("%s listed twice", it.ObjectID)
+		}
+		out[it.ObjectID] = it.Destination
+	}
+	return out, nil
+}
+
 // maxSeq is the ledger's last sequence number.
 func (r *run) maxSeq() int64 {
 	evs, _, err := r.ledgerEvents()
