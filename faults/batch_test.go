@@ -144,10 +144,12 @@ func (t *templates) classOf(id string) string {
 }
 
 // newBatch writes sum(sizes) items drawn from the templates with the given
-// seed, as one chunk manifest per size (in order) and manifest.json. Each
-// chunk listed in bigAt starts with a large interchange: the first (and
-// every other) a sound one of bigMessages messages, the next one whose
-// last message breaks the envelope; a single listed chunk gets both.
+// seed, as one chunk manifest per size (in order) and manifest.json. The
+// chunks listed in bigAt start with a large interchange: the first (and
+// every eighth) a sound one of bigMessages messages, the next one whose
+// last message breaks the envelope, the others none (each sound one delays
+// its fault until it is midway, and with it the end of the run); a single
+// listed chunk gets both.
 func newBatch(t *templates, dir, batchID string, sizes []int, seed uint64, bigAt []int) (*batch, error) {
 	n := 0
 	for _, s := range sizes {
@@ -191,10 +193,13 @@ func newBatch(t *templates, dir, batchID string, sizes []int, seed uint64, bigAt
 		for big[at] != nil && at+1 < starts[c]+sizes[c] {
 			at++
 		}
-		if j%2 == 0 {
+		switch j % 8 {
+		case 0:
 			big[at] = t.ics["ic-big"]
-		} else {
+		case 1:
 			big[at] = t.ics["ic-big-late-unt"]
+		default:
+			continue
 		}
 		if len(bigAt) == 1 && sizes[c] > 1 {
 			big[at+1] = t.ics["ic-big-late-unt"]

@@ -56,11 +56,12 @@ func newICTemplate(id string, ic fixtures.Interchange, expect string, bad map[st
 	return t, nil
 }
 
-// Sizes of the large interchanges: a few thousand messages (some 12 chunks
-// of 256), long enough to be routed while a fault fires.
+// Sizes of the large interchanges: a few thousand messages (12 chunks of
+// 256), routed for long enough that a fault can be fired between two
+// chunks (see run.midway).
 const (
-	bigMessages       = 5000
-	bigBrokenMessages = 1500
+	bigMessages       = 3000
+	bigBrokenMessages = 1000
 )
 
 // generatedInterchanges are the interchanges the harness writes itself,
@@ -191,17 +192,24 @@ func corpusInterchanges(dir, bin string, note func(string, ...any)) ([]*icTempla
 	if err != nil {
 		return nil, err
 	}
-	var ts []*icTemplate
+	var regular []os.DirEntry
 	for _, f := range files {
-		if f.IsDir() {
-			continue
+		if !f.IsDir() {
+			regular = append(regular, f)
 		}
-		path := filepath.Join(dir, f.Name())
-		data, err := os.ReadFile(path)
+	}
+	inspected := make([]cmdResult, len(regular))
+	pool(len(regular), 4, func(i int) {
+		inspected[i] = runShort(context.Background(), time.Minute, childEnv("LAZARET_CONFIG=", "LAZARET_LOG_LEVEL=error"), bin,
+			"inspect", "--json", filepath.Join(dir, regular[i].Name()))
+	})
+	var ts []*icTemplate
+	for i, f := range regular {
+		data, err := os.ReadFile(filepath.Join(dir, f.Name()))
 		if err != nil {
 			return nil, err
 		}
-		res := runShort(context.Background(), time.Minute, childEnv("LAZARET_CONFIG=", "LAZARET_LOG_LEVEL=error"), bin, "inspect", "--json", path)
+		res := inspected[i]
 		if res.code != 0 && res.code != 1 {
 			return nil, fmt.Errorf("lazaret inspect %s: exit %d: %s", f.Name(), res.code, firstLine(res.stderr))
 		}
