@@ -332,7 +332,7 @@ func evaluate(keys []string, evs []ev, tasks []btask, mark int64, expect map[str
 	for _, k := range keys {
 		es := byItem[k]
 		sort.Slice(es, func(i, j int) bool { return es[i].Seq < es[j].Seq })
-		j := v.judge(k, es, tasksBy[k], 0, mark, expect[k], false)
+		j := v.judge(k, es, tasksBy[k], 0, mark, expect[k], false, false)
 		v.Lost += b2i(j.lost)
 		v.Unknown += b2i(j.unknown)
 		v.DupTerminal += b2i(j.dup)
@@ -365,17 +365,16 @@ func evaluate(keys []string, evs []ev, tasks []btask, mark int64, expect map[str
 			own := byItem[mk]
 			mes := append(append([]ev{}, own...), memberOf[mk]...)
 			sort.Slice(mes, func(a, b int) bool { return mes[a].Seq < mes[b].Seq })
-			var mj judged
-			if accepted {
-				mj = v.judge(mk, mes, tasksBy[mk], len(j.live), mark, expect[mk], true)
-			} else {
-				// Not accepted (yet): the interchange is counted above; a
-				// message with no place is no finding of its own.
-				mj = v.judge(mk, mes, tasksBy[mk], len(j.live), mark, "", true, quietLost)
+			// While the interchange is not accepted (not yet, or not at all)
+			// it is what the item columns count; a message of it with no
+			// place is no finding of its own.
+			want := expect[mk]
+			if !accepted {
+				want = ""
 			}
+			mj := v.judge(mk, mes, tasksBy[mk], len(j.live), mark, want, true, !accepted)
 			wrong, dup := mj.wrong, mj.dup
-			switch {
-			case !accepted && j.settled:
+			if !accepted && j.settled {
 				for _, e := range mes {
 					if e.Dest == "accept" {
 						wrong = true
@@ -432,16 +431,13 @@ type judged struct {
 	history                                       func() string
 }
 
-// quietLost: a message whose interchange is not accepted is not lost on
-// its own account.
-const quietLost = true
-
 // judge checks one item (or, with msg, one message of an interchange: its
 // own events and its places in chunk events) against the ledger's and the
 // broker's record: settled or not, terminal once, parked once, where the
 // broker holds it. parentLive is how many live tasks its interchange has
-// (a message is unsettled, not lost, while they run).
-func (v *verdict) judge(k string, es []ev, ts []btask, parentLive int, mark int64, expect string, msg bool, quiet ...bool) judged {
+// (a message is unsettled, not lost, while they run); quiet says that an
+// unsettled one is neither lost nor unknown (its interchange is counted).
+func (v *verdict) judge(k string, es []ev, ts []btask, parentLive int, mark int64, expect string, msg, quiet bool) judged {
 	var j judged
 	find := func(kind, sample string) {
 		if msg {
@@ -494,7 +490,7 @@ func (v *verdict) judge(k string, es []ev, ts []btask, parentLive int, mark int6
 	case j.settled:
 		outcomes[last.Dest]++
 		v.settledAt[k] = last.Dest
-	case len(quiet) > 0:
+	case quiet:
 		outcomes["(interchange not accepted)"]++
 	case len(live) > 0 || parentLive > 0:
 		j.unknown = true

@@ -7,7 +7,10 @@
 // ledger cut, racing replay and discard, resubmission after both) and checks
 // after every scenario, from the ledger and the broker alone, that nothing was
 // lost, nothing settled twice, nothing was parked twice and nothing sits in the
-// wrong place.
+// wrong place. Batches hold TIFF masters and UN/EDIFACT interchanges; every
+// message of an interchange whose envelope is accepted must end in exactly
+// one place (a member of one accepted chunk, or events of its own), and no
+// message of a rejected one may be accepted.
 //
 // The harness is the test TestFaults, skipped unless LAZARET_FAULTS=1:
 //
