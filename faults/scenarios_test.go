@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -272,6 +273,17 @@ func budgetSpentMidway(r *run) error {
 					round, budget, obj, chunks, strings.Join(ns, ", "), q)
 				if round == budget {
 					return
+				}
+				// The killed delivery may have committed a chunk between the
+				// poll and the kill: count again once it is surely dead, so
+				// that only a redelivery's chunk counts as midway.
+				time.Sleep(500 * time.Millisecond)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				now, _, err := r.led.midway(ctx, r.b.id, obj, -1)
+				cancel()
+				if err == nil && now > chunks {
+					r.note("%s: %d chunk(s) recorded when its delivery died (%d seen before the kill)", obj, now, chunks)
+					chunks = now
 				}
 				var ok bool
 				if chunks, ok = r.midwayAgain(obj, chunks, 4*time.Minute); !ok {
