@@ -267,7 +267,8 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 				if err := errors.Join(err, drop()); err != nil {
 					return err
 				}
-				bare.Wall, bare.CPU, pipe.Wall, pipe.CPU = bare.Wall+bd.Wall, bare.CPU+bd.CPU, pipe.Wall+pd.Wall, pipe.CPU+pd.CPU
+				bare.Add(bd)
+				pipe.Add(pd)
 				groups.Commits, groups.Appends = groups.Commits+st.Commits, groups.Appends+st.Appends
 			}
 			n := float64(items * max(1, rounds))
@@ -293,7 +294,8 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 		if err != nil {
 			return err
 		}
-		bare.Wall, bare.CPU, durable.Wall, durable.CPU = bare.Wall+bd.Wall, bare.CPU+bd.CPU, durable.Wall+dd.Wall, durable.CPU+dd.CPU
+		bare.Add(bd)
+		durable.Add(dd)
 	}
 	n := float64(items * max(1, rounds))
 	fmt.Fprintf(tw, "bare asynq, one synced 1 KB write a task\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\t-\n", n/durable.Wall.Seconds(), n/bare.Wall.Seconds(),
@@ -328,7 +330,8 @@ func benchCommits(ctx context.Context, stdout io.Writer, redis asynq.RedisConnOp
 				if err := errors.Join(err, l.Close(), drop()); err != nil {
 					return fmt.Errorf("ledger alone, %s, %d writers: %w", lg.name, writers, err)
 				}
-				bare.Wall, run.Wall, run.CPU = bare.Wall+bd.Wall, run.Wall+rr.Wall, run.CPU+rr.CPU
+				bare.Add(bd)
+				run.Add(rr)
 				groups.Commits, groups.Appends = groups.Commits+st.Commits, groups.Appends+st.Appends
 			}
 			n := float64(items * max(1, rounds))

@@ -61,6 +61,9 @@ type Run struct {
 	Wall, CPU time.Duration
 }
 
+// Add counts o in r: rounds of one measurement are summed, then divided.
+func (r *Run) Add(o Run) { r.Wall, r.CPU = r.Wall+o.Wall, r.CPU+o.CPU }
+
 // Bare drains o.Items no-op tasks from a queue of its own (each with one
 // synced write when o.Durable is set). The queue is deleted afterwards.
 func Bare(ctx context.Context, o Options) (Run, error) {

@@ -139,10 +139,8 @@ func BenchmarkPipelineVsAsynq(b *testing.B) {
 					if fail {
 						_ = asynq.NewInspector(opt).DeleteQueue(ingest.QueueIngest, true)
 					}
-					bare.Wall += bd.Wall
-					bare.CPU += bd.CPU
-					pipe.Wall += pd.Wall
-					pipe.CPU += pd.CPU
+					bare.Add(bd)
+					pipe.Add(pd)
 				}
 				n := float64(items * b.N)
 				b.ReportMetric(n/bare.Wall.Seconds(), "asynq-items/s")
