@@ -26,7 +26,7 @@ var uncorrectable = map[string]string{
 // env's item and checks the result with the manifest's rules, as if the
 // item had been submitted so. A corrected sha256 or size becomes what the
 // replay's fixity check expects. It returns a note of what changed.
-func correctItem(env *Envelope, set map[string]string) (string, error) {
+func correctItem(env *Envelope, set map[string]string, hardlinks validate.HardlinkRoots) (string, error) {
 	if len(set) == 0 {
 		return "", nil
 	}
@@ -87,7 +87,7 @@ func correctItem(env *Envelope, set map[string]string) (string, error) {
 	if m.Submitter == "" {
 		m.Submitter = "operator"
 	}
-	if err := m.Check(dir); err != nil {
+	if err := m.Check(dir, hardlinks.Allow(dir)); err != nil {
 		return "", fmt.Errorf("the corrected item breaks the manifest's rules: %w", err)
 	}
 	if it.Kind == "tiff" {

@@ -27,7 +27,7 @@ func (b *bundle) logistics(object string) *ingest.Envelope {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	m, dir, err := validate.ReadManifest(batch.Manifest)
+	m, dir, err := validate.ReadManifestFile(batch.Manifest)
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -158,12 +158,20 @@ func (w *Worker) check(ctx context.Context, env *Envelope) (rep *validate.Report
 	}
 	switch env.Kind {
 	case "tiff":
-		rep, err = validate.CheckMasterSource(ctx, env.Source(), item, w.Master)
+		rep, err = validate.CheckMasterSource(ctx, w.source(env), item, w.Master)
 		return rep, nil, err
 	case "edifact":
-		return validate.CheckInterchangeSource(ctx, env.Source(), item, w.registries(), w.EDI, env.Message)
+		return validate.CheckInterchangeSource(ctx, w.source(env), item, w.registries(), w.EDI, env.Message)
 	}
 	return nil, nil, &validate.PolicyError{Page: 0, Code: "kind.unsupported", Reason: fmt.Sprintf("kind %q has no validator in this build", env.Kind)}
+}
+
+// source is where the worker reads env's item: the file submit recorded,
+// hard links allowed only beneath the roots that allow them.
+func (w *Worker) source(env *Envelope) validate.Source {
+	src := env.Source()
+	src.Hardlinks = w.Hardlinks.Allow(src.Root)
+	return src
 }
 
 func (w *Worker) registries() *validate.Registries {

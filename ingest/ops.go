@@ -274,11 +274,11 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 		return nil, fmt.Errorf("failure %s has no replayable envelope: %w", f.ID, err)
 	}
 	if opt.File != "" {
-		src, sum, size, err := CorrectedFile(o.Roots, opt.File)
+		src, sum, size, err := CorrectedFile(o.Roots, o.Submit.Hardlinks, opt.File)
 		if err != nil {
 			return nil, fmt.Errorf("corrected file: %w", err)
 		}
-		env.Path, env.Root, env.Rel, env.SHA256, env.Size = src.Path, src.Root, src.Rel, sum, size
+		env.Path, env.Root, env.Rel, env.SHA256, env.Size, env.Dev, env.Ino = src.Path, src.Root, src.Rel, sum, size, src.ID.Dev, src.ID.Ino
 		env.Item.SHA256, env.Item.Size = sum, size
 	}
 	if r := opt.Resubmitted; r != nil {
@@ -291,7 +291,7 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 			}
 		}
 	}
-	corrected, err := correctItem(env, opt.Set)
+	corrected, err := correctItem(env, opt.Set, o.Submit.Hardlinks)
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +391,11 @@ func (o *Operator) SubmitOptions() SubmitOptions {
 // it — beneath one of roots, or with none configured confined to its own
 // folder — and reads its digest and size once, through validate.Open (no
 // links, no FIFOs, never past the size seen at open).
-func CorrectedFile(roots []string, path string) (src validate.Source, sha string, size int64, err error) {
+//
+// The Source it returns carries the file's identity (Source.ID), which
+// the replay's envelope records as submit does, and allows hard links
+// where hardlinks does.
+func CorrectedFile(roots []string, hardlinks validate.HardlinkRoots, path string) (src validate.Source, sha string, size int64, err error) {
 	if len(roots) > 0 {
 		if src, err = validate.Within(roots, path); err != nil {
 			return src, "", 0, err
@@ -403,11 +407,13 @@ func CorrectedFile(roots []string, path string) (src validate.Source, sha string
 		}
 		src = validate.SourceOf(abs)
 	}
+	src.Hardlinks = hardlinks.Allow(src.Root)
 	f, size, err := validate.Open(src)
 	if err != nil {
 		return src, "", 0, err
 	}
 	defer f.Close()
+	src.ID = validate.IDOf(f)
 	h := sha256.New()
 	n, err := io.Copy(h, io.LimitReader(f, size+1))
 	if err != nil {
@@ -669,10 +675,12 @@ func (o *Operator) Ping() error {
 	return err
 }
 
-// SubmitManifest checks, records and enqueues the manifest at path (read
-// where the server runs: payloads travel by reference).
-func (o *Operator) SubmitManifest(ctx context.Context, manifestPath string, dryRun bool) (*SubmitResult, error) {
-	m, dir, err := validate.ReadManifest(manifestPath)
+// SubmitManifest checks, records and enqueues the manifest at src (read
+// where the server runs: payloads travel by reference). src.Hardlinks is
+// set here from the operator's submit options.
+func (o *Operator) SubmitManifest(ctx context.Context, src validate.Source, dryRun bool) (*SubmitResult, error) {
+	src.Hardlinks = o.Submit.Hardlinks.Allow(src.Root)
+	m, dir, err := validate.ReadManifest(src)
 	if err != nil {
 		return nil, err
 	}

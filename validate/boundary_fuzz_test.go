@@ -26,7 +26,7 @@ func FuzzParseManifest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_ = m.Check(dir) // every problem is reported, none panics
+		_ = m.Check(dir, false) // every problem is reported, none panics
 	})
 }
 

@@ -48,7 +48,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	batch := fs.String("batch", "", "a batch manifest: inspect its items with fixity and manifest rules")
 	kind := fs.String("kind", "", "force the kind (tiff or edifact) instead of detecting it from the content")
 	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "master", "policy", "edi"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "master", "policy", "edi", "links"); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 && *batch == "" {
@@ -63,7 +63,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var jobs []job
 	if *batch != "" {
-		m, dir, err := validate.ReadManifest(*batch)
+		m, dir, err := cfg.readManifest(*batch)
 		if err != nil {
 			return &exitError{code: 1, err: fmt.Errorf("manifest %s:\n%w", *batch, err)}
 		}

@@ -581,7 +581,7 @@ func TestQuarantineClearsItselfWhenTheRegistryChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _, err := validate.ReadManifest(b.Manifest)
+	m, _, err := validate.ReadManifestFile(b.Manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -670,5 +670,45 @@ func TestFlagsAnywhereAndNoFalseAllClear(t *testing.T) {
 	out, _, code := runCmd(t, "inspect", "--", "--json")
 	if code != 1 || !strings.HasPrefix(out, "FILE") || !strings.Contains(out, "--json ") {
 		t.Errorf("inspect -- --json: exit %d, want a table with the file --json:\n%s", code, out)
+	}
+}
+
+// TestSubmitRefusesLinkedManifests: `lazaret submit` opens its manifest
+// as a worker opens an item, beneath the ingest root or in its own folder:
+// a manifest that is a link is refused before a byte of its target is
+// read, the same way whether or not the target exists, and nothing is
+// recorded.
+func TestSubmitRefusesLinkedManifests(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	outside := t.TempDir()
+	passwd := filepath.Join(outside, "passwd")
+	if err := os.WriteFile(passwd, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exists, dangling := filepath.Join(root, "exists.json"), filepath.Join(root, "dangling.json")
+	if os.Symlink(passwd, exists) != nil || os.Symlink(passwd+".gone", dangling) != nil {
+		t.Fatal("symlink")
+	}
+	ledger := filepath.Join(t.TempDir(), "ledger.db")
+	for _, withRoot := range []bool{true, false} {
+		var said []string
+		for _, p := range []string{exists, dangling} {
+			args := []string{"submit", "--ledger", ledger, "--redis", "redis://127.0.0.1:1/0"}
+			if withRoot {
+				args = append(args, "--ingest-root", root)
+			}
+			_, stderr, code := runCmd(t, append(args, p)...)
+			if code != 1 || !strings.Contains(stderr, "symbolic link") || strings.Contains(stderr, "root:x") || strings.Contains(stderr, "invalid character") {
+				t.Errorf("root %v, %s: exit %d\n%s", withRoot, filepath.Base(p), code, stderr)
+			}
+			said = append(said, strings.ReplaceAll(stderr, filepath.Base(p), "NAME"))
+		}
+		if said[0] != said[1] {
+			t.Errorf("root %v: a link to a file that exists and one to nothing are told apart:\n%s\n%s", withRoot, said[0], said[1])
+		}
+	}
+	if _, err := os.Stat(ledger); err == nil {
+		t.Error("a ledger was created: something was recorded")
 	}
 }

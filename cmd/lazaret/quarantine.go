@@ -164,7 +164,7 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 		fs.StringVar(&file, "file", "", "replay with this corrected `FILE` (beneath an --ingest-root, or beside the original)")
 		fs.Var(&sets, "set", "correct a manifest field, `FIELD=VALUE` (repeatable; e.g. color_profile=sRGB), checked by the manifest's rules")
 		bulk(fs, &filters, &all, &rate)
-		fields = append(fields, "policy", "roots")
+		fields = append(fields, "policy", "roots", "links")
 	case "discard", "reject":
 		actor()
 		bulk(fs, &filters, &all, &rate)

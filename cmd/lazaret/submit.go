@@ -10,7 +10,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/lazaret/lazaret/ingest"
-	"github.com/lazaret/lazaret/validate"
 )
 
 func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -21,18 +20,13 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	wait := fs.Bool("wait", false, "follow the batch until every item has an outcome; exit 1 if any failed")
 	waitTimeout := fs.Duration("wait-timeout", 0, "with --wait: give up after `DURATION` (0: never)")
 	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "policy", "roots"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "policy", "roots", "links"); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageErr("submit: want exactly one MANIFEST")
 	}
-	if len(cfg.IngestRoots) > 0 {
-		if _, err := validate.Within(cfg.IngestRoots, fs.Arg(0)); err != nil {
-			return &exitError{code: 1, err: fmt.Errorf("manifest refused, nothing read: %w", err)}
-		}
-	}
-	m, dir, err := validate.ReadManifest(fs.Arg(0))
+	m, dir, err := cfg.readManifest(fs.Arg(0))
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("manifest %s refused, nothing enqueued:\n%w", fs.Arg(0), err)}
 	}

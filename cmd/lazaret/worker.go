@@ -21,7 +21,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	cfg := defaultConfig()
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
-	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "links"); err != nil {
 		return err
 	}
 	log := cfg.logger(stderr)
