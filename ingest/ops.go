@@ -283,6 +283,7 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 	}
 	if r := opt.Resubmitted; r != nil {
 		env.Item, env.Path, env.Root, env.Rel, env.SHA256, env.Size, env.Submitter = r.Item, r.Path, r.Root, r.Rel, r.SHA256, r.Size, r.Submitter
+		env.Dev, env.Ino = r.Dev, r.Ino
 	}
 	if opt.File != "" {
 		for _, k := range []string{"sha256", "size"} {
