@@ -51,7 +51,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		opt := premis.ExportOptions{Organisation: *org, Archivematica: *am, LedgerHead: true}
 		sel := premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t}
 		if *out == "" {
-			_, err := premis.ExportLedger(ctx, stdout, l, sel, software, opt)
+			_, err := premis.ExportLedger(ctx, exact(stdout), l, sel, software, opt)
 			return err
 		}
 		n, err := exportFile(ctx, *out, l, sel, opt)

@@ -45,7 +45,8 @@ func usageErr(format string, args ...any) error {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stderr := newSafeWriter(os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdout, stderr)
 	stop()
 	if err != nil {
 		code := 1
@@ -54,15 +55,22 @@ func main() {
 			code = ee.code
 		}
 		if ee == nil || ee.err != nil {
-			fmt.Fprintln(os.Stderr, "lazaret:", err)
+			fmt.Fprintln(stderr, "lazaret:", err)
 		}
+		stderr.Flush()
 		os.Exit(code)
 	}
 }
 
 // run runs the command args name. Every error is an *exitError; a usage
-// error says which --help to read.
+// error says which --help to read. What the command prints goes through
+// a safeWriter (see termsafe.go): nothing a submitter wrote reaches the
+// terminal raw.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	out, errw := newSafeWriter(stdout), newSafeWriter(stderr)
+	defer out.Flush()
+	defer errw.Flush()
+	stdout, stderr = out, errw
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -40,12 +40,12 @@ func watchBatch(ctx context.Context, l premis.Ledger, batchID string, out io.Wri
 			switch {
 			case isTerminal(out):
 				if bar == nil {
-					bar = progressbar.NewOptions(p.Total(), progressbar.OptionSetWriter(out), progressbar.OptionShowCount(),
+					bar = progressbar.NewOptions(p.Total(), progressbar.OptionSetWriter(rawWriter(out)), progressbar.OptionShowCount(),
 						progressbar.OptionSetWidth(30), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetPredictTime(true),
 						progressbar.OptionShowIts(), progressbar.OptionSetItsString("items"), progressbar.OptionFullWidth())
 				}
 				bar.ChangeMax(p.Total())
-				bar.Describe(fmt.Sprintf("batch %s: %s", batchID, p.Tally()))
+				bar.Describe(safeText(fmt.Sprintf("batch %s: %s", batchID, p.Tally())))
 				_ = bar.Set(p.Done)
 			default:
 				if line := progressLine(p); line != last {
@@ -75,6 +75,9 @@ func watchBatch(ctx context.Context, l premis.Ledger, batchID string, out io.Wri
 func progressLine(p *ingest.Progress) string { return "batch " + p.BatchID + ": " + p.Summary() }
 
 func isTerminal(w io.Writer) bool {
+	if s, ok := w.(*safeWriter); ok {
+		w = s.w
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
