@@ -373,6 +373,8 @@ func (w *Worker) failureEvent(d *delivery, env *Envelope, rep *validate.Report, 
 	var se *validate.StageError
 	if errors.As(err, &se) {
 		switch se.Stage {
+		case validate.StageOpen:
+			t = premis.Ingestion // nothing was read, so nothing was validated
 		case validate.StageFixity:
 			t = premis.FixityCheck
 		case validate.StageFormat:

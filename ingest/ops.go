@@ -215,6 +215,16 @@ func resolutionKey(f Failure) string {
 	return premis.EventKey(f.CorrelationID+"/resolve/"+f.ID, f.SHA256, premis.Unquarantine, f.Attempt)
 }
 
+// replayType is the event type of a replay from dest: a parked item
+// (quarantine, audit-hold, both recorded as qua) leaves it, unq; a dead
+// letter was never set aside, so its replay starts a new ingestion, ins.
+func replayType(dest premis.Destination) premis.EventType {
+	if dest.Parked() {
+		return premis.Unquarantine
+	}
+	return premis.IngestionStart
+}
+
 // operatorEvent starts an event about failure f by a person.
 func (o *Operator) operatorEvent(f Failure, t premis.EventType, operator string) *premis.Event {
 	return &premis.Event{
@@ -309,7 +319,7 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 	if corrected != "" {
 		reason += " (" + corrected + ")"
 	}
-	unq := o.operatorEvent(f, premis.Unquarantine, opt.Operator)
+	unq := o.operatorEvent(f, replayType(f.Destination), opt.Operator)
 	unq.Destination, unq.Note, unq.Envelope, unq.Attempt = premis.Replayed, reason, envelopeJSON(env), env.Attempt
 	unq.Detail = fmt.Sprintf("replayed from %s as attempt %d, task %s (%s)", f.Destination, env.Attempt, env.TaskID(), o.Software.ID())
 	q, old := brokerTask(f)
