@@ -79,11 +79,17 @@ func correctItem(env *Envelope, set map[string]string, hardlinks validate.Hardli
 	if err := dec.Decode(&it); err != nil {
 		return "", fmt.Errorf("corrected item: %w", err)
 	}
-	dir := env.Root
-	if dir == "" {
-		dir = filepath.Dir(env.Path)
+	// The entry is checked against the file the replay will read: a
+	// corrected file (--file) stands elsewhere than the manifest's path,
+	// which the item keeps as its name in the batch.
+	dir, checked := env.Root, it
+	switch {
+	case dir == "":
+		dir, checked.Path = filepath.Dir(env.Path), filepath.Base(env.Path)
+	case env.Rel != "":
+		checked.Path = env.Rel
 	}
-	m := &validate.Manifest{BatchID: env.BatchID, Submitter: env.Submitter, Items: []validate.Item{it}}
+	m := &validate.Manifest{BatchID: env.BatchID, Submitter: env.Submitter, Items: []validate.Item{checked}}
 	if m.Submitter == "" {
 		m.Submitter = "operator"
 	}
