@@ -155,6 +155,17 @@ func TestMixedInterchangeQuarantinesOnlyTheBadMessage(t *testing.T) {
 		t.Fatalf("parked %+v %v", parked, err)
 	}
 	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateCompleted, 5*time.Second)
+	// The summary operators read (submit --wait, batch status, the API)
+	// says the accepted interchange has a parked message. Before, it read
+	// "1 accepted, messages 2/3 accepted".
+	p, err := ingest.BatchProgress(context.Background(), b.ledger, env.BatchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ParkedMessages != 1 || p.WithParked != 1 || !strings.Contains(p.Tally(), "1 accepted (1 with parked messages)") ||
+		!strings.Contains(p.Tally(), "messages 2/3 accepted, 1 quarantined") {
+		t.Errorf("progress: parked %d in %d, tally %q", p.ParkedMessages, p.WithParked, p.Tally())
+	}
 }
 
 func TestReconcileReplaysOnceTheRegistryKnowsTheCode(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/premis/sqlite"
@@ -244,5 +245,26 @@ func TestHumanOutputIsTerminalSafe(t *testing.T) {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("no command printed %s: the test printed nothing hostile", want)
 		}
+	}
+}
+
+// TestWaitVerdictCountsParkedMessages: submit --wait exits 1 and says so
+// when an accepted interchange left messages parked, not only when an item
+// failed.
+func TestWaitVerdictCountsParkedMessages(t *testing.T) {
+	t.Parallel()
+	p := &ingest.Progress{BatchID: "b", Expected: 13, Recorded: 13, Done: 13, Failed: 0, ParkedMessages: 7, WithParked: 2,
+		ByDestination: map[premis.Destination]int{premis.Accepted: 13}, Messages: map[premis.Destination]int{premis.Accepted: 5, premis.Quarantined: 7}}
+	err := waitVerdict(p)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(err.Error(), "7 messages of 2 accepted interchanges are parked") {
+		t.Errorf("verdict: %v", err)
+	}
+	if got := p.Summary(); !strings.Contains(got, "13 accepted (2 with parked messages), messages 5/12 accepted, 7 quarantined") {
+		t.Errorf("summary %q", got)
+	}
+	p.ParkedMessages, p.WithParked, p.Messages = 0, 0, nil
+	if err := waitVerdict(p); err != nil {
+		t.Errorf("nothing failed or parked: %v", err)
 	}
 }

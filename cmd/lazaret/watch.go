@@ -83,10 +83,14 @@ func isTerminal(w io.Writer) bool {
 }
 
 // waitVerdict is the exit status of a watched batch: 1 when any item
-// failed (dead-letter, quarantine, audit-hold).
+// failed (dead-letter, quarantine, audit-hold) or any message of an
+// accepted interchange is parked.
 func waitVerdict(p *ingest.Progress) error {
-	if p.Failed == 0 {
-		return nil
+	switch {
+	case p.Failed > 0:
+		return &exitError{code: 1, err: fmt.Errorf("batch %s: %d of %d items failed (lazaret dlq ls / quarantine ls / hold ls --batch %s)", p.BatchID, p.Failed, p.Total(), p.BatchID)}
+	case p.ParkedMessages > 0:
+		return &exitError{code: 1, err: fmt.Errorf("batch %s: %d messages of %d accepted interchanges are parked (lazaret quarantine ls / hold ls --batch %s)", p.BatchID, p.ParkedMessages, p.WithParked, p.BatchID)}
 	}
-	return &exitError{code: 1, err: fmt.Errorf("batch %s: %d of %d items failed (lazaret dlq ls / quarantine ls / hold ls --batch %s)", p.BatchID, p.Failed, p.Total(), p.BatchID)}
+	return nil
 }
