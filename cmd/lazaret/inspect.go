@@ -39,6 +39,9 @@ type inspectResult struct {
 	Size        int64              `json:"size"`
 	Pages       int                `json:"pages"`
 	Warnings    []validate.Warning `json:"warnings"`
+	// whole: the result is the item's (a master, or an interchange
+	// refused whole), not one message's.
+	whole bool
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -201,6 +204,7 @@ func inspect(ctx context.Context, w *ingest.Worker, path, kind string, item *val
 	}
 	if n == 0 || v.Err != nil {
 		r := base
+		r.whole = true
 		r.verdict(v.Decision, v.Err)
 		return emit(r)
 	}

@@ -712,3 +712,53 @@ func TestSubmitRefusesLinkedManifests(t *testing.T) {
 		t.Error("a ledger was created: something was recorded")
 	}
 }
+
+// TestSubmitDryRunRunsTheContentRules: a dry run runs every check that
+// needs no broker, as inspect --batch does, and says which items would be
+// quarantined and why. Before, it said "3 would be enqueued" and the
+// workers then quarantined all three for the missing resolution_dpi.
+func TestSubmitDryRunRunsTheContentRules(t *testing.T) {
+	url := testenv.Redis(t, redisDB)
+	dir := t.TempDir()
+	b, err := fixtures.WriteArchiveBatch(filepath.Join(dir, "batch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := validate.ReadManifestFile(b.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []validate.Item
+	for _, it := range m.Items {
+		if it.ObjectID == "master-good-single" || it.ObjectID == "master-good-multipage" {
+			it.ResolutionDPI = ""
+			items = append(items, it)
+		}
+	}
+	raw, _ := json.Marshal(map[string]any{"batch_id": "no-dpi", "submitter": "t", "items": items})
+	manifest := filepath.Join(b.Dir, "no-dpi.json")
+	if err := os.WriteFile(manifest, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ledger := filepath.Join(dir, "ledger.db")
+	out, stderr, code := runCmd(t, "submit", "--dry-run", "--redis", url, "--ledger", ledger, manifest)
+	if code != 0 || !strings.Contains(out, "2 would be enqueued") || !strings.Contains(out, "items 2 quarantine") ||
+		strings.Count(out, "would be quarantine\tmanifest.resolution_dpi.required") != 2 {
+		t.Errorf("submit --dry-run: exit %d\n%s%s", code, out, stderr)
+	}
+	out, _, _ = runCmd(t, "submit", "--dry-run", "--json", "--redis", url, "--ledger", ledger, manifest)
+	var res struct {
+		Enqueued []string        `json:"enqueued"`
+		Would    []inspectResult `json:"would"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Would) != 2 || res.Would[0].Code != "manifest.resolution_dpi.required" {
+		t.Errorf("submit --dry-run --json: %v\n%s", err, out)
+	}
+	if l, err := sqlite.Open(context.Background(), ledger); err == nil {
+		evs, _ := l.Events(context.Background(), premis.Filter{})
+		l.Close()
+		if len(evs) != 0 {
+			t.Errorf("a dry run recorded %d events", len(evs))
+		}
+	}
+}
