@@ -464,7 +464,7 @@ func (o *Operator) Discard(ctx context.Context, id, operator, reason string, dry
 	if err := o.Broker.DeleteTask(q, tid); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
 		return res, fmt.Errorf("discarded in the ledger, but the broker task %s could not be deleted: %w (reconcile-broker removes it)", tid, err)
 	}
-	o.Logger.LogAttrs(ctx, slog.LevelWarn, "item discarded", slog.String(AttrCorrelationID, f.CorrelationID),
+	o.Logger.LogAttrs(ctx, slog.LevelInfo, "item discarded", slog.String(AttrCorrelationID, f.CorrelationID),
 		slog.String(AttrObjectID, f.ObjectID), slog.String("operator", operator), slog.String("reason", reason))
 	return res, nil
 }

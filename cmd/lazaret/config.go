@@ -352,18 +352,18 @@ func (c *Config) ledgerExists() error {
 		return nil
 	}
 	if c.Ledger == "" {
-		return usageErr("no ledger: there is no data directory ($XDG_DATA_HOME or $HOME) for the default; say --ledger or LAZARET_LEDGER")
+		return settingErr("no ledger: there is no data directory ($XDG_DATA_HOME or $HOME) for the default; say --ledger or LAZARET_LEDGER")
 	}
 	_, err := os.Stat(c.sqlitePath())
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, os.ErrNotExist) && c.ledgerDefault:
-		return usageErr("no ledger at %s (the default): no worker has written one there; say --ledger or LAZARET_LEDGER for the workers' ledger", c.Ledger)
+		return settingErr("no ledger at %s (the default): no worker has written one there; say --ledger or LAZARET_LEDGER for the workers' ledger", c.Ledger)
 	case errors.Is(err, os.ErrNotExist):
-		return usageErr("no ledger at %s: say --ledger or LAZARET_LEDGER for the workers' ledger (nothing was created)", c.Ledger)
+		return settingErr("no ledger at %s: say --ledger or LAZARET_LEDGER for the workers' ledger (nothing was created)", c.Ledger)
 	}
-	return usageErr("ledger %s: %v", c.Ledger, err)
+	return settingErr("ledger %s: %v", c.Ledger, err)
 }
 
 // connectExisting is connect for commands that act on what is recorded:

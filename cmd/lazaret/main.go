@@ -28,6 +28,9 @@ type exitError struct {
 	code int
 	err  error
 	cmd  *cobra.Command
+	// noHelp: a usage error whose fix is not in the command's help (a
+	// ledger path that names nothing): no "Run --help" line.
+	noHelp bool
 }
 
 func (e *exitError) Error() string {
@@ -41,6 +44,12 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(format string, args ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// settingErr is a usage error about a setting's value, which the message
+// itself explains: exit 2, without pointing at --help.
+func settingErr(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...), noHelp: true}
 }
 
 func main() {
@@ -81,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	ee := &exitError{code: 2, err: err, cmd: root} // cobra's own: an unknown command or flag
 	errors.As(err, &ee)
-	if ee.code == 2 && ee.err != nil && ee.cmd != nil {
+	if ee.code == 2 && ee.err != nil && ee.cmd != nil && !ee.noHelp {
 		ee.err = fmt.Errorf("%w\n\nRun '%s --help' for usage", ee.err, ee.cmd.CommandPath())
 	}
 	return ee

@@ -179,6 +179,9 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 		fields = append(fields, "policy", "master", "edi")
 	}
 	cfg := defaultConfig()
+	// One action, printed for a person: the log says only what went wrong
+	// (a flag, LAZARET_LOG_LEVEL or the file still choose another level).
+	cfg.LogLevel = "warn"
 	if err := cfg.bind(ctx, fs, args, fields...); err != nil {
 		return err
 	}
@@ -208,7 +211,13 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 		if err != nil {
 			return err
 		}
-		return printFailures(stdout, list, *asJSON)
+		if err := printFailures(stdout, list, *asJSON); err != nil {
+			return err
+		}
+		if len(list) == 0 && !*asJSON {
+			fmt.Fprintf(stdout, "(nothing in %s matches)\n", fc.destination)
+		}
+		return nil
 	}
 	set := map[string]string{}
 	for _, kv := range sets {
@@ -478,6 +487,7 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		asJSON = fs.Bool("json", false, "one JSON object: batch_id, items, counts, progress (what GET /v1/batches/{id} serves)")
 	} else {
 		timeout = fs.Duration("timeout", 0, "give up after `DURATION` (0: never)")
+		asJSON = fs.Bool("json", false, "one JSON object of the batch's progress a line, whenever it changes, the last when it is finished")
 	}
 	cfg := defaultConfig()
 	if err := cfg.bind(ctx, fs, args[1:], "ledger"); err != nil {
@@ -494,6 +504,13 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if sub == "watch" {
 		if _, err := ingest.BatchProgress(ctx, l, fs.Arg(0)); err != nil {
 			return &exitError{code: 1, err: err}
+		}
+		if *asJSON {
+			p, err := watchJSON(ctx, l, fs.Arg(0), stdout, 500*time.Millisecond, *timeout)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			return waitVerdict(p)
 		}
 		p, err := watchBatch(ctx, l, fs.Arg(0), stdout, 500*time.Millisecond, *timeout)
 		if err != nil {
@@ -534,6 +551,9 @@ func runReconcileBroker(ctx context.Context, args []string, stdout, stderr io.Wr
 	dry := fs.Bool("dry-run", false, "say what would be repaired, change nothing")
 	asJSON := fs.Bool("json", false, "the report as one JSON object")
 	cfg := defaultConfig()
+	// One action, printed for a person: the log says only what went wrong
+	// (a flag, LAZARET_LOG_LEVEL or the file still choose another level).
+	cfg.LogLevel = "warn"
 	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "policy"); err != nil {
 		return err
 	}

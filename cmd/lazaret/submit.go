@@ -23,6 +23,9 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	wait := fs.Bool("wait", false, "follow the batch until every item has an outcome; exit 1 if any failed")
 	waitTimeout := fs.Duration("wait-timeout", 0, "with --wait: give up after `DURATION` (0: never)")
 	cfg := defaultConfig()
+	// One action, printed for a person: the log says only what went wrong
+	// (a flag, LAZARET_LOG_LEVEL or the file still choose another level).
+	cfg.LogLevel = "warn"
 	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "policy", "roots", "links"); err != nil {
 		return err
 	}

@@ -71,6 +71,45 @@ func watchBatch(ctx context.Context, l premis.Ledger, batchID string, out io.Wri
 	}
 }
 
+// watchJSON is watchBatch for scripts: the batch's progress as one JSON
+// object a line (what GET /v1/batches/{id} serves as progress), whenever
+// it changes; the last line is the finished batch.
+func watchJSON(ctx context.Context, l premis.Ledger, batchID string, out io.Writer, every, timeout time.Duration) (*ingest.Progress, error) {
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	last := ""
+	for {
+		p, err := ingest.BatchProgress(ctx, l, batchID)
+		if err != nil && !errors.Is(err, ingest.ErrUnknownBatch) {
+			return nil, err
+		}
+		if p != nil {
+			if line := progressLine(p); line != last {
+				if err := writeJSON(out, p); err != nil {
+					return p, err
+				}
+				last = line
+			}
+			if p.Finished() {
+				return p, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return p, context.Cause(ctx)
+		case <-deadline:
+			return p, fmt.Errorf("batch %s: not finished after %s", batchID, timeout)
+		case <-tick.C:
+		}
+	}
+}
+
 // progressLine is one plain line of a batch's progress.
 func progressLine(p *ingest.Progress) string { return "batch " + p.BatchID + ": " + p.Summary() }
 
