@@ -181,13 +181,13 @@ func TestReconcileReplaysOnceTheRegistryKnowsTheCode(t *testing.T) {
 	}
 	ctx := context.Background()
 	// Same registry: nothing to do.
-	ds, err := b.ops().ReconcileQuarantine(ctx, false)
+	ds, err := b.ops().ReconcileQuarantine(ctx, ingest.ReconcileOptions{})
 	if err != nil || len(ds) != 1 || ds[0].Action != "unchanged-registry" {
 		t.Fatalf("reconcile before the refresh: %+v %v", ds, err)
 	}
 	// The refreshed UN/LOCODE list has NLVLI.
 	b.worker.Registries = &validate.RegistryStore{LOCODEFiles: []string{part2}}
-	ds, err = b.ops().ReconcileQuarantine(ctx, false)
+	ds, err = b.ops().ReconcileQuarantine(ctx, ingest.ReconcileOptions{})
 	if err != nil || len(ds) != 1 || ds[0].Action != "replayed" {
 		t.Fatalf("reconcile after the refresh: %+v %v", ds, err)
 	}
@@ -215,7 +215,7 @@ func TestReconcileReplaysOnceTheRegistryKnowsTheCode(t *testing.T) {
 		t.Errorf("%d still parked", len(parked))
 	}
 	// Running it again replays nothing: accepted exactly once.
-	if ds, err := b.ops().ReconcileQuarantine(ctx, false); err != nil || len(ds) != 0 {
+	if ds, err := b.ops().ReconcileQuarantine(ctx, ingest.ReconcileOptions{}); err != nil || len(ds) != 0 {
 		t.Errorf("second reconcile: %+v %v", ds, err)
 	}
 	time.Sleep(300 * time.Millisecond)

@@ -153,6 +153,10 @@ type Operator struct {
 	// Roots are the ingest roots corrected files must lie beneath; with
 	// none, a corrected file is confined to its own folder.
 	Roots []string
+	// Fleet, when set, lists the live workers' registry versions (see
+	// FleetRegistries): a quarantine reconciliation replays nothing while
+	// one of them validates with another version than it loaded.
+	Fleet func(context.Context) ([]WorkerRegistries, error)
 	// PublishQueues, when set, makes the queues known to asynq's inspector
 	// again before a broker reconciliation (see QueuePublisher).
 	PublishQueues func(context.Context) error

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
@@ -485,6 +486,14 @@ func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *i
 func (c *Config) operator(w *ingest.Worker, b ingest.Enqueuer, insp ingest.Broker, opt asynq.RedisConnOpt) *ingest.Operator {
 	op := &ingest.Operator{Ledger: w.Ledger, Enqueuer: b, Broker: insp, Policy: w.Policy, Software: software, Logger: w.Logger,
 		Submit: ingest.SubmitOptions{Software: software, Hardlinks: c.Hardlinks}, Check: w.Check, Roots: c.IngestRoots, PublishQueues: ingest.QueuePublisher(opt)}
+	op.Fleet = func(ctx context.Context) ([]ingest.WorkerRegistries, error) {
+		rc, ok := opt.MakeRedisClient().(redis.UniversalClient)
+		if !ok {
+			return nil, nil
+		}
+		defer rc.Close()
+		return ingest.FleetRegistries(ctx, rc)
+	}
 	if store := w.Registries; store != nil {
 		op.Refresh = func() (string, string, error) {
 			if _, err := store.Refresh(); err != nil {

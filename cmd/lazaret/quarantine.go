@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -148,7 +149,8 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 	var filters failureFlags
 	var operator, reason, file string
 	var rate float64
-	var force, dry, all bool
+	var force, dry, all, everyItem bool
+	var fleetWait time.Duration
 	var sets listFlag
 	actor := func() {
 		fs.StringVar(&operator, "operator", "", "who acts, recorded in the PREMIS event (default: your login name)")
@@ -176,6 +178,10 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 		fields = append(fields, "policy", "master", "edi")
 	case "reconcile":
 		fs.BoolVar(&dry, "dry-run", false, "say what would be replayed; change nothing")
+		fs.StringVar(&filters.batch, "batch", "", "only this batch `ID`")
+		fs.StringVar(&filters.code, "code", "", "only items parked with this `CODE` (e.g. edifact.locode.unknown)")
+		fs.DurationVar(&fleetWait, "wait", 0, "while live workers validate with other registry versions, wait up to `DURATION` for them (0: refuse at once)")
+		fs.BoolVar(&everyItem, "every-item", false, "list every parked item, also those the registry change does not concern")
 		fields = append(fields, "policy", "master", "edi")
 	}
 	cfg := defaultConfig()
@@ -357,11 +363,21 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 		}
 		return err
 	case "reconcile":
-		ds, err := ops.ReconcileQuarantine(ctx, dry)
-		replayed := 0
+		ropt := ingest.ReconcileOptions{DryRun: dry, BatchID: filters.batch, Code: filters.code}
+		ds, err := ops.ReconcileQuarantine(ctx, ropt)
+		for deadline := time.Now().Add(fleetWait); fleetWait > 0 && errors.As(err, new(*ingest.FleetBehindError)) && time.Now().Before(deadline); {
+			fmt.Fprintf(stderr, "waiting for the workers' registries: %v\n", err)
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(2 * time.Second):
+			}
+			ds, err = ops.ReconcileQuarantine(ctx, ropt)
+		}
+		replayed, untouched := 0, 0
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 		for _, d := range ds {
-			if d.Action == "replayed" {
+			if d.Action == "replayed" || d.Action == "would-replay" {
 				replayed++
 			}
 			if *asJSON {
@@ -369,14 +385,22 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 					d.Parked.Held.Code, d.Action, d.Detail, dry})
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Parked.Held.EventID, d.Parked.Held.Envelope.ObjectID, d.Parked.Held.Code, d.Action, cell(d.Detail))
+			if !everyItem && (d.Action == "unchanged-registry" || d.Action == "not-registry-dependent") {
+				untouched++
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Parked.Held.EventID, cell(d.Parked.Held.Envelope.ObjectID), d.Parked.Held.Code, d.Action, cell(d.Detail))
 		}
 		tw.Flush()
 		if !*asJSON {
+			rest := ""
+			if untouched > 0 {
+				rest = fmt.Sprintf(" (%d the registry change does not concern, not listed: --every-item)", untouched)
+			}
 			if dry {
-				fmt.Fprintf(stdout, "dry run, nothing changed: %d parked, %d would be replayed\n", len(ds), replayed)
+				fmt.Fprintf(stdout, "dry run, nothing changed: %d parked, %d would be replayed%s\n", len(ds), replayed, rest)
 			} else {
-				fmt.Fprintf(stdout, "%d parked, %d replayed\n", len(ds), replayed)
+				fmt.Fprintf(stdout, "%d parked, %d replayed%s\n", len(ds), replayed, rest)
 			}
 		}
 		return err
