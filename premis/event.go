@@ -66,6 +66,20 @@ type Event struct {
 	Hash     string `json:"hash,omitempty"`
 }
 
+// ReadFixity is the SHA-256 and size of the bytes e read, when e is the
+// event that computed them from those bytes: a fixity check that passed
+// (Success or Warning). Its digest is the one the worker hashed (and, as it
+// passed, the one the manifest declared); its size is the file's as opened.
+// Every other event's SHA256 and Size are the item's as declared or as
+// last read, which the ledger does not tell apart: they are never reported
+// as read (a fixity check that failed may have read nothing at all).
+func (e *Event) ReadFixity() (sha string, size int64, ok bool) {
+	if e.Type != FixityCheck || (e.Outcome != Success && e.Outcome != Warning) || e.SHA256 == "" {
+		return "", 0, false
+	}
+	return e.SHA256, max(e.Size, 0), true
+}
+
 // Position is where in the payload a failure is. Offsets are 0-based
 // bytes; pages, segments, elements and components are 1-based, 0 (or nil)
 // meaning not applicable.
