@@ -645,8 +645,8 @@ func envelopeOf(b []byte) envelope {
 
 // event writes e; wrap is "" in a premis:premis document, else wrapped.
 // For Archivematica its eventType is the label Archivematica recognises
-// (EventType.ArchivematicaLabel), the LoC term it records staying the
-// valueURI.
+// (EventType.ArchivematicaLabel) and its outcome the vocabulary's label, the
+// LoC terms staying their valueURIs.
 func (d *doc) event(e Event, wrap string) {
 	x := d.x
 	x.raw("<premis:event" + wrap + ">")
@@ -677,7 +677,11 @@ func (d *doc) event(e Event, wrap string) {
 	}
 	x.open("premis:eventOutcomeInformation")
 	x.openAttr("premis:eventOutcome", "authority", "eventOutcome", "authorityURI", "http://id.loc.gov/vocabulary/preservation/eventOutcome", "valueURI", e.Outcome.URI())
-	x.text(string(e.Outcome))
+	if d.opt.Archivematica || d.opt.METS {
+		x.text(e.Outcome.Label())
+	} else {
+		x.text(string(e.Outcome))
+	}
 	x.close("premis:eventOutcome")
 	note := e.Note
 	if note == "" {
