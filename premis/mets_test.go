@@ -2,6 +2,7 @@ package premis_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -317,5 +318,50 @@ func TestMETSForArchivematica(t *testing.T) {
 	t.Logf("with a discard by a fourth agent:\n%s", strings.Join(fails, "\n"))
 	if len(fails) != 2 || !strings.Contains(fails[0]+fails[1], "deletion is not in") || !strings.Contains(fails[0]+fails[1], "3 digiprovMD elements") {
 		t.Errorf("with a discard by a fourth agent, %d failed asserts, want the eventType's and the agents':\n%s", len(fails), strings.Join(fails, "\n"))
+	}
+}
+
+// TestEventJSONNamesDigests: an event's JSON names a digest for what it
+// is: computed on the fixity check that computed it, declared as the
+// envelope declares it, never a bare sha256 that could be either; the
+// item's Fixity gathers both, and an item never read has only the declared.
+func TestEventJSONNamesDigests(t *testing.T) {
+	evs := readEvents()
+	byObject := map[string][]premis.Event{}
+	for _, e := range evs {
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := got["sha256"]; ok {
+			t.Errorf("%s %s: a bare sha256: %s", e.ObjectID, e.Type, b)
+		}
+		if _, ok := got["size"]; ok {
+			t.Errorf("%s %s: a bare size: %s", e.ObjectID, e.Type, b)
+		}
+		_, computed := got["computed_sha256"]
+		if want := e.Type == premis.FixityCheck && e.Outcome == premis.Success; computed != want {
+			t.Errorf("%s %s %s: computed_sha256 %v, want %v: %s", e.ObjectID, e.Type, e.Outcome, computed, want, b)
+		}
+		if _, declared := got["declared_sha256"]; declared != (len(e.Envelope) > 0) {
+			t.Errorf("%s %s: declared_sha256 %v with an envelope of %d bytes: %s", e.ObjectID, e.Type, declared, len(e.Envelope), b)
+		}
+		if got["object_id"] != e.ObjectID || got["id"] != e.ID {
+			t.Errorf("the other fields are not written as tagged: %s", b)
+		}
+		byObject[e.ObjectID] = append(byObject[e.ObjectID], e)
+	}
+	for id, want := range map[string]premis.Fixity{
+		"scan-good":    {DeclaredSHA256: declaredSHA, DeclaredSize: 3616, ComputedSHA256: readSHA, ComputedSize: 3616},
+		"scan-missing": {DeclaredSHA256: declaredSHA, DeclaredSize: 3616},
+		"scan-unread":  {DeclaredSHA256: declaredSHA, DeclaredSize: 3616},
+	} {
+		if got := premis.FixityOf(byObject[id]); got != want {
+			t.Errorf("%s: fixity %+v, want %+v", id, got, want)
+		}
 	}
 }

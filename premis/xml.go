@@ -195,16 +195,12 @@ type source struct {
 // and the events (and, for METS, the agents) that link it.
 type object struct {
 	id, puid, path, rel, kind string
-	// sha and size are what Lazaret computed from the bytes it read (see
-	// Event.ReadFixity), "" and 0 when it never did.
-	sha  string
-	size int64
-	// declaredSHA and declaredSize are what the manifest declared (the
-	// submission's envelope): a claim, exported as one.
-	declaredSHA  string
-	declaredSize int64
-	events       []string
-	agents       []agentRef
+	// fixity is what Lazaret computed from the bytes it read, exported as
+	// the object's fixity and size, and what the manifest declared, a
+	// claim exported as one.
+	fixity Fixity
+	events []string
+	agents []agentRef
 }
 
 // agentRef is an agent as an event links it: identifier type and value.
@@ -314,17 +310,11 @@ func writeXML(w io.Writer, src source, sw Software, opt *ExportOptions) (int, er
 			return nil
 		}
 		o := objectOf(e.ObjectID)
-		if e.Type == FixityCheck {
-			// The latest fixity check says what the bytes are: one that
-			// failed, or read nothing, leaves no digest to claim.
-			o.sha, o.size, _ = e.ReadFixity()
-		}
-		env := envelopeOf(e.Envelope)
-		if env.Manifest.SHA256 != "" {
-			o.declaredSHA, o.declaredSize = env.Manifest.SHA256, env.Manifest.Size
-		}
-		if env.Rel != "" {
-			o.rel = env.Rel
+		// The latest fixity check says what the bytes are: one that
+		// failed, or read nothing, leaves no digest to claim.
+		o.fixity.Observe(e)
+		if rel := envelopeOf(e.Envelope).Rel; rel != "" {
+			o.rel = rel
 		}
 		if e.PUID != "" {
 			o.puid = e.PUID
@@ -457,28 +447,28 @@ func (d *doc) object(o *object, wrap string) {
 	if !message {
 		// What the manifest claims is a claim: never fixity, which is
 		// only what Lazaret computed from the bytes it read.
-		if o.declaredSHA != "" {
-			declared(x, "declared sha256", o.declaredSHA)
+		if o.fixity.DeclaredSHA256 != "" {
+			declared(x, "declared sha256", o.fixity.DeclaredSHA256)
 		}
-		if o.declaredSize > 0 {
-			declared(x, "declared size", strconv.FormatInt(o.declaredSize, 10))
+		if o.fixity.DeclaredSize > 0 {
+			declared(x, "declared size", strconv.FormatInt(o.fixity.DeclaredSize, 10))
 		}
 	}
 	x.open("premis:objectCharacteristics")
 	if !message {
 		x.elem("premis:compositionLevel", "0")
 	}
-	if o.sha != "" && !message {
+	if o.fixity.ComputedSHA256 != "" && !message {
 		x.open("premis:fixity")
 		x.openAttr("premis:messageDigestAlgorithm", "authority", "cryptographicHashFunctions", "authorityURI", hashAuthority, "valueURI", hashAuthority+"/sha256")
 		x.text("SHA-256")
 		x.close("premis:messageDigestAlgorithm")
-		x.elem("premis:messageDigest", o.sha)
+		x.elem("premis:messageDigest", o.fixity.ComputedSHA256)
 		x.elem("premis:messageDigestOriginator", d.sw.Name)
 		x.close("premis:fixity")
 	}
-	if o.size > 0 && !message {
-		x.elem("premis:size", strconv.FormatInt(o.size, 10))
+	if o.fixity.ComputedSize > 0 && !message {
+		x.elem("premis:size", strconv.FormatInt(o.fixity.ComputedSize, 10))
 	}
 	x.open("premis:format")
 	name, version := formatOf(o.puid, o.kind, message)
