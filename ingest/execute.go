@@ -325,7 +325,9 @@ func (w *Worker) plan(ctx context.Context, r *result, yield func([]*premis.Event
 func (w *Worker) acceptEvents(r *result) []*premis.Event {
 	d, env, rep := r.d, r.d.env, r.rep
 	fix := w.deliveryEvent(d, env, premis.FixityCheck)
-	fix.Outcome, fix.SHA256 = premis.Success, rep.SHA256
+	// The digest and size of the bytes read: what an export states as the
+	// file's fixity (premis.Event.ReadFixity).
+	fix.Outcome, fix.SHA256, fix.Size = premis.Success, rep.SHA256, rep.Size
 	fix.Detail = "SHA-256 of the file compared with the manifest"
 	fix.Note = "sha256 " + rep.SHA256
 	form := w.deliveryEvent(d, env, premis.FormatIdentification)

@@ -57,6 +57,24 @@ func (t EventType) Label() string {
 	return string(t)
 }
 
+// ArchivematicaLabel is t as Archivematica's METS schematron recognises an
+// eventType: the vocabulary's label when Archivematica knows it, else the
+// label of the check the event records. An ingestion start is a part of
+// ingestion (the LoC vocabulary's narrower term); Lazaret's quarantine
+// event is the failed check that set the object aside (its detail names
+// the stage, its outcome detail the routing). The term itself stays the
+// event's valueURI. Unquarantine and deletion, which Archivematica does
+// not list, keep their own labels.
+func (t EventType) ArchivematicaLabel() string {
+	switch t {
+	case IngestionStart:
+		return Ingestion.Label()
+	case Quarantine:
+		return Validation.Label()
+	}
+	return t.Label()
+}
+
 // URI is the vocabulary term's URI.
 func (t EventType) URI() string { return EventTypeAuthority + string(t) }
 

@@ -398,8 +398,12 @@ func commandEvents() *cobra.Command {
 		leaf{use: "export [flags]", run: runEvents, prefix: []string{"export"},
 			short: "write events as PREMIS 3.0 XML",
 			long: `Write the ledger's events as a PREMIS 3.0 XML document, with the chain head
-the export was taken at (check it later with ledger verify --anchor).`,
+the export was taken at (check it later with ledger verify --anchor).
+--format mets wraps them as Archivematica's METS holds PREMIS (one amdSec per
+file: its object, events and agents), for Archivematica's METS schematron
+(docs/archivematica.md).`,
 			example: `  lazaret events export --batch batch-17 -o batch-17.premis.xml
+  lazaret events export --batch batch-17 --format mets --organisation "Your Archive" -o batch-17.mets.xml
   lazaret events export --object scan-0001`}.command())
 }
 

@@ -35,8 +35,8 @@ type inspectResult struct {
 	MessageRef  string             `json:"message_ref,omitempty"`
 	MessageType string             `json:"message_type,omitempty"`
 	PUID        string             `json:"puid"`
-	SHA256      string             `json:"sha256"`
-	Size        int64              `json:"size"`
+	SHA256      string             `json:"computed_sha256"` // of the bytes read; "" when not read
+	Size        int64              `json:"computed_size"`
 	Pages       int                `json:"pages"`
 	Warnings    []validate.Warning `json:"warnings"`
 	// whole: the result is the item's (a master, or an interchange

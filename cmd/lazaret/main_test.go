@@ -177,6 +177,24 @@ func TestDemoAndExport(t *testing.T) {
 	if _, _, code := runCmd(t, "events", "export", "--ledger", ledger, "--format", "premis-xml", "--object", "no-such-object"); code == 0 {
 		t.Error("an export that matches nothing must fail")
 	}
+	// Wrapped in METS for Archivematica, the demo's whole ledger passes
+	// Archivematica's METS schematron; its PREMIS for Archivematica stays
+	// valid PREMIS.
+	metsPath := filepath.Join(t.TempDir(), "demo.mets.xml")
+	if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "--format", "mets", "-o", metsPath); code != 2 || !strings.Contains(stderr, "--organisation") {
+		t.Errorf("--format mets without --organisation: exit %d %s", code, stderr)
+	}
+	if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "--format", "mets", "--organisation", "Demo Archive", "-o", metsPath); code != 0 {
+		t.Fatalf("export --format mets: exit %d %s", code, stderr)
+	}
+	if fails := testenv.ArchivematicaSchematron(t, metsPath); len(fails) > 0 {
+		t.Errorf("the demo's METS fails %d asserts of Archivematica's schematron:\n%s", len(fails), strings.Join(fails, "\n"))
+	}
+	amPath := filepath.Join(t.TempDir(), "demo.premis.xml")
+	if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "--archivematica", "--organisation", "Demo Archive", "-o", amPath); code != 0 {
+		t.Fatalf("export --archivematica: exit %d %s", code, stderr)
+	}
+	testenv.ValidatePREMIS(t, amPath)
 	// A message accepted with its chunk: the chunk's events, named as it.
 	out, _, code = runCmd(t, "events", "ls", "--ledger", ledger, "--object", "edi-mixed#3")
 	if code != 0 || strings.Count(out, "edi-mixed#3 (member)") != 2 || !strings.Contains(out, "accept (members)") || !strings.Contains(out, " 560 ") {

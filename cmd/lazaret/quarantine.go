@@ -460,6 +460,12 @@ func printDetail(stdout io.Writer, d api.FailureDetail) error {
 	f := d.Failure
 	fmt.Fprintf(stdout, "failure %s\n  object   %s (batch %s, %s)\n  class    %s\n  code     %s\n  where    %s, byte offset %s\n  message  %s\n  broker   %s\n",
 		f.ID, f.ObjectID, dash(f.BatchID), f.Kind, f.Class, f.Code, position(f.Position), int64OrDash(f.Offset), indent(f.Message, "           "), d.Broker)
+	fx := d.Fixity
+	computed := digestText(fx.ComputedSHA256, fx.ComputedSize)
+	if computed == "-" {
+		computed = "- (no fixity check of the bytes passed: never read, or not as declared)"
+	}
+	fmt.Fprintf(stdout, "  declared %s\n  computed %s\n", digestText(fx.DeclaredSHA256, fx.DeclaredSize), computed)
 	if d.Status != "" {
 		fmt.Fprintf(stdout, "  status   %s\n", d.Status)
 	}
@@ -473,6 +479,17 @@ func printDetail(stdout io.Writer, d api.FailureDetail) error {
 			dash(e.Code), e.Attempt, dash(e.Operator), cell(e.Note))
 	}
 	return tw.Flush()
+}
+
+// digestText is a digest and size as show prints them ("-" for none).
+func digestText(sha string, size int64) string {
+	switch {
+	case sha == "":
+		return "-"
+	case size > 0:
+		return fmt.Sprintf("sha256 %s, %d bytes", sha, size)
+	}
+	return "sha256 " + sha
 }
 
 // printAction says what an operator action did, or with --dry-run would do.
