@@ -53,12 +53,13 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzContrl$$' -fuzztime=5000x ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=5000x ./edifact/directory
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=20000x ./premis/ledgersql
+	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=5000x ./premis
 
 # Every target's committed seed corpus (testdata/fuzz/<Target>/) is the
 # seeds Lazaret makes itself (fixtures, hand-written cases), written from
 # each target's own seed list; inputs from ../shared/corpus are read at run
 # time, never copied in.
-FUZZPKGS := ./validate ./edifact ./edifact/directory ./ingest ./premis/ledgersql
+FUZZPKGS := ./validate ./edifact ./edifact/directory ./ingest ./premis ./premis/ledgersql
 fuzz-seeds:
 	LAZARET_WRITE_SEEDS=1 $(GO) test -count=1 -run='^Fuzz' $(FUZZPKGS)
 
@@ -75,6 +76,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzContrl$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) ./edifact/directory
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=$(FUZZTIME) ./premis/ledgersql
+	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=$(FUZZTIME) ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzInflateBackends$$' -fuzztime=$(FUZZTIME) -tags zlib ./validate
 
 soak:

@@ -7,15 +7,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/premis"
 )
 
 // FuzzExport: whatever a ledger holds, every export (premis:premis, for
 // Archivematica, METS) is well-formed XML and nothing panics.
 func FuzzExport(f *testing.F) {
-	f.Add("master-1", "scans/m 1.tif", "fix", "suc", "lazaret/0.9", "ana", `{"rel":"a/b.tif","manifest":{"sha256":"ab","size":3}}`, "x<y>&\"z'", int64(3616))
-	f.Add("inv#M1", "", "qua", "fai", "", "", `{"manifest":{"size":-1}}`, "\x00\x01\xff", int64(-1))
-	f.Add("a/", "../../x/", "del", "war", "noslash", "\u2028", `not json`, "]]>", int64(0))
+	seeds := testenv.NewSeeds(f)
+	seeds.Add("master-1", "scans/m 1.tif", "fix", "suc", "lazaret/0.9", "ana", `{"rel":"a/b.tif","manifest":{"sha256":"ab","size":3}}`, "x<y>&\"z'", int64(3616))
+	seeds.Add("inv#M1", "", "qua", "fai", "", "", `{"manifest":{"size":-1}}`, "\x00\x01\xff", int64(-1))
+	seeds.Add("a/", "../../x/", "del", "war", "noslash", "\u2028", `not json`, "]]>", int64(0))
 	f.Fuzz(func(t *testing.T, obj, rel, typ, outcome, agent, operator, envelope, text string, size int64) {
 		at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 		e := premis.Event{ID: text, Type: premis.EventType(typ), DateTime: at, Outcome: premis.Outcome(outcome), ObjectID: obj, BatchID: text,
