@@ -313,7 +313,9 @@ func writeXML(w io.Writer, src source, sw Software, opt *ExportOptions) (int, er
 		// The latest fixity check says what the bytes are: one that
 		// failed, or read nothing, leaves no digest to claim.
 		o.fixity.Observe(e)
-		if rel := envelopeOf(e.Envelope).Rel; rel != "" {
+		// Its name in the batch is the submission's, whatever file a
+		// replay read: a corrected file is no rename.
+		if rel := envelopeOf(e.Envelope).name(); rel != "" && o.rel == "" {
 			o.rel = rel
 		}
 		if e.PUID != "" {
@@ -616,9 +618,22 @@ func formatOf(puid, kind string, message bool) (name, version string) {
 type envelope struct {
 	Rel      string `json:"rel"`
 	Manifest struct {
+		Path   string `json:"path"`
 		SHA256 string `json:"sha256"`
 		Size   int64  `json:"size"`
 	} `json:"manifest"`
+}
+
+// name is the item's path in its batch: the manifest's, which a replay
+// with a corrected file keeps (the file read then lies elsewhere), else
+// the path it was read from beneath the batch folder.
+func (e envelope) name() string {
+	if p := e.Manifest.Path; p != "" && !path.IsAbs(p) {
+		if clean := path.Clean(filepath.ToSlash(p)); clean != ".." && !strings.HasPrefix(clean, "../") {
+			return clean
+		}
+	}
+	return e.Rel
 }
 
 // envelopeOf reads b, an envelope or nothing; what it cannot read is empty.

@@ -286,3 +286,34 @@ func TestWriteXMLLinksMembers(t *testing.T) {
 		t.Errorf("Archivematica: %d objects, the chunk's event links %v, want the interchange's file alone", len(d.Objects), d.Events[1].Objects)
 	}
 }
+
+// TestOriginalNameSurvivesAFileReplay: an item replayed with a corrected
+// file elsewhere keeps its name in the batch. Before, the replay's
+// envelope (the file's path beneath its own folder) renamed it:
+// masters/trunc.tif became trunc.tif.
+func TestOriginalNameSurvivesAFileReplay(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	ev := func(id string, typ premis.EventType, rel, path string) premis.Event {
+		return premis.Event{ID: id, Type: typ, DateTime: at, Outcome: premis.Success, ObjectID: "trunc", BatchID: "b", Kind: "tiff", Path: path,
+			Envelope: []byte(`{"rel":"` + rel + `","manifest":{"object_id":"trunc","path":"masters/trunc.tif"}}`)}
+	}
+	events := []premis.Event{
+		ev("01a00000-0000-7000-8000-000000000001", premis.IngestionStart, "masters/trunc.tif", "/in/b/masters/trunc.tif"),
+		ev("01a00000-0000-7000-8000-000000000002", premis.IngestionStart, "trunc.tif", "/fixed/trunc.tif"),
+		ev("01a00000-0000-7000-8000-000000000003", premis.Ingestion, "trunc.tif", "/fixed/trunc.tif"),
+	}
+	for _, opt := range []premis.ExportOptions{{}, {Archivematica: true}} {
+		var b bytes.Buffer
+		if err := premis.WriteXMLOptions(&b, events, premis.Software{Name: "lazaret", Version: "t"}, opt); err != nil {
+			t.Fatal(err)
+		}
+		want := "<premis:originalName>masters/trunc.tif</premis:originalName>"
+		if opt.Archivematica {
+			want = "<premis:originalName>objects/masters/trunc.tif</premis:originalName>"
+		}
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("archivematica %v: want %s in\n%s", opt.Archivematica, want, b.String())
+		}
+	}
+}
