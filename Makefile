@@ -1,25 +1,37 @@
-# Lazaret. `make demo` runs the archive lane on the embedded default;
-# `make test` runs every test (needs Redis on 127.0.0.1:6379, and xmllint;
-# .ci/run installs and starts them).
+# Lazaret. `make demo` builds bin/lazaret and runs both lanes on the
+# embedded default; `make test` runs every test (each test binary starts its
+# own redis-server on a free port; PostgreSQL on 5432, xmllint and the other
+# tools the README lists: .ci/run installs and starts what is missing).
 
 GO        ?= go
 FUZZTIME  ?= 10m
 SOAKITEMS ?= 5000
 BIN       := bin/lazaret
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COLDBUILD := several minutes
 
-.PHONY: all build demo test unit lint fuzz fuzz-seeds fuzz-smoke soak bench generate clean test-inflate bench-inflate
+.PHONY: all build install demo test unit lint fuzz fuzz-seeds fuzz-smoke soak bench generate clean test-inflate bench-inflate
 
 all: lint test
 
 # TAGS=zlib builds the strict Deflate count on the system zlib (cgo,
 # zlib1g-dev): 1.6-1.8 times as fast on noisy masters, the same verdicts.
 TAGS ?=
+# TAGS=nodemo leaves the demo, and the in-process Redis it runs
+# (miniredis), out of the binary: for production hosts.
 build:
 	$(GO) build -tags "$(TAGS)" -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lazaret
 
+# Into $(go env GOBIN), or $(go env GOPATH)/bin when GOBIN is unset.
+install:
+	$(GO) install -tags "$(TAGS)" -ldflags "-X main.version=$(VERSION)" ./cmd/lazaret
+
 demo:
-	$(GO) run ./cmd/lazaret demo
+	@echo "make demo: building $(BIN) first. A cold build takes minutes ($(COLDBUILD) on 2 cores): it compiles"
+	@echo "the pure-Go SQLite (modernc.org/sqlite, SQLite's C translated to Go), pgx, asynq and asynqmon's web UI;"
+	@echo "later builds come from Go's build cache in seconds."
+	@$(MAKE) --no-print-directory build
+	$(BIN) demo
 
 # The whole suite: unit and integration tests (real Redis, real SQLite, the
 # official PREMIS schema, the shared corpus), the zlib build's tests, then
@@ -33,6 +45,7 @@ test: lint
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) build -tags nodemo -o /dev/null ./cmd/lazaret
 	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; else echo "staticcheck not installed: skipped (go install honnef.co/go/tools/cmd/staticcheck@latest)"; fi
 
 # Every fuzz target (go test fuzzes one target at a time). The smoke run is

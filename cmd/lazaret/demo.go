@@ -1,3 +1,10 @@
+//go:build !nodemo
+
+// The demo runs Redis in-process with miniredis, a test server: built in
+// by default so that a fresh machine needs nothing but Go (DESIGN's
+// embedded default); `make build TAGS=nodemo` leaves it, and miniredis,
+// out of a production binary (demo_nodemo.go).
+
 package main
 
 import (
@@ -7,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -30,7 +38,8 @@ import (
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	data := fs.String("data", "", "data folder (default: a new temporary folder)")
+	data := fs.String("data", "", "data folder, kept (default: a new temporary folder, removed at the end unless --keep)")
+	keep := fs.Bool("keep", false, "keep the temporary data folder (ledger, batches, PREMIS XML, CONTRL, log) and print where it is")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up if items have not settled by then")
 	asJSON := fs.Bool("json", false, "one JSON object per outcome on standard output (item, check, event); the narrative goes to standard error")
 	cfg := defaultConfig()
@@ -51,6 +60,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		*data = d
+		if !*keep {
+			// Deferred first, so it runs last: after the ledger, the
+			// workers and the log are closed.
+			defer func() {
+				if os.RemoveAll(d) == nil {
+					fmt.Fprintf(human, "\nthe data folder %s was removed (--keep keeps it, for the commands above)\n", d)
+				}
+			}()
+		}
 	}
 	if err := os.MkdirAll(*data, 0o755); err != nil {
 		return err
@@ -193,14 +211,46 @@ and broker.
 	fmt.Fprintf(human, "all %d outcomes landed where they should.\n", len(order))
 	if !*asJSON {
 		ledgerFlag := "--ledger " + cfg.Ledger
+		me := selfCommand()
 		fmt.Fprintf(human, "\nnext, on this demo's ledger (the embedded Redis is gone, so the broker-side commands need a real one):\n")
-		fmt.Fprintf(human, "  lazaret quarantine ls %s\n", ledgerFlag)
+		fmt.Fprintf(human, "  %s quarantine ls %s\n", me, ledgerFlag)
 		if firstFailure != "" {
-			fmt.Fprintf(human, "  lazaret quarantine show %s %s\n", firstFailure, ledgerFlag)
+			fmt.Fprintf(human, "  %s quarantine show %s %s\n", me, firstFailure, ledgerFlag)
 		}
-		fmt.Fprintf(human, "  lazaret events export %s -o premis.xml\n  lazaret ledger verify %s\n", ledgerFlag, ledgerFlag)
+		fmt.Fprintf(human, "  %s events export %s -o premis.xml\n  %s ledger verify %s\n", me, ledgerFlag, me, ledgerFlag)
 	}
 	return nil
+}
+
+// selfCommand is how to run this binary again, as a person would type it:
+// its path (bin/lazaret after make build), "lazaret" when that is the one
+// on PATH, or "go run ./cmd/lazaret" for go run's temporary binary.
+func selfCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "lazaret"
+	}
+	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		return "go run ./cmd/lazaret"
+	}
+	if onPath, err := exec.LookPath("lazaret"); err == nil {
+		if a, b := canonical(onPath), canonical(exe); a == b {
+			return "lazaret"
+		}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, exe); err == nil && !strings.HasPrefix(rel, "..") {
+			return "./" + rel
+		}
+	}
+	return exe
+}
+
+func canonical(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // reasonOf is what a person reads of an outcome: the meaning of its code,

@@ -184,3 +184,23 @@ func TestReconcileWaitsForTheFleetsRegistry(t *testing.T) {
 		t.Errorf("after the worker caught up: exit %d\n%s", code, out)
 	}
 }
+
+// TestDemoLeavesNothingBehind: without --data the demo works in a
+// temporary folder and removes it at the end, saying so; its next steps
+// name --keep. Before, every make demo left a folder in the temporary
+// directory.
+func TestDemoLeavesNothingBehind(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	out, stderr, code := runCmd(t, "demo")
+	if code != 0 || !strings.Contains(out, "all 25 outcomes landed") || !strings.Contains(out, "was removed (--keep keeps it") {
+		t.Fatalf("demo: exit %d\n%s%s", code, out, stderr)
+	}
+	left, _ := filepath.Glob(filepath.Join(tmp, "lazaret-demo-*"))
+	if len(left) != 0 {
+		t.Errorf("the demo left %v behind", left)
+	}
+	if !strings.Contains(out, "go run ./cmd/lazaret quarantine ls") && !strings.Contains(out, "quarantine ls --ledger") {
+		t.Errorf("the next steps name no command to run:\n%s", out)
+	}
+}
