@@ -66,6 +66,12 @@ type ExportOptions struct {
 	// Organisation, when set, is the organisation that runs Lazaret: an
 	// agent of type organization, linked from every event as implementer.
 	Organisation string
+	// Unverified, when set, is the first problem of a ledger that did not
+	// verify, exported anyway (lazaret events export --unverified): the
+	// document says so in a comment before its root, in an agentNote of
+	// the exporting software and as verified="false" (and the problem) on
+	// its lazaret:ledgerHead.
+	Unverified string
 	// Archivematica shapes the document for Archivematica's import of a
 	// transfer's metadata/premis.xml (docs/archivematica.md): originalName
 	// as "objects/" + the path below the batch folder (the file's place in
@@ -233,6 +239,9 @@ func writeXML(w io.Writer, each func(fn func(Event) error) error, sw Software, o
 	bw := bufio.NewWriter(w)
 	x := &xw{w: bw}
 	x.raw(xml.Header)
+	if opt.Unverified != "" {
+		x.raw("<!-- UNVERIFIED EXPORT: the ledger did not verify: " + commentText(opt.Unverified) + " -->\n")
+	}
 	x.raw(`<premis:premis xmlns:premis="` + NamespacePREMIS + `" xmlns:xsi="` + namespaceXSI + `" xmlns:lazaret="` + NamespaceLazaret + `" version="3.0">` + "\n")
 	for _, id := range order {
 		o := objects[id]
@@ -344,10 +353,18 @@ func writeXML(w io.Writer, each func(fn func(Event) error) error, sw Software, o
 	x.elem("premis:agentName", sw.Name)
 	agentType(x, "software", "sof")
 	x.elem("premis:agentVersion", sw.Version)
-	if head := opt.Head; head != nil {
-		x.elem("premis:agentNote", fmt.Sprintf("ledger chain head: %d events, last hash %s", head.Count, head.Hash))
+	if head := opt.Head; head != nil || opt.Unverified != "" {
+		var attrs []string
+		if head != nil {
+			x.elem("premis:agentNote", fmt.Sprintf("ledger chain head: %d events, last hash %s", head.Count, head.Hash))
+			attrs = append(attrs, "events", strconv.FormatInt(head.Count, 10), "hash", head.Hash)
+		}
+		if opt.Unverified != "" {
+			x.elem("premis:agentNote", "UNVERIFIED: the ledger did not verify when this was exported: "+opt.Unverified)
+			attrs = append(attrs, "verified", "false", "problem", opt.Unverified)
+		}
 		x.open("premis:agentExtension")
-		x.openAttr("lazaret:ledgerHead", "events", strconv.FormatInt(head.Count, 10), "hash", head.Hash)
+		x.openAttr("lazaret:ledgerHead", attrs...)
 		x.close("lazaret:ledgerHead")
 		x.close("premis:agentExtension")
 	}
@@ -624,4 +641,13 @@ func (x *xw) elem(tag, v string) {
 	x.open(tag)
 	x.text(v)
 	x.close(tag)
+}
+
+// commentText is s as the text of an XML comment, which may not hold "--".
+func commentText(s string) string {
+	s = Printable(s)
+	for strings.Contains(s, "--") {
+		s = strings.ReplaceAll(s, "--", "- -")
+	}
+	return s
 }
