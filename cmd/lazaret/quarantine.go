@@ -159,6 +159,7 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 	switch sub {
 	case "ls":
 		filters.declare(fs)
+		fields = append(fields, "checkpoint")
 	case "replay", "release":
 		actor()
 		fs.StringVar(&file, "file", "", "replay with this corrected `FILE` (beneath an --ingest-root, or beside the original)")
@@ -204,6 +205,9 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 			return err
 		}
 		defer ledger.Close()
+		if err := warnUnverified(ctx, &cfg, ledger, stderr); err != nil {
+			return err
+		}
 		list, err := ingest.Failures(ctx, ledger, filter)
 		if err != nil {
 			return err
@@ -480,7 +484,7 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		timeout = fs.Duration("timeout", 0, "give up after `DURATION` (0: never)")
 	}
 	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args[1:], "ledger"); err != nil {
+	if err := cfg.bind(ctx, fs, args[1:], "ledger", "checkpoint"); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -491,6 +495,9 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer l.Close()
+	if err := warnUnverified(ctx, &cfg, l, stderr); err != nil {
+		return err
+	}
 	if sub == "watch" {
 		if _, err := ingest.BatchProgress(ctx, l, fs.Arg(0)); err != nil {
 			return &exitError{code: 1, err: err}
