@@ -122,12 +122,12 @@ func (v *Verifier) check(ctx context.Context) (*Verification, error) {
 		return nil, err
 	}
 	v.started, v.lastResult = true, res
+	if v.ledger == "" && res.First != "" {
+		v.ledger = res.First
+	}
 	if !res.Intact() {
 		v.failed = res
 		return res, nil
-	}
-	if v.ledger == "" && res.First != "" {
-		v.ledger = res.First
 	}
 	if res.Events > 0 {
 		v.point, v.pointWhat = Point{Seq: res.Seq, Count: res.Events, Hash: res.Head}, "the event last verified"
