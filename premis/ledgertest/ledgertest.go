@@ -577,3 +577,59 @@ func Recompute(t *testing.T, l premis.Ledger, from int64, set func(seq int64, pr
 	}
 	return premis.Head{Count: n, Hash: prev}
 }
+
+// BenchVerify measures a check of a ledger of size events: full walks
+// the whole chain each time (premis.Verify); otherwise a premis.Verifier
+// checks the fresh events appended before each check (0: none, the cost of
+// a listing on an idle ledger). Appends are not timed; bytes are the
+// events the check reads.
+func BenchVerify(b *testing.B, l premis.Ledger, size, fresh int, full bool) {
+	ctx := context.Background()
+	a, ok := l.(premis.Auditor)
+	if !ok {
+		b.Fatalf("%T is not a premis.Auditor", l)
+	}
+	batch := func(prefix string, n int) {
+		evs := make([]*premis.Event, n)
+		for i := range evs {
+			evs[i] = Event(fmt.Sprintf("%s-%d", prefix, i), premis.Validation, 1)
+		}
+		for len(evs) > 0 {
+			k := min(len(evs), 500)
+			if _, err := l.Append(ctx, evs[:k]...); err != nil {
+				b.Fatal(err)
+			}
+			evs = evs[k:]
+		}
+	}
+	batch("base", size)
+	v := &premis.Verifier{Auditor: a}
+	if res, err := v.Check(ctx); err != nil || !res.Intact() {
+		b.Fatalf("first check: %v %s", err, res)
+	}
+	read := fresh
+	if full {
+		read = size
+	}
+	b.SetBytes(int64(read) * 1024) // about a KB an event
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if fresh > 0 {
+			b.StopTimer()
+			batch(fmt.Sprintf("fresh-%d", i), fresh)
+			b.StartTimer()
+		}
+		var res *premis.Verification
+		var err error
+		if full {
+			res, err = premis.Verify(ctx, a)
+		} else {
+			res, err = v.Check(ctx)
+		}
+		if err != nil || !res.Intact() {
+			b.Fatalf("check: %v %s", err, res)
+		}
+	}
+	b.ReportMetric(float64(read), "events/op")
+}
