@@ -463,7 +463,7 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 			switch {
 			case e.Seq != from.Seq:
 				gone()
-			case e.Hash != from.Hash || (derr == nil && ChainHash(e.PrevHash, &e) != e.Hash):
+			case derr != nil || e.Hash != from.Hash || ChainHash(e.PrevHash, &e) != e.Hash:
 				add(Problem{Kind: ProblemCheckpoint, Seq: e.Seq, EventID: e.ID, Detail: fmt.Sprintf("%s (seq %d) had hash %s; it now has %s: it was rewritten since", run.fromWhat, from.Seq, from.Hash, e.Hash)})
 				prev, v.Head = e.Hash, e.Hash
 				return nil

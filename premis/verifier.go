@@ -47,17 +47,16 @@ type Verifier struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	mu         sync.Mutex
-	started    bool
-	point      Point
-	pointWhat  string
-	ledger     string // the first event's hash, once known
-	cps        *Checkpoints
-	failed     *Verification
-	recorded   bool // the failure is in the log
-	signed     Point
-	signedAt   time.Time
-	lastResult *Verification
+	mu        sync.Mutex
+	started   bool
+	point     Point
+	pointWhat string
+	ledger    string // the first event's hash, once known
+	cps       *Checkpoints
+	failed    *Verification
+	recorded  bool // the failure is in the log
+	signed    Point
+	signedAt  time.Time
 }
 
 func (v *Verifier) now() time.Time {
@@ -83,14 +82,6 @@ func (v *Verifier) Check(ctx context.Context) (*Verification, error) {
 	return v.check(ctx)
 }
 
-// Last is the result of the last Check (nil before the first), without
-// reading anything.
-func (v *Verifier) Last() *Verification {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.lastResult
-}
-
 func (v *Verifier) check(ctx context.Context) (*Verification, error) {
 	if v.failed != nil {
 		return v.failed, nil
@@ -107,7 +98,7 @@ func (v *Verifier) check(ctx context.Context) (*Verification, error) {
 				f := &Verification{Events: lv.Count, Head: ChainGenesis, Problems: []Problem{{Kind: ProblemCheckpoint,
 					Detail: fmt.Sprintf("the ledger failed its last verification, at %s (line %d of %s): %s (run lazaret ledger verify)",
 						lv.Time.UTC().Format(time.RFC3339), lv.Line, lv.Path, lv.Problem)}}}
-				v.failed, v.lastResult, v.recorded = f, f, true
+				v.failed, v.recorded = f, true
 				return f, nil
 			}
 			if n := cps.Newest(); n != nil {
@@ -121,7 +112,7 @@ func (v *Verifier) check(ctx context.Context) (*Verification, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.started, v.lastResult = true, res
+	v.started = true
 	if v.ledger == "" && res.First != "" {
 		v.ledger = res.First
 	}

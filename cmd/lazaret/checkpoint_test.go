@@ -109,6 +109,15 @@ func TestLedgerVerifyHoldsTheCheckpoint(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "warning: ledger "+path+" is not intact") {
 		t.Errorf("dlq ls on the wiped ledger: exit %d, stderr %q", code, stderr)
 	}
+	// Verified with the key, the failure is recorded: listings say so from
+	// the log, without walking the ledger.
+	if _, _, code := runCmd(t, "ledger", "verify", "--ledger", path, "--checkpoint-dir", dir, "--checkpoint-key", key); code != 1 {
+		t.Fatalf("wiped ledger, verified with the key: exit %d", code)
+	}
+	_, stderr, _ = runCmd(t, append([]string{"events", "ls"}, auditor...)...)
+	if !strings.Contains(stderr, "failed its last verification") || !strings.Contains(stderr, "0 events stored") {
+		t.Errorf("events ls after a recorded failure: stderr %q", stderr)
+	}
 	if _, _, code := runCmd(t, "ledger", "verify", "--ledger", path, "--checkpoint-dir", dir); code != 2 {
 		t.Errorf("a checkpoint dir with no key: exit %d, want 2", code)
 	}
