@@ -198,6 +198,38 @@ func (v *Verifier) Run(ctx context.Context, poll time.Duration, report func(*Che
 	}
 }
 
+// Full verifies the whole ledger (VerifyCheckpointed over Log, or Verify
+// without one), without holding up Check meanwhile: a walk over every row
+// sees what an incremental check cannot, a row before the point rewritten
+// in place. A ledger that fails fails the Verifier too. With Key, the
+// result is recorded in Log (Record).
+func (v *Verifier) Full(ctx context.Context) (*Verification, error) {
+	var cps *Checkpoints
+	if v.Log != nil {
+		var err error
+		if cps, err = v.Log.Read(v.public()); err != nil {
+			return nil, err
+		}
+	}
+	res, err := verify(ctx, v.Auditor, verifyRun{checkpoints: cps, readModel: true})
+	if err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	if !res.Intact() && v.failed == nil {
+		v.failed = res
+	}
+	recorded := v.recorded
+	v.recorded = v.recorded || !res.Intact()
+	v.mu.Unlock()
+	if !recorded || res.Intact() {
+		if _, err := Record(v.Log, v.Key, res, v.now()); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
 // Record appends the result of a full verification to Log, signed with
 // Key: a verified entry at its head when it is intact (an empty ledger is
 // not recorded), a failed one naming its first problem when not. Without

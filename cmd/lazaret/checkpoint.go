@@ -98,6 +98,29 @@ func startCheckpoints(ctx context.Context, cfg *Config, l premis.Ledger, log *sl
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	reported := false
+	fullDone := make(chan struct{})
+	go func() {
+		// serve walks the whole chain now and then, beside the checks, and
+		// records the result (with a key).
+		defer close(fullDone)
+		if !always || cfg.VerifyEvery <= 0 {
+			return
+		}
+		t := time.NewTicker(cfg.VerifyEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if res, err := v.Full(ctx); err != nil && ctx.Err() == nil {
+				log.Error("ledger verify", slog.String("error", err.Error()))
+			} else if err == nil {
+				log.Info("ledger verified", slog.Bool("intact", res.Intact()), slog.Int64("events", res.Events))
+			}
+		}
+	}()
 	go func() {
 		defer close(done)
 		v.Run(ctx, poll, func(c *premis.Checkpoint, res *premis.Verification, err error) {
@@ -115,6 +138,7 @@ func startCheckpoints(ctx context.Context, cfg *Config, l premis.Ledger, log *sl
 	return v, func() {
 		cancel()
 		<-done
+		<-fullDone
 	}, nil
 }
 

@@ -62,6 +62,7 @@ type Config struct {
 	CheckpointPubkey   string        `json:"checkpoint_pubkey"` // public key, or a file holding it
 	CheckpointEvery    int64         `json:"checkpoint_every"`
 	CheckpointInterval time.Duration `json:"checkpoint_interval"`
+	VerifyEvery        time.Duration `json:"verify_every"` // serve: a full walk this often (0: never)
 
 	ledgerDefault bool // Ledger is the default, not a setting
 }
@@ -77,7 +78,7 @@ func defaultConfig() Config {
 		PrivateTags: m.PrivateTags, Undecodable: m.Undecodable, LogLevel: "info",
 		VGMFloor: validate.DefaultEDIRules().VGMFloorKg, VGMMax: validate.DefaultEDIRules().VGMMaxKg,
 		Directory:       validate.DefaultDirectoryPolicy(),
-		CheckpointEvery: premis.DefaultCheckpointEvery, CheckpointInterval: premis.DefaultCheckpointInterval,
+		CheckpointEvery: premis.DefaultCheckpointEvery, CheckpointInterval: premis.DefaultCheckpointInterval, VerifyEvery: 24 * time.Hour,
 	}
 }
 
@@ -154,6 +155,8 @@ func (c *Config) bind(ctx context.Context, fs *flag.FlagSet, args []string, fiel
 			fs.StringVar(&c.CheckpointPubkey, "checkpoint-pubkey", c.CheckpointPubkey, "public `KEY` (base64, or a file holding it) that checks checkpoints, without the signing key (env LAZARET_CHECKPOINT_PUBKEY)")
 			fs.Int64Var(&c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint the head once it moved `N` events")
 			fs.DurationVar(&c.CheckpointInterval, "checkpoint-interval", c.CheckpointInterval, "checkpoint a head that moved at least this often")
+		case "verify":
+			fs.DurationVar(&c.VerifyEvery, "verify-every", c.VerifyEvery, "walk the whole chain this often, for what the incremental checks cannot see, and record the result in the checkpoint log (0: never)")
 		case "roots":
 			fs.Var((*listFlag)(&c.IngestRoots), "ingest-root", "`DIR` manifests and corrected files must lie beneath (repeatable); the API reads nothing without one")
 		case "worker":
@@ -262,7 +265,7 @@ func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 		"checkpoint_dir": &c.CheckpointDir, "checkpoint_key": &c.CheckpointKey, "checkpoint_pubkey": &c.CheckpointPubkey, "checkpoint_every": &c.CheckpointEvery,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
-		"routing_max": &c.RoutingMax, "drain_timeout": &c.DrainTimeout, "checkpoint_interval": &c.CheckpointInterval}
+		"routing_max": &c.RoutingMax, "drain_timeout": &c.DrainTimeout, "checkpoint_interval": &c.CheckpointInterval, "verify_every": &c.VerifyEvery}
 	var errs []error
 	for k, v := range raw {
 		if d, ok := durations[k]; ok {
@@ -314,6 +317,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CheckpointEvery < 1 {
 		errs = append(errs, fmt.Errorf("checkpoint_every %d: want at least 1 event", c.CheckpointEvery))
+	}
+	if c.VerifyEvery < 0 {
+		errs = append(errs, fmt.Errorf("verify_every %v: want 0 (never) or a positive duration", c.VerifyEvery))
 	}
 	if c.CheckpointInterval <= 0 {
 		errs = append(errs, fmt.Errorf("checkpoint_interval %v: want a positive duration", c.CheckpointInterval))

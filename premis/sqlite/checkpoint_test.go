@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"database/sql"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/lazaret/lazaret/premis"
@@ -170,5 +171,39 @@ func TestVerifierIsIncremental(t *testing.T) {
 	ledgertest.WantProblem(t, res, premis.ProblemCheckpoint, 4, "rewritten")
 	if again, _ := v.Check(ctx); again != res {
 		t.Errorf("a failed Verifier checked again: %s", again)
+	}
+}
+
+// TestVerifierFullSeesWhatChecksCannot: a row before the Verifier's point
+// rewritten in place (its hash left as it was) passes the incremental
+// check, which does not read it; Full walks it, fails the Verifier and
+// records the failure.
+func TestVerifierFullSeesWhatChecksCannot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path, evs := seeded(t)
+	log, key := ledgertest.Checkpointed(t, openAudit(t, path))
+	v := &premis.Verifier{Auditor: openAudit(t, path), Log: log, Key: key}
+	if res, err := v.Check(ctx); err != nil || !res.Intact() {
+		t.Fatalf("check: %v %s", err, res)
+	}
+	attack(t, path, "DROP TRIGGER events_no_update", "UPDATE events SET message = 'all fine' WHERE seq = 2", sqlite.GuardSQL("events_no_update"))
+	if res, err := v.Check(ctx); err != nil || !res.Intact() {
+		t.Fatalf("incremental check: %v %s, want it blind to seq 2 (what Full is for)", err, res)
+	}
+	res, err := v.Full(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.WantProblem(t, res, premis.ProblemLink, 2, "changed after it was written")
+	if again, _ := v.Check(ctx); again.Intact() {
+		t.Error("the Verifier checks as intact after Full failed")
+	}
+	cps, err := log.Read(key.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lv := cps.LastVerification(); lv == nil || lv.Status != premis.CheckpointFailed || !strings.Contains(lv.Problem, evs[1].ID) {
+		t.Errorf("recorded: %+v, want a failed entry naming %s", lv, evs[1].ID)
 	}
 }
