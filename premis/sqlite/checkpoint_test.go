@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"database/sql"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -205,5 +206,58 @@ func TestVerifierFullSeesWhatChecksCannot(t *testing.T) {
 	}
 	if lv := cps.LastVerification(); lv == nil || lv.Status != premis.CheckpointFailed || !strings.Contains(lv.Problem, evs[1].ID) {
 		t.Errorf("recorded: %+v, want a failed entry naming %s", lv, evs[1].ID)
+	}
+}
+
+// TestCheckpointWritersShareALog: four appending processes' Verifiers
+// checkpoint into one log at once; every line reads, verifies and is on
+// the chain.
+func TestCheckpointWritersShareALog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path, _ := seeded(t)
+	log, key := ledgertest.Checkpointed(t, openAudit(t, path))
+	const writers, each = 4, 25
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			l, err := sqlite.Open(ctx, path)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer l.Close()
+			v := &premis.Verifier{Auditor: l, Log: log, Key: key, Every: 1}
+			for i := range each {
+				if _, err := l.Append(ctx, ledgertest.Event(fmt.Sprintf("w%d-%d", w, i), premis.Validation, 1)); err != nil {
+					errs <- err
+					return
+				}
+				if _, res, err := v.Checkpoint(ctx); err != nil || !res.Intact() {
+					errs <- fmt.Errorf("checkpoint: %v %s", err, res)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	cps, err := log.Read(key.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cps.Problems) > 0 || len(cps.Entries) < writers*each/2 || cps.Newest().Count != 4+writers*each {
+		t.Fatalf("%d entries, newest %+v, problems %v", len(cps.Entries), cps.Newest(), cps.Problems)
+	}
+	l := openAudit(t, path)
+	for _, e := range cps.Entries {
+		one := &premis.Checkpoints{Path: cps.Path, Entries: []premis.CheckpointEntry{e}}
+		if v, err := premis.VerifyCheckpointed(ctx, l, one); err != nil || !v.Intact() {
+			t.Fatalf("line %d (count %d) is not on the chain: %v %s", e.Line, e.Count, err, v)
+		}
 	}
 }
