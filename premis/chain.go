@@ -264,8 +264,11 @@ type Problem struct {
 }
 
 func (p Problem) String() string {
-	if p.Seq != 0 || p.EventID != "" {
+	switch {
+	case p.EventID != "":
 		return fmt.Sprintf("%s: seq %d (event %s): %s", p.Kind, p.Seq, p.EventID, p.Detail)
+	case p.Seq != 0:
+		return fmt.Sprintf("%s: seq %d: %s", p.Kind, p.Seq, p.Detail)
 	}
 	return fmt.Sprintf("%s: %s", p.Kind, p.Detail)
 }
