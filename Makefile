@@ -8,7 +8,7 @@ SOAKITEMS ?= 5000
 BIN       := bin/lazaret
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build demo test unit lint fuzz fuzz-smoke soak bench generate clean test-inflate bench-inflate
+.PHONY: all build demo test unit lint fuzz fuzz-seeds fuzz-smoke soak bench generate clean test-inflate bench-inflate
 
 all: lint test
 
@@ -54,6 +54,14 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=5000x ./edifact/directory
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=20000x ./premis/ledgersql
 
+# Every target's committed seed corpus (testdata/fuzz/<Target>/) is the
+# seeds Lazaret makes itself (fixtures, hand-written cases), written from
+# each target's own seed list; inputs from ../shared/corpus are read at run
+# time, never copied in.
+FUZZPKGS := ./validate ./edifact ./edifact/directory ./ingest ./premis/ledgersql
+fuzz-seeds:
+	LAZARET_WRITE_SEEDS=1 $(GO) test -count=1 -run='^Fuzz' $(FUZZPKGS)
+
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZTIME) ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./edifact
@@ -67,6 +75,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzContrl$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) ./edifact/directory
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=$(FUZZTIME) ./premis/ledgersql
+	$(GO) test -run='^$$' -fuzz='^FuzzInflateBackends$$' -fuzztime=$(FUZZTIME) -tags zlib ./validate
 
 soak:
 	LAZARET_SOAK_ITEMS=$(SOAKITEMS) $(GO) test -count=1 -run='^TestSoak$$' -v ./ingest

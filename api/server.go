@@ -214,11 +214,22 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, errors.New(`want {"manifest": "/path/to/manifest.json"} (the manifest and its files are read where the server runs)`))
 		return
 	}
-	if _, err := validate.Within(s.Roots, req.Manifest); err != nil {
+	src, err := validate.Within(s.Roots, req.Manifest)
+	if err != nil {
 		s.fail(w, r, http.StatusForbidden, err)
 		return
 	}
-	res, err := s.Ops.SubmitManifest(r.Context(), req.Manifest, req.DryRun)
+	res, err := s.Ops.SubmitManifest(r.Context(), src, req.DryRun)
+	if errors.Is(err, validate.ErrManifestUnreadable) {
+		// Missing, a link, a hard link, a FIFO or not permitted: one
+		// answer for all, quoting nothing of the file, so the API is no
+		// oracle on what exists. The log says which.
+		if s.Logger != nil {
+			s.Logger.Warn("manifest refused", slog.String("path", r.URL.Path), slog.String("manifest", req.Manifest), slog.String("error", err.Error()))
+		}
+		s.fail(w, r, http.StatusForbidden, fmt.Errorf("manifest %s refused: nothing was read (it must be a regular file with one link beneath an ingest root, reached through no symbolic link; the server's log says why)", req.Manifest))
+		return
+	}
 	if err != nil {
 		s.fail(w, r, http.StatusUnprocessableEntity, err)
 		return

@@ -302,6 +302,57 @@ func TestAPI(t *testing.T) {
 	}
 }
 
+// TestSubmitRefusesLinkedManifests: a manifest path inside the ingest root
+// that is a symbolic link (to /etc/passwd, to a JSON file elsewhere, to
+// nothing) or a hard link is refused without reading the target: one
+// status and one message for all of them and for a path that does not
+// exist, and no byte of a target in the answer. Before, the JSON parse
+// error quoted the target's first byte ("invalid character 'r' ...").
+func TestSubmitRefusesLinkedManifests(t *testing.T) {
+	const token = "s3cret"
+	e := setup(t, token)
+	outside := t.TempDir()
+	passwd := filepath.Join(outside, "passwd")
+	if err := os.WriteFile(passwd, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(outside, "manifest.json")
+	if b, err := os.ReadFile(e.batch.Manifest); err != nil || os.WriteFile(elsewhere, b, 0o644) != nil {
+		t.Fatal(err)
+	}
+	links := map[string]func(string) error{
+		"to-passwd.json":   func(p string) error { return os.Symlink(passwd, p) },
+		"to-manifest.json": func(p string) error { return os.Symlink(elsewhere, p) },
+		"dangling.json":    func(p string) error { return os.Symlink(filepath.Join(outside, "gone"), p) },
+		"hard.json":        func(p string) error { return os.Link(passwd, p) },
+		"missing.json":     func(string) error { return nil },
+	}
+	var first string
+	for name, mk := range links {
+		p := filepath.Join(e.batch.Dir, name)
+		if err := mk(p); err != nil {
+			t.Fatal(err)
+		}
+		code, body := e.do("POST", "/v1/batches", token, map[string]string{"manifest": p})
+		msg, _ := body["error"].(string)
+		if code != http.StatusForbidden {
+			t.Errorf("%s: %d %v, want 403", name, code, body)
+		}
+		if strings.Contains(msg, "root:") || strings.Contains(msg, "invalid character") || strings.Contains(msg, "batch_id") {
+			t.Errorf("%s: the answer quotes the target: %q", name, msg)
+		}
+		msg = strings.ReplaceAll(msg, name, "NAME")
+		if first == "" {
+			first = msg
+		} else if msg != first {
+			t.Errorf("%s is told apart from the others:\n%s\n%s", name, msg, first)
+		}
+	}
+	if n, err := e.ledger.Events(context.Background(), premis.Filter{}); err != nil || len(n) != 0 {
+		t.Errorf("the ledger holds %d events after refused submits (%v), want 0", len(n), err)
+	}
+}
+
 func TestMutationsAreOffWithoutAToken(t *testing.T) {
 	e := setup(t, "")
 	if code, body := e.do("POST", "/v1/batches", "anything", map[string]string{"manifest": e.batch.Manifest}); code != http.StatusForbidden {

@@ -39,7 +39,12 @@ type FailureDetail struct {
 	// Broker is where the broker holds the task, or that it lost it.
 	Broker string `json:"broker"`
 	// Help explains the failure's code (docs/codes.md).
-	Help    *CodeHelp      `json:"help,omitempty"`
+	Help *CodeHelp `json:"help,omitempty"`
+	// Fixity is what the item's history says of its bytes: the digest and
+	// size its manifest declared, and those Lazaret computed from the bytes
+	// it read (none when no fixity check of them passed: a file never read
+	// has only declared values).
+	Fixity  premis.Fixity  `json:"fixity"`
 	History []premis.Event `json:"history"`
 }
 
@@ -69,10 +74,14 @@ func FindFailure(ctx context.Context, l premis.Ledger, id string) (ingest.Failur
 
 // Detail builds the FailureDetail of a FindFailure answer.
 func Detail(ops *ingest.Operator, f ingest.Failure, history []premis.Event, err error) FailureDetail {
+	fixity := premis.FixityOf(history)
+	if len(history) == 0 {
+		fixity = premis.FixityOf([]premis.Event{f.Event})
+	}
 	for i := range history {
 		history[i].Envelope = nil
 	}
-	d := FailureDetail{Failure: f, Open: err == nil, History: history}
+	d := FailureDetail{Failure: f, Open: err == nil, Fixity: fixity, History: history}
 	if err != nil {
 		d.Status = err.Error()
 	}

@@ -10,14 +10,16 @@ import (
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/internal/testenv"
 )
 
 func seeds(f *testing.F) {
-	f.Add([]byte(sample))
+	own := testenv.NewSeeds(f)
+	own.Add([]byte(sample))
 	var b bytes.Buffer
 	fixtures.WriteInterchange(&b, fixtures.Interchange{Sender: "S", Recipient: "R", Ref: "1", UNA: true,
 		Msgs: []fixtures.Msg{fixtures.VERMAS("1", fixtures.ContainerOK1, 20000), fixtures.IFTMIN("2", [2]string{"CZ", "CN"}, "NLRTM", "SGSIN", fixtures.ContainerOK2, "847130")}})
-	f.Add(b.Bytes())
+	own.Add(b.Bytes())
 	if files, err := filepath.Glob(filepath.Join("..", "..", "shared", "corpus", "edifact", "*")); err == nil {
 		for _, p := range files {
 			if d, err := os.ReadFile(p); err == nil {

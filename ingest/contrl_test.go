@@ -21,7 +21,7 @@ func contrlSetup(t *testing.T, object string) (*Worker, *Envelope) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, mdir, err := validate.ReadManifest(batch.Manifest)
+	m, mdir, err := validate.ReadManifestFile(batch.Manifest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ var uncorrectable = map[string]string{
 // env's item and checks the result with the manifest's rules, as if the
 // item had been submitted so. A corrected sha256 or size becomes what the
 // replay's fixity check expects. It returns a note of what changed.
-func correctItem(env *Envelope, set map[string]string) (string, error) {
+func correctItem(env *Envelope, set map[string]string, hardlinks validate.HardlinkRoots) (string, error) {
 	if len(set) == 0 {
 		return "", nil
 	}
@@ -79,15 +79,21 @@ func correctItem(env *Envelope, set map[string]string) (string, error) {
 	if err := dec.Decode(&it); err != nil {
 		return "", fmt.Errorf("corrected item: %w", err)
 	}
-	dir := env.Root
-	if dir == "" {
-		dir = filepath.Dir(env.Path)
+	// The entry is checked against the file the replay will read: a
+	// corrected file (--file) stands elsewhere than the manifest's path,
+	// which the item keeps as its name in the batch.
+	dir, checked := env.Root, it
+	switch {
+	case dir == "":
+		dir, checked.Path = filepath.Dir(env.Path), filepath.Base(env.Path)
+	case env.Rel != "":
+		checked.Path = env.Rel
 	}
-	m := &validate.Manifest{BatchID: env.BatchID, Submitter: env.Submitter, Items: []validate.Item{it}}
+	m := &validate.Manifest{BatchID: env.BatchID, Submitter: env.Submitter, Items: []validate.Item{checked}}
 	if m.Submitter == "" {
 		m.Submitter = "operator"
 	}
-	if err := m.Check(dir); err != nil {
+	if err := m.Check(dir, hardlinks.Allow(dir)); err != nil {
 		return "", fmt.Errorf("the corrected item breaks the manifest's rules: %w", err)
 	}
 	if it.Kind == "tiff" {

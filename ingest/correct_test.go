@@ -2,6 +2,8 @@ package ingest_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +207,49 @@ func TestResubmittedChangedEntryIsReplayed(t *testing.T) {
 	}
 	if p.Recorded != 3 || p.ByDestination[premis.Accepted] != 3 {
 		t.Fatalf("the batch after the corrections: %+v", p)
+	}
+}
+
+// TestReplayWithFileAndCorrections: the obvious fix for a master that
+// lacks a colour profile in its entry and needs a new file: --file and
+// --set in one replay. Before, the manifest's relative path
+// (masters/m.tif) was looked for beneath the corrected file's folder, and
+// the replay always failed. The item keeps its name in the batch.
+func TestReplayWithFileAndCorrections(t *testing.T) {
+	b := setup(t, fastPolicy())
+	b.start()
+	ctx := context.Background()
+	data := master(t, goodPage)
+	if err := os.MkdirAll(filepath.Join(b.dir, "masters"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, sum := b.file("masters/m.tif", data)
+	m := &validate.Manifest{BatchID: "both-1", Submitter: "t", Items: []validate.Item{{ObjectID: "m", Kind: "tiff", Path: "masters/m.tif", SHA256: sum, ResolutionDPI: "400"}}}
+	if _, err := ingest.Submit(ctx, b.ledger, b.client, m, b.dir, ingest.SubmitOptions{Policy: b.worker.Policy}); err != nil {
+		t.Fatal(err)
+	}
+	corr := ingest.CorrelationID(m.BatchID, "m", sum)
+	failed := b.settled(corr, 15*time.Second)
+	if failed.Destination != premis.Quarantined {
+		t.Fatalf("without a color profile: %s (%s)", failed.Destination, failed.Message)
+	}
+	fixed := filepath.Join(t.TempDir(), "fixed")
+	if err := os.MkdirAll(fixed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(fixed, "m.tif")
+	if err := os.WriteFile(f, master(t, goodPage, goodPage), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.ops().Replay(ctx, failed.ID, ingest.ReplayOptions{Operator: "ana", File: f, Set: map[string]string{"color_profile": "sRGB"}})
+	if err != nil {
+		t.Fatalf("--file with --set: %v", err)
+	}
+	if res.Replay.Path != f || res.Replay.Item.ColorProfile != "sRGB" || res.Replay.Item.Path != "masters/m.tif" {
+		t.Errorf("replay envelope: path %s, item %+v", res.Replay.Path, res.Replay.Item)
+	}
+	ev := b.settledAfter(corr, premis.Accepted, 15*time.Second)
+	if ev.Attempt != 2 || ev.Path != f || ev.Path == p {
+		t.Errorf("accepted: attempt %d path %s", ev.Attempt, ev.Path)
 	}
 }

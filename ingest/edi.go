@@ -252,7 +252,7 @@ func (w *Worker) writeContrl(env *Envelope, res *validate.InterchangeResult, err
 	if ferr != nil {
 		return ferr
 	}
-	rep := res.ContrlFor(validate.ReadEnvelope(env.Source(), 0), err)
+	rep := res.ContrlFor(validate.ReadEnvelope(w.source(env), 0), err)
 	rep.Reference = contrlRef(env, attempt)
 	rep.Now = env.SubmittedAt.UTC()
 	if werr := edifact.WriteCONTRL(f, rep); werr != nil {
@@ -277,7 +277,7 @@ func (w *Worker) contrlForAccepted(env *Envelope, res *validate.InterchangeResul
 	if w.ContrlParked && res.Failed > 0 {
 		return true
 	}
-	head := validate.ReadEnvelope(env.Source(), contrlHeadBytes)
+	head := validate.ReadEnvelope(w.source(env), contrlHeadBytes)
 	return head != nil && head.AckRequest == "1"
 }
 

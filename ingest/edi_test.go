@@ -27,7 +27,7 @@ func (b *bundle) logistics(object string) *ingest.Envelope {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	m, dir, err := validate.ReadManifest(batch.Manifest)
+	m, dir, err := validate.ReadManifestFile(batch.Manifest)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -155,6 +155,17 @@ func TestMixedInterchangeQuarantinesOnlyTheBadMessage(t *testing.T) {
 		t.Fatalf("parked %+v %v", parked, err)
 	}
 	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateCompleted, 5*time.Second)
+	// The summary operators read (submit --wait, batch status, the API)
+	// says the accepted interchange has a parked message. Before, it read
+	// "1 accepted, messages 2/3 accepted".
+	p, err := ingest.BatchProgress(context.Background(), b.ledger, env.BatchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ParkedMessages != 1 || p.WithParked != 1 || !strings.Contains(p.Tally(), "1 accepted (1 with parked messages)") ||
+		!strings.Contains(p.Tally(), "messages 2/3 accepted, 1 quarantined") {
+		t.Errorf("progress: parked %d in %d, tally %q", p.ParkedMessages, p.WithParked, p.Tally())
+	}
 }
 
 func TestReconcileReplaysOnceTheRegistryKnowsTheCode(t *testing.T) {
@@ -170,13 +181,13 @@ func TestReconcileReplaysOnceTheRegistryKnowsTheCode(t *testing.T) {
 	}
 	ctx := context.Background()
 	// Same registry: nothing to do.
-	ds, err := b.ops().ReconcileQuarantine(ctx, false)
+	ds, err := b.ops().ReconcileQuarantine(ctx, ingest.ReconcileOptions{})
 	if err != nil || len(ds) != 1 || ds[0].Action != "unchanged-registry" {
 		t.Fatalf("reconcile before the refresh: %+v %v", ds, err)
 	}
 	// The refreshed UN/LOCODE list has NLVLI.
 	b.worker.Registries = &validate.RegistryStore{LOCODEFiles: []string{part2}}
-	ds, err = b.ops().ReconcileQuarantine(ctx, false)
+	ds, err = b.ops().ReconcileQuarantine(ctx, ingest.ReconcileOptions{})
 	if err != nil || len(ds) != 1 || ds[0].Action != "replayed" {
 		t.Fatalf("reconcile after the refresh: %+v %v", ds, err)
 	}
@@ -204,7 +215,7 @@ func TestReconcileReplaysOnceTheRegistryKnowsTheCode(t *testing.T) {
 		t.Errorf("%d still parked", len(parked))
 	}
 	// Running it again replays nothing: accepted exactly once.
-	if ds, err := b.ops().ReconcileQuarantine(ctx, false); err != nil || len(ds) != 0 {
+	if ds, err := b.ops().ReconcileQuarantine(ctx, ingest.ReconcileOptions{}); err != nil || len(ds) != 0 {
 		t.Errorf("second reconcile: %+v %v", ds, err)
 	}
 	time.Sleep(300 * time.Millisecond)

@@ -54,10 +54,15 @@ type Envelope struct {
 	// and Rel its path there: the worker opens Rel beneath Root and follows
 	// no link (see validate.Open). Envelopes without them confine Path to
 	// its own folder.
-	Root    string        `json:"root,omitempty"`
-	Rel     string        `json:"rel,omitempty"`
-	SHA256  string        `json:"sha256"`
-	Size    int64         `json:"size"`
+	Root   string `json:"root,omitempty"`
+	Rel    string `json:"rel,omitempty"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+	// Dev and Ino are the file's device and inode as submit opened it
+	// (validate.FileID); the worker reads no other file at the path. Zero
+	// in envelopes recorded before they were kept.
+	Dev     uint64        `json:"dev,omitempty"`
+	Ino     uint64        `json:"ino,omitempty"`
 	Item    validate.Item `json:"manifest"`
 	Attempt int           `json:"attempt"` // 1 for a first submission, +1 per replay
 	// Message, for an interchange, restricts the task to one message (UNH
@@ -67,12 +72,15 @@ type Envelope struct {
 	SubmittedAt time.Time `json:"submitted_at"`
 }
 
-// Source is where the worker reads the item.
+// Source is where the worker reads the item, and which file it must be.
+// Hard links are refused there unless the caller sets Source.Hardlinks.
 func (e *Envelope) Source() validate.Source {
+	src := validate.Source{Root: e.Root, Rel: e.Rel, Path: e.Path}
 	if e.Root == "" {
-		return validate.SourceOf(e.Path)
+		src = validate.SourceOf(e.Path)
 	}
-	return validate.Source{Root: e.Root, Rel: e.Rel, Path: e.Path}
+	src.ID = validate.FileID{Dev: e.Dev, Ino: e.Ino}
+	return src
 }
 
 // PoisonError: a task payload that does not decode into an Envelope

@@ -158,12 +158,20 @@ func (w *Worker) check(ctx context.Context, env *Envelope) (rep *validate.Report
 	}
 	switch env.Kind {
 	case "tiff":
-		rep, err = validate.CheckMasterSource(ctx, env.Source(), item, w.Master)
+		rep, err = validate.CheckMasterSource(ctx, w.source(env), item, w.Master)
 		return rep, nil, err
 	case "edifact":
-		return validate.CheckInterchangeSource(ctx, env.Source(), item, w.registries(), w.EDI, env.Message)
+		return validate.CheckInterchangeSource(ctx, w.source(env), item, w.registries(), w.EDI, env.Message)
 	}
 	return nil, nil, &validate.PolicyError{Page: 0, Code: "kind.unsupported", Reason: fmt.Sprintf("kind %q has no validator in this build", env.Kind)}
+}
+
+// source is where the worker reads env's item: the file submit recorded,
+// hard links allowed only beneath the roots that allow them.
+func (w *Worker) source(env *Envelope) validate.Source {
+	src := env.Source()
+	src.Hardlinks = w.Hardlinks.Allow(src.Root)
+	return src
 }
 
 func (w *Worker) registries() *validate.Registries {
@@ -317,7 +325,9 @@ func (w *Worker) plan(ctx context.Context, r *result, yield func([]*premis.Event
 func (w *Worker) acceptEvents(r *result) []*premis.Event {
 	d, env, rep := r.d, r.d.env, r.rep
 	fix := w.deliveryEvent(d, env, premis.FixityCheck)
-	fix.Outcome, fix.SHA256 = premis.Success, rep.SHA256
+	// The digest and size of the bytes read: what an export states as the
+	// file's fixity (premis.Event.ReadFixity).
+	fix.Outcome, fix.SHA256, fix.Size = premis.Success, rep.SHA256, rep.Size
 	fix.Detail = "SHA-256 of the file compared with the manifest"
 	fix.Note = "sha256 " + rep.SHA256
 	form := w.deliveryEvent(d, env, premis.FormatIdentification)
@@ -365,6 +375,8 @@ func (w *Worker) failureEvent(d *delivery, env *Envelope, rep *validate.Report, 
 	var se *validate.StageError
 	if errors.As(err, &se) {
 		switch se.Stage {
+		case validate.StageOpen:
+			t = premis.Ingestion // nothing was read, so nothing was validated
 		case validate.StageFixity:
 			t = premis.FixityCheck
 		case validate.StageFormat:

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/lazaret/lazaret/internal/testenv"
 )
 
 // FuzzDecodeEnvelope: a task payload is attacker bytes (anyone who can
@@ -13,10 +15,11 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	good := &Envelope{V: EnvelopeVersion, CorrelationID: "c", BatchID: "b", ObjectID: "o", Kind: "tiff", Path: "/p/o.tif", Root: "/p", Rel: "o.tif",
 		SHA256: "s", Attempt: 1}
 	b, _ := good.Encode()
-	f.Add(b)
-	f.Add([]byte(`{"v":1,"object_id":`))
-	f.Add([]byte(`{"v":1,"correlation_id":"c","object_id":"o","kind":"tiff","path":"/x","sha256":"s","attempt":-1}`))
-	f.Add([]byte(`{"v":1,"correlation_id":"c","object_id":"o","kind":"tiff","path":"/x","sha256":"s","attempt":1,"rel":"../../etc/shadow","root":"/srv"}`))
+	seeds := testenv.NewSeeds(f)
+	seeds.Add(b)
+	seeds.Add([]byte(`{"v":1,"object_id":`))
+	seeds.Add([]byte(`{"v":1,"correlation_id":"c","object_id":"o","kind":"tiff","path":"/x","sha256":"s","attempt":-1}`))
+	seeds.Add([]byte(`{"v":1,"correlation_id":"c","object_id":"o","kind":"tiff","path":"/x","sha256":"s","attempt":1,"rel":"../../etc/shadow","root":"/srv"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		env, err := DecodeEnvelope(data)
 		if err != nil {

@@ -439,7 +439,7 @@ func TestSubmitIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, dir, err := validate.ReadManifest(batch.Manifest)
+	m, dir, err := validate.ReadManifestFile(batch.Manifest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,6 +153,10 @@ type Operator struct {
 	// Roots are the ingest roots corrected files must lie beneath; with
 	// none, a corrected file is confined to its own folder.
 	Roots []string
+	// Fleet, when set, lists the live workers' registry versions (see
+	// FleetRegistries): a quarantine reconciliation replays nothing while
+	// one of them validates with another version than it loaded.
+	Fleet func(context.Context) ([]WorkerRegistries, error)
 	// PublishQueues, when set, makes the queues known to asynq's inspector
 	// again before a broker reconciliation (see QueuePublisher).
 	PublishQueues func(context.Context) error
@@ -215,6 +219,16 @@ func resolutionKey(f Failure) string {
 	return premis.EventKey(f.CorrelationID+"/resolve/"+f.ID, f.SHA256, premis.Unquarantine, f.Attempt)
 }
 
+// replayType is the event type of a replay from dest: a parked item
+// (quarantine, audit-hold, both recorded as qua) leaves it, unq; a dead
+// letter was never set aside, so its replay starts a new ingestion, ins.
+func replayType(dest premis.Destination) premis.EventType {
+	if dest.Parked() {
+		return premis.Unquarantine
+	}
+	return premis.IngestionStart
+}
+
 // operatorEvent starts an event about failure f by a person.
 func (o *Operator) operatorEvent(f Failure, t premis.EventType, operator string) *premis.Event {
 	return &premis.Event{
@@ -274,15 +288,16 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 		return nil, fmt.Errorf("failure %s has no replayable envelope: %w", f.ID, err)
 	}
 	if opt.File != "" {
-		src, sum, size, err := CorrectedFile(o.Roots, opt.File)
+		src, sum, size, err := CorrectedFile(o.Roots, o.Submit.Hardlinks, opt.File)
 		if err != nil {
 			return nil, fmt.Errorf("corrected file: %w", err)
 		}
-		env.Path, env.Root, env.Rel, env.SHA256, env.Size = src.Path, src.Root, src.Rel, sum, size
+		env.Path, env.Root, env.Rel, env.SHA256, env.Size, env.Dev, env.Ino = src.Path, src.Root, src.Rel, sum, size, src.ID.Dev, src.ID.Ino
 		env.Item.SHA256, env.Item.Size = sum, size
 	}
 	if r := opt.Resubmitted; r != nil {
 		env.Item, env.Path, env.Root, env.Rel, env.SHA256, env.Size, env.Submitter = r.Item, r.Path, r.Root, r.Rel, r.SHA256, r.Size, r.Submitter
+		env.Dev, env.Ino = r.Dev, r.Ino
 	}
 	if opt.File != "" {
 		for _, k := range []string{"sha256", "size"} {
@@ -291,7 +306,7 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 			}
 		}
 	}
-	corrected, err := correctItem(env, opt.Set)
+	corrected, err := correctItem(env, opt.Set, o.Submit.Hardlinks)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +323,7 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 	if corrected != "" {
 		reason += " (" + corrected + ")"
 	}
-	unq := o.operatorEvent(f, premis.Unquarantine, opt.Operator)
+	unq := o.operatorEvent(f, replayType(f.Destination), opt.Operator)
 	unq.Destination, unq.Note, unq.Envelope, unq.Attempt = premis.Replayed, reason, envelopeJSON(env), env.Attempt
 	unq.Detail = fmt.Sprintf("replayed from %s as attempt %d, task %s (%s)", f.Destination, env.Attempt, env.TaskID(), o.Software.ID())
 	q, old := brokerTask(f)
@@ -391,7 +406,11 @@ func (o *Operator) SubmitOptions() SubmitOptions {
 // it — beneath one of roots, or with none configured confined to its own
 // folder — and reads its digest and size once, through validate.Open (no
 // links, no FIFOs, never past the size seen at open).
-func CorrectedFile(roots []string, path string) (src validate.Source, sha string, size int64, err error) {
+//
+// The Source it returns carries the file's identity (Source.ID), which
+// the replay's envelope records as submit does, and allows hard links
+// where hardlinks does.
+func CorrectedFile(roots []string, hardlinks validate.HardlinkRoots, path string) (src validate.Source, sha string, size int64, err error) {
 	if len(roots) > 0 {
 		if src, err = validate.Within(roots, path); err != nil {
 			return src, "", 0, err
@@ -403,11 +422,13 @@ func CorrectedFile(roots []string, path string) (src validate.Source, sha string
 		}
 		src = validate.SourceOf(abs)
 	}
+	src.Hardlinks = hardlinks.Allow(src.Root)
 	f, size, err := validate.Open(src)
 	if err != nil {
 		return src, "", 0, err
 	}
 	defer f.Close()
+	src.ID = validate.IDOf(f)
 	h := sha256.New()
 	n, err := io.Copy(h, io.LimitReader(f, size+1))
 	if err != nil {
@@ -447,7 +468,7 @@ func (o *Operator) Discard(ctx context.Context, id, operator, reason string, dry
 	if err := o.Broker.DeleteTask(q, tid); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
 		return res, fmt.Errorf("discarded in the ledger, but the broker task %s could not be deleted: %w (reconcile-broker removes it)", tid, err)
 	}
-	o.Logger.LogAttrs(ctx, slog.LevelWarn, "item discarded", slog.String(AttrCorrelationID, f.CorrelationID),
+	o.Logger.LogAttrs(ctx, slog.LevelInfo, "item discarded", slog.String(AttrCorrelationID, f.CorrelationID),
 		slog.String(AttrObjectID, f.ObjectID), slog.String("operator", operator), slog.String("reason", reason))
 	return res, nil
 }
@@ -669,10 +690,12 @@ func (o *Operator) Ping() error {
 	return err
 }
 
-// SubmitManifest checks, records and enqueues the manifest at path (read
-// where the server runs: payloads travel by reference).
-func (o *Operator) SubmitManifest(ctx context.Context, manifestPath string, dryRun bool) (*SubmitResult, error) {
-	m, dir, err := validate.ReadManifest(manifestPath)
+// SubmitManifest checks, records and enqueues the manifest at src (read
+// where the server runs: payloads travel by reference). src.Hardlinks is
+// set here from the operator's submit options.
+func (o *Operator) SubmitManifest(ctx context.Context, src validate.Source, dryRun bool) (*SubmitResult, error) {
+	src.Hardlinks = o.Submit.Hardlinks.Allow(src.Root)
+	m, dir, err := validate.ReadManifest(src)
 	if err != nil {
 		return nil, err
 	}

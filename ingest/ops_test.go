@@ -189,8 +189,15 @@ func TestArchivedReplaySucceedsOnceEvenAfterRedisLostIt(t *testing.T) {
 	}
 	ings := 0
 	for _, e := range b.events(env.CorrelationID) {
-		if e.Type == premis.Ingestion {
+		switch {
+		case e.Type == premis.Ingestion && e.Outcome == premis.Success:
 			ings++
+		case e.ID == fs[0].ID && (e.Type != premis.Ingestion || e.Outcome != premis.Failure):
+			// The file was not there: nothing was validated.
+			t.Errorf("the missing file's failure is %s %s, want ing fai (a read that failed, not a failed validation)", e.Type, e.Outcome)
+		case e.Destination == premis.Replayed && e.Type != premis.IngestionStart:
+			// It was never quarantined: its replay is no unq.
+			t.Errorf("the dead letter's replay is recorded as %s, want ins", e.Type)
 		}
 	}
 	if ings != 1 {

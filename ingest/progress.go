@@ -68,9 +68,15 @@ type Progress struct {
 	ByDestination map[premis.Destination]int `json:"by_destination"`
 	// Messages counts the messages of the batch's interchanges by their
 	// latest destination, as BatchStatus lists them.
-	Messages    map[premis.Destination]int `json:"messages"`
-	SubmittedAt time.Time                  `json:"submitted_at"`
-	LastAt      time.Time                  `json:"last_at"`
+	Messages map[premis.Destination]int `json:"messages"`
+	// ParkedMessages are the messages in quarantine or on audit-hold, and
+	// WithParked the accepted interchanges they belong to: an interchange
+	// is accepted for its envelope, and its parked messages still wait for
+	// a reconcile or a person.
+	ParkedMessages int       `json:"parked_messages"`
+	WithParked     int       `json:"accepted_with_parked_messages"`
+	SubmittedAt    time.Time `json:"submitted_at"`
+	LastAt         time.Time `json:"last_at"`
 	// ItemsPerSecond is Done over the time from submission to the last
 	// settled item; ETA is what the rest takes at that rate (0 when done or
 	// unknown).
@@ -109,7 +115,11 @@ func (p *Progress) Tally() string {
 	var parts []string
 	for _, o := range order {
 		if n := p.ByDestination[o.d]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, o.name))
+			part := fmt.Sprintf("%d %s", n, o.name)
+			if o.d == premis.Accepted && p.WithParked > 0 {
+				part += fmt.Sprintf(" (%d with parked messages)", p.WithParked)
+			}
+			parts = append(parts, part)
 		}
 	}
 	if len(p.Messages) > 0 {
@@ -117,7 +127,13 @@ func (p *Progress) Tally() string {
 		for _, c := range p.Messages {
 			n += c
 		}
-		parts = append(parts, fmt.Sprintf("messages %d/%d accepted", p.Messages[premis.Accepted], n))
+		msgs := []string{fmt.Sprintf("%d/%d accepted", p.Messages[premis.Accepted], n)}
+		for _, o := range order[1:] {
+			if c := p.Messages[o.d]; c > 0 {
+				msgs = append(msgs, fmt.Sprintf("%d %s", c, o.name))
+			}
+		}
+		parts = append(parts, "messages "+strings.Join(msgs, ", "))
 	}
 	if len(parts) == 0 {
 		return "none settled yet"
@@ -160,12 +176,17 @@ func BatchReport(ctx context.Context, l premis.Ledger, batchID string) ([]ItemSt
 		}
 		p.SubmittedAt = facts[0].DateTime
 	}
+	parkedIn := map[string]bool{} // interchanges with a parked message
 	for _, it := range items {
 		if it.Kind == KindBatch {
 			continue
 		}
-		if strings.Contains(it.ObjectID, "#") {
+		if parent, _, ok := strings.Cut(it.ObjectID, "#"); ok {
 			p.Messages[it.Destination]++
+			if it.Destination.Parked() {
+				p.ParkedMessages++
+				parkedIn[parent] = true
+			}
 			continue
 		}
 		p.Recorded++
@@ -187,6 +208,11 @@ func BatchReport(ctx context.Context, l premis.Ledger, batchID string) ([]ItemSt
 		p.Done++
 		if it.At.After(p.LastAt) {
 			p.LastAt = it.At
+		}
+	}
+	for _, it := range items {
+		if it.Destination == premis.Accepted && parkedIn[it.ObjectID] {
+			p.WithParked++
 		}
 	}
 	p.Pending += max(0, p.Expected-p.Recorded) // not recorded yet at all

@@ -5,7 +5,11 @@ package ingest_test
 // ledger or two operators do around it. Each would fail on main 496f9b1.
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -422,31 +426,52 @@ func (b *bundle) flushRedis() {
 }
 
 // TestSwappedFilesAreNotRead: after submit, an attacker with the batch
-// folder swaps a master for a link to a secret and another for a FIFO.
-// Before, the worker (running as root) read /etc/shadow and recorded its
-// digest, and the FIFO held a worker slot for the whole task timeout.
+// folder swaps a master for a link to a secret, another for a FIFO, a
+// third for a hard link to the secret, and a fourth for another file with
+// the same bytes. Before, the worker (running as root) read /etc/shadow
+// and recorded its digest, the FIFO held a worker slot for the whole task
+// timeout, and the hard link passed openat2 (it sees names, not inodes):
+// the secret was read and its SHA-256 printed in the failure.
 func TestSwappedFilesAreNotRead(t *testing.T) {
 	b := setup(t, fastPolicy())
-	m, dir := b.manifest(2)
+	m, dir := b.manifest(4)
 	ctx := context.Background()
 	if _, err := ingest.Submit(ctx, b.ledger, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy}); err != nil {
 		t.Fatal(err)
 	}
+	secretBytes := []byte("root:$6$secret")
 	secret := filepath.Join(t.TempDir(), "shadow")
-	if err := os.WriteFile(secret, []byte("root:$6$secret"), 0o600); err != nil {
+	if err := os.WriteFile(secret, secretBytes, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	link, fifo := filepath.Join(dir, m.Items[0].Path), filepath.Join(dir, m.Items[1].Path)
-	os.Remove(link)
-	os.Remove(fifo)
-	if err := os.Symlink(secret, link); err != nil {
+	secretSum := sha256.Sum256(secretBytes)
+	path := func(i int) string { return filepath.Join(dir, m.Items[i].Path) }
+	for i := range 3 {
+		os.Remove(path(i))
+	}
+	if err := os.Symlink(secret, path(0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+	if err := syscall.Mkfifo(path(1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(secret, path(2)); err != nil {
+		t.Fatal(err)
+	}
+	// The same bytes under a new inode: the digest would pass, the file
+	// is still not the one submitted.
+	same, err := os.ReadFile(path(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path(3)+".new", same, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path(3)+".new", path(3)); err != nil {
 		t.Fatal(err)
 	}
 	b.start()
-	for i, code := range []string{"io.symlink", "file.not-regular"} {
+	for i, code := range []string{"io.symlink", "file.not-regular", "io.hardlink", "io.file-changed"} {
 		it := m.Items[i]
 		ev := b.settled(ingest.CorrelationID(m.BatchID, it.ObjectID, it.SHA256), 10*time.Second)
 		if ev.Destination != premis.DeadLetter || ev.Class != premis.Structural || ev.Code != code {
@@ -454,6 +479,16 @@ func TestSwappedFilesAreNotRead(t *testing.T) {
 		}
 		if ev.SHA256 != it.SHA256 || strings.Contains(ev.Message, "secret") {
 			t.Errorf("%s: the event records %s / %q: something was read", it.ObjectID, ev.SHA256, ev.Message)
+		}
+	}
+	all, err := b.ledger.Events(ctx, premis.Filter{BatchID: m.BatchID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range all {
+		j, _ := json.Marshal(e)
+		if bytes.Contains(j, []byte(hex.EncodeToString(secretSum[:]))) || bytes.Contains(j, []byte("$6$secret")) {
+			t.Errorf("event %s %s records the secret: %s", e.ID, e.Type, j)
 		}
 	}
 }

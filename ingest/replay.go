@@ -60,16 +60,31 @@ var registryCodes = map[string]bool{"edifact.locode.unknown": true, "edifact.hs.
 
 // ReconcileDecision is what reconciliation did with one parked item.
 type ReconcileDecision struct {
-	Parked   Parked
-	Action   string // "replayed", "still-failing", "unchanged-registry", "not-registry-dependent"
+	Parked Parked
+	// Action: "replayed" ("would-replay" in a dry run), "still-failing",
+	// "unchanged-registry", "not-registry-dependent", "already-resolved".
+	Action   string
 	Detail   string
 	Replayed *Envelope
 }
 
+// ReconcileOptions choose what a quarantine reconciliation looks at.
+type ReconcileOptions struct {
+	DryRun  bool
+	BatchID string // only this batch's parked items ("": all)
+	Code    string // only items parked with this code ("": all)
+}
+
 // ReconcileQuarantine re-validates every quarantined item whose failure
 // depended on a registry that has since changed, and replays those that now
-// pass. Others stay where they are. With dryRun nothing is replayed.
-func (o *Operator) ReconcileQuarantine(ctx context.Context, dryRun bool) ([]ReconcileDecision, error) {
+// pass. Others stay where they are. With DryRun nothing is replayed.
+//
+// Before it replays anything, every live worker must validate with the
+// registry versions it loaded (see o.Fleet): a worker still on the old
+// registry would quarantine the message again, spending an attempt towards
+// the poison cap. While one does, it returns *FleetBehindError and
+// replays nothing (a dry run reports its decisions and the same error).
+func (o *Operator) ReconcileQuarantine(ctx context.Context, opt ReconcileOptions) ([]ReconcileDecision, error) {
 	locode, hs := "", ""
 	if o.Refresh != nil {
 		var err error
@@ -81,10 +96,26 @@ func (o *Operator) ReconcileQuarantine(ctx context.Context, dryRun bool) ([]Reco
 	if err != nil && len(parked) == 0 {
 		return nil, err
 	}
+	var fleetErr error
+	if o.Fleet != nil && o.Refresh != nil {
+		fleet, ferr := o.Fleet(ctx)
+		if ferr != nil {
+			return nil, fmt.Errorf("read the workers' registry versions: %w", ferr)
+		}
+		if late := behind(fleet, locode, hs); len(late) > 0 {
+			fleetErr = &FleetBehindError{LOCODE: locode, HS: hs, Behind: late}
+			if !opt.DryRun {
+				return nil, fleetErr
+			}
+		}
+	}
 	var out []ReconcileDecision
 	for _, p := range parked {
 		if ctx.Err() != nil {
 			return out, context.Cause(ctx)
+		}
+		if opt.BatchID != "" && p.Held.Envelope.BatchID != opt.BatchID || opt.Code != "" && p.Held.Code != opt.Code {
+			continue
 		}
 		d := ReconcileDecision{Parked: p}
 		current := locode
@@ -108,8 +139,11 @@ func (o *Operator) ReconcileQuarantine(ctx context.Context, dryRun bool) ([]Reco
 				d.Action, d.Detail = "still-failing", v.Messages[0].Message.Err.Error()
 			default:
 				d.Action = "replayed"
+				if opt.DryRun {
+					d.Action = "would-replay"
+				}
 				d.Detail = fmt.Sprintf("registry changed from %s to %s; the message now passes", p.Held.Registry, current)
-				res, err := o.Replay(ctx, p.Held.EventID, ReplayOptions{Operator: "lazaret-reconcile", Reason: d.Detail, DryRun: dryRun})
+				res, err := o.Replay(ctx, p.Held.EventID, ReplayOptions{Operator: "lazaret-reconcile", Reason: d.Detail, DryRun: opt.DryRun})
 				switch {
 				case errors.Is(err, ErrNotOpen), errors.Is(err, ErrConflict):
 					d.Action, d.Detail = "already-resolved", err.Error()
@@ -121,6 +155,9 @@ func (o *Operator) ReconcileQuarantine(ctx context.Context, dryRun bool) ([]Reco
 			}
 		}
 		out = append(out, d)
+	}
+	if err == nil {
+		err = fleetErr
 	}
 	return out, err
 }

@@ -41,7 +41,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, dir, err := validate.ReadManifest(batch.Manifest)
+	m, dir, err := validate.ReadManifestFile(batch.Manifest)
 	if err != nil {
 		t.Fatal(err)
 	}

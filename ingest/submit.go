@@ -27,6 +27,9 @@ type SubmitOptions struct {
 	Software premis.Software
 	// DryRun checks and reports, writing nothing.
 	DryRun bool
+	// Hardlinks are the ingest roots whose files may have more than one
+	// link (see validate.HardlinkRoots); the worker must be given the same.
+	Hardlinks validate.HardlinkRoots
 	// Replayer, when set, replays an item whose manifest entry changed
 	// since it failed (a fixed color_profile, a corrected sha256) as a new
 	// attempt of the same object; *Operator is one. Without it such items
@@ -86,7 +89,7 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 			continue
 		}
 		rel, _ := filepath.Rel(root, path)
-		src := validate.Source{Root: root, Rel: filepath.ToSlash(rel), Path: path}
+		src := validate.Source{Root: root, Rel: filepath.ToSlash(rel), Path: path, Hardlinks: opt.Hardlinks.Allow(root)}
 		f, fileSize, err := validate.Open(src)
 		var oe *validate.OpenError
 		switch {
@@ -97,6 +100,7 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 			errs = append(errs, &validate.FieldError{ObjectID: it.ObjectID, Field: "path", Rule: "exists", Value: it.Path, Message: err.Error()})
 			continue
 		}
+		id := validate.IDOf(f)
 		f.Close()
 		size := it.Size
 		if size == 0 {
@@ -104,7 +108,7 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 		}
 		env := &Envelope{V: EnvelopeVersion, CorrelationID: CorrelationID(m.BatchID, it.ObjectID, it.SHA256), BatchID: m.BatchID,
 			Submitter: m.Submitter, ObjectID: it.ObjectID, Kind: it.Kind, Path: path, Root: src.Root, Rel: src.Rel, SHA256: it.SHA256, Size: size,
-			Item: it, Attempt: 1, SubmittedAt: now}
+			Dev: id.Dev, Ino: id.Ino, Item: it, Attempt: 1, SubmittedAt: now}
 		if _, err := env.Encode(); err != nil {
 			errs = append(errs, err)
 			continue

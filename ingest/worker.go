@@ -65,6 +65,9 @@ type Worker struct {
 	// not ask for one: its UCM rejects the message (action 4) at the
 	// segment and element at fault.
 	ContrlParked bool
+	// Hardlinks are the ingest roots whose files may have more than one
+	// link: the same as the submitters' (SubmitOptions.Hardlinks).
+	Hardlinks validate.HardlinkRoots
 
 	draining atomic.Bool
 }

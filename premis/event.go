@@ -4,9 +4,11 @@
 package premis
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -39,18 +41,22 @@ type Event struct {
 	ObjectID      string `json:"object_id"`
 	BatchID       string `json:"batch_id,omitempty"`
 	CorrelationID string `json:"correlation_id"`
-	Kind          string `json:"kind"`             // "tiff", "edifact", "task"
-	SHA256        string `json:"sha256,omitempty"` // payload digest (the file's, as read)
-	Size          int64  `json:"size,omitempty"`
-	PUID          string `json:"puid,omitempty"` // PRONOM id from format identification
-	Path          string `json:"path,omitempty"` // where the payload was read from
-	Attempt       int    `json:"attempt"`        // 1-based; replay hops plus retries Lazaret decided
-	Retries       int    `json:"retries"`        // asynq retries consumed when the event was written
-	TaskID        string `json:"task_id,omitempty"`
-	ReplayOf      string `json:"replay_of,omitempty"` // event id this attempt replays or acts on
-	Agent         string `json:"agent"`               // "lazaret/<version>"
-	Operator      string `json:"operator,omitempty"`  // the person, for human actions
-	Envelope      []byte `json:"-"`                   // task envelope JSON, so the ledger can replay alone
+	Kind          string `json:"kind"` // "tiff", "edifact", "task"
+	// SHA256 and Size are the payload's digest and size as the event was
+	// recorded under: the declared ones, or the ones read when the event
+	// read the file. Only a fixity check that passed says which
+	// (ReadFixity, Fixity); JSON names them so (MarshalJSON).
+	SHA256   string `json:"sha256,omitempty"`
+	Size     int64  `json:"size,omitempty"`
+	PUID     string `json:"puid,omitempty"` // PRONOM id from format identification
+	Path     string `json:"path,omitempty"` // where the payload was read from
+	Attempt  int    `json:"attempt"`        // 1-based; replay hops plus retries Lazaret decided
+	Retries  int    `json:"retries"`        // asynq retries consumed when the event was written
+	TaskID   string `json:"task_id,omitempty"`
+	ReplayOf string `json:"replay_of,omitempty"` // event id this attempt replays or acts on
+	Agent    string `json:"agent"`               // "lazaret/<version>"
+	Operator string `json:"operator,omitempty"`  // the person, for human actions
+	Envelope []byte `json:"-"`                   // task envelope JSON, so the ledger can replay alone
 	// Members are the objects an event records together, beside its own
 	// object: the messages of an interchange accepted in one chunk (see
 	// Member). Empty for every other event.
@@ -64,6 +70,80 @@ type Event struct {
 	Seq      int64  `json:"seq,omitempty"`
 	PrevHash string `json:"prev_hash,omitempty"`
 	Hash     string `json:"hash,omitempty"`
+}
+
+// ReadFixity is the SHA-256 and size of the bytes e read, when e is the
+// event that computed them from those bytes: a fixity check that passed
+// (Success or Warning). Its digest is the one the worker hashed (and, as it
+// passed, the one the manifest declared); its size is the file's as opened.
+// Every other event's SHA256 and Size are the item's as declared or as
+// last read, which the ledger does not tell apart: they are never reported
+// as read (a fixity check that failed may have read nothing at all).
+func (e *Event) ReadFixity() (sha string, size int64, ok bool) {
+	if e.Type != FixityCheck || (e.Outcome != Success && e.Outcome != Warning) || e.SHA256 == "" {
+		return "", 0, false
+	}
+	return e.SHA256, max(e.Size, 0), true
+}
+
+// Fixity is what an item's events say of its bytes, each value named for
+// what it is: what the manifest declared (read from the submission's
+// envelope, which the submission and every failure carry), and what Lazaret
+// computed from the bytes it read (the latest fixity check: see
+// ReadFixity). Computed is empty when no fixity check of the bytes passed,
+// or the latest one failed: an item never read has only declared values.
+type Fixity struct {
+	DeclaredSHA256 string `json:"declared_sha256,omitempty"`
+	DeclaredSize   int64  `json:"declared_size,omitempty"` // 0: the manifest declared none
+	ComputedSHA256 string `json:"computed_sha256,omitempty"`
+	ComputedSize   int64  `json:"computed_size,omitempty"`
+}
+
+// Observe adds e, an event of the item later than those observed before.
+func (f *Fixity) Observe(e Event) {
+	if e.Type == FixityCheck {
+		f.ComputedSHA256, f.ComputedSize, _ = e.ReadFixity()
+	}
+	if env := envelopeOf(e.Envelope); env.Manifest.SHA256 != "" {
+		f.DeclaredSHA256, f.DeclaredSize = env.Manifest.SHA256, env.Manifest.Size
+	}
+}
+
+// FixityOf is the Fixity of an item's events, oldest first.
+func FixityOf(events []Event) Fixity {
+	var f Fixity
+	for _, e := range events {
+		f.Observe(e)
+	}
+	return f
+}
+
+// MarshalJSON writes e as its field tags say, but for the item's digest
+// and size: the event's SHA256 and Size hold the declared values or the
+// ones read, which the ledger does not tell apart, so they are written as
+// Fixity names them: computed_sha256 and computed_size on the fixity check
+// that computed them (ReadFixity), declared_sha256 and declared_size as
+// the envelope the event carries declares them, and otherwise not at all.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event // Event without this method
+	var out struct {
+		plain
+		// Shallower than plain's, so that plain's are not written.
+		SHA256 string `json:"sha256,omitempty"`
+		Size   int64  `json:"size,omitempty"`
+		Fixity
+	}
+	out.plain = plain(e)
+	out.Fixity.Observe(e)
+	// Unescaped, so that the encoder writing e decides about "<", as it
+	// does for the rest of the document.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Position is where in the payload a failure is. Offsets are 0-based

@@ -16,12 +16,16 @@ const (
 	FormatIdentification EventType = "for"
 	// FixityCheck: the message digest was compared with the expected one.
 	FixityCheck EventType = "fix"
-	// Ingestion: the object was accepted into the repository.
+	// Ingestion: the object was accepted into the repository; with outcome
+	// fai, it could not be taken in because its file could not be read
+	// (missing, refused by the confinement, unreadable): no validation ran.
 	Ingestion EventType = "ing"
 	// Deletion: the object was discarded, with a recorded reason.
 	Deletion EventType = "del"
-	// IngestionStart: the object was submitted; the ledger knows it is
-	// expected before the broker holds it.
+	// IngestionStart: the object was submitted, and the ledger knows it is
+	// expected before the broker holds it; or a dead letter was replayed,
+	// which starts its ingestion again (it was never quarantined, so the
+	// replay is no unq).
 	IngestionStart EventType = "ins"
 )
 
@@ -51,6 +55,24 @@ func (t EventType) Label() string {
 		return "ingestion start"
 	}
 	return string(t)
+}
+
+// ArchivematicaLabel is t as Archivematica's METS schematron recognises an
+// eventType: the vocabulary's label when Archivematica knows it, else the
+// label of the check the event records. An ingestion start is a part of
+// ingestion (the LoC vocabulary's narrower term); Lazaret's quarantine
+// event is the failed check that set the object aside (its detail names
+// the stage, its outcome detail the routing). The term itself stays the
+// event's valueURI. Unquarantine and deletion, which Archivematica does
+// not list, keep their own labels.
+func (t EventType) ArchivematicaLabel() string {
+	switch t {
+	case IngestionStart:
+		return Ingestion.Label()
+	case Quarantine:
+		return Validation.Label()
+	}
+	return t.Label()
 }
 
 // URI is the vocabulary term's URI.
@@ -163,6 +185,10 @@ func (d Destination) Terminal() bool {
 	}
 	return false
 }
+
+// Parked reports whether an item routed to d waits in a queue no worker
+// consumes, for a reconcile or a person: quarantine or audit-hold.
+func (d Destination) Parked() bool { return d == Quarantined || d == AuditHold }
 
 func contains[T comparable](list []T, v T) bool {
 	for _, x := range list {

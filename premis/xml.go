@@ -11,6 +11,7 @@ import (
 	"math"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -76,8 +77,19 @@ type ExportOptions struct {
 	// transfer's metadata/premis.xml (docs/archivematica.md): originalName
 	// as "objects/" + the path below the batch folder (the file's place in
 	// the transfer), message events linked to their interchange's file
-	// (Archivematica links events to files only), and no batch entity.
+	// (Archivematica links events to files only), no batch entity,
+	// eventType as the label Archivematica recognises (the LoC term staying
+	// its valueURI: EventType.ArchivematicaLabel), and the schema location
+	// on the root.
 	Archivematica bool
+	// METS wraps the export in a METS document as Archivematica's METS
+	// holds PREMIS (see mets.go); it shapes the PREMIS as Archivematica
+	// does. Its amdSecs pass Archivematica's METS schematron when each
+	// file's events link three agents: the software, the organisation
+	// (set Organisation) and the submitter.
+	METS bool
+	// Created is the METS header's CREATEDATE; zero means now.
+	Created time.Time
 }
 
 // Vocabularies of the Library of Congress used on agents and digests.
@@ -95,13 +107,29 @@ const (
 // (the messages of a chunk, see Member) links each of them, and not the
 // interchange it is filed under.
 func WriteXMLOptions(w io.Writer, events []Event, sw Software, opt ExportOptions) error {
-	_, err := writeXML(w, func(fn func(Event) error) error {
-		for _, e := range events {
-			if err := fn(e); err != nil {
-				return err
+	var index map[string]int
+	_, err := writeXML(w, source{
+		each: func(fn func(Event) error) error {
+			for _, e := range events {
+				if err := fn(e); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
+			return nil
+		},
+		byID: func(id string) (Event, error) {
+			if index == nil {
+				index = make(map[string]int, len(events))
+				for i := range events {
+					index[events[i].ID] = i
+				}
+			}
+			i, ok := index[id]
+			if !ok {
+				return Event{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+			}
+			return events[i], nil
+		},
 	}, sw, &opt)
 	return err
 }
@@ -120,12 +148,14 @@ var errPastFirstRead = errors.New("premis: past the export's first read")
 // second read stops where the first ended: events stored after that are
 // left out of both, so every event written is under an object written (the
 // first read itself follows appends made while it runs, to where it finds
-// the end). It returns how many events it wrote; with none
-// (ErrNothingToExport) it writes nothing.
+// the end). A METS export (opt.METS) writes each object's events beside it
+// instead, reading them by id (Ledger.Event) an object at a time, so its
+// memory grows as the premis:premis document's does. It returns how many
+// events it wrote; with none (ErrNothingToExport) it writes nothing.
 func ExportLedger(ctx context.Context, w io.Writer, l Ledger, f Filter, sw Software, opt ExportOptions) (int, error) {
 	f.Limit = 0
 	upTo, reads := int64(math.MaxInt64), 0
-	return writeXML(w, func(fn func(Event) error) error {
+	each := func(fn func(Event) error) error {
 		reads++
 		var last int64
 		err := EachEvent(ctx, l, f, func(e Event) error {
@@ -152,22 +182,96 @@ func ExportLedger(ctx context.Context, w io.Writer, l Ledger, f Filter, sw Softw
 			}
 		}
 		return nil
-	}, sw, &opt)
+	}
+	byID := func(id string) (Event, error) { return l.Event(ctx, id) }
+	return writeXML(w, source{each: each, byID: byID}, sw, &opt)
 }
 
-// writeXML writes the document of the events each hands over, which it
-// calls twice (objects first, then events) and which must hand over the
-// same events both times; opt.Head is read once the first has (see
-// ExportLedger). It returns how many events it wrote.
-func writeXML(w io.Writer, each func(fn func(Event) error) error, sw Software, opt *ExportOptions) (int, error) {
-	type object struct {
-		id, sha, puid, path, rel, kind string
-		size                           int64
-		events                         []string
+// source is what an export reads: each hands every event over in ledger
+// order, and is called twice (objects first, then events; see
+// ExportLedger); byID reads one of the events the first call handed over
+// (a METS document writes each object's events beside it, not in ledger
+// order).
+type source struct {
+	each func(fn func(Event) error) error
+	byID func(id string) (Event, error)
+}
+
+// object is what the first read learns of an object: enough to write it,
+// and the events (and, for METS, the agents) that link it.
+type object struct {
+	id, puid, path, rel, kind string
+	// fixity is what Lazaret computed from the bytes it read, exported as
+	// the object's fixity and size, and what the manifest declared, a
+	// claim exported as one.
+	fixity Fixity
+	events []string
+	agents []agentRef
+}
+
+// agentRef is an agent as an event links it: identifier type and value.
+type agentRef struct{ typ, value string }
+
+// The agent identifier types an export writes.
+const (
+	agentSoftware     = "software"
+	agentOrganisation = "organization"
+	agentOperator     = "operator"
+)
+
+// eventAgents are the agents e links, with their roles (codes of the LoC
+// eventRelatedAgentRole vocabulary): the software that ran it, the operator
+// who acted, the organisation that runs Lazaret.
+func eventAgents(e Event, sw Software, organisation string) (refs []agentRef, roles []string) {
+	agent := e.Agent
+	if agent == "" {
+		agent = sw.ID()
 	}
+	role := "exe"
+	if e.Type == Validation || e.Type == FixityCheck || e.Type == FormatIdentification {
+		role = "val"
+	}
+	refs, roles = append(refs, agentRef{agentSoftware, agent}), append(roles, role)
+	if e.Operator != "" {
+		refs, roles = append(refs, agentRef{agentOperator, e.Operator}), append(roles, "imp")
+	}
+	if organisation != "" {
+		refs, roles = append(refs, agentRef{agentOrganisation, organisation}), append(roles, "imp")
+	}
+	return refs, roles
+}
+
+// sortAgents orders agents as an export writes them: the exporting
+// software first, then other software (earlier versions that wrote events),
+// the organisation, and the operators, each by value.
+func sortAgents(refs []agentRef, sw Software) {
+	rank := func(a agentRef) int {
+		switch {
+		case a.typ == agentSoftware && a.value == sw.ID():
+			return 0
+		case a.typ == agentSoftware:
+			return 1
+		case a.typ == agentOrganisation:
+			return 2
+		}
+		return 3
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		if ri, rj := rank(refs[i]), rank(refs[j]); ri != rj {
+			return ri < rj
+		}
+		return refs[i].value < refs[j].value
+	})
+}
+
+// writeXML writes the document of the events src hands over; opt.Head is
+// read once its first read has (see ExportLedger). It returns how many
+// events it wrote.
+func writeXML(w io.Writer, src source, sw Software, opt *ExportOptions) (int, error) {
+	archivematica := opt.Archivematica || opt.METS
 	// shape is the event as the document has it, and whether it is in it.
 	shape := func(e Event) (Event, bool) { return e, true }
-	if opt.Archivematica {
+	if archivematica {
 		shape = func(e Event) (Event, bool) {
 			if e.Kind == kindBatch {
 				return e, false
@@ -190,14 +294,19 @@ func writeXML(w io.Writer, each func(fn func(Event) error) error, sw Software, o
 		}
 		return o
 	}
+	agents := map[agentRef]bool{}
 	n, all := 0, 0 // events in the document, and read
-	err := each(func(e Event) error {
+	err := src.each(func(e Event) error {
 		all++
 		e, ok := shape(e)
 		if !ok {
 			return nil
 		}
 		n++
+		refs, _ := eventAgents(e, sw, opt.Organisation)
+		for _, a := range refs {
+			agents[a] = true
+		}
 		if len(e.Members) > 0 {
 			for _, m := range e.Members {
 				o := objectOf(m.ObjectID)
@@ -207,11 +316,11 @@ func writeXML(w io.Writer, each func(fn func(Event) error) error, sw Software, o
 			return nil
 		}
 		o := objectOf(e.ObjectID)
-		if e.SHA256 != "" {
-			o.sha = e.SHA256
-		}
-		if e.Size > 0 {
-			o.size = e.Size
+		// The latest fixity check says what the bytes are: one that
+		// failed, or read nothing, leaves no digest to claim.
+		o.fixity.Observe(e)
+		if rel := envelopeOf(e.Envelope).Rel; rel != "" {
+			o.rel = rel
 		}
 		if e.PUID != "" {
 			o.puid = e.PUID
@@ -222,10 +331,14 @@ func writeXML(w io.Writer, each func(fn func(Event) error) error, sw Software, o
 		if e.Kind != "" {
 			o.kind = e.Kind
 		}
-		if rel := relativeName(e.Envelope); rel != "" {
-			o.rel = rel
-		}
 		o.events = append(o.events, e.ID)
+		if opt.METS {
+			for _, a := range refs {
+				if !slices.Contains(o.agents, a) {
+					o.agents = append(o.agents, a)
+				}
+			}
+		}
 		return nil
 	})
 	switch {
@@ -236,169 +349,238 @@ func writeXML(w io.Writer, each func(fn func(Event) error) error, sw Software, o
 	case n == 0:
 		return 0, fmt.Errorf("%w for Archivematica: only batch events match", ErrNothingToExport)
 	}
+	refs := make([]agentRef, 0, len(agents)+1)
+	refs = append(refs, agentRef{agentSoftware, sw.ID()}) // the exporter, even when no event names it
+	for a := range agents {
+		if a != refs[0] {
+			refs = append(refs, a)
+		}
+	}
+	sortAgents(refs, sw)
+
 	bw := bufio.NewWriter(w)
 	x := &xw{w: bw}
-	x.raw(xml.Header)
-	if opt.Unverified != "" {
-		x.raw("<!-- UNVERIFIED EXPORT: the ledger did not verify: " + commentText(opt.Unverified) + " -->\n")
+	d := &doc{x: x, sw: sw, opt: opt}
+	if opt.METS {
+		err = d.mets(objects, order, src, shape, n)
+	} else {
+		err = d.premis(objects, order, refs, src, shape, n)
 	}
-	x.raw(`<premis:premis xmlns:premis="` + NamespacePREMIS + `" xmlns:xsi="` + namespaceXSI + `" xmlns:lazaret="` + NamespaceLazaret + `" version="3.0">` + "\n")
-	for _, id := range order {
-		o := objects[id]
-		if o.kind == kindBatch {
-			// A batch is what was submitted together, not a file.
-			x.open(`premis:object xsi:type="premis:intellectualEntity"`)
-			x.open("premis:objectIdentifier")
-			x.elem("premis:objectIdentifierType", "local")
-			x.elem("premis:objectIdentifierValue", o.id)
-			x.close("premis:objectIdentifier")
-			writeEventLinks(x, o.events)
-			x.close("premis:object")
-			continue
-		}
-		parent, _, message := strings.Cut(o.id, "#")
-		if message {
-			x.open(`premis:object xsi:type="premis:bitstream"`)
-		} else {
-			x.open(`premis:object xsi:type="premis:file"`)
-		}
-		x.open("premis:objectIdentifier")
-		x.elem("premis:objectIdentifierType", "local")
-		x.elem("premis:objectIdentifierValue", o.id)
-		x.close("premis:objectIdentifier")
-		x.open("premis:objectCharacteristics")
-		if !message {
-			x.elem("premis:compositionLevel", "0")
-		}
-		if o.sha != "" && !message {
-			x.open("premis:fixity")
-			x.openAttr("premis:messageDigestAlgorithm", "authority", "cryptographicHashFunctions", "authorityURI", hashAuthority, "valueURI", hashAuthority+"/sha256")
-			x.text("SHA-256")
-			x.close("premis:messageDigestAlgorithm")
-			x.elem("premis:messageDigest", o.sha)
-			x.close("premis:fixity")
-		}
-		if o.size > 0 && !message {
-			x.elem("premis:size", strconv.FormatInt(o.size, 10))
-		}
-		x.open("premis:format")
-		name, version := formatOf(o.puid, o.kind, message)
-		x.open("premis:formatDesignation")
-		x.elem("premis:formatName", name)
-		if version != "" {
-			x.elem("premis:formatVersion", version)
-		}
-		x.close("premis:formatDesignation")
-		if o.puid != "" {
-			x.open("premis:formatRegistry")
-			x.elem("premis:formatRegistryName", "PRONOM")
-			x.elem("premis:formatRegistryKey", o.puid)
-			x.elem("premis:formatRegistryRole", "specification")
-			x.close("premis:formatRegistry")
-		}
-		x.close("premis:format")
-		x.close("premis:objectCharacteristics")
-		switch {
-		case message:
-		case opt.Archivematica && o.rel != "":
-			x.elem("premis:originalName", "objects/"+o.rel)
-		case opt.Archivematica && o.path != "":
-			x.elem("premis:originalName", "objects/"+path.Base(filepath.ToSlash(o.path)))
-		case o.rel != "":
-			x.elem("premis:originalName", o.rel)
-		case o.path != "":
-			x.elem("premis:originalName", o.path)
-		}
-		if message {
-			x.open("premis:relationship")
-			// The PREMIS Data Dictionary's terms; no valueURI is claimed
-			// for them.
-			x.elem("premis:relationshipType", "structural")
-			x.elem("premis:relationshipSubType", "is included in")
-			x.open("premis:relatedObjectIdentifier")
-			x.elem("premis:relatedObjectIdentifierType", "local")
-			x.elem("premis:relatedObjectIdentifierValue", parent)
-			x.close("premis:relatedObjectIdentifier")
-			x.close("premis:relationship")
-		}
-		writeEventLinks(x, o.events)
-		x.close("premis:object")
-	}
-
-	operators := map[string]bool{}
-	written := 0
-	if err := each(func(e Event) error {
-		e, ok := shape(e)
-		if !ok {
-			return nil
-		}
-		writeEvent(x, e, sw, opt.Organisation)
-		written++
-		if e.Operator != "" {
-			operators[e.Operator] = true
-		}
-		return x.err
-	}); err != nil {
+	if err != nil {
 		return 0, err
 	}
-	if written != n {
-		return 0, fmt.Errorf("premis: export: %d events on the second read, %d on the first", written, n)
-	}
-
-	x.open("premis:agent")
-	x.open("premis:agentIdentifier")
-	x.elem("premis:agentIdentifierType", "software")
-	x.elem("premis:agentIdentifierValue", sw.ID())
-	x.close("premis:agentIdentifier")
-	x.elem("premis:agentName", sw.Name)
-	agentType(x, "software", "sof")
-	x.elem("premis:agentVersion", sw.Version)
-	if head := opt.Head; head != nil || opt.Unverified != "" {
-		var attrs []string
-		if head != nil {
-			x.elem("premis:agentNote", fmt.Sprintf("ledger chain head: %d events, last hash %s", head.Count, head.Hash))
-			attrs = append(attrs, "events", strconv.FormatInt(head.Count, 10), "hash", head.Hash)
-		}
-		if opt.Unverified != "" {
-			x.elem("premis:agentNote", "UNVERIFIED: the ledger did not verify when this was exported: "+opt.Unverified)
-			attrs = append(attrs, "verified", "false", "problem", opt.Unverified)
-		}
-		x.open("premis:agentExtension")
-		x.openAttr("lazaret:ledgerHead", attrs...)
-		x.close("lazaret:ledgerHead")
-		x.close("premis:agentExtension")
-	}
-	x.close("premis:agent")
-	if opt.Organisation != "" {
-		x.open("premis:agent")
-		x.open("premis:agentIdentifier")
-		x.elem("premis:agentIdentifierType", "organization")
-		x.elem("premis:agentIdentifierValue", opt.Organisation)
-		x.close("premis:agentIdentifier")
-		x.elem("premis:agentName", opt.Organisation)
-		agentType(x, "organization", "org")
-		x.close("premis:agent")
-	}
-	names := make([]string, 0, len(operators))
-	for n := range operators {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		x.open("premis:agent")
-		x.open("premis:agentIdentifier")
-		x.elem("premis:agentIdentifierType", "operator")
-		x.elem("premis:agentIdentifierValue", n)
-		x.close("premis:agentIdentifier")
-		x.elem("premis:agentName", n)
-		agentType(x, "person", "per")
-		x.close("premis:agent")
-	}
-	x.raw("</premis:premis>\n")
 	if x.err != nil {
 		return 0, x.err
 	}
 	return n, bw.Flush()
+}
+
+// doc writes the entities of one export.
+type doc struct {
+	x   *xw
+	sw  Software
+	opt *ExportOptions
+}
+
+// premis writes the premis:premis document: the objects, the events as the
+// second read hands them over, then the agents.
+func (d *doc) premis(objects map[string]*object, order []string, agents []agentRef, src source, shape func(Event) (Event, bool), n int) error {
+	x := d.x
+	x.raw(xml.Header)
+	d.unverifiedComment()
+	root := `<premis:premis xmlns:premis="` + NamespacePREMIS + `" xmlns:xsi="` + namespaceXSI + `" xmlns:lazaret="` + NamespaceLazaret + `"`
+	if d.opt.Archivematica {
+		root += ` xsi:schemaLocation="` + schemaLocationPREMIS + `"`
+	}
+	x.raw(root + ` version="3.0">` + "\n")
+	for _, id := range order {
+		d.object(objects[id], "")
+	}
+	written := 0
+	if err := src.each(func(e Event) error {
+		e, ok := shape(e)
+		if !ok {
+			return nil
+		}
+		d.event(e, "")
+		written++
+		return x.err
+	}); err != nil {
+		return err
+	}
+	if written != n {
+		return fmt.Errorf("premis: export: %d events on the second read, %d on the first", written, n)
+	}
+	for _, a := range agents {
+		d.agent(a, "")
+	}
+	x.raw("</premis:premis>\n")
+	return nil
+}
+
+// schemaLocationPREMIS is the xsi:schemaLocation of a PREMIS 3.0 entity.
+const schemaLocationPREMIS = NamespacePREMIS + " http://www.loc.gov/standards/premis/v3/premis.xsd"
+
+// wrapped is what opens a PREMIS entity that stands alone in a METS
+// mdWrap, as Archivematica writes them: its namespaces, schema location
+// and version.
+const wrapped = ` xmlns:premis="` + NamespacePREMIS + `" xmlns:xsi="` + namespaceXSI + `" xmlns:lazaret="` + NamespaceLazaret +
+	`" xsi:schemaLocation="` + schemaLocationPREMIS + `" version="3.0"`
+
+// object writes o; wrap is "" in a premis:premis document, else wrapped.
+func (d *doc) object(o *object, wrap string) {
+	x, opt := d.x, d.opt
+	if o.kind == kindBatch {
+		// A batch is what was submitted together, not a file.
+		x.raw(`<premis:object xsi:type="premis:intellectualEntity"` + wrap + ">")
+		x.open("premis:objectIdentifier")
+		x.elem("premis:objectIdentifierType", "local")
+		x.elem("premis:objectIdentifierValue", o.id)
+		x.close("premis:objectIdentifier")
+		writeEventLinks(x, o.events)
+		x.close("premis:object")
+		return
+	}
+	parent, _, message := strings.Cut(o.id, "#")
+	if message {
+		x.raw(`<premis:object xsi:type="premis:bitstream"` + wrap + ">")
+	} else {
+		x.raw(`<premis:object xsi:type="premis:file"` + wrap + ">")
+	}
+	x.open("premis:objectIdentifier")
+	x.elem("premis:objectIdentifierType", "local")
+	x.elem("premis:objectIdentifierValue", o.id)
+	x.close("premis:objectIdentifier")
+	if !message {
+		// What the manifest claims is a claim: never fixity, which is
+		// only what Lazaret computed from the bytes it read.
+		if o.fixity.DeclaredSHA256 != "" {
+			declared(x, "declared sha256", o.fixity.DeclaredSHA256)
+		}
+		if o.fixity.DeclaredSize > 0 {
+			declared(x, "declared size", strconv.FormatInt(o.fixity.DeclaredSize, 10))
+		}
+	}
+	x.open("premis:objectCharacteristics")
+	if !message {
+		x.elem("premis:compositionLevel", "0")
+	}
+	if o.fixity.ComputedSHA256 != "" && !message {
+		x.open("premis:fixity")
+		x.openAttr("premis:messageDigestAlgorithm", "authority", "cryptographicHashFunctions", "authorityURI", hashAuthority, "valueURI", hashAuthority+"/sha256")
+		x.text("SHA-256")
+		x.close("premis:messageDigestAlgorithm")
+		x.elem("premis:messageDigest", o.fixity.ComputedSHA256)
+		x.elem("premis:messageDigestOriginator", d.sw.Name)
+		x.close("premis:fixity")
+	}
+	if o.fixity.ComputedSize > 0 && !message {
+		x.elem("premis:size", strconv.FormatInt(o.fixity.ComputedSize, 10))
+	}
+	x.open("premis:format")
+	name, version := formatOf(o.puid, o.kind, message)
+	x.open("premis:formatDesignation")
+	x.elem("premis:formatName", name)
+	if version != "" {
+		x.elem("premis:formatVersion", version)
+	}
+	x.close("premis:formatDesignation")
+	if o.puid != "" {
+		x.open("premis:formatRegistry")
+		x.elem("premis:formatRegistryName", "PRONOM")
+		x.elem("premis:formatRegistryKey", o.puid)
+		x.elem("premis:formatRegistryRole", "specification")
+		x.close("premis:formatRegistry")
+	}
+	x.close("premis:format")
+	x.close("premis:objectCharacteristics")
+	if name := originalName(o, opt.Archivematica || opt.METS); name != "" && !message {
+		x.elem("premis:originalName", name)
+	}
+	if message {
+		x.open("premis:relationship")
+		// The PREMIS Data Dictionary's terms; no valueURI is claimed
+		// for them.
+		x.elem("premis:relationshipType", "structural")
+		x.elem("premis:relationshipSubType", "is included in")
+		x.open("premis:relatedObjectIdentifier")
+		x.elem("premis:relatedObjectIdentifierType", "local")
+		x.elem("premis:relatedObjectIdentifierValue", parent)
+		x.close("premis:relatedObjectIdentifier")
+		x.close("premis:relationship")
+	}
+	writeEventLinks(x, o.events)
+	x.close("premis:object")
+}
+
+// originalName is a file object's originalName: the path below the batch
+// folder as the submission recorded it, else the path it was read from;
+// for Archivematica, its place in the transfer ("objects/" + that path, or
+// + the file's name when only the path read is known).
+func originalName(o *object, archivematica bool) string {
+	switch {
+	case archivematica && o.rel != "":
+		return "objects/" + o.rel
+	case archivematica && o.path != "":
+		return "objects/" + path.Base(filepath.ToSlash(o.path))
+	case o.rel != "":
+		return o.rel
+	}
+	return o.path
+}
+
+// declared writes a value the manifest declared as a significant property
+// of the object, its type naming it as declared.
+func declared(x *xw, typ, value string) {
+	x.open("premis:significantProperties")
+	x.elem("premis:significantPropertiesType", typ)
+	x.elem("premis:significantPropertiesValue", value)
+	x.close("premis:significantProperties")
+}
+
+// agent writes one agent; the exporting software carries the ledger's
+// chain head when the export has one.
+func (d *doc) agent(a agentRef, wrap string) {
+	x := d.x
+	x.raw("<premis:agent" + wrap + ">")
+	x.open("premis:agentIdentifier")
+	x.elem("premis:agentIdentifierType", a.typ)
+	x.elem("premis:agentIdentifierValue", a.value)
+	x.close("premis:agentIdentifier")
+	switch a.typ {
+	case agentSoftware:
+		name, version := d.sw.Name, d.sw.Version
+		if a.value != d.sw.ID() {
+			name, version, _ = strings.Cut(a.value, "/")
+		}
+		x.elem("premis:agentName", name)
+		agentType(x, "software", "sof")
+		if version != "" {
+			x.elem("premis:agentVersion", version)
+		}
+		if head := d.opt.Head; (head != nil || d.opt.Unverified != "") && a.value == d.sw.ID() {
+			var attrs []string
+			if head != nil {
+				x.elem("premis:agentNote", fmt.Sprintf("ledger chain head: %d events, last hash %s", head.Count, head.Hash))
+				attrs = append(attrs, "events", strconv.FormatInt(head.Count, 10), "hash", head.Hash)
+			}
+			if d.opt.Unverified != "" {
+				x.elem("premis:agentNote", "UNVERIFIED: the ledger did not verify when this was exported: "+d.opt.Unverified)
+				attrs = append(attrs, "verified", "false", "problem", d.opt.Unverified)
+			}
+			x.open("premis:agentExtension")
+			x.openAttr("lazaret:ledgerHead", attrs...)
+			x.close("lazaret:ledgerHead")
+			x.close("premis:agentExtension")
+		}
+	case agentOrganisation:
+		x.elem("premis:agentName", a.value)
+		agentType(x, "organization", "org")
+	default:
+		x.elem("premis:agentName", a.value)
+		agentType(x, "person", "per")
+	}
+	x.close("premis:agent")
 }
 
 // kindBatch is the kind of a batch's own events (ingest.KindBatch).
@@ -443,29 +625,46 @@ func formatOf(puid, kind string, message bool) (name, version string) {
 	return "unidentified", ""
 }
 
-// relativeName is the path below the batch folder that a submission
-// recorded in its envelope ("rel"), or "".
-func relativeName(envelope []byte) string {
-	if len(envelope) == 0 {
-		return ""
-	}
-	var env struct {
-		Rel string `json:"rel"`
-	}
-	if json.Unmarshal(envelope, &env) != nil {
-		return ""
-	}
-	return env.Rel
+// envelope is what an export reads of an event's envelope (the submission's
+// task envelope, ingest.Envelope): the path below the batch folder ("rel")
+// and what the manifest declared of the file.
+type envelope struct {
+	Rel      string `json:"rel"`
+	Manifest struct {
+		SHA256 string `json:"sha256"`
+		Size   int64  `json:"size"`
+	} `json:"manifest"`
 }
 
-func writeEvent(x *xw, e Event, sw Software, organisation string) {
-	x.open("premis:event")
+// envelopeOf reads b, an envelope or nothing; what it cannot read is empty.
+func envelopeOf(b []byte) envelope {
+	var env envelope
+	if len(b) == 0 || json.Unmarshal(b, &env) != nil {
+		return envelope{}
+	}
+	if env.Manifest.Size < 0 {
+		env.Manifest.Size = 0
+	}
+	return env
+}
+
+// event writes e; wrap is "" in a premis:premis document, else wrapped.
+// For Archivematica its eventType is the label Archivematica recognises
+// (EventType.ArchivematicaLabel) and its outcome the vocabulary's label, the
+// LoC terms staying their valueURIs.
+func (d *doc) event(e Event, wrap string) {
+	x := d.x
+	x.raw("<premis:event" + wrap + ">")
 	x.open("premis:eventIdentifier")
 	x.elem("premis:eventIdentifierType", "UUID")
 	x.elem("premis:eventIdentifierValue", e.ID)
 	x.close("premis:eventIdentifier")
 	x.openAttr("premis:eventType", "authority", "eventType", "authorityURI", "http://id.loc.gov/vocabulary/preservation/eventType", "valueURI", e.Type.URI())
-	x.text(string(e.Type))
+	if d.opt.Archivematica || d.opt.METS {
+		x.text(e.Type.ArchivematicaLabel())
+	} else {
+		x.text(string(e.Type))
+	}
 	x.close("premis:eventType")
 	x.elem("premis:eventDateTime", e.DateTime.UTC().Format(time.RFC3339Nano))
 	if e.Detail != "" {
@@ -483,7 +682,11 @@ func writeEvent(x *xw, e Event, sw Software, organisation string) {
 	}
 	x.open("premis:eventOutcomeInformation")
 	x.openAttr("premis:eventOutcome", "authority", "eventOutcome", "authorityURI", "http://id.loc.gov/vocabulary/preservation/eventOutcome", "valueURI", e.Outcome.URI())
-	x.text(string(e.Outcome))
+	if d.opt.Archivematica || d.opt.METS {
+		x.text(e.Outcome.Label())
+	} else {
+		x.text(string(e.Outcome))
+	}
 	x.close("premis:eventOutcome")
 	note := e.Note
 	if note == "" {
@@ -557,20 +760,9 @@ func writeEvent(x *xw, e Event, sw Software, organisation string) {
 		x.close("premis:eventOutcomeDetail")
 	}
 	x.close("premis:eventOutcomeInformation")
-	agent := e.Agent
-	if agent == "" {
-		agent = sw.ID()
-	}
-	role := "exe"
-	if e.Type == Validation || e.Type == FixityCheck || e.Type == FormatIdentification {
-		role = "val"
-	}
-	x.linkAgent("software", agent, role)
-	if e.Operator != "" {
-		x.linkAgent("operator", e.Operator, "imp")
-	}
-	if organisation != "" {
-		x.linkAgent("organization", organisation, "imp")
+	refs, roles := eventAgents(e, d.sw, d.opt.Organisation)
+	for i, a := range refs {
+		x.linkAgent(a.typ, a.value, roles[i])
 	}
 	if len(e.Members) == 0 {
 		x.linkObject(e.ObjectID)
@@ -641,6 +833,14 @@ func (x *xw) elem(tag, v string) {
 	x.open(tag)
 	x.text(v)
 	x.close(tag)
+}
+
+// unverifiedComment says, before the root, that the export was taken
+// from a ledger that did not verify (ExportOptions.Unverified).
+func (d *doc) unverifiedComment() {
+	if d.opt.Unverified != "" {
+		d.x.raw("<!-- UNVERIFIED EXPORT: the ledger did not verify: " + commentText(d.opt.Unverified) + " -->\n")
+	}
 }
 
 // commentText is s as the text of an XML comment, which may not hold "--".

@@ -153,7 +153,9 @@ func TestWriteXMLForImport(t *testing.T) {
 	evs := []premis.Event{
 		{ID: "10000000-0000-4000-8000-000000000001", Type: premis.IngestionStart, DateTime: at, Outcome: premis.Success, ObjectID: "master-1",
 			BatchID: "b1", Kind: "tiff", SHA256: sha, Size: 4096, Path: "/staging/b1/masters/m1.tif", Destination: premis.Submitted, Attempt: 1,
-			Operator: "Reading Room Scans", Envelope: []byte(`{"v":1,"root":"/staging/b1","rel":"masters/m1.tif"}`)},
+			Operator: "Reading Room Scans", Envelope: []byte(`{"v":1,"root":"/staging/b1","rel":"masters/m1.tif","manifest":{"sha256":"` + sha + `","size":4096}}`)},
+		{ID: "10000000-0000-4000-8000-000000000005", Type: premis.FixityCheck, DateTime: at, Outcome: premis.Success, ObjectID: "master-1",
+			BatchID: "b1", Kind: "tiff", SHA256: sha, Size: 4096, Path: "/staging/b1/masters/m1.tif", Attempt: 1},
 		{ID: "10000000-0000-4000-8000-000000000002", Type: premis.Ingestion, DateTime: at, Outcome: premis.Success, ObjectID: "master-1",
 			BatchID: "b1", Kind: "tiff", SHA256: sha, PUID: "fmt/353", Path: "/staging/b1/masters/m1.tif", Destination: premis.Accepted, Attempt: 1},
 		{ID: "10000000-0000-4000-8000-000000000003", Type: premis.Ingestion, DateTime: at, Outcome: premis.Success, ObjectID: "inv",

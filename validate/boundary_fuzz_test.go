@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -15,26 +16,28 @@ import (
 // bytes: no panic, an error or a result, never a read past the input.
 
 func FuzzParseManifest(f *testing.F) {
-	f.Add([]byte(`{"batch_id":"b","submitter":"s","items":[{"object_id":"a","kind":"tiff","path":"a.tif","sha256":"` +
+	seeds := testenv.NewSeeds(f)
+	seeds.Add([]byte(`{"batch_id":"b","submitter":"s","items":[{"object_id":"a","kind":"tiff","path":"a.tif","sha256":"` +
 		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" + `","resolution_dpi":"abc"}]}`))
-	f.Add([]byte("\xef\xbb\xbf{\"batch_id\":\"b\"}"))
-	f.Add([]byte(`{"items":[{"object_id":"inv#1","path":"../../etc/shadow"}]} trailing`))
-	f.Add([]byte(`{"resolution_dpi": 1e999}`))
+	seeds.Add([]byte("\xef\xbb\xbf{\"batch_id\":\"b\"}"))
+	seeds.Add([]byte(`{"items":[{"object_id":"inv#1","path":"../../etc/shadow"}]} trailing`))
+	seeds.Add([]byte(`{"resolution_dpi": 1e999}`))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := validate.ParseManifest(data)
 		if err != nil {
 			return
 		}
-		_ = m.Check(dir) // every problem is reported, none panics
+		_ = m.Check(dir, false) // every problem is reported, none panics
 	})
 }
 
 func FuzzReadICC(f *testing.F) {
+	seeds := testenv.NewSeeds(f)
 	valid := make([]byte, 132)
 	copy(valid[36:], "acsp")
-	f.Add(valid)
-	f.Add(append(bytes.Repeat([]byte{0xff}, 128), 0, 0, 0, 1))
+	seeds.Add(valid)
+	seeds.Add(append(bytes.Repeat([]byte{0xff}, 128), 0, 0, 0, 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := validate.ReadICC(bytes.NewReader(data), 0, int64(len(data)))
 		if err == nil && p == nil {
@@ -44,10 +47,11 @@ func FuzzReadICC(f *testing.F) {
 }
 
 func FuzzRegistryFiles(f *testing.F) {
-	f.Add([]byte(",\"NL\",\"RTM\",\"Rotterdam\",,,,,,,,\n"), false)
-	f.Add([]byte("hscode,description\n847130,laptops\n"), true)
-	f.Add([]byte("\"unterminated,\n"), false)
-	f.Add([]byte("BZh91AY&SY"), false) // a bzip2 header and nothing else
+	seeds := testenv.NewSeeds(f)
+	seeds.Add([]byte(",\"NL\",\"RTM\",\"Rotterdam\",,,,,,,,\n"), false)
+	seeds.Add([]byte("hscode,description\n847130,laptops\n"), true)
+	seeds.Add([]byte("\"unterminated,\n"), false)
+	seeds.Add([]byte("BZh91AY&SY"), false) // a bzip2 header and nothing else
 	f.Fuzz(func(t *testing.T, data []byte, hs bool) {
 		path := filepath.Join(t.TempDir(), "registry.csv")
 		if hs && len(data) >= 3 && string(data[:3]) == "BZh" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -17,10 +18,11 @@ import (
 // LogLuv, CCITT and WebP pages. No panic, typed errors, offsets in the
 // file, and no input slow enough to be a denial of service.
 func FuzzTIFFDepth(f *testing.F) {
+	seeds := testenv.NewSeeds(f)
 	add := func(d ...*fixtures.Dir) {
 		var buf bytes.Buffer
 		fixtures.WriteDirs(&buf, d)
-		f.Add(buf.Bytes())
+		seeds.Add(buf.Bytes())
 	}
 	p := greyDir()
 	p.EXIF = exifDir()

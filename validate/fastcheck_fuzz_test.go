@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -14,6 +15,7 @@ import (
 // (the default) and the image decoder (DecodeUncompressed) give the same
 // verdict: the same error, skipped pages and warnings.
 func FuzzFastCountAsDecoder(f *testing.F) {
+	seeds := testenv.NewSeeds(f)
 	for _, c := range []int{5, 8, 32773} {
 		for _, g := range []fixtures.Noisy{
 			{Width: 23, Height: 17, Samples: 3, RowsPerStrip: 5, Seed: 1},
@@ -24,7 +26,7 @@ func FuzzFastCountAsDecoder(f *testing.F) {
 			if err != nil {
 				f.Fatal(err)
 			}
-			f.Add(data)
+			seeds.Add(data)
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -16,15 +17,16 @@ import (
 // every error is typed (or the pixel budget's), and every offset lies in
 // the file.
 func FuzzTIFF(f *testing.F) {
+	seeds := testenv.NewSeeds(f)
 	for _, pages := range [][]fixtures.Page{
 		{grey(8, 8)},
 		{grey(8, 8), {Width: 9, Height: 5, Samples: 3, Deflate: true, RowsPerStrip: 2}},
 	} {
 		var buf bytes.Buffer
 		fixtures.WriteTIFF(&buf, pages)
-		f.Add(buf.Bytes())
+		seeds.Add(buf.Bytes())
 	}
-	f.Add(fixtures.DimensionBomb())
+	seeds.Add(fixtures.DimensionBomb())
 	if files, err := filepath.Glob(filepath.Join("..", "..", "shared", "corpus", "tiff", "bad", "*")); err == nil {
 		for _, p := range files {
 			if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {

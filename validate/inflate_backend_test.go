@@ -226,8 +226,9 @@ func TestInflateBackendsOnHostileStreams(t *testing.T) {
 // counts klauspost counts the same, without an error.
 func FuzzInflateBackends(f *testing.F) {
 	srcs, bounds := hostileSeeds(f)
+	seeds := testenv.NewSeeds(f)
 	for i := range srcs {
-		f.Add(srcs[i], bounds[i])
+		seeds.Add(srcs[i], bounds[i])
 	}
 	f.Fuzz(func(t *testing.T, src []byte, bound uint32) {
 		checkBoth(t, "input", src, uint64(bound%(1<<20)))

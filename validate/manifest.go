@@ -89,15 +89,24 @@ func newValidator() *validator.Validate {
 // Per-item content rules (colour profile, resolution) are not checked
 // here: they belong to the item's validation and route it to quarantine
 // without refusing the batch.
-func ReadManifest(path string) (*Manifest, string, error) {
-	f, _, err := Open(Source{Path: path})
+//
+// The manifest is opened as an item is (see Open): src names it beneath
+// an ingest root, or is SourceOf its path, confined to its own folder;
+// either way a symbolic link, a hard link (unless src.Hardlinks) or
+// anything but a regular file is refused before a byte is read. Every
+// failure to open or read it wraps ErrManifestUnreadable, so a caller that
+// answers strangers can refuse all of them alike. src.Hardlinks applies to
+// the items' files too: they lie beneath the same root.
+func ReadManifest(src Source) (*Manifest, string, error) {
+	path := src.String()
+	f, _, err := Open(src)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("%w: %w", ErrManifestUnreadable, err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("%w: %s: %w", ErrManifestUnreadable, path, err)
 	}
 	if len(b) > MaxManifestBytes {
 		return nil, "", fmt.Errorf("manifest %s is larger than %d bytes", path, MaxManifestBytes)
@@ -107,8 +116,12 @@ func ReadManifest(path string) (*Manifest, string, error) {
 	if m == nil {
 		return nil, dir, err
 	}
-	return m, dir, errors.Join(err, m.Check(dir))
+	return m, dir, errors.Join(err, m.Check(dir, src.Hardlinks))
 }
+
+// ErrManifestUnreadable: the manifest could not be opened or read as a
+// regular file in its place (missing, a link, not permitted, not a file).
+var ErrManifestUnreadable = errors.New("manifest not readable")
 
 // ManifestSyntaxError: the manifest is not one JSON object. Offset is the
 // 0-based byte offset (after a byte-order mark), Line and Column are
@@ -374,8 +387,9 @@ func (sp manifestSpans) unknownFields(b []byte, m *Manifest) []error {
 }
 
 // Check applies the boundary rules to m. dir is the manifest's folder; item
-// paths must stay inside it and name a regular file there.
-func (m *Manifest) Check(dir string) error {
+// paths must stay inside it and name a regular file there, with one link
+// unless hardlinks (see Source.Hardlinks).
+func (m *Manifest) Check(dir string, hardlinks bool) error {
 	var errs []error
 	if err := validate.Struct(m); err != nil {
 		errs = append(errs, fieldErrors(m, err)...)
@@ -403,7 +417,7 @@ func (m *Manifest) Check(dir string) error {
 		// The file is opened as a worker opens it, so that a missing or
 		// unreadable file is reported now, with the other problems.
 		rel, _ := filepath.Rel(root, full)
-		f, _, err := Open(Source{Root: root, Rel: filepath.ToSlash(rel), Path: full})
+		f, _, err := Open(Source{Root: root, Rel: filepath.ToSlash(rel), Path: full, Hardlinks: hardlinks})
 		var oe *OpenError
 		switch {
 		case errors.As(err, &oe):
@@ -568,4 +582,15 @@ func abs(f float64) float64 {
 		return -f
 	}
 	return f
+}
+
+// ReadManifestFile is ReadManifest of the file at path, confined to its
+// own folder (SourceOf): for a manifest an operator names where no ingest
+// root is configured. The file itself may not be a link.
+func ReadManifestFile(path string) (*Manifest, string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrManifestUnreadable, err)
+	}
+	return ReadManifest(SourceOf(abs))
 }

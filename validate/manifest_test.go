@@ -47,7 +47,7 @@ func TestManifestReportsEveryProblemAtOnce(t *testing.T) {
 	 ]}`
 	path := filepath.Join(dir, "manifest.json")
 	os.WriteFile(path, []byte(js), 0o644)
-	_, _, err := validate.ReadManifest(path)
+	_, _, err := validate.ReadManifestFile(path)
 	// One problem per field and rule; the validator reports the first rule a
 	// field breaks (sha256 "XYZ" fails len before hexadecimal).
 	// Items without an object id are named by their place, counted from 1;
@@ -94,7 +94,7 @@ func TestManifestWithBOM(t *testing.T) {
 	js := "\xef\xbb\xbf" + `{"batch_id": "b1", "submitter": "s", "items": [{"object_id": "a", "kind": "tiff", "path": "a.tif", "sha256": "` + strings.Repeat("a", 64) + `"}]}`
 	path := filepath.Join(dir, "manifest.json")
 	os.WriteFile(path, []byte(js), 0o644)
-	if m, _, err := validate.ReadManifest(path); err != nil || m.BatchID != "b1" {
+	if m, _, err := validate.ReadManifestFile(path); err != nil || m.BatchID != "b1" {
 		t.Fatalf("manifest with a BOM: %v", err)
 	}
 }
@@ -114,7 +114,7 @@ func TestManifestUnknownFieldsNameTheirItem(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "manifest.json")
 	os.WriteFile(path, []byte(js), 0o644)
-	_, _, err := validate.ReadManifest(path)
+	_, _, err := validate.ReadManifestFile(path)
 	want := []string{":manifest.note.known", "a:manifest.colour_profile.known", "a:manifest.path.exists",
 		"b:manifest.path.exists", "b:manifest.size.type", "item 3:manifest.dpi.known", "item 3:manifest.object_id.required", "item 3:manifest.path.exists"}
 	if diff := cmp.Diff(want, codes(err)); diff != "" {
@@ -279,7 +279,7 @@ func TestObjectIDsCannotPoseAsMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Check(t.TempDir()); err == nil || !strings.Contains(err.Error(), "separates an interchange from its message references") {
+	if err := m.Check(t.TempDir(), false); err == nil || !strings.Contains(err.Error(), "separates an interchange from its message references") {
 		t.Fatalf("object id with '#': %v", err)
 	}
 }

@@ -17,6 +17,52 @@ type Source struct {
 	Root string // absolute; empty for a path an operator named
 	Rel  string // relative to Root, slash-separated
 	Path string // the file when Root is empty; otherwise Root/Rel, for display
+	// ID, when set, is the file as it was first seen (at submit): Open
+	// refuses any other file at the path as io.file-changed.
+	ID FileID
+	// Hardlinks lets a file beneath Root have more than one link: an
+	// operator's choice for an ingest root (see HardlinkRoots). Without it
+	// Open refuses such a file as io.hardlink, since a link can make a file
+	// from outside the root appear inside it.
+	Hardlinks bool
+}
+
+// FileID is a file's identity: its device and inode. The zero FileID is
+// none recorded.
+type FileID struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+}
+
+// IsZero reports whether no identity was recorded.
+func (id FileID) IsZero() bool { return id == FileID{} }
+
+// HardlinkRoots are the ingest roots under which an operator lets
+// submitted files have more than one link (a store that deduplicates with
+// hard links, rsnapshot's say). Empty: none.
+type HardlinkRoots []string
+
+// Allow reports whether a file read beneath root may have more than one
+// link: root is one of h or beneath one. Paths are compared after
+// filepath.Abs and Clean.
+func (h HardlinkRoots) Allow(root string) bool {
+	if root == "" {
+		return false
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return false
+	}
+	for _, r := range h {
+		base, err := filepath.Abs(r)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(base, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
 
 // SourceOf confines an absolute path to its own folder: the file itself
@@ -34,11 +80,12 @@ func (s Source) String() string {
 }
 
 // OpenError: a file that may not be read as an item: outside its root,
-// reached through a symbolic link, or not a regular file (a FIFO, a device,
-// a folder). Structural: dead-lettered, never retried, nothing read.
+// reached through a symbolic link, hard-linked, not the file submitted, or
+// not a regular file (a FIFO, a device, a folder). Structural:
+// dead-lettered, never retried, nothing read.
 type OpenError struct {
 	Path   string
-	Code   string // "io.outside-root", "io.symlink", "file.not-regular"
+	Code   string // "io.outside-root", "io.symlink", "io.hardlink", "io.file-changed", "file.not-regular"
 	Reason string
 	Err    error
 }
@@ -48,8 +95,17 @@ func (e *OpenError) Error() string {
 }
 func (e *OpenError) Unwrap() error { return e.Err }
 
-// ErrNotRegular: the path names something other than a regular file.
-var ErrNotRegular = errors.New("not a regular file")
+// The causes of an OpenError that are not the kernel's.
+var (
+	// ErrNotRegular: the path names something other than a regular file.
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrHardlink: a regular file with more than one link, beneath a root
+	// that does not allow them.
+	ErrHardlink = errors.New("file has more than one link")
+	// ErrReplaced: another file (device and inode) stands where the
+	// submitted one was.
+	ErrReplaced = errors.New("not the file that was submitted")
+)
 
 // Open is the one way an item's bytes are opened: beneath Root without
 // following a symbolic link or leaving the root (openat2 with
@@ -58,6 +114,13 @@ var ErrNotRegular = errors.New("not a regular file")
 // not waited on), and only a regular file. It returns the file and its
 // size as seen at open; readers must not read past it, and a file that
 // then grows or shrinks is ErrFileChanged.
+//
+// Beneath a root, a file with more than one link is refused (io.hardlink:
+// openat2 sees names, not inodes, so a hard link made inside the root to a
+// file outside it would pass) unless src.Hardlinks; and when src.ID is set,
+// a file other than the one recorded then is refused (io.file-changed).
+// Both are checked on the open descriptor, so nothing can be swapped in
+// between the check and the read.
 func Open(src Source) (*os.File, int64, error) {
 	var f *os.File
 	var err error
@@ -78,7 +141,31 @@ func Open(src Source) (*os.File, int64, error) {
 		f.Close()
 		return nil, 0, &OpenError{Path: src.String(), Code: "file.not-regular", Reason: fmt.Sprintf("%s, not a regular file: nothing was read", fileType(st.Mode())), Err: ErrNotRegular}
 	}
+	id, links := identity(st)
+	if src.Root != "" && !src.Hardlinks && links > 1 {
+		f.Close()
+		return nil, 0, &OpenError{Path: src.String(), Code: "io.hardlink",
+			Reason: fmt.Sprintf("the file has %d links, and a hard link can bring a file from outside the ingest root into it: nothing was read", links),
+			Err:    ErrHardlink}
+	}
+	if !src.ID.IsZero() && id != src.ID {
+		f.Close()
+		return nil, 0, &OpenError{Path: src.String(), Code: "io.file-changed",
+			Reason: fmt.Sprintf("another file now stands at the path (device %d inode %d, submitted as device %d inode %d): nothing was read", id.Dev, id.Ino, src.ID.Dev, src.ID.Ino),
+			Err:    ErrReplaced}
+	}
 	return f, st.Size(), nil
+}
+
+// IDOf is the identity of an open file (see Source.ID); the zero
+// FileID where the system has none.
+func IDOf(f *os.File) FileID {
+	st, err := f.Stat()
+	if err != nil {
+		return FileID{}
+	}
+	id, _ := identity(st)
+	return id
 }
 
 // confinedRel cleans a path relative to a root and refuses one that is

@@ -77,7 +77,7 @@ func TestMonitoringInABrowser(t *testing.T) {
 		t.Fatalf("submit: %v %v", err, resp)
 	}
 	// One item at the poison cap, for audit-hold.
-	m, mdir, _ := validate.ReadManifest(batch.Manifest)
+	m, mdir, _ := validate.ReadManifestFile(batch.Manifest)
 	it := m.Items[len(m.Items)-2] // dpi "abc": semantic
 	path, _ := validate.ResolvePath(mdir, it.Path)
 	env := &ingest.Envelope{V: ingest.EnvelopeVersion, BatchID: "held", ObjectID: "tired-master", Kind: "tiff", Path: path, SHA256: it.SHA256, Item: it, Attempt: 5}

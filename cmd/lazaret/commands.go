@@ -398,12 +398,16 @@ func commandEvents() *cobra.Command {
 		leaf{use: "export [flags]", run: runEvents, prefix: []string{"export"},
 			short: "write events as PREMIS 3.0 XML",
 			long: `Write the ledger's events as a PREMIS 3.0 XML document, with the chain head
-the export was taken at (check it later with ledger verify --anchor). The
-whole chain is verified first (against the checkpoint log, with
---checkpoint-dir): a ledger that does not verify is not exported (exit 1,
-naming its first problem) unless --unverified, which marks the document.`,
+the export was taken at (check it later with ledger verify --anchor).
+--format mets wraps them as Archivematica's METS holds PREMIS (one amdSec per
+file: its object, events and agents), for Archivematica's METS schematron
+(docs/archivematica.md). The whole chain is verified first (against the
+checkpoint log, with --checkpoint-dir): a ledger that does not verify is not
+exported (exit 1, naming its first problem) unless --unverified, which marks
+the document.`,
 			exit: "1: the ledger is not intact (nothing is written), or the export failed",
 			example: `  lazaret events export --batch batch-17 -o batch-17.premis.xml
+  lazaret events export --batch batch-17 --format mets --organisation "Your Archive" -o batch-17.mets.xml
   lazaret events export --object scan-0001`}.command())
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
@@ -54,6 +55,7 @@ type Config struct {
 	Outbox       string                   `json:"contrl_outbox"`
 	ContrlParked bool                     `json:"contrl_parked"`
 	IngestRoots  []string                 `json:"ingest_roots"`
+	Hardlinks    []string                 `json:"hardlink_roots"`
 	LogLevel     string                   `json:"log_level"`
 	// The checkpoint log (premis.CheckpointLog): where the ledger's head
 	// is kept, signed, outside the database.
@@ -159,6 +161,8 @@ func (c *Config) bind(ctx context.Context, fs *flag.FlagSet, args []string, fiel
 			fs.DurationVar(&c.VerifyEvery, "verify-every", c.VerifyEvery, "walk the whole chain this often, for what the incremental checks cannot see, and record the result in the checkpoint log (0: never)")
 		case "roots":
 			fs.Var((*listFlag)(&c.IngestRoots), "ingest-root", "`DIR` manifests and corrected files must lie beneath (repeatable); the API reads nothing without one")
+		case "links":
+			fs.Var((*listFlag)(&c.Hardlinks), "allow-hardlinks", "let submitted files beneath `DIR` have more than one link (repeatable; a store that deduplicates with hard links); elsewhere they are refused as io.hardlink. Give submitters and workers the same")
 		case "worker":
 			fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "tasks processed at once")
 			fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM, how long running tasks may finish before they are handed back to the queue unrecorded")
@@ -261,7 +265,7 @@ func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 		"poison_cap": &c.PoisonCap, "routing_budget": &c.RoutingTries, "pixel_budget": &c.PixelBudget, "memory_budget": &c.MemoryBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
 		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll,
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
-		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ContrlParked, "ingest_roots": &c.IngestRoots, "edi_directory": &c.Directory,
+		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ContrlParked, "ingest_roots": &c.IngestRoots, "hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory,
 		"checkpoint_dir": &c.CheckpointDir, "checkpoint_key": &c.CheckpointKey, "checkpoint_pubkey": &c.CheckpointPubkey, "checkpoint_every": &c.CheckpointEvery,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
@@ -384,18 +388,18 @@ func (c *Config) ledgerExists() error {
 		return nil
 	}
 	if c.Ledger == "" {
-		return usageErr("no ledger: there is no data directory ($XDG_DATA_HOME or $HOME) for the default; say --ledger or LAZARET_LEDGER")
+		return settingErr("no ledger: there is no data directory ($XDG_DATA_HOME or $HOME) for the default; say --ledger or LAZARET_LEDGER")
 	}
 	_, err := os.Stat(c.sqlitePath())
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, os.ErrNotExist) && c.ledgerDefault:
-		return usageErr("no ledger at %s (the default): no worker has written one there; say --ledger or LAZARET_LEDGER for the workers' ledger", c.Ledger)
+		return settingErr("no ledger at %s (the default): no worker has written one there; say --ledger or LAZARET_LEDGER for the workers' ledger", c.Ledger)
 	case errors.Is(err, os.ErrNotExist):
-		return usageErr("no ledger at %s: say --ledger or LAZARET_LEDGER for the workers' ledger (nothing was created)", c.Ledger)
+		return settingErr("no ledger at %s: say --ledger or LAZARET_LEDGER for the workers' ledger (nothing was created)", c.Ledger)
 	}
-	return usageErr("ledger %s: %v", c.Ledger, err)
+	return settingErr("ledger %s: %v", c.Ledger, err)
 }
 
 // connectExisting is connect for commands that act on what is recorded:
@@ -476,6 +480,29 @@ func defaultLedger() string {
 	return filepath.Join(dir, "lazaret", "ledger.db")
 }
 
+// readManifest reads the manifest at path as a worker would read an item:
+// beneath an ingest root when any is configured (refused outside them),
+// else confined to its own folder; never through a link. Its items may be
+// hard-linked where --allow-hardlinks says.
+func (c *Config) readManifest(path string) (*validate.Manifest, string, error) {
+	var src validate.Source
+	if len(c.IngestRoots) > 0 {
+		s, err := validate.Within(c.IngestRoots, path)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %w", validate.ErrManifestUnreadable, err)
+		}
+		src = s
+	} else {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, "", err
+		}
+		src = validate.SourceOf(abs)
+	}
+	src.Hardlinks = validate.HardlinkRoots(c.Hardlinks).Allow(src.Root)
+	return validate.ReadManifest(src)
+}
+
 func (c *Config) logger(w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.LogLevel))
@@ -486,14 +513,22 @@ var software = premis.Software{Name: "lazaret", Version: version}
 
 func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *ingest.Worker {
 	return &ingest.Worker{Ledger: l, Broker: b, Policy: c.policy(), Master: c.master(), Software: software, Logger: log,
-		Registries: c.registryStore(), EDI: c.ediRules(), Outbox: c.Outbox, ContrlParked: c.ContrlParked}
+		Registries: c.registryStore(), EDI: c.ediRules(), Outbox: c.Outbox, ContrlParked: c.ContrlParked, Hardlinks: c.Hardlinks}
 }
 
 // operator wires the operator service over the same ledger, broker and
 // rules as w: replays and re-checks follow the workers' policy.
 func (c *Config) operator(w *ingest.Worker, b ingest.Enqueuer, insp ingest.Broker, opt asynq.RedisConnOpt) *ingest.Operator {
 	op := &ingest.Operator{Ledger: w.Ledger, Enqueuer: b, Broker: insp, Policy: w.Policy, Software: software, Logger: w.Logger,
-		Submit: ingest.SubmitOptions{Software: software}, Check: w.Check, Roots: c.IngestRoots, PublishQueues: ingest.QueuePublisher(opt)}
+		Submit: ingest.SubmitOptions{Software: software, Hardlinks: c.Hardlinks}, Check: w.Check, Roots: c.IngestRoots, PublishQueues: ingest.QueuePublisher(opt)}
+	op.Fleet = func(ctx context.Context) ([]ingest.WorkerRegistries, error) {
+		rc, ok := opt.MakeRedisClient().(redis.UniversalClient)
+		if !ok {
+			return nil, nil
+		}
+		defer rc.Close()
+		return ingest.FleetRegistries(ctx, rc)
+	}
 	if store := w.Registries; store != nil {
 		op.Refresh = func() (string, string, error) {
 			if _, err := store.Refresh(); err != nil {

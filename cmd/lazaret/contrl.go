@@ -40,7 +40,7 @@ func runContrl(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rep := res.ContrlFor(validate.ReadEnvelope(validate.SourceOf(fs.Arg(0)), 0), err)
 	rep.Reference = edifact.ControlReference(report.SHA256, fs.Arg(0)) // one per interchange, never per second
 	if !*asJSON {
-		return edifact.WriteCONTRL(stdout, rep)
+		return edifact.WriteCONTRL(exact(stdout), rep)
 	}
 	var text bytes.Buffer
 	if err := edifact.WriteCONTRL(&text, rep); err != nil {

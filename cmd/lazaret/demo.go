@@ -108,7 +108,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var order []string
 	submitted := 0
 	for _, batch := range []*fixtures.Batch{archive, logistics} {
-		m, dir, err := validate.ReadManifest(batch.Manifest)
+		m, dir, err := validate.ReadManifestFile(batch.Manifest)
 		if err != nil {
 			return err
 		}

@@ -28,7 +28,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg := defaultConfig()
 	switch args[0] {
 	case "export":
-		format := fs.String("format", "premis-xml", "output `FORMAT`: premis-xml")
+		format := fs.String("format", "premis-xml", "output `FORMAT`: premis-xml, or mets (PREMIS wrapped as Archivematica's METS holds it; needs --organisation)")
 		out := fs.String("o", "", "write to this `FILE` instead of standard output")
 		org := fs.String("organisation", "", "the `ORGANISATION` running lazaret: exported as an agent every event links")
 		am := fs.Bool("archivematica", false, "shape the document for Archivematica's metadata/premis.xml import (docs/archivematica.md)")
@@ -36,8 +36,16 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := cfg.bind(ctx, fs, args[1:], "ledger", "checkpoint"); err != nil {
 			return err
 		}
-		if *format != "premis-xml" {
-			return usageErr("events export: --format %q: want premis-xml", *format)
+		switch *format {
+		case "premis-xml":
+		case "mets":
+			if *org == "" {
+				// Archivematica's METS names three agents for every file:
+				// the software, the organisation and the person.
+				return usageErr("events export: --format mets needs --organisation (the organisation is one of the three agents of each file in Archivematica's METS)")
+			}
+		default:
+			return usageErr("events export: --format %q: want premis-xml or mets", *format)
 		}
 		if fs.NArg() > 0 {
 			return usageErr("events export: unexpected arguments %q (select with --object, --batch or --correlation)", fs.Args())
@@ -49,7 +57,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer l.Close()
 		// The chain head the export was taken at, so a preservation system
 		// can later check the ledger against it (lazaret ledger verify --anchor).
-		opt := premis.ExportOptions{Organisation: *org, Archivematica: *am, LedgerHead: true}
+		opt := premis.ExportOptions{Organisation: *org, Archivematica: *am, METS: *format == "mets", LedgerHead: true}
 		// What leaves Lazaret stands on a verified ledger.
 		problem, err := exportVerify(ctx, &cfg, l)
 		if err != nil {
@@ -64,7 +72,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		sel := premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t}
 		if *out == "" {
-			_, err := premis.ExportLedger(ctx, stdout, l, sel, software, opt)
+			_, err := premis.ExportLedger(ctx, exact(stdout), l, sel, software, opt)
 			return err
 		}
 		n, err := exportFile(ctx, *out, l, sel, opt)

@@ -35,10 +35,13 @@ type inspectResult struct {
 	MessageRef  string             `json:"message_ref,omitempty"`
 	MessageType string             `json:"message_type,omitempty"`
 	PUID        string             `json:"puid"`
-	SHA256      string             `json:"sha256"`
-	Size        int64              `json:"size"`
+	SHA256      string             `json:"computed_sha256"` // of the bytes read; "" when not read
+	Size        int64              `json:"computed_size"`
 	Pages       int                `json:"pages"`
 	Warnings    []validate.Warning `json:"warnings"`
+	// whole: the result is the item's (a master, or an interchange
+	// refused whole), not one message's.
+	whole bool
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -48,7 +51,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	batch := fs.String("batch", "", "a batch manifest: inspect its items with fixity and manifest rules")
 	kind := fs.String("kind", "", "force the kind (tiff or edifact) instead of detecting it from the content")
 	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "master", "policy", "edi"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "master", "policy", "edi", "links"); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 && *batch == "" {
@@ -63,7 +66,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var jobs []job
 	if *batch != "" {
-		m, dir, err := validate.ReadManifest(*batch)
+		m, dir, err := cfg.readManifest(*batch)
 		if err != nil {
 			return &exitError{code: 1, err: fmt.Errorf("manifest %s:\n%w", *batch, err)}
 		}
@@ -201,6 +204,7 @@ func inspect(ctx context.Context, w *ingest.Worker, path, kind string, item *val
 	}
 	if n == 0 || v.Err != nil {
 		r := base
+		r.whole = true
 		r.verdict(v.Decision, v.Err)
 		return emit(r)
 	}

@@ -28,6 +28,9 @@ type exitError struct {
 	code int
 	err  error
 	cmd  *cobra.Command
+	// noHelp: a usage error whose fix is not in the command's help (a
+	// ledger path that names nothing): no "Run --help" line.
+	noHelp bool
 }
 
 func (e *exitError) Error() string {
@@ -43,9 +46,16 @@ func usageErr(format string, args ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
 }
 
+// settingErr is a usage error about a setting's value, which the message
+// itself explains: exit 2, without pointing at --help.
+func settingErr(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...), noHelp: true}
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stderr := newSafeWriter(os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdout, stderr)
 	stop()
 	if err != nil {
 		code := 1
@@ -54,15 +64,22 @@ func main() {
 			code = ee.code
 		}
 		if ee == nil || ee.err != nil {
-			fmt.Fprintln(os.Stderr, "lazaret:", err)
+			fmt.Fprintln(stderr, "lazaret:", err)
 		}
+		stderr.Flush()
 		os.Exit(code)
 	}
 }
 
 // run runs the command args name. Every error is an *exitError; a usage
-// error says which --help to read.
+// error says which --help to read. What the command prints goes through
+// a safeWriter (see termsafe.go): nothing a submitter wrote reaches the
+// terminal raw.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	out, errw := newSafeWriter(stdout), newSafeWriter(stderr)
+	defer out.Flush()
+	defer errw.Flush()
+	stdout, stderr = out, errw
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -73,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	ee := &exitError{code: 2, err: err, cmd: root} // cobra's own: an unknown command or flag
 	errors.As(err, &ee)
-	if ee.code == 2 && ee.err != nil && ee.cmd != nil {
+	if ee.code == 2 && ee.err != nil && ee.cmd != nil && !ee.noHelp {
 		ee.err = fmt.Errorf("%w\n\nRun '%s --help' for usage", ee.err, ee.cmd.CommandPath())
 	}
 	return ee

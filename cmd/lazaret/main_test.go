@@ -177,6 +177,24 @@ func TestDemoAndExport(t *testing.T) {
 	if _, _, code := runCmd(t, "events", "export", "--ledger", ledger, "--format", "premis-xml", "--object", "no-such-object"); code == 0 {
 		t.Error("an export that matches nothing must fail")
 	}
+	// Wrapped in METS for Archivematica, the demo's whole ledger passes
+	// Archivematica's METS schematron; its PREMIS for Archivematica stays
+	// valid PREMIS.
+	metsPath := filepath.Join(t.TempDir(), "demo.mets.xml")
+	if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "--format", "mets", "-o", metsPath); code != 2 || !strings.Contains(stderr, "--organisation") {
+		t.Errorf("--format mets without --organisation: exit %d %s", code, stderr)
+	}
+	if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "--format", "mets", "--organisation", "Demo Archive", "-o", metsPath); code != 0 {
+		t.Fatalf("export --format mets: exit %d %s", code, stderr)
+	}
+	if fails := testenv.ArchivematicaSchematron(t, metsPath); len(fails) > 0 {
+		t.Errorf("the demo's METS fails %d asserts of Archivematica's schematron:\n%s", len(fails), strings.Join(fails, "\n"))
+	}
+	amPath := filepath.Join(t.TempDir(), "demo.premis.xml")
+	if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "--archivematica", "--organisation", "Demo Archive", "-o", amPath); code != 0 {
+		t.Fatalf("export --archivematica: exit %d %s", code, stderr)
+	}
+	testenv.ValidatePREMIS(t, amPath)
 	// A message accepted with its chunk: the chunk's events, named as it.
 	out, _, code = runCmd(t, "events", "ls", "--ledger", ledger, "--object", "edi-mixed#3")
 	if code != 0 || strings.Count(out, "edi-mixed#3 (member)") != 2 || !strings.Contains(out, "accept (members)") || !strings.Contains(out, " 560 ") {
@@ -339,9 +357,12 @@ func TestSubmitAndWorker(t *testing.T) {
 			t.Errorf("%v --dry-run changed Redis:\n%s\nwas\n%s", args, got, beforeBroker)
 		}
 	}
-	out, _, code = runCmd(t, "dlq", "discard", "--redis", url, "--ledger", ledger, "--operator", "ana", "--reason", "rescanned", dead[0].ID)
-	if code != 0 || !strings.Contains(out, "operator ana") {
-		t.Errorf("dlq discard: exit %d %s", code, out)
+	// At the default level a single action prints its human line and no
+	// JSON log line beside it (the worker above read its level already).
+	os.Unsetenv("LAZARET_LOG_LEVEL")
+	out, stderr, code := runCmd(t, "dlq", "discard", "--redis", url, "--ledger", ledger, "--operator", "ana", "--reason", "rescanned", dead[0].ID)
+	if code != 0 || !strings.Contains(out, "operator ana") || strings.Contains(stderr, `"level"`) {
+		t.Errorf("dlq discard: exit %d %s\nstderr: %s", code, out, stderr)
 	}
 	out, _, code = runCmd(t, "batch", "status", "--ledger", ledger, b.BatchID)
 	if code != 0 || !strings.Contains(out, "10 items: 2 accepted") || !strings.Contains(out, "1 discarded") {
@@ -581,7 +602,7 @@ func TestQuarantineClearsItselfWhenTheRegistryChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _, err := validate.ReadManifest(b.Manifest)
+	m, _, err := validate.ReadManifestFile(b.Manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -670,5 +691,95 @@ func TestFlagsAnywhereAndNoFalseAllClear(t *testing.T) {
 	out, _, code := runCmd(t, "inspect", "--", "--json")
 	if code != 1 || !strings.HasPrefix(out, "FILE") || !strings.Contains(out, "--json ") {
 		t.Errorf("inspect -- --json: exit %d, want a table with the file --json:\n%s", code, out)
+	}
+}
+
+// TestSubmitRefusesLinkedManifests: `lazaret submit` opens its manifest
+// as a worker opens an item, beneath the ingest root or in its own folder:
+// a manifest that is a link is refused before a byte of its target is
+// read, the same way whether or not the target exists, and nothing is
+// recorded.
+func TestSubmitRefusesLinkedManifests(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	outside := t.TempDir()
+	passwd := filepath.Join(outside, "passwd")
+	if err := os.WriteFile(passwd, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exists, dangling := filepath.Join(root, "exists.json"), filepath.Join(root, "dangling.json")
+	if os.Symlink(passwd, exists) != nil || os.Symlink(passwd+".gone", dangling) != nil {
+		t.Fatal("symlink")
+	}
+	ledger := filepath.Join(t.TempDir(), "ledger.db")
+	for _, withRoot := range []bool{true, false} {
+		var said []string
+		for _, p := range []string{exists, dangling} {
+			args := []string{"submit", "--ledger", ledger, "--redis", "redis://127.0.0.1:1/0"}
+			if withRoot {
+				args = append(args, "--ingest-root", root)
+			}
+			_, stderr, code := runCmd(t, append(args, p)...)
+			if code != 1 || !strings.Contains(stderr, "symbolic link") || strings.Contains(stderr, "root:x") || strings.Contains(stderr, "invalid character") {
+				t.Errorf("root %v, %s: exit %d\n%s", withRoot, filepath.Base(p), code, stderr)
+			}
+			said = append(said, strings.ReplaceAll(stderr, filepath.Base(p), "NAME"))
+		}
+		if said[0] != said[1] {
+			t.Errorf("root %v: a link to a file that exists and one to nothing are told apart:\n%s\n%s", withRoot, said[0], said[1])
+		}
+	}
+	if _, err := os.Stat(ledger); err == nil {
+		t.Error("a ledger was created: something was recorded")
+	}
+}
+
+// TestSubmitDryRunRunsTheContentRules: a dry run runs every check that
+// needs no broker, as inspect --batch does, and says which items would be
+// quarantined and why. Before, it said "3 would be enqueued" and the
+// workers then quarantined all three for the missing resolution_dpi.
+func TestSubmitDryRunRunsTheContentRules(t *testing.T) {
+	url := testenv.Redis(t, redisDB)
+	dir := t.TempDir()
+	b, err := fixtures.WriteArchiveBatch(filepath.Join(dir, "batch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := validate.ReadManifestFile(b.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []validate.Item
+	for _, it := range m.Items {
+		if it.ObjectID == "master-good-single" || it.ObjectID == "master-good-multipage" {
+			it.ResolutionDPI = ""
+			items = append(items, it)
+		}
+	}
+	raw, _ := json.Marshal(map[string]any{"batch_id": "no-dpi", "submitter": "t", "items": items})
+	manifest := filepath.Join(b.Dir, "no-dpi.json")
+	if err := os.WriteFile(manifest, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ledger := filepath.Join(dir, "ledger.db")
+	out, stderr, code := runCmd(t, "submit", "--dry-run", "--redis", url, "--ledger", ledger, manifest)
+	if code != 0 || !strings.Contains(out, "2 would be enqueued") || !strings.Contains(out, "items 2 quarantine") ||
+		strings.Count(out, "would be quarantine\tmanifest.resolution_dpi.required") != 2 {
+		t.Errorf("submit --dry-run: exit %d\n%s%s", code, out, stderr)
+	}
+	out, _, _ = runCmd(t, "submit", "--dry-run", "--json", "--redis", url, "--ledger", ledger, manifest)
+	var res struct {
+		Enqueued []string        `json:"enqueued"`
+		Would    []inspectResult `json:"would"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Would) != 2 || res.Would[0].Code != "manifest.resolution_dpi.required" {
+		t.Errorf("submit --dry-run --json: %v\n%s", err, out)
+	}
+	if l, err := sqlite.Open(context.Background(), ledger); err == nil {
+		evs, _ := l.Events(context.Background(), premis.Filter{})
+		l.Close()
+		if len(evs) != 0 {
+			t.Errorf("a dry run recorded %d events", len(evs))
+		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -148,7 +149,8 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 	var filters failureFlags
 	var operator, reason, file string
 	var rate float64
-	var force, dry, all bool
+	var force, dry, all, everyItem bool
+	var fleetWait time.Duration
 	var sets listFlag
 	actor := func() {
 		fs.StringVar(&operator, "operator", "", "who acts, recorded in the PREMIS event (default: your login name)")
@@ -165,7 +167,7 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 		fs.StringVar(&file, "file", "", "replay with this corrected `FILE` (beneath an --ingest-root, or beside the original)")
 		fs.Var(&sets, "set", "correct a manifest field, `FIELD=VALUE` (repeatable; e.g. color_profile=sRGB), checked by the manifest's rules")
 		bulk(fs, &filters, &all, &rate)
-		fields = append(fields, "policy", "roots")
+		fields = append(fields, "policy", "roots", "links")
 	case "discard", "reject":
 		actor()
 		bulk(fs, &filters, &all, &rate)
@@ -177,9 +179,16 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 		fields = append(fields, "policy", "master", "edi")
 	case "reconcile":
 		fs.BoolVar(&dry, "dry-run", false, "say what would be replayed; change nothing")
+		fs.StringVar(&filters.batch, "batch", "", "only this batch `ID`")
+		fs.StringVar(&filters.code, "code", "", "only items parked with this `CODE` (e.g. edifact.locode.unknown)")
+		fs.DurationVar(&fleetWait, "wait", 0, "while live workers validate with other registry versions, wait up to `DURATION` for them (0: refuse at once)")
+		fs.BoolVar(&everyItem, "every-item", false, "list every parked item, also those the registry change does not concern")
 		fields = append(fields, "policy", "master", "edi")
 	}
 	cfg := defaultConfig()
+	// One action, printed for a person: the log says only what went wrong
+	// (a flag, LAZARET_LOG_LEVEL or the file still choose another level).
+	cfg.LogLevel = "warn"
 	if err := cfg.bind(ctx, fs, args, fields...); err != nil {
 		return err
 	}
@@ -212,7 +221,13 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 		if err != nil {
 			return err
 		}
-		return printFailures(stdout, list, *asJSON)
+		if err := printFailures(stdout, list, *asJSON); err != nil {
+			return err
+		}
+		if len(list) == 0 && !*asJSON {
+			fmt.Fprintf(stdout, "(nothing in %s matches)\n", fc.destination)
+		}
+		return nil
 	}
 	set := map[string]string{}
 	for _, kv := range sets {
@@ -352,11 +367,21 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 		}
 		return err
 	case "reconcile":
-		ds, err := ops.ReconcileQuarantine(ctx, dry)
-		replayed := 0
+		ropt := ingest.ReconcileOptions{DryRun: dry, BatchID: filters.batch, Code: filters.code}
+		ds, err := ops.ReconcileQuarantine(ctx, ropt)
+		for deadline := time.Now().Add(fleetWait); fleetWait > 0 && errors.As(err, new(*ingest.FleetBehindError)) && time.Now().Before(deadline); {
+			fmt.Fprintf(stderr, "waiting for the workers' registries: %v\n", err)
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(2 * time.Second):
+			}
+			ds, err = ops.ReconcileQuarantine(ctx, ropt)
+		}
+		replayed, untouched := 0, 0
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 		for _, d := range ds {
-			if d.Action == "replayed" {
+			if d.Action == "replayed" || d.Action == "would-replay" {
 				replayed++
 			}
 			if *asJSON {
@@ -364,14 +389,22 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 					d.Parked.Held.Code, d.Action, d.Detail, dry})
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Parked.Held.EventID, d.Parked.Held.Envelope.ObjectID, d.Parked.Held.Code, d.Action, cell(d.Detail))
+			if !everyItem && (d.Action == "unchanged-registry" || d.Action == "not-registry-dependent") {
+				untouched++
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Parked.Held.EventID, cell(d.Parked.Held.Envelope.ObjectID), d.Parked.Held.Code, d.Action, cell(d.Detail))
 		}
 		tw.Flush()
 		if !*asJSON {
+			rest := ""
+			if untouched > 0 {
+				rest = fmt.Sprintf(" (%d the registry change does not concern, not listed: --every-item)", untouched)
+			}
 			if dry {
-				fmt.Fprintf(stdout, "dry run, nothing changed: %d parked, %d would be replayed\n", len(ds), replayed)
+				fmt.Fprintf(stdout, "dry run, nothing changed: %d parked, %d would be replayed%s\n", len(ds), replayed, rest)
 			} else {
-				fmt.Fprintf(stdout, "%d parked, %d replayed\n", len(ds), replayed)
+				fmt.Fprintf(stdout, "%d parked, %d replayed%s\n", len(ds), replayed, rest)
 			}
 		}
 		return err
@@ -431,6 +464,12 @@ func printDetail(stdout io.Writer, d api.FailureDetail) error {
 	f := d.Failure
 	fmt.Fprintf(stdout, "failure %s\n  object   %s (batch %s, %s)\n  class    %s\n  code     %s\n  where    %s, byte offset %s\n  message  %s\n  broker   %s\n",
 		f.ID, f.ObjectID, dash(f.BatchID), f.Kind, f.Class, f.Code, position(f.Position), int64OrDash(f.Offset), indent(f.Message, "           "), d.Broker)
+	fx := d.Fixity
+	computed := digestText(fx.ComputedSHA256, fx.ComputedSize)
+	if computed == "-" {
+		computed = "- (no fixity check of the bytes passed: never read, or not as declared)"
+	}
+	fmt.Fprintf(stdout, "  declared %s\n  computed %s\n", digestText(fx.DeclaredSHA256, fx.DeclaredSize), computed)
 	if d.Status != "" {
 		fmt.Fprintf(stdout, "  status   %s\n", d.Status)
 	}
@@ -444,6 +483,17 @@ func printDetail(stdout io.Writer, d api.FailureDetail) error {
 			dash(e.Code), e.Attempt, dash(e.Operator), cell(e.Note))
 	}
 	return tw.Flush()
+}
+
+// digestText is a digest and size as show prints them ("-" for none).
+func digestText(sha string, size int64) string {
+	switch {
+	case sha == "":
+		return "-"
+	case size > 0:
+		return fmt.Sprintf("sha256 %s, %d bytes", sha, size)
+	}
+	return "sha256 " + sha
 }
 
 // printAction says what an operator action did, or with --dry-run would do.
@@ -482,6 +532,7 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		asJSON = fs.Bool("json", false, "one JSON object: batch_id, items, counts, progress (what GET /v1/batches/{id} serves)")
 	} else {
 		timeout = fs.Duration("timeout", 0, "give up after `DURATION` (0: never)")
+		asJSON = fs.Bool("json", false, "one JSON object of the batch's progress a line, whenever it changes, the last when it is finished")
 	}
 	cfg := defaultConfig()
 	if err := cfg.bind(ctx, fs, args[1:], "ledger", "checkpoint"); err != nil {
@@ -501,6 +552,13 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if sub == "watch" {
 		if _, err := ingest.BatchProgress(ctx, l, fs.Arg(0)); err != nil {
 			return &exitError{code: 1, err: err}
+		}
+		if *asJSON {
+			p, err := watchJSON(ctx, l, fs.Arg(0), stdout, 500*time.Millisecond, *timeout)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			return waitVerdict(p)
 		}
 		p, err := watchBatch(ctx, l, fs.Arg(0), stdout, 500*time.Millisecond, *timeout)
 		if err != nil {
@@ -541,6 +599,9 @@ func runReconcileBroker(ctx context.Context, args []string, stdout, stderr io.Wr
 	dry := fs.Bool("dry-run", false, "say what would be repaired, change nothing")
 	asJSON := fs.Bool("json", false, "the report as one JSON object")
 	cfg := defaultConfig()
+	// One action, printed for a person: the log says only what went wrong
+	// (a flag, LAZARET_LOG_LEVEL or the file still choose another level).
+	cfg.LogLevel = "warn"
 	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "policy"); err != nil {
 		return err
 	}

@@ -40,7 +40,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var hosts listFlag
 	fs.Var(&hosts, "allowed-host", "`HOST` name requests may carry in Host (repeatable); default: localhost and the listen address's")
 	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "roots", "checkpoint", "verify"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "roots", "links", "checkpoint", "verify"); err != nil {
 		return err
 	}
 	for _, v := range []struct {

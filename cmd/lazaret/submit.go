@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -21,18 +23,16 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	wait := fs.Bool("wait", false, "follow the batch until every item has an outcome; exit 1 if any failed")
 	waitTimeout := fs.Duration("wait-timeout", 0, "with --wait: give up after `DURATION` (0: never)")
 	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "policy", "roots"); err != nil {
+	// One action, printed for a person: the log says only what went wrong
+	// (a flag, LAZARET_LOG_LEVEL or the file still choose another level).
+	cfg.LogLevel = "warn"
+	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "policy", "roots", "links"); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageErr("submit: want exactly one MANIFEST")
 	}
-	if len(cfg.IngestRoots) > 0 {
-		if _, err := validate.Within(cfg.IngestRoots, fs.Arg(0)); err != nil {
-			return &exitError{code: 1, err: fmt.Errorf("manifest refused, nothing read: %w", err)}
-		}
-	}
-	m, dir, err := validate.ReadManifest(fs.Arg(0))
+	m, dir, err := cfg.readManifest(fs.Arg(0))
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("manifest %s refused, nothing enqueued:\n%w", fs.Arg(0), err)}
 	}
@@ -53,10 +53,22 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("batch %s: %w", m.BatchID, err)}
 	}
-	if *asJSON {
-		if err := writeJSON(stdout, res); err != nil {
-			return err
+	var would []inspectResult
+	if *dry {
+		// Every rule that needs no broker, as inspect --batch runs them:
+		// where the items would go.
+		if would, err = predict(ctx, cfg, m, dir, res.Enqueued, stderr); err != nil {
+			return &exitError{code: 1, err: err}
 		}
+	}
+	if *asJSON {
+		if !*dry {
+			return writeJSON(stdout, res)
+		}
+		return writeJSON(stdout, struct {
+			*ingest.SubmitResult
+			Would []inspectResult `json:"would"`
+		}{res, would})
 	} else {
 		for _, sk := range res.Skipped {
 			fmt.Fprintf(stdout, "%s\tnot resubmitted: %s (event %s)\n", sk.ObjectID, cell(sk.Reason), sk.EventID)
@@ -70,6 +82,9 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		fmt.Fprintf(stdout, "batch %s: %d %s, %d replayed with changed entries, %d already queued or recently done, %d already settled\n",
 			res.BatchID, len(res.Enqueued), verb, len(res.Replayed), len(res.Duplicates), len(res.Skipped))
+		if *dry {
+			printPrediction(stdout, would)
+		}
 	}
 	if !*wait || *dry {
 		return nil
@@ -85,4 +100,90 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintln(out, progressLine(p))
 	return waitVerdict(p)
+}
+
+// predict runs, on the items a dry run would enqueue, every check that
+// needs no broker and no ledger — the manifest entry's rules, the content
+// rules and fixity — with the worker's execute, as inspect --batch does:
+// one result per item, and per message of an interchange.
+func predict(ctx context.Context, cfg Config, m *validate.Manifest, dir string, ids []string, stderr io.Writer) ([]inspectResult, error) {
+	enqueued := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		enqueued[id] = true
+	}
+	w := cfg.worker(nil, nil, cfg.logger(io.Discard))
+	out := []inspectResult{}
+	regsLoaded := false
+	for i := range m.Items {
+		it := m.Items[i]
+		if !enqueued[it.ObjectID] {
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		path, err := validate.ResolvePath(dir, it.Path)
+		if err != nil {
+			return nil, err
+		}
+		if it.Kind == "edifact" && !regsLoaded {
+			regsLoaded = true
+			if _, err := w.Registries.Refresh(); err != nil {
+				fmt.Fprintf(stderr, "registries: %v (interchanges are checked against the built-in set)\n", err)
+			}
+		}
+		if err := inspect(ctx, w, path, it.Kind, &it, func(r inspectResult) error { out = append(out, r); return nil }); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// printPrediction says where a dry run's items would go: a count by
+// destination, items and messages apart (an interchange whose envelope
+// passes is accepted, its messages counted on their own), then every one
+// that would not be accepted, with its code.
+func printPrediction(w io.Writer, would []inspectResult) {
+	items, msgs := map[string]int{}, map[string]int{}
+	seen := map[string]bool{} // interchanges counted by their messages
+	var failing []inspectResult
+	for _, r := range would {
+		switch {
+		case r.whole:
+			items[r.Verdict]++
+		default:
+			msgs[r.Verdict]++
+			if !seen[r.ObjectID] {
+				seen[r.ObjectID] = true
+				items[string(premis.Accepted)]++
+			}
+		}
+		if r.Verdict != string(premis.Accepted) {
+			failing = append(failing, r)
+		}
+	}
+	tally := func(c map[string]int) string {
+		var parts []string
+		for _, d := range premis.Destinations() {
+			if n := c[string(d)]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, d))
+			}
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
+	}
+	line := "checked as a worker would (inspect --batch): items " + tally(items)
+	if len(msgs) > 0 {
+		line += "; messages " + tally(msgs)
+	}
+	fmt.Fprintln(w, line)
+	for _, r := range failing {
+		id := r.ObjectID
+		if !r.whole && r.MessageRef != "" {
+			id += "#" + r.MessageRef
+		}
+		fmt.Fprintf(w, "  %s\twould be %s\t%s\t%s\n", cell(id), r.Verdict, dash(r.Code), cell(truncate(r.Message, 160)))
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	cfg := defaultConfig()
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
-	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "checkpoint"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "links", "checkpoint"); err != nil {
 		return err
 	}
 	log := cfg.logger(stderr)
@@ -78,13 +79,19 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 	done := make(chan struct{})
 	rc, _ := opt.MakeRedisClient().(redis.UniversalClient)
 	runID := ""
+	name := ingest.WorkerName()
+	// The announcement outlives two missed ticks, then the worker drops
+	// out of the fleet a reconciliation waits for.
+	announceTTL := 2*reconcileEvery + 15*time.Second
 	go func() {
 		defer close(done)
 		if rc != nil {
 			defer rc.Close()
+			defer ingest.WithdrawRegistries(context.WithoutCancel(rctx), rc, name)
 		}
 		t := time.NewTicker(reconcileEvery)
 		defer t.Stop()
+		pending := false // a registry change whose reconciliation has not run yet
 		for {
 			if w.Registries != nil {
 				if changed, err := w.Registries.Refresh(); err != nil {
@@ -93,11 +100,29 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 					r := w.Registries.Current()
 					log.Info("registries loaded", slog.String("locode", r.LOCODE.Version()), slog.Int("locode_codes", r.LOCODE.Len()),
 						slog.String("hs", r.HS.Version()), slog.Int("hs_codes", r.HS.Len()))
+					pending = true
+				}
+				// Say which versions this worker validates with before it
+				// reconciles: a reconciliation replays only once every live
+				// worker holds what it loaded.
+				if r := w.Registries.Current(); rc != nil {
+					if err := ingest.AnnounceRegistries(rctx, rc, name, r.LOCODE.Version(), r.HS.Version(), announceTTL); err != nil && rctx.Err() == nil {
+						log.Warn("could not announce the registry versions", slog.String("error", err.Error()))
+					}
+				}
+				if pending {
 					// A new registry version may clear parked messages: re-check
-					// those that failed against another version, replay what passes.
-					ds, err := op.ReconcileQuarantine(rctx, false)
-					if err != nil && rctx.Err() == nil {
+					// those that failed against another version, replay what
+					// passes; while other workers are behind, try again next tick.
+					ds, err := op.ReconcileQuarantine(rctx, ingest.ReconcileOptions{})
+					var fb *ingest.FleetBehindError
+					switch {
+					case errors.As(err, &fb):
+						log.Info("quarantine reconciliation waits for the other workers' registries", slog.Int("behind", len(fb.Behind)))
+					case err != nil && rctx.Err() == nil:
 						log.Warn("quarantine reconciliation failed", slog.String("error", err.Error()))
+					default:
+						pending = false
 					}
 					for _, d := range ds {
 						if d.Action == "replayed" {

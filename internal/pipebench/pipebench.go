@@ -174,7 +174,7 @@ func Pipeline(ctx context.Context, o Options, w *ingest.Worker, b *Batch) (drain
 	c := asynq.NewClient(o.Redis)
 	defer c.Close()
 	m := &validate.Manifest{BatchID: "bench-" + randomHex(6), Submitter: "lazaret bench", Items: b.items}
-	if err := m.Check(b.Dir); err != nil {
+	if err := m.Check(b.Dir, false); err != nil {
 		return Run{}, 0, fmt.Errorf("bench manifest: %w", err)
 	}
 	t0 := time.Now()

@@ -522,3 +522,44 @@ func Postgres(t testing.TB) string {
 	}
 	return PostgresDSN() + sep + "search_path=" + name
 }
+
+// SystemPython is the Debian python3 that python3-lxml installs for
+// (another python3 may come first on PATH).
+const SystemPython = "/usr/bin/python3"
+
+// ArchivematicaSchematron applies Archivematica's METS schematron (from the
+// shared corpus: AGPL, read at test time, never copied into the
+// repository) to the METS file at path with lxml.isoschematron (Debian
+// python3-lxml), through schematron.py beside this file. It returns the
+// failed asserts, one "location: text" each. Without the corpus or lxml it
+// fails under CI and skips elsewhere.
+func ArchivematicaSchematron(t testing.TB, path string) []string {
+	t.Helper()
+	sch := filepath.Join(Corpus(t, "archivematica-mets"), "archivematica_mets_schematron.xml")
+	if err := exec.Command(SystemPython, "-c", "import lxml.isoschematron").Run(); err != nil {
+		if InCI() {
+			t.Fatalf("%s with lxml (Debian python3-lxml) is required in CI: %v", SystemPython, err)
+		}
+		t.Skipf("%s cannot import lxml.isoschematron (apt-get install python3-lxml): %v", SystemPython, err)
+	}
+	script := filepath.Join(RepoRoot(t), "internal", "testenv", "schematron.py")
+	var stdout, stderr strings.Builder
+	cmd := exec.Command(SystemPython, script, sch, path)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+		t.Fatalf("schematron.py %s: %v\n%s", path, err, stderr.String())
+	}
+	var fails []string
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if line != "" {
+			fails = append(fails, line)
+		}
+	}
+	if err != nil && len(fails) == 0 {
+		t.Fatalf("schematron.py %s failed and named no assert:\n%s", path, stderr.String())
+	}
+	t.Logf("schematron: %s", strings.TrimSpace(stderr.String()))
+	return fails
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/premis"
 )
 
@@ -15,12 +16,13 @@ import (
 // for (memberNeedle) is in the column exactly when the object is a member,
 // whatever the object ids hold (quotes, brackets, commas, escapes).
 func FuzzMembers(f *testing.F) {
-	f.Add(`[["inv#1",1,64,"IFTMIN"]]`, "inv#1", "inv#2", int64(7), "INVOIC")
-	f.Add(`[["a",1,2,"b"],["c",3,4,"d"]]`, `a","b`, `["a",`, int64(0), "")
-	f.Add(`[[null,1,2,3]]`, `x\"y`, "x", int64(-1), "[")
-	f.Add(`[["",0,0,""]] junk`, "", "a,", int64(1<<62), `"],["`)
-	f.Add(`[["\u0069nv#1",1,64,"IFTMIN"]]`, "inv#1", "", int64(0), "")
-	f.Add(`[ ["inv#1",1,64,"IFTMIN",5]]`, "inv#1", "", int64(0), "")
+	seeds := testenv.NewSeeds(f)
+	seeds.Add(`[["inv#1",1,64,"IFTMIN"]]`, "inv#1", "inv#2", int64(7), "INVOIC")
+	seeds.Add(`[["a",1,2,"b"],["c",3,4,"d"]]`, `a","b`, `["a",`, int64(0), "")
+	seeds.Add(`[[null,1,2,3]]`, `x\"y`, "x", int64(-1), "[")
+	seeds.Add(`[["",0,0,""]] junk`, "", "a,", int64(1<<62), `"],["`)
+	seeds.Add(`[["\u0069nv#1",1,64,"IFTMIN"]]`, "inv#1", "", int64(0), "")
+	seeds.Add(`[ ["inv#1",1,64,"IFTMIN",5]]`, "inv#1", "", int64(0), "")
 	f.Fuzz(func(t *testing.T, column, id1, id2 string, offset int64, typ string) {
 		if ms, err := DecodeMembers(column); err == nil && (len(ms) == 0) != (column == "") || len(ms) > premis.MaxMembers {
 			t.Fatalf("DecodeMembers(%q) = %d members, %v", column, len(ms), err)

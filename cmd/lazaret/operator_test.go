@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/sqlite"
+	"github.com/lazaret/lazaret/validate"
+)
+
+// TestSettingErrorsPointAtTheSetting: a ledger path that names nothing is
+// a bad setting (exit 2) whose message says what to do; it does not end
+// with "Run 'lazaret dlq ls --help' for usage", which would not help.
+func TestSettingErrorsPointAtTheSetting(t *testing.T) {
+	t.Parallel()
+	_, stderr, code := runCmd(t, "dlq", "ls", "--ledger", filepath.Join(t.TempDir(), "nope.db"))
+	if code != 2 || !strings.Contains(stderr, "no ledger at") || strings.Contains(stderr, "--help") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := runCmd(t, "dlq", "ls", "--nope"); code != 2 || !strings.Contains(stderr, "--help") {
+		t.Errorf("an unknown flag still points at --help: exit %d\n%s", code, stderr)
+	}
+}
+
+// noBroker takes every task and keeps none: a batch recorded as
+// submitted, whose items no worker will settle.
+type noBroker struct{}
+
+func (noBroker) EnqueueContext(context.Context, *asynq.Task, ...asynq.Option) (*asynq.TaskInfo, error) {
+	return &asynq.TaskInfo{}, nil
+}
+
+// TestEmptyListingsAndWatchJSON: an empty listing says it is empty under
+// its header; batch watch --json prints the progress as JSON lines.
+func TestEmptyListingsAndWatchJSON(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b, err := fixtures.WriteArchiveBatch(filepath.Join(dir, "batch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger := filepath.Join(dir, "ledger.db")
+	l, err := sqlite.Open(context.Background(), ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, mdir, err := validate.ReadManifestFile(b.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ingest.Submit(context.Background(), l, noBroker{}, m, mdir, ingest.SubmitOptions{Policy: ingest.DefaultPolicy()}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	for _, q := range []string{"dlq", "quarantine", "hold"} {
+		out, _, code := runCmd(t, q, "ls", "--ledger", ledger)
+		if code != 0 || !strings.Contains(out, "(nothing in ") || strings.Count(out, "\n") != 2 {
+			t.Errorf("%s ls on an empty queue: exit %d\n%s", q, code, out)
+		}
+	}
+	out, _, code := runCmd(t, "batch", "watch", "--json", "--timeout", "300ms", "--ledger", ledger, m.BatchID)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var p ingest.Progress
+	if code != 1 || len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &p) != nil || p.BatchID != m.BatchID || p.Pending != len(m.Items) ||
+		p.ByDestination[premis.Submitted] != len(m.Items) {
+		t.Errorf("batch watch --json on a batch nobody works: exit %d\n%s", code, out)
+	}
+}
+
+// TestReconcileWaitsForTheFleetsRegistry: an operator reconciles with a
+// new UN/LOCODE file while a worker still validates with the old one. The
+// reconciliation replays nothing, says which worker is behind, and spends
+// no attempt; once the worker's file is updated it reloads it and replays
+// the message itself, once. Before, the replay went to a worker that
+// quarantined the message again, spending an attempt towards the poison
+// cap, and the dry run said "replayed".
+func TestReconcileWaitsForTheFleetsRegistry(t *testing.T) {
+	url := testenv.Redis(t, 13)
+	dir := t.TempDir()
+	b, err := fixtures.WriteLogisticsBatch(filepath.Join(dir, "batch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := validate.ReadManifestFile(b.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var only []validate.Item
+	for _, it := range m.Items {
+		if it.ObjectID == "edi-unknown-locode" {
+			only = append(only, it)
+		}
+	}
+	m.Items = only
+	js, _ := json.Marshal(m)
+	manifest := filepath.Join(b.Dir, "one.json")
+	os.WriteFile(manifest, js, 0o644)
+	old, fixed := filepath.Join(dir, "old.csv"), filepath.Join(dir, "new.csv")
+	os.WriteFile(old, []byte(",\"NL\",\"RTM\",\"Rotterdam\",,,,,,,,\n"), 0o644)
+	os.WriteFile(fixed, []byte(",\"NL\",\"RTM\",\"Rotterdam\",,,,,,,,\n,\"NL\",\"VLI\",\"Vlissingen\",,,,,,,,\n"), 0o644)
+	ledger := filepath.Join(dir, "ledger.db")
+	if _, stderr, code := runCmd(t, "submit", "--redis", url, "--ledger", ledger, manifest); code != 0 {
+		t.Fatal(stderr)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	t.Setenv("LAZARET_LOG_LEVEL", "error")
+	go func() {
+		done <- run(ctx, []string{"worker", "--redis", url, "--ledger", ledger, "--locode", old, "--reconcile-every", "200ms"}, &bytes.Buffer{}, &bytes.Buffer{})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			out, _, _ := runCmd(t, "batch", "status", "--ledger", ledger, b.BatchID)
+			if strings.Contains(out, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %q:\n%s", want, out)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor("1 quarantine")
+	l, err := sqlite.Open(context.Background(), ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	count := func() int {
+		evs, err := l.Events(context.Background(), premis.Filter{BatchID: b.BatchID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs)
+	}
+	before := count()
+	out, stderr, code := runCmd(t, "quarantine", "reconcile", "--redis", url, "--ledger", ledger, "--locode", fixed, "--dry-run")
+	if code != 1 || !strings.Contains(out, "would-replay") || strings.Contains(out, "\treplayed") || !strings.Contains(stderr, "1 live worker(s)") {
+		t.Errorf("dry run while the worker is behind: exit %d\n%s%s", code, out, stderr)
+	}
+	out, stderr, code = runCmd(t, "quarantine", "reconcile", "--redis", url, "--ledger", ledger, "--locode", fixed)
+	if code != 1 || !strings.Contains(stderr, "nothing was replayed") || !strings.Contains(stderr, "UN/LOCODE@") {
+		t.Errorf("reconcile while the worker is behind: exit %d\n%s%s", code, out, stderr)
+	}
+	time.Sleep(600 * time.Millisecond) // three of the worker's ticks
+	if n := count(); n != before {
+		t.Fatalf("the refused reconciliation wrote %d events", n-before)
+	}
+	// The worker gets the new file: it reloads it and replays the message
+	// itself, as attempt 2, once.
+	os.WriteFile(old, []byte(",\"NL\",\"RTM\",\"Rotterdam\",,,,,,,,\n,\"NL\",\"VLI\",\"Vlissingen\",,,,,,,,\n"), 0o644)
+	waitFor("2 items: 2 accepted")
+	evs, _ := l.Events(context.Background(), premis.Filter{BatchID: b.BatchID})
+	quarantined, maxAttempt := 0, 0
+	for _, e := range evs {
+		if e.Destination == premis.Quarantined {
+			quarantined++
+		}
+		maxAttempt = max(maxAttempt, e.Attempt)
+	}
+	if quarantined != 1 || maxAttempt != 2 {
+		t.Errorf("quarantined %d times, last attempt %d: want once, and the replay as attempt 2", quarantined, maxAttempt)
+	}
+	out, _, code = runCmd(t, "quarantine", "reconcile", "--redis", url, "--ledger", ledger, "--locode", old, "--dry-run")
+	if code != 0 || !strings.Contains(out, "0 parked") {
+		t.Errorf("after the worker caught up: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,83 @@
+package ingest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/premis"
+)
+
+// TestExportStatesOnlyTheFixityRead: through the worker, an accepted master
+// exports the digest and size of the bytes it read as its fixity, and a
+// master whose file was never there (io.not-found, retried, then
+// dead-lettered) exports no fixity and no size, its manifest's digest only
+// as a declared value; both documents valid PREMIS 3.0.
+func TestExportStatesOnlyTheFixityRead(t *testing.T) {
+	b := setup(t, fastPolicy())
+	data := master(t, goodPage)
+	path, sha := b.file("good.tif", data)
+	good := b.envelope("good", path, sha)
+	declared := strings.Repeat("a", 64)
+	missing := b.envelope("missing", filepath.Join(b.dir, "never-copied.tif"), declared)
+	b.start()
+	b.enqueue(good)
+	b.enqueue(missing)
+	if ev := b.settled(good.CorrelationID, 20*time.Second); ev.Destination != premis.Accepted {
+		t.Fatalf("good: %s %s", ev.Destination, ev.Code)
+	}
+	if ev := b.settled(missing.CorrelationID, 20*time.Second); ev.Destination != premis.DeadLetter || ev.Code != "io.not-found" {
+		t.Fatalf("missing: %s %s", ev.Destination, ev.Code)
+	}
+	for _, opt := range []premis.ExportOptions{{}, {Archivematica: true, Organisation: "Example Archive"}} {
+		var buf bytes.Buffer
+		if _, err := premis.ExportLedger(context.Background(), &buf, b.ledger, premis.Filter{BatchID: "batch-t"}, premis.Software{Name: "lazaret", Version: "test"}, opt); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "premis.xml")
+		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		testenv.ValidatePREMIS(t, out)
+		var doc struct {
+			Objects []struct {
+				ID          string   `xml:"objectIdentifier>objectIdentifierValue"`
+				Declared    []string `xml:"significantProperties>significantPropertiesValue"`
+				Digest      []string `xml:"objectCharacteristics>fixity>messageDigest"`
+				Size        string   `xml:"objectCharacteristics>size"`
+				Significant []string `xml:"significantProperties>significantPropertiesType"`
+			} `xml:"object"`
+		}
+		if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for _, o := range doc.Objects {
+			switch o.ID {
+			case "good":
+				seen++
+				if len(o.Digest) != 1 || o.Digest[0] != sha || o.Size != strconv.Itoa(len(data)) {
+					t.Errorf("Archivematica %v: the accepted master's fixity %v size %q, want %s and %d", opt.Archivematica, o.Digest, o.Size, sha, len(data))
+				}
+			case "missing":
+				seen++
+				if len(o.Digest) > 0 || o.Size != "" {
+					t.Errorf("Archivematica %v: a file never read exports fixity %v size %q", opt.Archivematica, o.Digest, o.Size)
+				}
+				if len(o.Declared) != 1 || o.Declared[0] != declared || o.Significant[0] != "declared sha256" {
+					t.Errorf("Archivematica %v: the never-read file's declared values %v %v, want its manifest's digest", opt.Archivematica, o.Significant, o.Declared)
+				}
+			}
+		}
+		if seen != 2 {
+			t.Fatalf("%d of the two objects exported:\n%s", seen, buf.String())
+		}
+	}
+}
