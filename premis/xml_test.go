@@ -119,6 +119,22 @@ func TestWriteXMLUnverified(t *testing.T) {
 	}
 }
 
+// TestWriteMETSUnverified: the METS wrapper carries the same marks, and
+// each PREMIS entity in it stays valid.
+func TestWriteMETSUnverified(t *testing.T) {
+	head := premis.Head{Count: 9, Hash: premis.ChainGenesis}
+	var buf bytes.Buffer
+	if err := premis.WriteXMLOptions(&buf, transferEvents(), sw, premis.ExportOptions{METS: true, Head: &head, Unverified: "truncated: 3 events stored"}); err != nil {
+		t.Fatal(err)
+	}
+	validateWrapped(t, buf.Bytes())
+	for _, want := range []string{"<!-- UNVERIFIED EXPORT: the ledger did not verify: truncated: 3 events stored -->", `verified="false"`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the METS export lacks %s", want)
+		}
+	}
+}
+
 func TestWriteXMLRefusesNothing(t *testing.T) {
 	if err := premis.WriteXML(&bytes.Buffer{}, nil, sw); err == nil {
 		t.Fatal("an export of no events must say so, not write an invalid document")
