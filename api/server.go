@@ -39,6 +39,53 @@ type Server struct {
 	// may carry: a page on another site that rebinds its DNS name to this
 	// address is refused (421).
 	AllowedHosts []string
+	// Verifier, when set, checks the ledger as it grows (premis.Verifier:
+	// each check reads the events appended since the last). Exports are
+	// refused from a ledger that fails it (?unverified=1 exports it,
+	// marked), and every other /v1/ read says so in LedgerHeader.
+	Verifier LedgerChecker
+}
+
+// LedgerChecker checks the ledger the API reads: premis.Verifier.
+type LedgerChecker interface {
+	Check(ctx context.Context) (*premis.Verification, error)
+}
+
+// LedgerHeader is set on a /v1/ read when the ledger failed its check:
+// the first problem.
+const LedgerHeader = "Lazaret-Ledger-Not-Intact"
+
+// ledgerProblem is the first problem of the ledger's check, "" when it is
+// intact or not checked.
+func (s *Server) ledgerProblem(ctx context.Context) (string, error) {
+	if s.Verifier == nil {
+		return "", nil
+	}
+	v, err := s.Verifier.Check(ctx)
+	if err != nil || v.Intact() {
+		return "", err
+	}
+	return v.Problems[0].String(), nil
+}
+
+// checked marks a read of a ledger that failed its check (LedgerHeader).
+func (s *Server) checked(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		problem, err := s.ledgerProblem(r.Context())
+		if err != nil {
+			s.fail(w, r, http.StatusInternalServerError, fmt.Errorf("ledger check: %w", err))
+			return
+		}
+		if problem != "" {
+			w.Header().Set(LedgerHeader, headerText(problem))
+		}
+		h(w, r)
+	}
+}
+
+// headerText is s on one line of printable text.
+func headerText(s string) string {
+	return strings.Join(strings.Fields(premis.Printable(s)), " ")
 }
 
 // Handler returns the routes.
@@ -55,12 +102,12 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/monitoring/", s.Monitoring)
 	}
 	mux.HandleFunc("POST /v1/batches", s.mutating(s.submit))
-	mux.HandleFunc("GET /v1/batches/{id}", s.batch)
-	mux.HandleFunc("GET /batches/{id}", s.batchHTML)
+	mux.HandleFunc("GET /v1/batches/{id}", s.checked(s.batch))
+	mux.HandleFunc("GET /batches/{id}", s.checked(s.batchHTML))
 	mux.HandleFunc("GET /v1/batches/{id}/premis", s.premisXML("batch"))
 	mux.HandleFunc("GET /v1/objects/{id}/premis", s.premisXML("object"))
-	mux.HandleFunc("GET /v1/failures", s.failures)
-	mux.HandleFunc("GET /v1/failures/{id}", s.failure)
+	mux.HandleFunc("GET /v1/failures", s.checked(s.failures))
+	mux.HandleFunc("GET /v1/failures/{id}", s.checked(s.failure))
 	mux.HandleFunc("POST /v1/failures/{id}/replay", s.mutating(s.replay))
 	mux.HandleFunc("POST /v1/failures/{id}/discard", s.mutating(s.discard))
 	mux.HandleFunc("GET /v1/queues", s.queues)
@@ -104,6 +151,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 
 type apiError struct {
 	Error string `json:"error"`
+}
+
+// ledgerError is the response to an export from a ledger that failed its
+// check.
+type ledgerError struct {
+	Error   string `json:"error"`
+	Problem string `json:"ledger_problem"`
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -219,10 +273,27 @@ func (s *Server) premisXML(by string) http.HandlerFunc {
 		if by == "batch" {
 			f = premis.Filter{BatchID: r.PathValue("id")}
 		}
+		// What leaves Lazaret stands on a verified ledger.
+		problem, err := s.ledgerProblem(r.Context())
+		if err != nil {
+			s.fail(w, r, http.StatusInternalServerError, fmt.Errorf("ledger check: %w", err))
+			return
+		}
+		var opt premis.ExportOptions
+		if problem != "" {
+			if r.URL.Query().Get("unverified") == "" {
+				writeJSON(w, http.StatusInternalServerError, ledgerError{
+					Error:   "the ledger is not intact: nothing exported (lazaret ledger verify; ?unverified=1 exports it, marked)",
+					Problem: problem})
+				return
+			}
+			w.Header().Set(LedgerHeader, headerText(problem))
+			opt.Unverified = problem
+		}
 		// Nothing is written before the first read of the events ends, so
 		// a failure there is still an error response.
 		out := &lazyHeader{w: w, contentType: "application/xml"}
-		_, err := premis.ExportLedger(r.Context(), out, s.Ops.Ledger, f, s.Software, premis.ExportOptions{})
+		_, err = premis.ExportLedger(r.Context(), out, s.Ops.Ledger, f, s.Software, opt)
 		switch {
 		case errors.Is(err, premis.ErrNothingToExport):
 			s.fail(w, r, http.StatusNotFound, fmt.Errorf("%s %s: no events", by, r.PathValue("id")))

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The hash chain. Every ledger chains its events in append order: each
@@ -237,6 +238,12 @@ const (
 	ProblemHead ProblemKind = "head"
 	// ProblemAnchor: an anchor passed to Verify is not on the chain.
 	ProblemAnchor ProblemKind = "anchor"
+	// ProblemCheckpoint: a signed checkpoint (kept outside the database,
+	// see CheckpointLog) is not on the chain: the event at its count has
+	// another hash (the chain was rewritten and recomputed), the ledger's
+	// first event is not the one the checkpoints name, or a line of the
+	// checkpoint log does not read or its signature does not verify.
+	ProblemCheckpoint ProblemKind = "checkpoint"
 	// ProblemReadModel: the read model (each item's latest outcome, which
 	// the listings answer from) disagrees with the events.
 	ProblemReadModel ProblemKind = "read-model"
@@ -244,7 +251,7 @@ const (
 
 // ProblemKinds lists every problem kind, in the order Verify reports them.
 func ProblemKinds() []ProblemKind {
-	return []ProblemKind{ProblemLink, ProblemTruncated, ProblemHead, ProblemAnchor, ProblemGuard, ProblemReadModel}
+	return []ProblemKind{ProblemLink, ProblemTruncated, ProblemHead, ProblemAnchor, ProblemCheckpoint, ProblemGuard, ProblemReadModel}
 }
 
 // Problem is one thing Verify found wrong. Seq and EventID name the row,
@@ -257,19 +264,26 @@ type Problem struct {
 }
 
 func (p Problem) String() string {
-	if p.Seq != 0 || p.EventID != "" {
+	switch {
+	case p.EventID != "":
 		return fmt.Sprintf("%s: seq %d (event %s): %s", p.Kind, p.Seq, p.EventID, p.Detail)
+	case p.Seq != 0:
+		return fmt.Sprintf("%s: seq %d: %s", p.Kind, p.Seq, p.Detail)
 	}
 	return fmt.Sprintf("%s: %s", p.Kind, p.Detail)
 }
 
 // Verification is the result of Verify.
 type Verification struct {
-	Events      int64     `json:"events"`                  // rows walked
-	Head        string    `json:"head"`                    // stored hash of the last row walked (ChainGenesis when none)
-	Recorded    *Head     `json:"recorded_head,omitempty"` // the head record, as read after the walk
-	BrokenLinks int       `json:"broken_links,omitempty"`  // rows with a ProblemLink; only the first is in Problems
-	Problems    []Problem `json:"problems,omitempty"`      // what was forged first (links, truncation, head, anchors), then the guards
+	Events      int64       `json:"events"`                  // events on the chain, to the last row walked
+	From        int64       `json:"from,omitempty"`          // events before the walk began: 0 for a full walk, else the point an incremental check (Verifier) started after
+	Seq         int64       `json:"seq,omitempty"`           // seq of the last row walked
+	Head        string      `json:"head"`                    // stored hash of the last row walked (ChainGenesis when none)
+	First       string      `json:"first,omitempty"`         // stored hash of the first event, when the walk read it: the ledger's identity in checkpoints
+	Checkpoint  *Checkpoint `json:"checkpoint,omitempty"`    // the newest signed checkpoint checked against, if any
+	Recorded    *Head       `json:"recorded_head,omitempty"` // the head record, as read after the walk
+	BrokenLinks int         `json:"broken_links,omitempty"`  // rows with a ProblemLink; only the first is in Problems
+	Problems    []Problem   `json:"problems,omitempty"`      // what was forged first (links, truncation, head, anchors), then the guards
 }
 
 // Intact reports whether Verify found nothing wrong.
@@ -279,9 +293,31 @@ func (v *Verification) Intact() bool { return len(v.Problems) == 0 }
 // count of problems and the first of them.
 func (v *Verification) String() string {
 	if v.Intact() {
-		return fmt.Sprintf("%d events, chain intact, head %s", v.Events, v.Head)
+		cp := ""
+		if c := v.Checkpoint; c != nil {
+			cp = fmt.Sprintf(", on the signed checkpoint of %s (%d events)", c.Time.UTC().Format(time.RFC3339), c.Count)
+		}
+		return fmt.Sprintf("%d events, chain intact, head %s%s", v.Events, v.Head, cp)
 	}
 	return fmt.Sprintf("%d events, %d problem(s), first: %s", v.Events, len(v.Problems), v.Problems[0])
+}
+
+// Point is a place on a ledger's chain: its Count-th event, stored at Seq
+// with hash Hash. The zero Point is the genesis, before the first event.
+type Point struct {
+	Seq   int64  `json:"seq"`
+	Count int64  `json:"count"`
+	Hash  string `json:"hash"`
+}
+
+// Head is the point's head (count and hash).
+func (p Point) Head() Head { return Head{Count: p.Count, Hash: p.Hash} }
+
+// SeqWalker is an Auditor that can walk from a seq on: what an incremental
+// check (Verifier) reads. The SQLite and PostgreSQL ledgers implement it.
+type SeqWalker interface {
+	// WalkFrom is Walk over the rows stored at seq or after.
+	WalkFrom(ctx context.Context, seq int64, fn func(e Event, err error) error) error
 }
 
 // Verify checks a ledger: its append-only guards; every row's hash and link,
@@ -292,7 +328,60 @@ func (v *Verification) String() string {
 // is in the Verification's Problems, the first broken link (by seq) first
 // among the links.
 func Verify(ctx context.Context, a Auditor, anchors ...Head) (*Verification, error) {
-	v := &Verification{Head: ChainGenesis}
+	return verify(ctx, a, verifyRun{anchors: anchors, readModel: true})
+}
+
+// VerifyCheckpointed is Verify, and checks the chain against the newest
+// signed checkpoint of cps as well (CheckpointLog.Read): the chain must
+// hold as many events as it counts, have its hash at its count, and start
+// with the first event it names; a log line that does not read or verify
+// is a problem too. A ledger wiped, cut short (head moved back) or
+// rewritten and recomputed after the checkpoint was taken fails.
+func VerifyCheckpointed(ctx context.Context, a Auditor, cps *Checkpoints, anchors ...Head) (*Verification, error) {
+	return verify(ctx, a, verifyRun{anchors: anchors, checkpoints: cps, readModel: true})
+}
+
+// verifyRun is what one verification checks.
+type verifyRun struct {
+	// from is where the walk starts: its row is read again and must still
+	// have its hash, and the rows after it are checked. Zero: a full walk.
+	from     Point
+	fromWhat string
+	anchors  []Head
+	// checkpoints, when set: its newest is checked as an anchor is, and
+	// its problems (unreadable or forged lines) are reported.
+	checkpoints *Checkpoints
+	readModel   bool
+}
+
+// errFirstRow stops the one-row walk of firstHash.
+var errFirstRow = errors.New("premis: first row read")
+
+// firstHash is the stored hash of a's first event ("" when it has none).
+func firstHash(ctx context.Context, a Auditor) (string, error) {
+	var h string
+	fn := func(e Event, _ error) error {
+		h = e.Hash
+		return errFirstRow
+	}
+	var err error
+	if sw, ok := a.(SeqWalker); ok {
+		err = sw.WalkFrom(ctx, 0, fn)
+	} else {
+		err = a.Walk(ctx, fn)
+	}
+	if err != nil && !errors.Is(err, errFirstRow) {
+		return "", err
+	}
+	return h, nil
+}
+
+func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error) {
+	from := run.from
+	v := &Verification{Head: ChainGenesis, From: from.Count, Events: from.Count, Seq: from.Seq}
+	if from.Count > 0 {
+		v.Head = from.Hash
+	}
 	add := func(p Problem) { v.Problems = append(v.Problems, p) }
 	if err := a.Guards(ctx); err != nil {
 		var ge *GuardError
@@ -316,8 +405,30 @@ func Verify(ctx context.Context, a Auditor, anchors ...Head) (*Verification, err
 	if hadHead {
 		checks = append(checks, check{before, ProblemHead, "the head record"})
 	}
-	for _, h := range anchors {
+	for _, h := range run.anchors {
 		checks = append(checks, check{h, ProblemAnchor, "anchor " + h.String()})
+	}
+	identity := ""
+	if cps := run.checkpoints; cps != nil {
+		for _, p := range cps.Problems {
+			add(Problem{Kind: ProblemCheckpoint, Detail: p.Error()})
+		}
+		if c := cps.Newest(); c != nil {
+			v.Checkpoint = &c.Checkpoint
+			checks = append(checks, check{Head{Count: c.Count, Hash: c.Hash}, ProblemCheckpoint, c.what()})
+			identity = c.Ledger
+			if from.Count > 0 && identity != "" {
+				// An incremental walk does not read the first event.
+				first, err := firstHash(ctx, a)
+				if err != nil {
+					return nil, err
+				}
+				if first != "" && first != identity {
+					add(identityProblem(c, first))
+				}
+				identity = ""
+			}
+		}
 	}
 	sort.SliceStable(checks, func(i, j int) bool { return checks[i].Count < checks[j].Count })
 	at := func(n int64, hash string, e *Event) {
@@ -325,7 +436,11 @@ func Verify(ctx context.Context, a Auditor, anchors ...Head) (*Verification, err
 			c := checks[0]
 			checks = checks[1:]
 			if c.Count == n && c.Hash != hash {
-				p := Problem{Kind: c.kind, Detail: fmt.Sprintf("%s says event %d has hash %s; it has %s", c.what, c.Count, c.Hash, hash)}
+				detail := fmt.Sprintf("%s says event %d has hash %s; it has %s", c.what, c.Count, c.Hash, hash)
+				if c.kind == ProblemCheckpoint {
+					detail += ": the chain was rewritten and its hashes recomputed since"
+				}
+				p := Problem{Kind: c.kind, Detail: detail}
 				if e != nil {
 					p.Seq, p.EventID = e.Seq, e.ID
 				}
@@ -333,11 +448,31 @@ func Verify(ctx context.Context, a Auditor, anchors ...Head) (*Verification, err
 			}
 		}
 	}
-	at(0, ChainGenesis, nil)
-	prev, prevSeq := ChainGenesis, int64(0)
-	err = a.Walk(ctx, func(e Event, derr error) error {
+	// Checks at or before the point a walk starts from are not checkable
+	// here: at drops them (a full walk starts from the genesis).
+	at(from.Count, v.Head, nil)
+	prev, prevSeq := v.Head, from.Seq
+	expectFrom, lost := from.Count > 0, false
+	gone := func() {
+		lost = true
+		add(Problem{Kind: ProblemCheckpoint, Seq: from.Seq, Detail: fmt.Sprintf("%s (seq %d, hash %s) is gone: events were removed", run.fromWhat, from.Seq, from.Hash)})
+	}
+	fn := func(e Event, derr error) error {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
+		}
+		if expectFrom {
+			expectFrom = false
+			switch {
+			case e.Seq != from.Seq:
+				gone()
+			case derr != nil || e.Hash != from.Hash || ChainHash(e.PrevHash, &e) != e.Hash:
+				add(Problem{Kind: ProblemCheckpoint, Seq: e.Seq, EventID: e.ID, Detail: fmt.Sprintf("%s (seq %d) had hash %s; it now has %s: it was rewritten since", run.fromWhat, from.Seq, from.Hash, e.Hash)})
+				prev, v.Head = e.Hash, e.Hash
+				return nil
+			default:
+				return nil // the point itself, as verified
+			}
 		}
 		v.Events++
 		var what string
@@ -362,11 +497,34 @@ func Verify(ctx context.Context, a Auditor, anchors ...Head) (*Verification, err
 			}
 			v.BrokenLinks++
 		}
+		if v.Events == 1 {
+			v.First = e.Hash
+			if identity != "" && e.Hash != identity {
+				add(identityProblem(run.checkpoints.Newest(), e.Hash))
+			}
+		}
 		prev, prevSeq = e.Hash, e.Seq
-		v.Head = e.Hash
+		v.Head, v.Seq = e.Hash, e.Seq
 		at(v.Events, e.Hash, &e)
 		return nil
-	})
+	}
+	if from.Count > 0 {
+		if sw, ok := a.(SeqWalker); ok {
+			err = sw.WalkFrom(ctx, from.Seq, fn)
+		} else {
+			err = a.Walk(ctx, func(e Event, derr error) error {
+				if e.Seq < from.Seq && derr == nil {
+					return nil
+				}
+				return fn(e, derr)
+			})
+		}
+		if err == nil && expectFrom {
+			gone()
+		}
+	} else {
+		err = a.Walk(ctx, fn)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -384,6 +542,8 @@ func Verify(ctx context.Context, a Auditor, anchors ...Head) (*Verification, err
 	switch {
 	case !hasHead:
 		add(Problem{Kind: ProblemHead, Detail: "the head record is gone"})
+	case lost:
+		// Where the chain stands is not known: the point is gone.
 	case after.Count < v.Events:
 		add(Problem{Kind: ProblemHead, Detail: fmt.Sprintf("%d events stored, but the head record counts %d: the last %d were written past Append",
 			v.Events, after.Count, v.Events-after.Count)})
@@ -393,7 +553,7 @@ func Verify(ctx context.Context, a Auditor, anchors ...Head) (*Verification, err
 	if hasHead {
 		v.Recorded = &after
 	}
-	if rm, ok := a.(ReadModelAuditor); ok {
+	if rm, ok := a.(ReadModelAuditor); ok && run.readModel {
 		detail, err := rm.CheckReadModel(ctx)
 		if err != nil {
 			return nil, err
@@ -405,4 +565,9 @@ func Verify(ctx context.Context, a Auditor, anchors ...Head) (*Verification, err
 	rank := func(k ProblemKind) int { return slices.Index(ProblemKinds(), k) }
 	sort.SliceStable(v.Problems, func(i, j int) bool { return rank(v.Problems[i].Kind) < rank(v.Problems[j].Kind) })
 	return v, nil
+}
+
+func identityProblem(c *CheckpointEntry, first string) Problem {
+	return Problem{Kind: ProblemCheckpoint, Detail: fmt.Sprintf("%s is of the ledger whose first event has hash %s; this ledger's first event has hash %s: the first event was rewritten, or the checkpoint log is another ledger's",
+		c.what(), c.Ledger, first)}
 }

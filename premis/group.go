@@ -233,3 +233,21 @@ func (g *GroupCommit) auditor() (Auditor, error) {
 	}
 	return nil, fmt.Errorf("premis: %T cannot be audited", g.Ledger)
 }
+
+// WalkFrom implements SeqWalker; a ledger that is not one is walked whole,
+// from seq on.
+func (g *GroupCommit) WalkFrom(ctx context.Context, seq int64, fn func(e Event, err error) error) error {
+	a, err := g.auditor()
+	if err != nil {
+		return err
+	}
+	if sw, ok := a.(SeqWalker); ok {
+		return sw.WalkFrom(ctx, seq, fn)
+	}
+	return a.Walk(ctx, func(e Event, err error) error {
+		if e.Seq < seq && err == nil {
+			return nil
+		}
+		return fn(e, err)
+	})
+}

@@ -33,6 +33,7 @@ func (d *doc) mets(objects map[string]*object, order []string, src source, shape
 		created = time.Now()
 	}
 	x.raw(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	d.unverifiedComment()
 	x.raw(`<mets:mets xmlns:mets="` + NamespaceMETS + `" xmlns:xlink="` + namespaceXLink + `" xmlns:xsi="` + namespaceXSI +
 		`" xsi:schemaLocation="` + schemaLocationMETS + `">` + "\n")
 	x.openAttr("mets:metsHdr", "CREATEDATE", created.UTC().Format("2006-01-02T15:04:05Z"))

@@ -67,6 +67,12 @@ type ExportOptions struct {
 	// Organisation, when set, is the organisation that runs Lazaret: an
 	// agent of type organization, linked from every event as implementer.
 	Organisation string
+	// Unverified, when set, is the first problem of a ledger that did not
+	// verify, exported anyway (lazaret events export --unverified): the
+	// document says so in a comment before its root, in an agentNote of
+	// the exporting software and as verified="false" (and the problem) on
+	// its lazaret:ledgerHead.
+	Unverified string
 	// Archivematica shapes the document for Archivematica's import of a
 	// transfer's metadata/premis.xml (docs/archivematica.md): originalName
 	// as "objects/" + the path below the batch folder (the file's place in
@@ -383,6 +389,7 @@ type doc struct {
 func (d *doc) premis(objects map[string]*object, order []string, agents []agentRef, src source, shape func(Event) (Event, bool), n int) error {
 	x := d.x
 	x.raw(xml.Header)
+	d.unverifiedComment()
 	root := `<premis:premis xmlns:premis="` + NamespacePREMIS + `" xmlns:xsi="` + namespaceXSI + `" xmlns:lazaret="` + NamespaceLazaret + `"`
 	if d.opt.Archivematica {
 		root += ` xsi:schemaLocation="` + schemaLocationPREMIS + `"`
@@ -553,10 +560,18 @@ func (d *doc) agent(a agentRef, wrap string) {
 		if version != "" {
 			x.elem("premis:agentVersion", version)
 		}
-		if head := d.opt.Head; head != nil && a.value == d.sw.ID() {
-			x.elem("premis:agentNote", fmt.Sprintf("ledger chain head: %d events, last hash %s", head.Count, head.Hash))
+		if head := d.opt.Head; (head != nil || d.opt.Unverified != "") && a.value == d.sw.ID() {
+			var attrs []string
+			if head != nil {
+				x.elem("premis:agentNote", fmt.Sprintf("ledger chain head: %d events, last hash %s", head.Count, head.Hash))
+				attrs = append(attrs, "events", strconv.FormatInt(head.Count, 10), "hash", head.Hash)
+			}
+			if d.opt.Unverified != "" {
+				x.elem("premis:agentNote", "UNVERIFIED: the ledger did not verify when this was exported: "+d.opt.Unverified)
+				attrs = append(attrs, "verified", "false", "problem", d.opt.Unverified)
+			}
 			x.open("premis:agentExtension")
-			x.openAttr("lazaret:ledgerHead", "events", strconv.FormatInt(head.Count, 10), "hash", head.Hash)
+			x.openAttr("lazaret:ledgerHead", attrs...)
 			x.close("lazaret:ledgerHead")
 			x.close("premis:agentExtension")
 		}
@@ -833,4 +848,21 @@ func (x *xw) elem(tag, v string) {
 	x.open(tag)
 	x.text(v)
 	x.close(tag)
+}
+
+// unverifiedComment says, before the root, that the export was taken
+// from a ledger that did not verify (ExportOptions.Unverified).
+func (d *doc) unverifiedComment() {
+	if d.opt.Unverified != "" {
+		d.x.raw("<!-- UNVERIFIED EXPORT: the ledger did not verify: " + commentText(d.opt.Unverified) + " -->\n")
+	}
+}
+
+// commentText is s as the text of an XML comment, which may not hold "--".
+func commentText(s string) string {
+	s = Printable(s)
+	for strings.Contains(s, "--") {
+		s = strings.ReplaceAll(s, "--", "- -")
+	}
+	return s
 }

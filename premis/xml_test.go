@@ -93,6 +93,48 @@ func TestWriteXMLWithChain(t *testing.T) {
 	}
 }
 
+// TestWriteXMLUnverified: an export of a ledger that did not verify says
+// so before its root and on the exporting agent, and stays valid.
+func TestWriteXMLUnverified(t *testing.T) {
+	evs := sampleEvents()
+	head := premis.Head{Count: 9, Hash: premis.ChainGenesis}
+	problem := "link: seq 2 (event e-2): the row was changed -- after it was written <&>"
+	var buf bytes.Buffer
+	if err := premis.WriteXMLOptions(&buf, evs, sw, premis.ExportOptions{Head: &head, Unverified: problem}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "premis.xml")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.ValidatePREMIS(t, path)
+	for _, want := range []string{
+		"<!-- UNVERIFIED EXPORT: the ledger did not verify: link: seq 2 (event e-2): the row was changed - - after it was written <&> -->",
+		`<premis:agentNote>UNVERIFIED: the ledger did not verify when this was exported: link: seq 2 (event e-2): the row was changed -- after it was written &lt;&amp;&gt;</premis:agentNote>`,
+		`<lazaret:ledgerHead events="9" hash="` + head.Hash + `" verified="false" problem="link: seq 2`,
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("export lacks %s", want)
+		}
+	}
+}
+
+// TestWriteMETSUnverified: the METS wrapper carries the same marks, and
+// each PREMIS entity in it stays valid.
+func TestWriteMETSUnverified(t *testing.T) {
+	head := premis.Head{Count: 9, Hash: premis.ChainGenesis}
+	var buf bytes.Buffer
+	if err := premis.WriteXMLOptions(&buf, transferEvents(), sw, premis.ExportOptions{METS: true, Head: &head, Unverified: "truncated: 3 events stored"}); err != nil {
+		t.Fatal(err)
+	}
+	validateWrapped(t, buf.Bytes())
+	for _, want := range []string{"<!-- UNVERIFIED EXPORT: the ledger did not verify: truncated: 3 events stored -->", `verified="false"`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the METS export lacks %s", want)
+		}
+	}
+}
+
 func TestWriteXMLRefusesNothing(t *testing.T) {
 	if err := premis.WriteXML(&bytes.Buffer{}, nil, sw); err == nil {
 		t.Fatal("an export of no events must say so, not write an invalid document")

@@ -401,7 +401,11 @@ func commandEvents() *cobra.Command {
 the export was taken at (check it later with ledger verify --anchor).
 --format mets wraps them as Archivematica's METS holds PREMIS (one amdSec per
 file: its object, events and agents), for Archivematica's METS schematron
-(docs/archivematica.md).`,
+(docs/archivematica.md). The whole chain is verified first (against the
+checkpoint log, with --checkpoint-dir): a ledger that does not verify is not
+exported (exit 1, naming its first problem) unless --unverified, which marks
+the document.`,
+			exit: "1: the ledger is not intact (nothing is written), or the export failed",
 			example: `  lazaret events export --batch batch-17 -o batch-17.premis.xml
   lazaret events export --batch batch-17 --format mets --organisation "Your Archive" -o batch-17.mets.xml
   lazaret events export --object scan-0001`}.command())
@@ -413,10 +417,20 @@ func commandLedger() *cobra.Command {
 			short: "check the ledger's hash chain and guards",
 			long: `Walk the ledger's hash chain: every event chains to the one before, the
 guards against updates and deletes are in place, the recorded head is the
-last event, and each --anchor (a head from an export or an earlier verify)
-is on the chain.`, exit: "1: the ledger is not intact (every problem is printed)",
+last event, each --anchor (a head from an export or an earlier verify)
+is on the chain, and, with --checkpoint-dir, the chain holds the newest signed
+checkpoint of the log: as many events as it counts, its hash at its count.
+A ledger wiped, cut short or rewritten and recomputed since fails. With
+--checkpoint-key the result is recorded in the log, signed.`, exit: "1: the ledger is not intact (every problem is printed)",
 			example: `  lazaret ledger verify
-  lazaret ledger verify --anchor 1200:9f86d081884c7d65... --json`}.command())
+  lazaret ledger verify --checkpoint-dir /srv/lazaret-checkpoints --checkpoint-pubkey KEY
+  lazaret ledger verify --anchor 1200:9f86d081884c7d65... --json`}.command(),
+		leaf{use: "keygen -o FILE", run: runLedgerKeygen,
+			short: "write a new checkpoint signing key",
+			long: `Write a new ed25519 key that signs checkpoints of the ledger's head to FILE
+(mode 0600; an existing file is never replaced) and print its public key,
+which checks them (--checkpoint-pubkey) without the power to sign.`,
+			example: `  lazaret ledger keygen -o /etc/lazaret/checkpoint.key`}.command())
 }
 
 func commandContrl() *cobra.Command {

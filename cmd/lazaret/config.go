@@ -57,6 +57,14 @@ type Config struct {
 	IngestRoots  []string                 `json:"ingest_roots"`
 	Hardlinks    []string                 `json:"hardlink_roots"`
 	LogLevel     string                   `json:"log_level"`
+	// The checkpoint log (premis.CheckpointLog): where the ledger's head
+	// is kept, signed, outside the database.
+	CheckpointDir      string        `json:"checkpoint_dir"`
+	CheckpointKey      string        `json:"checkpoint_key"`    // private key file (lazaret ledger keygen)
+	CheckpointPubkey   string        `json:"checkpoint_pubkey"` // public key, or a file holding it
+	CheckpointEvery    int64         `json:"checkpoint_every"`
+	CheckpointInterval time.Duration `json:"checkpoint_interval"`
+	VerifyEvery        time.Duration `json:"verify_every"` // serve: a full walk this often (0: never)
 
 	ledgerDefault bool // Ledger is the default, not a setting
 }
@@ -71,7 +79,8 @@ func defaultConfig() Config {
 		PixelBudget: m.PixelBudget, MemoryBudget: m.MemoryBudget, MinDPI: m.Rules.MinDPI, RequireICC: m.Rules.RequireICC,
 		PrivateTags: m.PrivateTags, Undecodable: m.Undecodable, LogLevel: "info",
 		VGMFloor: validate.DefaultEDIRules().VGMFloorKg, VGMMax: validate.DefaultEDIRules().VGMMaxKg,
-		Directory: validate.DefaultDirectoryPolicy(),
+		Directory:       validate.DefaultDirectoryPolicy(),
+		CheckpointEvery: premis.DefaultCheckpointEvery, CheckpointInterval: premis.DefaultCheckpointInterval, VerifyEvery: 24 * time.Hour,
 	}
 }
 
@@ -134,6 +143,22 @@ func (c *Config) bind(ctx context.Context, fs *flag.FlagSet, args []string, fiel
 				return err
 			}
 			fs.StringVar(&c.Ledger, "ledger", c.Ledger, "the `LEDGER`: an SQLite file, or postgres://user@host/db for several machines (default $XDG_DATA_HOME/lazaret/ledger.db); env LAZARET_LEDGER")
+		case "checkpoint":
+			for _, e := range []struct {
+				name string
+				dst  *string
+			}{{"LAZARET_CHECKPOINT_DIR", &c.CheckpointDir}, {"LAZARET_CHECKPOINT_KEY", &c.CheckpointKey}, {"LAZARET_CHECKPOINT_PUBKEY", &c.CheckpointPubkey}} {
+				if err := env(e.name, func(v string) error { *e.dst = v; return nil }); err != nil {
+					return err
+				}
+			}
+			fs.StringVar(&c.CheckpointDir, "checkpoint-dir", c.CheckpointDir, "`DIR` of the checkpoint log: the ledger's head, signed, outside the database (env LAZARET_CHECKPOINT_DIR)")
+			fs.StringVar(&c.CheckpointKey, "checkpoint-key", c.CheckpointKey, "private key `FILE` that signs checkpoints (lazaret ledger keygen; env LAZARET_CHECKPOINT_KEY)")
+			fs.StringVar(&c.CheckpointPubkey, "checkpoint-pubkey", c.CheckpointPubkey, "public `KEY` (base64, or a file holding it) that checks checkpoints, without the signing key (env LAZARET_CHECKPOINT_PUBKEY)")
+			fs.Int64Var(&c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint the head once it moved `N` events")
+			fs.DurationVar(&c.CheckpointInterval, "checkpoint-interval", c.CheckpointInterval, "checkpoint a head that moved at least this often")
+		case "verify":
+			fs.DurationVar(&c.VerifyEvery, "verify-every", c.VerifyEvery, "walk the whole chain this often, for what the incremental checks cannot see, and record the result in the checkpoint log (0: never)")
 		case "roots":
 			fs.Var((*listFlag)(&c.IngestRoots), "ingest-root", "`DIR` manifests and corrected files must lie beneath (repeatable); the API reads nothing without one")
 		case "links":
@@ -241,9 +266,10 @@ func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll,
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
 		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ContrlParked, "ingest_roots": &c.IngestRoots, "hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory,
+		"checkpoint_dir": &c.CheckpointDir, "checkpoint_key": &c.CheckpointKey, "checkpoint_pubkey": &c.CheckpointPubkey, "checkpoint_every": &c.CheckpointEvery,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
-		"routing_max": &c.RoutingMax, "drain_timeout": &c.DrainTimeout}
+		"routing_max": &c.RoutingMax, "drain_timeout": &c.DrainTimeout, "checkpoint_interval": &c.CheckpointInterval, "verify_every": &c.VerifyEvery}
 	var errs []error
 	for k, v := range raw {
 		if d, ok := durations[k]; ok {
@@ -292,6 +318,15 @@ func (c *Config) Validate() error {
 	}
 	if c.MinDPI < 0 {
 		errs = append(errs, fmt.Errorf("min dpi %v: want >= 0", c.MinDPI))
+	}
+	if c.CheckpointEvery < 1 {
+		errs = append(errs, fmt.Errorf("checkpoint_every %d: want at least 1 event", c.CheckpointEvery))
+	}
+	if c.VerifyEvery < 0 {
+		errs = append(errs, fmt.Errorf("verify_every %v: want 0 (never) or a positive duration", c.VerifyEvery))
+	}
+	if c.CheckpointInterval <= 0 {
+		errs = append(errs, fmt.Errorf("checkpoint_interval %v: want a positive duration", c.CheckpointInterval))
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":

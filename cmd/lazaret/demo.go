@@ -199,6 +199,13 @@ and broker.
 	}
 
 	xmlPath := filepath.Join(*data, "premis.xml")
+	problem, err := exportVerify(ctx, &cfg, ledger)
+	if err != nil {
+		return err
+	}
+	if problem != "" {
+		return &exitError{code: 1, err: fmt.Errorf("the demo's ledger is not intact, nothing exported: %s", problem)}
+	}
 	n, err := exportFile(ctx, xmlPath, ledger, premis.Filter{}, premis.ExportOptions{})
 	if err != nil {
 		return err

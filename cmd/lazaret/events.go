@@ -32,7 +32,8 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		out := fs.String("o", "", "write to this `FILE` instead of standard output")
 		org := fs.String("organisation", "", "the `ORGANISATION` running lazaret: exported as an agent every event links")
 		am := fs.Bool("archivematica", false, "shape the document for Archivematica's metadata/premis.xml import (docs/archivematica.md)")
-		if err := cfg.bind(ctx, fs, args[1:], "ledger"); err != nil {
+		unverified := fs.Bool("unverified", false, "export a ledger that does not verify anyway, marked so in the document")
+		if err := cfg.bind(ctx, fs, args[1:], "ledger", "checkpoint"); err != nil {
 			return err
 		}
 		switch *format {
@@ -57,6 +58,18 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// The chain head the export was taken at, so a preservation system
 		// can later check the ledger against it (lazaret ledger verify --anchor).
 		opt := premis.ExportOptions{Organisation: *org, Archivematica: *am, METS: *format == "mets", LedgerHead: true}
+		// What leaves Lazaret stands on a verified ledger.
+		problem, err := exportVerify(ctx, &cfg, l)
+		if err != nil {
+			return err
+		}
+		if problem != "" {
+			if !*unverified {
+				return &exitError{code: 1, err: fmt.Errorf("events export: ledger %s is not intact, nothing exported (run lazaret ledger verify; --unverified exports it marked): %s", ledgerName(&cfg), problem)}
+			}
+			fmt.Fprintf(stderr, "warning: exporting a ledger that is not intact, marked unverified: %s\n", problem)
+			opt.Unverified = problem
+		}
 		sel := premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t}
 		if *out == "" {
 			_, err := premis.ExportLedger(ctx, exact(stdout), l, sel, software, opt)
@@ -71,7 +84,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case "ls":
 		asJSON := fs.Bool("json", false, "one JSON object per event per line (a PREMIS event as the API serves it)")
 		limit := fs.Int("limit", 0, "at most `N` events (0: all)")
-		if err := cfg.bind(ctx, fs, args[1:], "ledger"); err != nil {
+		if err := cfg.bind(ctx, fs, args[1:], "ledger", "checkpoint"); err != nil {
 			return err
 		}
 		if fs.NArg() > 0 {
@@ -82,6 +95,9 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		defer l.Close()
+		if err := warnUnverified(ctx, &cfg, l, stderr); err != nil {
+			return err
+		}
 		sel := premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t, Limit: *limit}
 		// A page at a time: a listing of the whole ledger holds one page.
 		// The table's columns are aligned a page of rows at a time (a
@@ -173,4 +189,26 @@ func exportFile(ctx context.Context, path string, l premis.Ledger, sel premis.Fi
 		return 0, err
 	}
 	return n, nil
+}
+
+// exportVerify verifies the whole ledger (against the checkpoint log when
+// there is one) before an export: the first problem, or "".
+func exportVerify(ctx context.Context, cfg *Config, l premis.Ledger) (string, error) {
+	a, ok := l.(premis.Auditor)
+	if !ok {
+		return "", fmt.Errorf("ledger %s (%T) keeps no hash chain to verify", ledgerName(cfg), l)
+	}
+	cp, err := cfg.checkpoints()
+	if err != nil {
+		return "", err
+	}
+	cps, err := cp.read()
+	if err != nil {
+		return "", err
+	}
+	v, err := verifyLedger(ctx, a, cps)
+	if err != nil || v.Intact() {
+		return "", err
+	}
+	return v.Problems[0].String(), nil
 }

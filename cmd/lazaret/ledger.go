@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/premis/postgres"
@@ -24,23 +25,43 @@ func runLedgerVerify(ctx context.Context, args []string, stdout, stderr io.Write
 	asJSON := fs.Bool("json", false, "the verification as one JSON object")
 	var anchors headsFlag
 	fs.Var(&anchors, "anchor", "a head recorded earlier, `COUNT:HASH` (from an export or an earlier verify), that must be on the chain; repeat for several")
+	noCheckpoints := fs.Bool("no-checkpoints", false, "do not hold the chain to the checkpoint log, and record nothing in it")
 	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "ledger"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "ledger", "checkpoint"); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("ledger verify: unexpected arguments %q", fs.Args())
+	}
+	cp, err := cfg.checkpoints()
+	if err != nil {
+		return err
+	}
+	if *noCheckpoints {
+		cp = checkpointing{}
+	}
+	cps, err := cp.read()
+	if err != nil {
+		return err
 	}
 	a, closeLedger, err := openAuditor(ctx, &cfg)
 	if err != nil {
 		return err
 	}
 	defer closeLedger()
-	v, err := premis.Verify(ctx, a, anchors...)
+	v, err := verifyLedger(ctx, a, cps, anchors...)
 	if err != nil {
 		return err
 	}
 	name := ledgerName(&cfg)
+	// The result is recorded (signed) when the key is at hand: listings
+	// then say a ledger failed without walking it.
+	if _, err := premis.Record(cp.log, cp.key, v, time.Now()); err != nil {
+		return err
+	}
+	if cp.log == nil && !*noCheckpoints {
+		fmt.Fprintln(stderr, "note: no checkpoint log (--checkpoint-dir): a ledger wiped, cut short or recomputed by someone who can write the database would verify")
+	}
 	if *asJSON {
 		out := struct {
 			Ledger string `json:"ledger"`
@@ -66,6 +87,15 @@ func runLedgerVerify(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stdout, "link: %d rows in all do not chain; the first is above\n", v.BrokenLinks)
 	}
 	return &exitError{code: 1, err: fmt.Errorf("ledger %s is not intact: %s", name, v)}
+}
+
+// verifyLedger is premis.Verify, against the checkpoints when there is a
+// log.
+func verifyLedger(ctx context.Context, a premis.Auditor, cps *premis.Checkpoints, anchors ...premis.Head) (*premis.Verification, error) {
+	if cps != nil {
+		return premis.VerifyCheckpointed(ctx, a, cps, anchors...)
+	}
+	return premis.Verify(ctx, a, anchors...)
 }
 
 // openAuditor opens the ledger as every command does. When that fails its

@@ -161,6 +161,7 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 	switch sub {
 	case "ls":
 		filters.declare(fs)
+		fields = append(fields, "checkpoint")
 	case "replay", "release":
 		actor()
 		fs.StringVar(&file, "file", "", "replay with this corrected `FILE` (beneath an --ingest-root, or beside the original)")
@@ -213,6 +214,9 @@ func runFailure(ctx context.Context, fc failureCommand, sub string, args []strin
 			return err
 		}
 		defer ledger.Close()
+		if err := warnUnverified(ctx, &cfg, ledger, stderr); err != nil {
+			return err
+		}
 		list, err := ingest.Failures(ctx, ledger, filter)
 		if err != nil {
 			return err
@@ -531,7 +535,7 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		asJSON = fs.Bool("json", false, "one JSON object of the batch's progress a line, whenever it changes, the last when it is finished")
 	}
 	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args[1:], "ledger"); err != nil {
+	if err := cfg.bind(ctx, fs, args[1:], "ledger", "checkpoint"); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -542,6 +546,9 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer l.Close()
+	if err := warnUnverified(ctx, &cfg, l, stderr); err != nil {
+		return err
+	}
 	if sub == "watch" {
 		if _, err := ingest.BatchProgress(ctx, l, fs.Arg(0)); err != nil {
 			return &exitError{code: 1, err: err}

@@ -40,7 +40,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var hosts listFlag
 	fs.Var(&hosts, "allowed-host", "`HOST` name requests may carry in Host (repeatable); default: localhost and the listen address's")
 	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "roots", "links"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "roots", "links", "checkpoint", "verify"); err != nil {
 		return err
 	}
 	for _, v := range []struct {
@@ -75,6 +75,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	log := cfg.logger(stderr)
+	if _, err := cfg.checkpoints(); err != nil {
+		return err
+	}
 	opt, ledger, err := cfg.connect(ctx)
 	if err != nil {
 		return err
@@ -148,12 +151,25 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 			return nil, nil, err
 		}
 	}
+	// The API's reads stand on the ledger this verifier checks as it
+	// grows (and, with a key, checkpoints).
+	verifier, stopCheckpoints, err := startCheckpoints(ctx, cfg, ledger, log, true)
+	if err != nil {
+		stopWorkers()
+		insp.Close()
+		client.Close()
+		return nil, nil, err
+	}
 	mon := asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: opt, ReadOnly: true,
 		PayloadFormatter: asynqmon.PayloadFormatterFunc(api.PayloadFormatter(ledger))})
 	s := &api.Server{Ops: ops, Metrics: metrics, Token: o.token, Software: software, Logger: log, Monitoring: mon, Roots: cfg.IngestRoots,
 		ReadToken: o.readToken, AllowedHosts: o.hosts}
+	if verifier != nil {
+		s.Verifier = verifier
+	}
 	return s.Handler(), func() {
 		stopWorkers()
+		stopCheckpoints()
 		if alerter != nil {
 			alerter.Stop()
 		}

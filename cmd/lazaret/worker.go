@@ -22,10 +22,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	cfg := defaultConfig()
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
-	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "links"); err != nil {
+	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "links", "checkpoint"); err != nil {
 		return err
 	}
 	log := cfg.logger(stderr)
+	if _, err := cfg.checkpoints(); err != nil {
+		return err
+	}
 	opt, ledger, err := cfg.connect(ctx)
 	if err != nil {
 		return err
@@ -39,6 +42,17 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	stop, err := startWorkers(ctx, w, cfg.operator(w, client, insp, opt), opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, *reconcileEvery)
 	if err != nil {
 		return err
+	}
+	// The head is checkpointed as the workers move it, outside the
+	// database; stopped after the workers, so the last head is in the log.
+	_, stopCheckpoints, err := startCheckpoints(ctx, &cfg, ledger, log, false)
+	if err != nil {
+		stop()
+		return err
+	}
+	defer stopCheckpoints()
+	if cfg.CheckpointDir != "" && cfg.CheckpointKey == "" {
+		log.Warn("no --checkpoint-key: this worker checkpoints nothing", slog.String("checkpoint_dir", cfg.CheckpointDir))
 	}
 	if os.Geteuid() == 0 {
 		log.Warn("running as root: a worker needs only read access to the ingest roots and write access to its ledger; see deploy/systemd")

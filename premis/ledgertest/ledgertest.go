@@ -6,6 +6,7 @@ package ledgertest
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"strings"
@@ -502,4 +503,133 @@ func ReadsBeforeMembers(t *testing.T, l premis.Ledger, want []*premis.Event) {
 	if evs, err := l.Events(ctx, premis.Filter{ObjectID: want[0].ObjectID}); err != nil || len(evs) == 0 || evs[0].ID != want[0].ID {
 		t.Errorf("object %s: %d events, %v", want[0].ObjectID, len(evs), err)
 	}
+}
+
+// Checkpointed signs l's current head into a checkpoint log of its own, as
+// a worker's premis.Verifier does, and returns the log and the key.
+func Checkpointed(t *testing.T, l premis.Ledger) (*premis.CheckpointLog, ed25519.PrivateKey) {
+	t.Helper()
+	key, err := premis.GenerateCheckpointKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &premis.CheckpointLog{Dir: t.TempDir()}
+	v := &premis.Verifier{Auditor: auditor(t, l), Log: log, Key: key, Every: 1}
+	c, res, err := v.Checkpoint(context.Background())
+	if err != nil || c == nil || !res.Intact() {
+		t.Fatalf("checkpoint: %v, %v, %s", c, err, res)
+	}
+	return log, key
+}
+
+// VerifyCheckpointed reads log with pub and verifies l against it.
+func VerifyCheckpointed(t *testing.T, l premis.Ledger, log *premis.CheckpointLog, pub ed25519.PublicKey) *premis.Verification {
+	t.Helper()
+	cps, err := log.Read(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := premis.VerifyCheckpointed(context.Background(), auditor(t, l), cps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func auditor(t *testing.T, l premis.Ledger) premis.Auditor {
+	t.Helper()
+	a, ok := l.(premis.Auditor)
+	if !ok {
+		t.Fatalf("%T is not a premis.Auditor", l)
+	}
+	return a
+}
+
+// Recompute is the attacker who knows the chain's encoding: it walks l
+// and, from the row at seq from on, computes every hash again from the
+// row's columns and calls set with the row's new prev_hash and hash. It
+// returns the new head, for the head record.
+func Recompute(t *testing.T, l premis.Ledger, from int64, set func(seq int64, prev, hash string)) premis.Head {
+	t.Helper()
+	type row struct {
+		seq        int64
+		prev, hash string
+	}
+	var rows []row
+	prev, n := premis.ChainGenesis, int64(0)
+	err := auditor(t, l).Walk(context.Background(), func(e premis.Event, err error) error {
+		if err != nil {
+			return err
+		}
+		n++
+		if e.Seq >= from {
+			e.PrevHash, e.Hash = prev, premis.ChainHash(prev, &e)
+			rows = append(rows, row{e.Seq, e.PrevHash, e.Hash})
+		}
+		prev = e.Hash
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		set(r.seq, r.prev, r.hash)
+	}
+	return premis.Head{Count: n, Hash: prev}
+}
+
+// BenchVerify measures a check of a ledger of size events: full walks
+// the whole chain each time (premis.Verify); otherwise a premis.Verifier
+// checks the fresh events appended before each check (0: none, the cost of
+// a listing on an idle ledger). Appends are not timed; bytes are the
+// events the check reads.
+func BenchVerify(b *testing.B, l premis.Ledger, size, fresh int, full bool) {
+	ctx := context.Background()
+	a, ok := l.(premis.Auditor)
+	if !ok {
+		b.Fatalf("%T is not a premis.Auditor", l)
+	}
+	batch := func(prefix string, n int) {
+		evs := make([]*premis.Event, n)
+		for i := range evs {
+			evs[i] = Event(fmt.Sprintf("%s-%d", prefix, i), premis.Validation, 1)
+		}
+		for len(evs) > 0 {
+			k := min(len(evs), 500)
+			if _, err := l.Append(ctx, evs[:k]...); err != nil {
+				b.Fatal(err)
+			}
+			evs = evs[k:]
+		}
+	}
+	batch("base", size)
+	v := &premis.Verifier{Auditor: a}
+	if res, err := v.Check(ctx); err != nil || !res.Intact() {
+		b.Fatalf("first check: %v %s", err, res)
+	}
+	read := fresh
+	if full {
+		read = size
+	}
+	b.SetBytes(int64(read) * 1024) // about a KB an event
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if fresh > 0 {
+			b.StopTimer()
+			batch(fmt.Sprintf("fresh-%d", i), fresh)
+			b.StartTimer()
+		}
+		var res *premis.Verification
+		var err error
+		if full {
+			res, err = premis.Verify(ctx, a)
+		} else {
+			res, err = v.Check(ctx)
+		}
+		if err != nil || !res.Intact() {
+			b.Fatalf("check: %v %s", err, res)
+		}
+	}
+	b.ReportMetric(float64(read), "events/op")
 }

@@ -28,6 +28,20 @@ func BenchmarkAppendChainedWriters4(b *testing.B) { ledgertest.BenchAppend(b, 4,
 func BenchmarkAppendGroupWriters4(b *testing.B)  { ledgertest.BenchAppend(b, 4, groupAppender(b)) }
 func BenchmarkAppendGroupWriters16(b *testing.B) { ledgertest.BenchAppend(b, 16, groupAppender(b)) }
 
+// The cost of checking a ledger of 20,000 events: a full walk, and the
+// incremental check a listing or API read runs (premis.Verifier) when
+// nothing and when 100 events were appended since the last.
+//
+//	go test -run '^$' -bench Verif ./premis/postgres/
+
+func BenchmarkVerifyFull(b *testing.B) { ledgertest.BenchVerify(b, chainedLedger(b), 20000, 0, true) }
+func BenchmarkVerifierIdle(b *testing.B) {
+	ledgertest.BenchVerify(b, chainedLedger(b), 20000, 0, false)
+}
+func BenchmarkVerifierFresh100(b *testing.B) {
+	ledgertest.BenchVerify(b, chainedLedger(b), 20000, 100, false)
+}
+
 func groupAppender(b *testing.B) ledgertest.AppendFunc {
 	inner := chainedLedger(b)
 	g := premis.NewGroupCommit(inner, 0)

@@ -71,8 +71,9 @@ import (
 )
 
 var (
-	_ premis.Ledger  = (*Ledger)(nil)
-	_ premis.Auditor = (*Ledger)(nil)
+	_ premis.Ledger    = (*Ledger)(nil)
+	_ premis.Auditor   = (*Ledger)(nil)
+	_ premis.SeqWalker = (*Ledger)(nil)
 )
 
 // Ledger is a premis.Ledger in PostgreSQL.
@@ -647,8 +648,13 @@ func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
 
 // Walk implements premis.Auditor. One statement: one snapshot.
 func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
+	return l.WalkFrom(ctx, 0, fn)
+}
+
+// WalkFrom implements premis.SeqWalker. One statement: one snapshot.
+func (l *Ledger) WalkFrom(ctx context.Context, seq int64, fn func(premis.Event, error) error) error {
 	sel := l.syntax.Select()
-	rows, err := l.pool.Query(ctx, `SELECT `+sel+` FROM lazaret_events ORDER BY seq`)
+	rows, err := l.pool.Query(ctx, `SELECT `+sel+` FROM lazaret_events WHERE seq >= $1 ORDER BY seq`, seq)
 	if err != nil {
 		return fmt.Errorf("postgres ledger: walk: %w", mapErr(err))
 	}

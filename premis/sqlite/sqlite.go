@@ -41,8 +41,9 @@ import (
 )
 
 var (
-	_ premis.Ledger  = (*Ledger)(nil)
-	_ premis.Auditor = (*Ledger)(nil)
+	_ premis.Ledger    = (*Ledger)(nil)
+	_ premis.Auditor   = (*Ledger)(nil)
+	_ premis.SeqWalker = (*Ledger)(nil)
 )
 
 // Ledger is a premis.Ledger in an SQLite file.
@@ -655,8 +656,13 @@ func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
 
 // Walk implements premis.Auditor.
 func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
+	return l.WalkFrom(ctx, 0, fn)
+}
+
+// WalkFrom implements premis.SeqWalker.
+func (l *Ledger) WalkFrom(ctx context.Context, seq int64, fn func(premis.Event, error) error) error {
 	sel := l.syntax.Select()
-	rows, err := l.db.QueryContext(ctx, `SELECT `+sel+` FROM events ORDER BY seq`)
+	rows, err := l.db.QueryContext(ctx, `SELECT `+sel+` FROM events WHERE seq >= ? ORDER BY seq`, seq)
 	if err != nil {
 		return fmt.Errorf("sqlite ledger: walk: %w", mapErr(err))
 	}
