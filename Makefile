@@ -67,6 +67,7 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=5000x ./edifact/directory
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=20000x ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=5000x ./premis
+	$(GO) test -run='^$$' -fuzz='^FuzzReadCheckpoints$$' -fuzztime=20000x ./premis
 
 # Every target's committed seed corpus (testdata/fuzz/<Target>/) is the
 # seeds Lazaret makes itself (fixtures, hand-written cases), written from
@@ -90,6 +91,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) ./edifact/directory
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=$(FUZZTIME) ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=$(FUZZTIME) ./premis
+	$(GO) test -run='^$$' -fuzz='^FuzzReadCheckpoints$$' -fuzztime=$(FUZZTIME) ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzInflateBackends$$' -fuzztime=$(FUZZTIME) -tags zlib ./validate
 
 soak:
