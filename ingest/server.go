@@ -56,17 +56,35 @@ func NewServer(redis asynq.RedisConnOpt, w *Worker, cfg ServerConfig) (*asynq.Se
 	return srv, mux
 }
 
-// asynqLogger adapts slog to asynq.Logger.
-type asynqLogger struct{ l *slog.Logger }
+// asynqLogger adapts slog to asynq.Logger; its warnings and errors repeat
+// while Redis is down, so each kind is throttled (see throttle).
+type asynqLogger struct {
+	l *slog.Logger
+	t *throttle
+}
 
 // NewAsynqLogger returns an asynq.Logger writing to l.
-func NewAsynqLogger(l *slog.Logger) asynq.Logger { return asynqLogger{l.With("component", "asynq")} }
+func NewAsynqLogger(l *slog.Logger) asynq.Logger {
+	return asynqLogger{l.With("component", "asynq"), newThrottle(throttleEvery)}
+}
 
 func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
 func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
-func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
-func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
+func (a asynqLogger) Warn(args ...any)  { a.log(slog.LevelWarn, fmt.Sprint(args...)) }
+func (a asynqLogger) Error(args ...any) { a.log(slog.LevelError, fmt.Sprint(args...)) }
 func (a asynqLogger) Fatal(args ...any) {
 	a.l.Error(fmt.Sprint(args...), slog.Bool("fatal", true))
 	os.Exit(1)
+}
+
+func (a asynqLogger) log(level slog.Level, msg string) {
+	ok, dropped := a.t.allow(lineKind(msg), time.Now())
+	if !ok {
+		return
+	}
+	if dropped > 0 {
+		a.l.Log(context.Background(), level, msg, slog.Int("repeated", dropped))
+		return
+	}
+	a.l.Log(context.Background(), level, msg)
 }

@@ -503,10 +503,15 @@ func (c *Config) readManifest(path string) (*validate.Manifest, string, error) {
 	return validate.ReadManifest(src)
 }
 
+// logger is the process's one JSON log, on w. go-redis's own lines (its
+// pool's dial errors, otherwise plain text on standard error) go through
+// it too, throttled: every line the process writes is JSON.
 func (c *Config) logger(w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.LogLevel))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
+	l := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
+	redis.SetLogger(ingest.NewRedisLogger(l))
+	return l
 }
 
 var software = premis.Software{Name: "lazaret", Version: version}

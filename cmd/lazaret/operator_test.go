@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,5 +207,81 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 	}
 	if !strings.Contains(out, "go run ./cmd/lazaret quarantine ls") && !strings.Contains(out, "quarantine ls --ledger") {
 		t.Errorf("the next steps name no command to run:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the worker's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestWorkerLogsJSONWhileRedisIsDown: a worker pointed at a port where no
+// Redis listens writes only JSON lines (before, go-redis's pool wrote its
+// own plain-text lines, 30 of 84), few of them (the libraries' repeated
+// errors are throttled), and one warning that says the broker is
+// unreachable; when a Redis comes up there, one that says it is back.
+func TestWorkerLogsJSONWhileRedisIsDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	var stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"worker", "--redis", fmt.Sprintf("redis://127.0.0.1:%d/0", port), "--ledger", filepath.Join(t.TempDir(), "l.db"),
+			"--reconcile-every", "500ms"}, io.Discard, &stderr)
+	}()
+	waitLog := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !strings.Contains(stderr.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the log:\n%s", want, stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitLog(`"msg":"broker unreachable"`)
+	time.Sleep(3 * time.Second)
+	down := stderr.String()
+	srv := exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := srv.Start(); err != nil {
+		if testenv.InCI() {
+			t.Fatalf("redis-server: %v", err)
+		}
+		t.Skipf("redis-server: %v", err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	waitLog(`"msg":"broker back"`)
+	cancel()
+	<-done
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	for i, line := range lines {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Errorf("line %d is not JSON: %s", i+1, line)
+		}
+	}
+	if n := strings.Count(down, "\n"); n > 30 {
+		t.Errorf("%d lines in about 4 s with the broker down, want the repeats throttled:\n%s", n, down)
+	}
+	if n := strings.Count(down, `"msg":"broker unreachable"`); n != 1 {
+		t.Errorf("%d broker-unreachable lines, want 1", n)
 	}
 }

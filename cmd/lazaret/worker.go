@@ -83,6 +83,9 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 	// The announcement outlives two missed ticks, then the worker drops
 	// out of the fleet a reconciliation waits for.
 	announceTTL := 2*reconcileEvery + 15*time.Second
+	if rc != nil {
+		go ingest.WatchBroker(rctx, rc, log, 2*time.Second)
+	}
 	go func() {
 		defer close(done)
 		if rc != nil {
