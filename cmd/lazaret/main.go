@@ -9,12 +9,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -80,6 +83,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer out.Flush()
 	defer errw.Flush()
 	stdout, stderr = out, errw
+	// go-redis writes plain text on standard error unless told otherwise:
+	// JSON from the first line on (a command's own logger replaces this).
+	redis.SetLogger(ingest.NewRedisLogger(slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)

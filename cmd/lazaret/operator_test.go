@@ -285,3 +285,44 @@ func TestWorkerLogsJSONWhileRedisIsDown(t *testing.T) {
 		t.Errorf("%d broker-unreachable lines, want 1", n)
 	}
 }
+
+// TestSentinelURLsAreCheckedBeforeAnythingIsRecorded: the natural but
+// wrong form redis-sentinel://host:port/mymaster parsed as an empty master
+// name; submit then recorded its items and failed 15 s later. It is now a
+// usage error at once, naming the form that works, and a broker that
+// cannot be reached records nothing either.
+func TestSentinelURLsAreCheckedBeforeAnythingIsRecorded(t *testing.T) {
+	t.Parallel()
+	b, err := fixtures.WriteArchiveBatch(filepath.Join(t.TempDir(), "batch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	ledger := filepath.Join(t.TempDir(), "ledger.db")
+	for _, tc := range []struct {
+		url  string
+		code int
+		want string
+	}{
+		{"redis-sentinel://" + dead + "/mymaster", 2, "?master=mymaster, not in the path"},
+		{"redis-sentinel://:secret@" + dead, 2, "needs the master's name"},
+		{"redis-sentinel://" + dead + "?master=mymaster", 1, "unreachable, nothing recorded"},
+	} {
+		start := time.Now()
+		_, stderr, code := runCmd(t, "submit", "--redis", tc.url, "--ledger", ledger, b.Manifest)
+		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "secret") {
+			t.Errorf("%s: exit %d\n%s", tc.url, code, stderr)
+		}
+		if d := time.Since(start); d > 6*time.Second { // under 3 s on a quiet machine; a loaded one gets slack
+			t.Errorf("%s: refused after %s", tc.url, d)
+		}
+		if _, err := os.Stat(ledger); err == nil {
+			t.Fatalf("%s: a ledger was created", tc.url)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
@@ -35,6 +36,17 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	m, dir, err := cfg.readManifest(fs.Arg(0))
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("manifest %s refused, nothing enqueued:\n%w", fs.Arg(0), err)}
+	}
+	opt, err := cfg.redis()
+	if err != nil {
+		return err
+	}
+	if !*dry {
+		// Nothing is recorded for a broker that cannot be reached: the
+		// items would wait as submitted until a reconcile.
+		if err := pingBroker(ctx, opt, 3*time.Second); err != nil {
+			return &exitError{code: 1, err: fmt.Errorf("broker %s unreachable, nothing recorded or enqueued: %w", redactURL(cfg.RedisURL), err)}
+		}
 	}
 	opt, ledger, err := cfg.connect(ctx)
 	if err != nil {
@@ -186,4 +198,17 @@ func printPrediction(w io.Writer, would []inspectResult) {
 		}
 		fmt.Fprintf(w, "  %s\twould be %s\t%s\t%s\n", cell(id), r.Verdict, dash(r.Code), cell(truncate(r.Message, 160)))
 	}
+}
+
+// pingBroker asks the broker (a Sentinel's primary too) for a PONG within
+// timeout.
+func pingBroker(ctx context.Context, opt asynq.RedisConnOpt, timeout time.Duration) error {
+	rc, ok := opt.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return nil
+	}
+	defer rc.Close()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return rc.Ping(pctx).Err()
 }

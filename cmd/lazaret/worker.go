@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -184,14 +185,14 @@ func redisRunID(ctx context.Context, rc redis.UniversalClient) string {
 	return "?"
 }
 
-// redactURL hides a password in a Redis URL for logs.
+// redactURL hides a password in a Redis URL for logs and messages.
 func redactURL(u string) string {
-	opt, err := asynq.ParseRedisURI(u)
+	p, err := url.Parse(u)
 	if err != nil {
 		return "(unparsable)"
 	}
-	if c, ok := opt.(asynq.RedisClientOpt); ok {
-		return fmt.Sprintf("redis://%s/%d", c.Addr, c.DB)
+	if _, has := p.User.Password(); has {
+		p.User = url.UserPassword(p.User.Username(), "xxxxx")
 	}
-	return "(redis)"
+	return p.String()
 }
