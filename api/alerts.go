@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
 )
 
@@ -121,24 +120,21 @@ func sameHostOnly(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// Observe is an ingest.Worker Observe hook.
-func (a *Alerter) Observe(d ingest.Observation) {
-	if d.Redone {
-		return // counted when it was decided
+// ObserveEvent queues an alert for e when it is a failure that arrived in
+// the dead-letter queue, quarantine or audit-hold (see Metrics.OnFailure:
+// serve alerts on what the ledger records, whichever worker decided it).
+func (a *Alerter) ObserveEvent(e premis.Event) {
+	switch e.Destination {
+	case premis.DeadLetter, premis.Quarantined, premis.AuditHold:
+	default:
+		return
 	}
-	for _, e := range d.Events {
-		switch e.Destination {
-		case premis.DeadLetter, premis.Quarantined, premis.AuditHold:
-		default:
-			continue
-		}
-		al := Alert{EventID: e.ID, ObjectID: e.ObjectID, BatchID: e.BatchID, CorrelationID: e.CorrelationID, Kind: e.Kind, Class: e.Class,
-			Code: e.Code, Destination: e.Destination, Offset: e.Offset, Page: e.Page, Segment: e.Segment, Attempt: e.Attempt, Message: e.Message, At: e.DateTime}
-		select {
-		case a.queue <- al:
-		default:
-			a.drop(al, "alert queue full")
-		}
+	al := Alert{EventID: e.ID, ObjectID: e.ObjectID, BatchID: e.BatchID, CorrelationID: e.CorrelationID, Kind: e.Kind, Class: e.Class,
+		Code: e.Code, Destination: e.Destination, Offset: e.Offset, Page: e.Page, Segment: e.Segment, Attempt: e.Attempt, Message: e.Message, At: e.DateTime}
+	select {
+	case a.queue <- al:
+	default:
+		a.drop(al, "alert queue full")
 	}
 }
 

@@ -1,13 +1,16 @@
 package api_test
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lazaret/lazaret/api"
+	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/premis/sqlite"
 )
 
 // TestAlertRules runs promtool's unit tests of deploy/prometheus: the
@@ -36,7 +39,12 @@ func TestAlertRules(t *testing.T) {
 // failure series from the start, at 0, so that the first arrival is an
 // increase Prometheus can see.
 func TestFailureSeriesStartAtZero(t *testing.T) {
-	m := api.NewMetrics(nil)
+	l, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	m := api.NewMetrics(&ingest.Operator{Ledger: l})
 	mfs, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -8,40 +8,47 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/lazaret/lazaret/ingest"
-	"github.com/lazaret/lazaret/premis"
 )
 
-// Metrics are Lazaret's Prometheus series.
+// Metrics are Lazaret's Prometheus series: those counted from the ledger
+// (outcomes, failures, events: see ledgerSeries), the broker's queues read
+// at scrape time, and what this process itself does (processing time,
+// alerts).
 type Metrics struct {
 	Registry   *prometheus.Registry
-	failures   *prometheus.CounterVec
-	outcomes   *prometheus.CounterVec
-	events     *prometheus.CounterVec
+	ledger     *ledgerSeries
 	duration   *prometheus.HistogramVec
 	alertsSent *prometheus.CounterVec
 	alertsDrop prometheus.Counter
+	// This process's ledger appends (see ObserveAppend).
+	appends       *prometheus.CounterVec
+	appendSeconds prometheus.Histogram
 }
 
-// NewMetrics registers the series, plus queue depths read from ops on each
-// scrape, and Go and process collectors.
+// NewMetrics registers the series: with ops, the ledger's counts and the
+// queue depths, read on each scrape; and Go and process collectors.
 func NewMetrics(ops *ingest.Operator) *Metrics {
 	m := &Metrics{Registry: prometheus.NewRegistry()}
-	m.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lazaret_failures_total",
-		Help: "Failures routed, by class, destination and kind."}, []string{"class", "destination", "kind"})
-	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lazaret_outcomes_total",
-		Help: "Routing decisions, by destination and kind (accept included)."}, []string{"destination", "kind"})
-	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lazaret_events_total",
-		Help: "PREMIS events written, by event type and outcome."}, []string{"type", "outcome"})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lazaret_processing_seconds",
-		Help: "Time from task start to routing decision.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}, []string{"kind", "destination"})
+		Help: "Time from task start to routing decision, in this process's workers.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}, []string{"kind", "destination"})
 	m.alertsSent = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lazaret_alerts_total",
 		Help: "Webhook alerts, by result (sent, failed)."}, []string{"result"})
 	m.alertsDrop = prometheus.NewCounter(prometheus.CounterOpts{Name: "lazaret_alerts_dropped_total",
 		Help: "Alerts not sent because the alert queue was full or the rate limit held them back too long."})
-	m.initSeries()
-	m.Registry.MustRegister(m.failures, m.outcomes, m.events, m.duration, m.alertsSent, m.alertsDrop,
+	m.appends = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lazaret_ledger_appends_total", Help: appendsDesc}, []string{"result"})
+	for _, r := range []string{"ok", "busy", "tampered", "canceled", "error"} {
+		m.appends.WithLabelValues(r) // at 0 from the start, like the failure series
+	}
+	m.appendSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "lazaret_ledger_append_seconds",
+		Help: "Time of one ledger append by this process (a group commit's wait and fsync included).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+	m.Registry.MustRegister(m.duration, m.alertsSent, m.alertsDrop, m.appends, m.appendSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if ops != nil {
+	if ops != nil && ops.Ledger != nil {
+		m.ledger = newLedgerSeries(ops.Ledger)
+		m.ledger.log = ops.Logger
+		m.Registry.MustRegister(m.ledger)
+	}
+	if ops != nil && ops.Broker != nil {
 		m.Registry.MustRegister(&queueCollector{ops: ops})
 	}
 	return m
@@ -51,24 +58,9 @@ func NewMetrics(ops *ingest.Operator) *Metrics {
 // an undecodable task.
 var seriesKinds = []string{"tiff", "edifact", "task"}
 
-// initSeries creates the failure and outcome series at 0 for every class,
-// destination and kind. A counter series born at 1 (the first dead letter
-// after a restart) shows no increase to Prometheus, and an alert on
-// increase() would miss exactly the first arrival.
-func (m *Metrics) initSeries() {
-	for _, kind := range seriesKinds {
-		for _, d := range premis.Destinations() {
-			m.outcomes.WithLabelValues(string(d), kind)
-		}
-		for _, d := range []premis.Destination{premis.Retry, premis.DeadLetter, premis.Quarantined, premis.AuditHold} {
-			for _, c := range premis.Classes() {
-				m.failures.WithLabelValues(string(c), string(d), kind)
-			}
-		}
-	}
-}
-
-// Observe is the ingest.Worker Observe hook.
+// Observe is the ingest.Worker Observe hook of the workers serve runs
+// itself: their processing time. What they decided is counted from the
+// ledger, like every other worker's.
 func (m *Metrics) Observe(d ingest.Observation) {
 	if d.Redone {
 		return // counted when it was decided
@@ -77,14 +69,7 @@ func (m *Metrics) Observe(d ingest.Observation) {
 	if kind == "" {
 		kind = "unknown"
 	}
-	m.outcomes.WithLabelValues(string(d.Destination), kind).Inc()
-	if d.Class != "" {
-		m.failures.WithLabelValues(string(d.Class), string(d.Destination), kind).Inc()
-	}
 	m.duration.WithLabelValues(kind, string(d.Destination)).Observe(d.Duration.Seconds())
-	for _, e := range d.Events {
-		m.events.WithLabelValues(string(e.Type), string(e.Outcome)).Inc()
-	}
 }
 
 var queueDepth = prometheus.NewDesc("lazaret_queue_depth", "Tasks in Lazaret's queues by state (archived = the dead-letter queue).",

@@ -79,7 +79,13 @@ func setup(t *testing.T, token string) *env {
 	}))
 	alerter := &api.Alerter{URL: hook.URL, Secret: "hook-secret", Limit: 100, Logger: log, Metrics: e.metrics}
 	alerter.Start(context.Background())
-	w.Observe = func(d ingest.Observation) { e.metrics.Observe(d); alerter.Observe(d) }
+	// As serve wires them: processing time from the workers, outcomes and
+	// alerts from the ledger.
+	w.Observe = e.metrics.Observe
+	e.metrics.OnFailure(alerter.ObserveEvent)
+	tailCtx, stopTail := context.WithCancel(context.Background())
+	go e.metrics.Tail(tailCtx, 50*time.Millisecond)
+	t.Cleanup(stopTail)
 	srv, mux := ingest.NewServer(ro, w, ingest.ServerConfig{Concurrency: 2, PollInterval: 50 * time.Millisecond})
 	if err := srv.Start(mux); err != nil {
 		t.Fatal(err)
@@ -376,7 +382,7 @@ func TestAlerterNeverBlocks(t *testing.T) {
 	a.Start(ctx)
 	start := time.Now()
 	for i := 0; i < 3000; i++ {
-		a.Observe(ingest.Observation{Events: []*premis.Event{{ID: strconv.Itoa(i), Destination: premis.DeadLetter}}})
+		a.ObserveEvent(premis.Event{ID: strconv.Itoa(i), Destination: premis.DeadLetter})
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("3000 alerts took %s to hand over: the worker would block", d)
@@ -445,7 +451,7 @@ func TestServedSafely(t *testing.T) {
 	defer redirecting.Close()
 	a := &api.Alerter{URL: redirecting.URL, Secret: "s", Retries: 1, Limit: 1000}
 	a.Start(context.Background())
-	a.Observe(ingest.Observation{Events: []*premis.Event{{ID: "x", Destination: premis.DeadLetter}}})
+	a.ObserveEvent(premis.Event{ID: "x", Destination: premis.DeadLetter})
 	a.Stop()
 	if leaked.Load() != 0 {
 		t.Error("the alert followed a redirect to another host")
@@ -458,7 +464,7 @@ func TestServedSafely(t *testing.T) {
 	b := &api.Alerter{URL: hanging.URL, Limit: 1000, StopTimeout: 200 * time.Millisecond}
 	b.Start(context.Background())
 	for i := 0; i < 5; i++ {
-		b.Observe(ingest.Observation{Events: []*premis.Event{{ID: strconv.Itoa(i), Destination: premis.DeadLetter}}})
+		b.ObserveEvent(premis.Event{ID: strconv.Itoa(i), Destination: premis.DeadLetter})
 	}
 	start := time.Now()
 	b.Stop()

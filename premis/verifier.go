@@ -247,3 +247,11 @@ func Record(log *CheckpointLog, key ed25519.PrivateKey, res *Verification, now t
 	c.Sign(key)
 	return c, log.Append(c)
 }
+
+// Signed is when the newest checkpoint this verifier knows of was signed
+// (read from the log, or written by it); zero when there is none.
+func (v *Verifier) Signed() time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.signedAt
+}

@@ -128,24 +128,28 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	w := cfg.worker(ledger, client, log)
 	ops := cfg.operator(w, client, insp, opt)
 	metrics := api.NewMetrics(ops)
-	observers := []func(ingest.Observation){metrics.Observe}
+	// This process's appends (its workers', its operator actions') are
+	// timed and counted; what the ledger holds is counted from the ledger.
+	obs := observeAppends(ledger, metrics.ObserveAppend)
+	w.Ledger, ops.Ledger = obs, obs
+	// Outcomes, failures and alerts come from the ledger, whichever
+	// worker (this process's or another host's) decided them.
 	var alerter *api.Alerter
 	if o.webhook != "" {
 		alerter = &api.Alerter{URL: o.webhook, Secret: o.secret, Logger: log, Metrics: metrics}
 		alerter.Start(context.WithoutCancel(ctx))
-		observers = append(observers, alerter.Observe)
+		metrics.OnFailure(alerter.ObserveEvent)
 	}
-	observe := func(d ingest.Observation) {
-		for _, f := range observers {
-			f(d)
-		}
-	}
+	tailCtx, stopTail := context.WithCancel(context.WithoutCancel(ctx))
+	go metrics.Tail(tailCtx, 2*time.Second)
+	observe := metrics.Observe
 	stopWorkers := func() {}
 	if o.worker {
 		var err error
 		w.Observe = observe
 		stopWorkers, err = startWorkers(ctx, w, ops, opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, o.reconcileEvery)
 		if err != nil {
+			stopTail()
 			insp.Close()
 			client.Close()
 			return nil, nil, err
@@ -155,6 +159,7 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	// grows (and, with a key, checkpoints).
 	verifier, stopCheckpoints, err := startCheckpoints(ctx, cfg, ledger, log, true)
 	if err != nil {
+		stopTail()
 		stopWorkers()
 		insp.Close()
 		client.Close()
@@ -162,12 +167,18 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	}
 	mon := asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: opt, ReadOnly: true,
 		PayloadFormatter: asynqmon.PayloadFormatterFunc(api.PayloadFormatter(ledger))})
+	var checker api.LedgerChecker
+	if verifier != nil {
+		checker = verifier
+	}
+	metrics.WatchHealth(ledger.Ping, ops.Ping, checker)
 	s := &api.Server{Ops: ops, Metrics: metrics, Token: o.token, Software: software, Logger: log, Monitoring: mon, Roots: cfg.IngestRoots,
 		ReadToken: o.readToken, AllowedHosts: o.hosts}
 	if verifier != nil {
 		s.Verifier = verifier
 	}
 	return s.Handler(), func() {
+		stopTail()
 		stopWorkers()
 		stopCheckpoints()
 		if alerter != nil {

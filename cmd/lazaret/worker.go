@@ -7,14 +7,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lazaret/lazaret/api"
 	"github.com/lazaret/lazaret/ingest"
 )
 
@@ -22,6 +26,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := defaultConfig()
+	metricsAddr := fs.String("metrics-listen", "", "serve this process's own series (ledger appends and their time, processing time, Go runtime) at http://`ADDR`/metrics; what the workers decide is counted from the ledger by serve's /metrics")
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
 	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "links", "checkpoint"); err != nil {
 		return err
@@ -40,6 +45,21 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	insp := asynq.NewInspector(opt)
 	defer insp.Close()
 	w := cfg.worker(ledger, client, log)
+	if *metricsAddr != "" {
+		m := api.NewMetrics(nil)
+		w.Ledger = observeAppends(ledger, m.ObserveAppend)
+		w.Observe = m.Observe
+		ln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return usageErr("--metrics-listen %s: %v", *metricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go hs.Serve(ln)
+		defer hs.Close()
+		log.Info("worker metrics", slog.String("listen", ln.Addr().String()))
+	}
 	stop, err := startWorkers(ctx, w, cfg.operator(w, client, insp, opt), opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, *reconcileEvery)
 	if err != nil {
 		return err
