@@ -245,7 +245,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) error {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return err
+			return suggestFlag(fs, err)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -639,4 +639,53 @@ func observeAppends(l premis.Ledger, observe func(time.Duration, error)) premis.
 		return observedLedger{g, observe}
 	}
 	return l
+}
+
+// suggestFlag adds "did you mean --X?" to the flag package's error for an
+// unknown flag, when a declared one is close: an edit or two away, or one
+// it begins.
+func suggestFlag(fs *flag.FlagSet, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err
+	}
+	name = strings.TrimPrefix(name, "-")
+	best, bestD := "", 3 // at most two edits away
+	fs.VisitAll(func(f *flag.Flag) {
+		if d := editDistance(name, f.Name); d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	if best == "" { // --pipeline for --pipeline-items
+		fs.VisitAll(func(f *flag.Flag) {
+			if best == "" && len(name) >= 3 && strings.HasPrefix(f.Name, name) {
+				best = f.Name
+			}
+		})
+	}
+	if best == "" {
+		return fmt.Errorf("unknown flag --%s", name)
+	}
+	return fmt.Errorf("unknown flag --%s: did you mean --%s?", name, best)
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -100,7 +100,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"sbumit"}, []string{`unknown command "sbumit"`, "Did you mean this?\n\tsubmit", "lazaret --help"}},
 		{[]string{"dlq", "lss"}, []string{`unknown command "lss" for "lazaret dlq"`, "\tls", "lazaret dlq --help"}},
-		{[]string{"dlq", "discard", "--bogus"}, []string{"flag provided but not defined: -bogus", "lazaret dlq discard --help"}},
+		{[]string{"dlq", "discard", "--bogus"}, []string{"unknown flag --bogus", "lazaret dlq discard --help"}},
 		{[]string{"dlq", "discard", "x", "--ledger", "/nonexistent/l.db"}, []string{"--reason is required"}},
 		{[]string{"batch", "status"}, []string{"want exactly one batch ID", "lazaret batch status --help"}},
 		{[]string{}, []string{"Usage:"}},

@@ -326,3 +326,24 @@ func TestSentinelURLsAreCheckedBeforeAnythingIsRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownFlagsSuggest: an unknown flag names the closest one.
+func TestUnknownFlagsSuggest(t *testing.T) {
+	t.Parallel()
+	for args, want := range map[string]string{
+		"dlq ls --ledgr x":        "did you mean --ledger?",
+		"submit --dryrun m.json":  "did you mean --dry-run?",
+		"quarantine ls --clas x":  "did you mean --class?",
+		"batch watch --jsno b":    "did you mean --json?",
+		"dlq ls --zzzzzzzzzz":     "unknown flag --zzzzzzzzzz",
+		"events ls --obj inv#1":   "did you mean --object?",
+		"worker --metrics x:1":    "did you mean --metrics-listen?",
+		"demo --kep":              "did you mean --keep?",
+		"inspect --allow-hardlin": "did you mean --allow-hardlinks?",
+	} {
+		_, stderr, code := runCmd(t, strings.Fields(args)...)
+		if code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, want %q in\n%s", args, code, want, stderr)
+		}
+	}
+}
