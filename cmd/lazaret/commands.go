@@ -11,6 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/lazaret/lazaret/api"
+	"github.com/lazaret/lazaret/premis"
 )
 
 // runFunc is a command's run function: it declares its flags on a
@@ -122,6 +125,25 @@ func (l leaf) command() *cobra.Command {
 		cmd.Flags().AddFlag(pf)
 	})
 	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		// Flags are parsed by bind (DisableFlagParsing), so cobra hands
+		// a flag's value here too: --code <TAB>, --code=<TAB>.
+		flagName, prefix := "", ""
+		if len(args) > 0 && strings.HasPrefix(args[len(args)-1], "-") && !strings.Contains(args[len(args)-1], "=") {
+			flagName = strings.TrimLeft(args[len(args)-1], "-")
+		}
+		if name, value, ok := strings.Cut(toComplete, "="); ok && strings.HasPrefix(name, "-") {
+			flagName, prefix = strings.TrimLeft(name, "-"), name+"="
+			toComplete = value
+		}
+		if values, ok := flagValues()[flagName]; ok && cmd.Flags().Lookup(flagName) != nil {
+			var out []cobra.Completion
+			for _, v := range values() {
+				if strings.HasPrefix(v, toComplete) {
+					out = append(out, prefix+v)
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		}
 		if l.files && !strings.HasPrefix(toComplete, "-") {
 			return nil, cobra.ShellCompDirectiveDefault
 		}
@@ -468,4 +490,37 @@ func failureGroup(fc failureCommand) *cobra.Command {
 			}}.command())
 	}
 	return group(fc.name, fc.short, fc.long, children...)
+}
+
+// flagValues are the values shell completion offers for the flags that
+// take one of a known set: failure codes (the catalogue of docs/codes.md),
+// classes, kinds, destinations, formats.
+func flagValues() map[string]func() []cobra.Completion {
+	return map[string]func() []cobra.Completion{
+		"code": func() []cobra.Completion {
+			var out []cobra.Completion
+			for _, c := range api.Codes() {
+				if !c.Family {
+					out = append(out, cobra.CompletionWithDesc(c.Code, c.Meaning))
+				}
+			}
+			return out
+		},
+		"class": func() []cobra.Completion {
+			var out []cobra.Completion
+			for _, c := range premis.Classes() {
+				out = append(out, string(c))
+			}
+			return out
+		},
+		"destination": func() []cobra.Completion {
+			var out []cobra.Completion
+			for _, d := range premis.Destinations() {
+				out = append(out, string(d))
+			}
+			return out
+		},
+		"kind":   func() []cobra.Completion { return []cobra.Completion{"tiff", "edifact"} },
+		"format": func() []cobra.Completion { return []cobra.Completion{"premis-xml", "mets"} },
+	}
 }

@@ -347,3 +347,21 @@ func TestUnknownFlagsSuggest(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionOffersValues: shell completion offers the values of the
+// flags that take one of a known set.
+func TestCompletionOffersValues(t *testing.T) {
+	t.Parallel()
+	for args, want := range map[string]string{
+		"__complete dlq ls --code tiff.ifd-l":  "tiff.ifd-loop\t",
+		"__complete quarantine ls --class=sem": "--class=semantic",
+		"__complete hold ls --kind ":           "edifact",
+		"__complete events export --format ":   "mets",
+	} {
+		fields := strings.Split(args, " ")
+		out, stderr, code := runCmd(t, fields...)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("%s: exit %d, want %q in\n%s%s", args, code, want, out, stderr)
+		}
+	}
+}
