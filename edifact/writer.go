@@ -106,3 +106,18 @@ func (w *Writer) Flush() error { return w.w.Flush() }
 
 // E builds an element from components, for WriteSegment.
 func E(components ...string) []string { return components }
+
+// ReplyDelimiters are the service characters of a reply (CONTRL, APERAK)
+// to the interchange env describes: the sender's own when its UNA declared
+// them, so that the reply reads with the parser that wrote the
+// interchange; otherwise DefaultDelimiters, written as UNA:+.? ' in every
+// syntax version. A repetition separator is declared only when the
+// sender's UNA declared one: syntax 4's default '*' in a UNA is what
+// several widely used parsers cannot read, and no reply repeats an
+// element.
+func ReplyDelimiters(env *Envelope) Delimiters {
+	if env == nil || !env.HasUNA || env.Delimiters.Terminator == 0 {
+		return DefaultDelimiters
+	}
+	return env.Delimiters
+}
