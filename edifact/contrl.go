@@ -130,25 +130,7 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 	}
 
 	// What the UCI echoes: UNB as read, or the documented fallback.
-	ref, sender, recipient := env.Reference, env.Sender, env.Recipient
-	if !env.HasUNB || ref == "" {
-		ref = UnknownReference
-		if env.UNZReference != "" {
-			ref = env.UNZReference
-		}
-	}
-	if !env.HasUNB || len(sender) == 0 || sender[0] == "" {
-		sender = []string{UnknownParty}
-		if len(env.Groups) > 0 && len(env.Groups[0].Sender) > 0 && env.Groups[0].Sender[0] != "" {
-			sender = env.Groups[0].Sender
-		}
-	}
-	if !env.HasUNB || len(recipient) == 0 || recipient[0] == "" {
-		recipient = []string{UnknownParty}
-		if len(env.Groups) > 0 && len(env.Groups[0].Recipient) > 0 && env.Groups[0].Recipient[0] != "" {
-			recipient = env.Groups[0].Recipient
-		}
-	}
+	ref, sender, recipient := replyParties(env)
 	synID, ver := answerSyntax(env, ic)
 	if rep.Reference == "" {
 		code := ""
@@ -344,6 +326,32 @@ func faultLevel(e *SyntaxError) int {
 		return levelGroup
 	}
 	return levelInterchange
+}
+
+// replyParties is what a reply echoes of the interchange it answers: UNB
+// 0020, S002 and S003 as read, or the documented fallbacks
+// (UnknownReference, UnknownParty).
+func replyParties(env *Envelope) (ref string, sender, recipient []string) {
+	ref, sender, recipient = env.Reference, env.Sender, env.Recipient
+	if !env.HasUNB || ref == "" {
+		ref = UnknownReference
+		if env.UNZReference != "" {
+			ref = env.UNZReference
+		}
+	}
+	if !env.HasUNB || len(sender) == 0 || sender[0] == "" {
+		sender = []string{UnknownParty}
+		if len(env.Groups) > 0 && len(env.Groups[0].Sender) > 0 && env.Groups[0].Sender[0] != "" {
+			sender = env.Groups[0].Sender
+		}
+	}
+	if !env.HasUNB || len(recipient) == 0 || recipient[0] == "" {
+		recipient = []string{UnknownParty}
+		if len(env.Groups) > 0 && len(env.Groups[0].Recipient) > 0 && env.Groups[0].Recipient[0] != "" {
+			recipient = env.Groups[0].Recipient
+		}
+	}
+	return ref, sender, recipient
 }
 
 // groupAt is the group (1-based index into env.Groups) a group-level fault
