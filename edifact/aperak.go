@@ -1,6 +1,7 @@
 package edifact
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -132,10 +133,14 @@ func (e *AperakError) Position() string {
 //	FTX+AAO+++<position>:<reason>        e.g. "segment 5 (LOC), element 2, component 1, byte 311"
 //	RFF+ACW:<UNH 0062>:<segment>         the message again, 1156 = the segment position (UNH = 1)
 //
+// An APERAK answers at least one message: with none it is an error.
 // Free text is cut to its directory length, kept to printable ASCII
 // (upper case in UNOA) and, without a release character, rid of service
 // characters; a reference (1154, an..70) is cut to its length.
 func WriteAPERAK(out io.Writer, rep AperakReport) error {
+	if len(rep.Messages) == 0 {
+		return errors.New("edifact: write APERAK: no message to answer")
+	}
 	ic := rep.Interchange
 	if ic == nil {
 		ic = &Interchange{}

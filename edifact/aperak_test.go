@@ -147,3 +147,13 @@ func TestAperakIsDeterministic(t *testing.T) {
 		t.Errorf("two writes differ:\n%s\n%s", a, b)
 	}
 }
+
+// An APERAK with no message would be an interchange without messages,
+// which no partner reads: it is refused.
+func TestAperakNeedsAMessage(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := edifact.WriteAPERAK(&out, edifact.AperakReport{}); err == nil || out.Len() > 0 {
+		t.Errorf("err %v, wrote %q", err, out.String())
+	}
+}
