@@ -542,7 +542,7 @@ var software = premis.Software{Name: "lazaret", Version: version}
 
 func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *ingest.Worker {
 	return &ingest.Worker{Ledger: l, Broker: b, Policy: c.policy(), Master: c.master(), Software: software, Logger: log,
-		Registries: c.registryStore(), EDI: c.ediRules(), Outbox: c.Outbox, ContrlParked: c.ContrlParked, Hardlinks: c.Hardlinks}
+		Registries: c.registryStore(), EDI: c.ediRules(), Outbox: c.Outbox, Replies: ingest.ReplyPolicy{QuietParked: !c.ContrlParked}, Hardlinks: c.Hardlinks}
 }
 
 // operator wires the operator service over the same ledger, broker and
