@@ -94,6 +94,9 @@ type AperakError struct {
 	Component int
 	Offset    int64
 	Text      string
+	// Rule is the checker's own name for the rule (e.g.
+	// "edifact.locode.unknown"), for the caller; it is not written.
+	Rule string
 }
 
 // Position is where e is, in words a partner reads without a translator:

@@ -156,7 +156,7 @@ func (r *InterchangeResult) Replies(env *edifact.Envelope, err error, mode Reply
 			for _, re := range content {
 				seg := max(re.Segment, 1)
 				am.Errors = append(am.Errors, edifact.AperakError{Code: AperakCode(re), Segment: seg, Tag: re.Tag,
-					Element: re.Element, Component: re.Component, Offset: re.Offset, Text: re.Reason})
+					Element: re.Element, Component: re.Component, Offset: re.Offset, Text: re.Reason, Rule: re.Code})
 			}
 			ap.Messages = append(ap.Messages, am)
 		}
