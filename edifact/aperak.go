@@ -124,7 +124,7 @@ func (e *AperakError) Position() string {
 // identifier and version, its test indicator, the sender's separators).
 // Each message holds
 //
-//	BGM+305+<reference>-<n>+27            application error, not accepted
+//	BGM+305+<reference>-<n>+27            application error, not accepted (N for - when - is a separator)
 //	DTM+137:<CCYYMMDDHHMM>:203           when it was written
 //	RFF+ACW:<UNH 0062>                   the message answered
 //	RFF+ZZZ:<UNB 0020>                   the interchange it came in
@@ -182,11 +182,12 @@ func WriteAPERAK(out io.Writer, rep AperakReport) error {
 		test = "1"
 	}
 	text := func(s string) string { return replyText(s, synID, d) }
-	var werr error
-	seg := func(tag string, elements ...[]string) {
-		if err := w.WriteSegment(tag, elements...); err != nil && werr == nil {
-			werr = err
-		}
+	seg := func(tag string, elements ...[]string) { w.WriteSegment(tag, elements...) }
+	// The document number is the reference and the message's place; '-'
+	// between them unless the sender made it a service character.
+	dash := "-"
+	if d.Release == 0 && w.special(dash) {
+		dash = "N"
 	}
 	seg("UNB", E(synID, strconv.Itoa(ver)), recipient, sender, E(date, rep.Now.Format("1504")), E(rep.Reference),
 		nil, nil, nil, nil, nil, E(test))
@@ -195,7 +196,7 @@ func WriteAPERAK(out io.Writer, rep AperakReport) error {
 		start := w.Segments()
 		msgRef := cut(m.Ref, maxRef)
 		seg("UNH", E(n), E("APERAK", AperakVersion, AperakRelease, "UN"))
-		seg("BGM", E(AperakDocument), E(rep.Reference+"-"+n), E(AperakNotAccepted))
+		seg("BGM", E(AperakDocument), E(rep.Reference+dash+n), E(AperakNotAccepted))
 		seg("DTM", E("137", rep.Now.Format("200601021504"), "203"))
 		seg("RFF", E(RefPreviousMessage, msgRef))
 		seg("RFF", E(RefMutuallyDefined, cut(ref, maxRef)))
@@ -223,8 +224,8 @@ func WriteAPERAK(out io.Writer, rep AperakReport) error {
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("edifact: write APERAK: %w", err)
 	}
-	if werr != nil {
-		return fmt.Errorf("edifact: write APERAK: %w", werr)
+	if err := w.Err(); err != nil {
+		return fmt.Errorf("edifact: write APERAK: %w", err)
 	}
 	return nil
 }

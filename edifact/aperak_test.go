@@ -2,6 +2,7 @@ package edifact_test
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,26 @@ func TestAperakNeedsAMessage(t *testing.T) {
 	var out bytes.Buffer
 	if err := edifact.WriteAPERAK(&out, edifact.AperakReport{}); err == nil || out.Len() > 0 {
 		t.Errorf("err %v, wrote %q", err, out.String())
+	}
+}
+
+// A sender whose separators leave no room: '-' as element separator and
+// no release character. The document number does without '-', and a
+// value that cannot be written with those separators is refused
+// (ErrUnencodable) rather than written broken.
+func TestAperakWithoutReleaseCharacter(t *testing.T) {
+	t.Parallel()
+	in := "UNA:-.  '\nUNB-UNOC:3-S-R-261201:1000-REF8'UNH-1-IFTMIN:D:99B:UN'BGM-610'UNT-2-1'UNZ-1-REF8'"
+	got := aperakOf(t, in, []edifact.AperakMessage{{Ref: "1", Errors: []edifact.AperakError{{Code: "HSUNK", Segment: 2, Tag: "PIA", Text: "HS code 847130 - unknown"}}}})
+	if !strings.Contains(got, "BGM-305-") || !strings.Contains(got, "N1-27'") || !strings.Contains(got, "HS code 847130   unknown") {
+		t.Errorf("APERAK:\n%s", got)
+	}
+	checkAperak(t, got)
+	ic, _ := edifact.Parse(strings.NewReader(in), edifact.Limits{}, nil)
+	rep := edifact.AperakReport{Interchange: ic, Envelope: edifact.ReadEnvelope(strings.NewReader(in), edifact.Limits{}),
+		Messages: []edifact.AperakMessage{{Ref: "A-B"}}}
+	var out bytes.Buffer
+	if err := edifact.WriteAPERAK(&out, rep); !errors.Is(err, edifact.ErrUnencodable) {
+		t.Errorf("a reference holding the element separator: %v", err)
 	}
 }

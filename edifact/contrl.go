@@ -247,6 +247,9 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("edifact: write CONTRL: %w", err)
 	}
+	if err := w.Err(); err != nil {
+		return fmt.Errorf("edifact: write CONTRL: %w", err)
+	}
 	return nil
 }
 

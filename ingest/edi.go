@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -296,7 +297,9 @@ func (rs *replies) noteFor(n int) string {
 // the delivery (contrlRef, aperakRef) and the preparation time in UNB is
 // the delivery's submission time, not the clock. The replies echo the
 // envelope as the sender wrote it, read again from the file
-// (validate.ReadEnvelope), and never acknowledge a parked message.
+// (validate.ReadEnvelope), and never acknowledge a parked message. A reply
+// the sender's separators cannot carry (a service character in a value,
+// no release character) is written with UNA:+.? ' instead, never broken.
 func (w *Worker) writeReplies(env *Envelope, res *validate.InterchangeResult, err error, attempt int) (replies, error) {
 	var out replies
 	if w.Outbox == "" || res == nil {
@@ -312,15 +315,20 @@ func (w *Worker) writeReplies(env *Envelope, res *validate.InterchangeResult, er
 	cr.Reference, ar.Reference = contrlRef(env, attempt), aperakRef(env, attempt)
 	cr.Now = env.SubmittedAt.UTC()
 	ar.Now = cr.Now
+	standard := edifact.DefaultDelimiters
 	if w.Replies.StandardSeparators {
-		d := edifact.DefaultDelimiters
-		cr.Delimiters, ar.Delimiters = &d, &d
+		cr.Delimiters, ar.Delimiters = &standard, &standard
 	}
 	accepted := err == nil
 	asked := full != nil && full.AckRequest == "1"
 	parked := accepted && env.Message == "" && !w.Replies.QuietParked
 	if mode.Contrl() && (!accepted || asked || parked && len(cr.Faults) > 0) {
-		if err := w.writeOutbox(replyName(env, attempt, "contrl"), func(f *os.File) error { return edifact.WriteCONTRL(f, cr) }); err != nil {
+		err := w.writeOutbox(replyName(env, attempt, "contrl"), func(f *os.File) error { return edifact.WriteCONTRL(f, cr) })
+		if errors.Is(err, edifact.ErrUnencodable) {
+			cr.Delimiters = &standard // the sender's separators cannot carry it
+			err = w.writeOutbox(replyName(env, attempt, "contrl"), func(f *os.File) error { return edifact.WriteCONTRL(f, cr) })
+		}
+		if err != nil {
 			return out, err
 		}
 		out.contrl = replyName(env, attempt, "contrl")
@@ -330,7 +338,12 @@ func (w *Worker) writeReplies(env *Envelope, res *validate.InterchangeResult, er
 		}
 	}
 	if mode.Aperak() && parked && len(ar.Messages) > 0 {
-		if err := w.writeOutbox(replyName(env, attempt, "aperak"), func(f *os.File) error { return edifact.WriteAPERAK(f, ar) }); err != nil {
+		err := w.writeOutbox(replyName(env, attempt, "aperak"), func(f *os.File) error { return edifact.WriteAPERAK(f, ar) })
+		if errors.Is(err, edifact.ErrUnencodable) {
+			ar.Delimiters = &standard
+			err = w.writeOutbox(replyName(env, attempt, "aperak"), func(f *os.File) error { return edifact.WriteAPERAK(f, ar) })
+		}
+		if err != nil {
 			return out, err
 		}
 		out.aperak = replyName(env, attempt, "aperak")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -79,9 +80,16 @@ func runContrl(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	rep := rc.contrl
 	var text bytes.Buffer
-	if err := edifact.WriteCONTRL(&text, rep); err != nil {
+	err = edifact.WriteCONTRL(&text, rc.contrl)
+	if errors.Is(err, edifact.ErrUnencodable) {
+		// As the worker does: the sender's separators cannot carry it.
+		text.Reset()
+		d := edifact.DefaultDelimiters
+		rc.contrl.Delimiters = &d
+		err = edifact.WriteCONTRL(&text, rc.contrl)
+	}
+	if err != nil {
 		return err
 	}
 	if !*asJSON {
@@ -121,7 +129,14 @@ func runAperak(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rep := rc.aperak
 	var text bytes.Buffer
 	if len(rep.Messages) > 0 {
-		if err := edifact.WriteAPERAK(&text, rep); err != nil {
+		err := edifact.WriteAPERAK(&text, rep)
+		if errors.Is(err, edifact.ErrUnencodable) {
+			text.Reset()
+			d := edifact.DefaultDelimiters
+			rep.Delimiters = &d
+			err = edifact.WriteAPERAK(&text, rep)
+		}
+		if err != nil {
 			return err
 		}
 	}
