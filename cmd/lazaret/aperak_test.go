@@ -74,7 +74,10 @@ func TestAperakAndContrlCommands(t *testing.T) {
 }
 
 // Escape sequences a sender wrote in its references never reach the
-// terminal raw from contrl or aperak: they are shown as \x1b.
+// terminal raw from contrl or aperak: their notes on standard error are
+// escaped (\x1b), and the report itself, a document, goes byte for byte
+// to a pipe (the bytes the worker writes to the outbox) and escaped to a
+// terminal (exact).
 func TestReplyCommandsAreTerminalSafe(t *testing.T) {
 	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "validate", "testdata", "aperak", "input.edi"))
@@ -86,17 +89,19 @@ func TestReplyCommandsAreTerminalSafe(t *testing.T) {
 	if err := os.WriteFile(path, []byte(evil), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, cmd := range []string{"aperak", "contrl"} {
-		out, stderr, _ := runCmd(t, cmd, path)
-		if strings.ContainsAny(out+stderr, "\x1b\x07") {
-			t.Errorf("%s writes raw control characters:\n%q", cmd, out+stderr)
+	// Each told the sender reads the other reply only, so that it says so.
+	for cmd, other := range map[string]string{"aperak": "contrl", "contrl": "aperak"} {
+		out, stderr, _ := runCmd(t, cmd, "--reply-partner", "CARRIER\x1b[31m1="+other, path)
+		if rawControl(stderr) >= 0 || !strings.Contains(stderr, `CARRIER\x1b[31m1`) {
+			t.Errorf("%s: the note on standard error is not escaped:\n%q", cmd, stderr)
 		}
-		if !strings.Contains(out, `CARRIER\x1b[31m1`) {
-			t.Errorf("%s: the sender's bytes are not shown escaped:\n%s", cmd, out)
+		if cmd == "contrl" && !strings.Contains(out, "+CARRIER\x1b[31m1:ZZ+") {
+			t.Errorf("%s: the report to a pipe is not the bytes as sent:\n%q", cmd, out)
 		}
-	}
-	if got := terminalSafe("a\x1b[2Jb\tc\nd\x7f\xc2\x9b\xff é"); got != `a\x1b[2Jb\x09c`+"\n"+`d\x7f\xc2\x9b\xff é` {
-		t.Errorf("terminalSafe: %q", got)
+		out, _, _ = runCmd(t, cmd, "--json", path)
+		if rawControl(out) >= 0 {
+			t.Errorf("%s --json: raw control bytes:\n%q", cmd, out)
+		}
 	}
 }
 

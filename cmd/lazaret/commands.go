@@ -441,9 +441,8 @@ func commandContrl() *cobra.Command {
 for the interchange: acknowledged (action 7) or rejected (action 4) with the
 fault's segment, element and 0085 code. CONTRL answers syntax: a message
 that broke a business rule is answered by APERAK (lazaret aperak), unless
-the sender reads CONTRL only (--reply-mode, --reply-partner). Control
-characters and bytes that are not UTF-8 are shown as \xNN; the file the
-worker writes to --contrl-outbox holds the bytes as sent.`,
+the sender reads CONTRL only (--reply-mode, --reply-partner). The report
+goes byte for byte to a file or a pipe, escaped on a terminal.`,
 		exit: "1: the file cannot be read; with --json, also when the report rejects anything",
 		example: `  lazaret contrl IFTMIN.edi
   lazaret contrl IFTMIN.edi --json`}.command()
@@ -459,9 +458,8 @@ business rule or a registry (unknown UN/LOCODE, ISO 6346 check digit, VGM,
 HS code, party role): one APERAK message each, with an ERC error code, the
 segment, element and component in an FTX, and the message and segment in an
 RFF. Syntax faults are CONTRL's (lazaret contrl). Nothing is printed when no
-message broke a rule, or when the sender reads CONTRL only. Control
-characters and bytes that are not UTF-8 are shown as \xNN; the file the
-worker writes to --contrl-outbox holds the bytes as sent.`,
+message broke a rule, or when the sender reads CONTRL only. The report goes
+byte for byte to a file or a pipe, escaped on a terminal.`,
 		exit: "1: the file cannot be read; with --json, also when the APERAK rejects a message or the interchange is rejected whole",
 		example: `  lazaret aperak IFTMIN.edi
   lazaret aperak IFTMIN.edi --json`}.command()

@@ -9,7 +9,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/validate"
@@ -94,9 +93,11 @@ func runContrl(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if !*asJSON {
 		if !rc.mode.Contrl() {
-			fmt.Fprintf(stderr, "lazaret contrl: sender %s reads APERAK only (reply mode %s): the worker sends it no CONTRL\n", terminalSafe(rc.sender), rc.mode)
+			fmt.Fprintf(stderr, "lazaret contrl: sender %s reads APERAK only (reply mode %s): the worker sends it no CONTRL\n", rc.sender, rc.mode)
 		}
-		_, err := io.WriteString(stdout, terminalSafe(text.String()))
+		// A document: byte for byte to a file or a pipe, escaped on a
+		// terminal (exact).
+		_, err := io.Copy(exact(stdout), &text)
 		return err
 	}
 	out := newContrlJSON(rc, text.String())
@@ -151,9 +152,9 @@ func runAperak(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if !*asJSON {
 		if why != "" {
-			fmt.Fprintln(stderr, "lazaret aperak: "+terminalSafe(why))
+			fmt.Fprintln(stderr, "lazaret aperak: "+why)
 		}
-		_, err := io.WriteString(stdout, terminalSafe(text.String()))
+		_, err := io.Copy(exact(stdout), &text)
 		return err
 	}
 	out := newAperakJSON(rc, text.String(), why)
@@ -412,35 +413,4 @@ func newAperakJSON(rc *replyCheck, text, note string) aperakJSON {
 		out.Messages = append(out.Messages, am)
 	}
 	return out
-}
-
-// terminalSafe is text fit for a terminal: a control character other than
-// a line feed, DEL, a C1 control or a byte that is not UTF-8 is shown as
-// \xNN, so that escape sequences a sender wrote in a reference never
-// reach the terminal raw.
-func terminalSafe(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < 0x80 {
-			if c < 0x20 && c != '\n' || c == 0x7f {
-				fmt.Fprintf(&b, `\x%02x`, c)
-			} else {
-				b.WriteByte(c)
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n <= 1 || r >= 0x80 && r < 0xa0 {
-			for j := 0; j < max(n, 1); j++ {
-				fmt.Fprintf(&b, `\x%02x`, s[i+j])
-			}
-			i += max(n, 1)
-			continue
-		}
-		b.WriteString(s[i : i+n])
-		i += n
-	}
-	return b.String()
 }
