@@ -96,10 +96,10 @@ const maxReplyMessages = 10000
 
 var errRepliesFull = errors.New("validate: reply fault list full")
 
-// Replies are the CONTRL and the APERAK that answer the interchange at
-// src, from what CheckInterchange returned for it (err) and the envelope
-// as sent (env, from ReadEnvelope; nil keeps what the parse kept), as mode
-// splits the faults: the CONTRL is Contrl(err) (every syntax and envelope
+// Replies are the CONTRL and the APERAK that answer the interchange r
+// checked, from what CheckInterchange returned for it (err) and the
+// envelope as sent (env, from ReadEnvelope; nil keeps what the parse
+// kept), as mode splits the faults: the CONTRL is Contrl(err) (every syntax and envelope
 // fault) and, when the envelope was accepted, a UCM rejection for every
 // message parked for its syntax (and, with ReplyContrl, for its content);
 // the APERAK names every message parked for its content (and, with
