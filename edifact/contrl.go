@@ -46,19 +46,19 @@ type ContrlReport struct {
 	// Faults rejects single messages of an interchange that is otherwise
 	// acknowledged, keyed by message number (Message.Number): each gets a
 	// UCM with action 4 and a UCS/UCD for every segment and element at
-	// fault. For messages Lazaret parks (semantic or regulatory rules):
-	// they are not accepted, and CONTRL must not say they are. A UCM rather
-	// than an APERAK: the partner's translator already reads Lazaret's
-	// CONTRL for every syntax reject, UCS/UCD carry the exact segment,
-	// element and component, one report answers the whole interchange, and
-	// no APERAK release, document code or 9321 error list has to be agreed
-	// first.
+	// fault. For messages Lazaret parks for their syntax (the message
+	// directory's findings); a business-rule rejection goes in an APERAK
+	// (WriteAPERAK), unless the partner reads CONTRL only, when it is here
+	// too (validate.ReplyMode).
 	Faults map[int][]*SyntaxError
 	// Reference is the CONTRL interchange's own control reference (UNB
 	// 0020, an..14). When empty it is derived from what the report
 	// answers (ControlReference), never from the clock.
 	Reference string
 	Now       time.Time
+	// Delimiters, when set, are the service characters of the report;
+	// otherwise the sender's (ReplyDelimiters).
+	Delimiters *Delimiters
 }
 
 // ControlReference is a control reference for a CONTRL interchange (0020,
@@ -130,25 +130,7 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 	}
 
 	// What the UCI echoes: UNB as read, or the documented fallback.
-	ref, sender, recipient := env.Reference, env.Sender, env.Recipient
-	if !env.HasUNB || ref == "" {
-		ref = UnknownReference
-		if env.UNZReference != "" {
-			ref = env.UNZReference
-		}
-	}
-	if !env.HasUNB || len(sender) == 0 || sender[0] == "" {
-		sender = []string{UnknownParty}
-		if len(env.Groups) > 0 && len(env.Groups[0].Sender) > 0 && env.Groups[0].Sender[0] != "" {
-			sender = env.Groups[0].Sender
-		}
-	}
-	if !env.HasUNB || len(recipient) == 0 || recipient[0] == "" {
-		recipient = []string{UnknownParty}
-		if len(env.Groups) > 0 && len(env.Groups[0].Recipient) > 0 && env.Groups[0].Recipient[0] != "" {
-			recipient = env.Groups[0].Recipient
-		}
-	}
+	ref, sender, recipient := replyParties(env)
 	synID, ver := answerSyntax(env, ic)
 	if rep.Reference == "" {
 		code := ""
@@ -158,11 +140,13 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 		rep.Reference = ControlReference(strings.Join(sender, ":"), strings.Join(recipient, ":"), ref, code)
 	}
 
-	d := DefaultDelimiters
+	d := ReplyDelimiters(env)
+	if rep.Delimiters != nil {
+		d = *rep.Delimiters
+	}
 	date := rep.Now.Format("060102")
 	msgID := E("CONTRL", "D", "3", "UN")
 	if ver == 4 {
-		d.Repetition = '*'
 		date = rep.Now.Format("20060102") // syntax 4: 0017 is CCYYMMDD
 		msgID = E("CONTRL", "4", "1", "UN")
 	}
@@ -263,6 +247,9 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("edifact: write CONTRL: %w", err)
 	}
+	if err := w.Err(); err != nil {
+		return fmt.Errorf("edifact: write CONTRL: %w", err)
+	}
 	return nil
 }
 
@@ -342,6 +329,32 @@ func faultLevel(e *SyntaxError) int {
 		return levelGroup
 	}
 	return levelInterchange
+}
+
+// replyParties is what a reply echoes of the interchange it answers: UNB
+// 0020, S002 and S003 as read, or the documented fallbacks
+// (UnknownReference, UnknownParty).
+func replyParties(env *Envelope) (ref string, sender, recipient []string) {
+	ref, sender, recipient = env.Reference, env.Sender, env.Recipient
+	if !env.HasUNB || ref == "" {
+		ref = UnknownReference
+		if env.UNZReference != "" {
+			ref = env.UNZReference
+		}
+	}
+	if !env.HasUNB || len(sender) == 0 || sender[0] == "" {
+		sender = []string{UnknownParty}
+		if len(env.Groups) > 0 && len(env.Groups[0].Sender) > 0 && env.Groups[0].Sender[0] != "" {
+			sender = env.Groups[0].Sender
+		}
+	}
+	if !env.HasUNB || len(recipient) == 0 || recipient[0] == "" {
+		recipient = []string{UnknownParty}
+		if len(env.Groups) > 0 && len(env.Groups[0].Recipient) > 0 && env.Groups[0].Recipient[0] != "" {
+			recipient = env.Groups[0].Recipient
+		}
+	}
+	return ref, sender, recipient
 }
 
 // groupAt is the group (1-based index into env.Groups) a group-level fault
@@ -429,7 +442,7 @@ func contrlCode(e *SyntaxError, env *Envelope, msgs []Message, ic *Interchange) 
 // envelopeOf is what Interchange and Messages keep of the envelope, for a
 // report without an Envelope.
 func envelopeOf(ic *Interchange) *Envelope {
-	env := &Envelope{HasUNA: ic.HasUNA, HasUNB: ic.Sender != "" || ic.Reference != "", SyntaxID: ic.SyntaxID,
+	env := &Envelope{HasUNA: ic.HasUNA, Delimiters: ic.Delimiters, HasUNB: ic.Sender != "" || ic.Reference != "", SyntaxID: ic.SyntaxID,
 		Reference: ic.Reference, Date: ic.Date, Time: ic.Time}
 	if ic.SyntaxVersion > 0 {
 		env.SyntaxVersion = strconv.Itoa(ic.SyntaxVersion)

@@ -14,7 +14,10 @@ import (
 // was sent, so that the report can say so.
 type Envelope struct {
 	HasUNA bool
-	HasUNB bool
+	// Delimiters are the service characters the sender used: its UNA's
+	// when HasUNA, otherwise the defaults (see ReplyDelimiters).
+	Delimiters Delimiters
+	HasUNB     bool
 	// UNB, component by component (S001 syntax identifier and version,
 	// S002 sender, S003 recipient, S004 date and time). Sender and
 	// Recipient are nil when no UNB could be read.
@@ -98,7 +101,7 @@ func ReadEnvelope(r io.Reader, lim Limits) *Envelope {
 		}
 		if first {
 			first = false
-			env.HasUNA = rd.HasUNA()
+			env.HasUNA, env.Delimiters = rd.HasUNA(), rd.Delimiters()
 			if s.Tag == "UNB" {
 				env.readUNB(s)
 				if env.SyntaxVersion == "4" && !rd.HasUNA() {

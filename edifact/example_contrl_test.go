@@ -26,7 +26,7 @@ func ExampleWriteCONTRL() {
 	}
 	edifact.WriteCONTRL(os.Stdout, rep)
 	// Output:
-	// UNA:+.?*'
+	// UNA:+.? '
 	// UNB+UNOA:4+PORT:ZZZ+CARRIER:ZZZ+20261201:0905+4FEA350EEC8AAB'
 	// UNH+1+CONTRL:4:1:UN'
 	// UCI+IC42+CARRIER:ZZZ+PORT:ZZZ+4'

@@ -2,17 +2,23 @@ package edifact
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 )
+
+// ErrUnencodable: a value holds a service character and the delimiters
+// have no release character to escape it with.
+var ErrUnencodable = errors.New("edifact: write: a value holds a service character and there is no release character")
 
 // Writer writes segments with a set of delimiters, escaping service
 // characters in values with the release character.
 type Writer struct {
 	w       *bufio.Writer
 	d       Delimiters
-	Newline bool // write "\n" after each terminator, for readability
-	n       int  // segments written
+	Newline bool  // write "\n" after each terminator, for readability
+	n       int   // segments written
+	err     error // the first error of WriteSegment (Err)
 }
 
 // NewWriter writes to w with delimiters d (DefaultDelimiters when zero).
@@ -41,10 +47,31 @@ func (w *Writer) WriteUNA() error {
 
 // WriteSegment writes one segment: each element is a list of components.
 // Values containing service characters are escaped; without a release
-// character they are refused.
+// character they are refused (ErrUnencodable) and the segment is not
+// written. The first error is also kept for Err.
 func (w *Writer) WriteSegment(tag string, elements ...[]string) error {
+	err := w.writeSegment(tag, elements)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return err
+}
+
+// Err is the first error WriteSegment returned, nil if none.
+func (w *Writer) Err() error { return w.err }
+
+func (w *Writer) writeSegment(tag string, elements [][]string) error {
 	if len(tag) != 3 || !isTagChar(tag[0]) || !isTagChar(tag[1]) || !isTagChar(tag[2]) {
 		return fmt.Errorf("edifact: write: bad tag %q", tag)
+	}
+	if w.d.Release == 0 {
+		for _, el := range elements {
+			for _, c := range el {
+				if w.special(c) {
+					return fmt.Errorf("%w: %q", ErrUnencodable, c)
+				}
+			}
+		}
 	}
 	w.w.WriteString(tag)
 	// Trailing empty elements and components are omitted.
@@ -78,15 +105,27 @@ func (w *Writer) WriteSegment(tag string, elements ...[]string) error {
 func (w *Writer) value(v string) error {
 	for i := 0; i < len(v); i++ {
 		c := v[i]
-		if c == w.d.Component || c == w.d.Element || c == w.d.Terminator || (w.d.Release != 0 && c == w.d.Release) || (w.d.Repetition != 0 && c == w.d.Repetition) {
-			if w.d.Release == 0 {
-				return fmt.Errorf("edifact: write: value %q holds a service character and there is no release character", v)
-			}
-			w.w.WriteByte(w.d.Release)
+		if w.isService(c) {
+			w.w.WriteByte(w.d.Release) // WriteSegment checked there is one
 		}
 		w.w.WriteByte(c)
 	}
 	return nil
+}
+
+// isService reports whether c must be released in a value.
+func (w *Writer) isService(c byte) bool {
+	return c == w.d.Component || c == w.d.Element || c == w.d.Terminator || (w.d.Release != 0 && c == w.d.Release) || (w.d.Repetition != 0 && c == w.d.Repetition)
+}
+
+// special reports whether v holds a character that must be released.
+func (w *Writer) special(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if w.isService(v[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 func allEmpty(el []string) bool {
@@ -106,3 +145,18 @@ func (w *Writer) Flush() error { return w.w.Flush() }
 
 // E builds an element from components, for WriteSegment.
 func E(components ...string) []string { return components }
+
+// ReplyDelimiters are the service characters of a reply (CONTRL, APERAK)
+// to the interchange env describes: the sender's own when its UNA declared
+// them, so that the reply reads with the parser that wrote the
+// interchange; otherwise DefaultDelimiters, written as UNA:+.? ' in every
+// syntax version. A repetition separator is declared only when the
+// sender's UNA declared one: syntax 4's default '*' in a UNA is what
+// several widely used parsers cannot read, and no reply repeats an
+// element.
+func ReplyDelimiters(env *Envelope) Delimiters {
+	if env == nil || !env.HasUNA || env.Delimiters.Terminator == 0 {
+		return DefaultDelimiters
+	}
+	return env.Delimiters
+}

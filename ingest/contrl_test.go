@@ -39,7 +39,13 @@ func contrlSetup(t *testing.T, object string) (*Worker, *Envelope) {
 
 func contrlFiles(t *testing.T, w *Worker) map[string]string {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(w.Outbox, "*.contrl.edi"))
+	return outboxFiles(t, w, "contrl")
+}
+
+// outboxFiles are the replies of that kind in w's outbox, by name.
+func outboxFiles(t *testing.T, w *Worker, kind string) map[string]string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(w.Outbox, "*."+kind+".edi"))
 	out := map[string]string{}
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
@@ -53,16 +59,16 @@ func TestContrlRedeliverySameBytes(t *testing.T) {
 	t.Parallel()
 	w, env := contrlSetup(t, "edi-unt-count")
 	r := w.execute(context.Background(), &delivery{env: env, attempt: 1})
-	if !r.contrl {
+	if !r.replies {
 		t.Fatal("a rejected interchange gets no CONTRL")
 	}
 	for range 2 {
-		if err := w.writeContrl(env, r.ires, r.cause, 1); err != nil {
+		if _, err := w.writeReplies(env, r.ires, r.cause, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	first := contrlFiles(t, w)
-	if err := w.writeContrl(env, r.ires, r.cause, 1); err != nil {
+	if _, err := w.writeReplies(env, r.ires, r.cause, 1); err != nil {
 		t.Fatal(err)
 	}
 	if again := contrlFiles(t, w); len(again) != 1 || again[contrlName(env, 1)] != first[contrlName(env, 1)] {
@@ -86,13 +92,14 @@ func TestContrlRedeliverySameBytes(t *testing.T) {
 }
 
 // An accepted interchange gets a CONTRL only when its UNB asks (0031 = 1)
-// or, with ContrlParked, when a message was parked, and that message is
-// rejected by its UCM, never acknowledged.
+// or when a message was parked for its syntax; a message parked by a
+// business rule gets an APERAK (by default), or a UCM rejection for a
+// partner that reads CONTRL only; never an acknowledgement.
 func TestContrlForAcceptedInterchanges(t *testing.T) {
 	t.Parallel()
 	w, good := contrlSetup(t, "edi-iftmin-good")
-	if r := w.execute(context.Background(), &delivery{env: good, attempt: 1}); !r.perMessage || r.contrl {
-		t.Fatalf("accepted without 0031: perMessage %v contrl %v", r.perMessage, r.contrl)
+	if r := w.execute(context.Background(), &delivery{env: good, attempt: 1}); !r.perMessage || r.replies {
+		t.Fatalf("accepted without 0031: perMessage %v contrl %v", r.perMessage, r.replies)
 	}
 	data, _ := os.ReadFile(good.Path)
 	asks := filepath.Join(filepath.Dir(good.Path), "asks.edi")
@@ -100,10 +107,10 @@ func TestContrlForAcceptedInterchanges(t *testing.T) {
 	ask := *good
 	ask.Path, ask.ObjectID, ask.Item.SHA256, ask.SHA256, ask.Item.Size = asks, "edi-asks", "", "", 0
 	r := w.execute(context.Background(), &delivery{env: &ask, attempt: 1})
-	if !r.perMessage || !r.contrl {
-		t.Fatalf("0031 = 1: perMessage %v contrl %v (%v)", r.perMessage, r.contrl, r.cause)
+	if !r.perMessage || !r.replies {
+		t.Fatalf("0031 = 1: perMessage %v contrl %v (%v)", r.perMessage, r.replies, r.cause)
 	}
-	if err := w.writeContrl(&ask, r.ires, r.cause, 1); err != nil {
+	if _, err := w.writeReplies(&ask, r.ires, r.cause, 1); err != nil {
 		t.Fatal(err)
 	}
 	got := contrlFiles(t, w)[contrlName(&ask, 1)]
@@ -119,16 +126,39 @@ func TestContrlForAcceptedInterchanges(t *testing.T) {
 	}
 
 	_, low := contrlSetup(t, "edi-vgm-low")
-	if r := w.execute(context.Background(), &delivery{env: low, attempt: 1}); r.contrl {
-		t.Fatal("a parked message sends a CONTRL without ContrlParked")
+	w.Replies.QuietParked = true
+	if r := w.execute(context.Background(), &delivery{env: low, attempt: 1}); r.replies {
+		t.Fatal("QuietParked: a parked message sends a reply")
 	}
-	w.ContrlParked = true
+	w.Replies.QuietParked = false
 	r = w.execute(context.Background(), &delivery{env: low, attempt: 1})
-	if !r.contrl {
-		t.Fatal("ContrlParked: no CONTRL for a parked message")
+	if !r.replies {
+		t.Fatal("no reply for a parked message")
 	}
-	if err := w.writeContrl(low, r.ires, r.cause, 1); err != nil {
+	sent, err := w.writeReplies(low, r.ires, r.cause, 1)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if sent.contrl != "" || sent.aperak != replyName(low, 1, "aperak") || !sent.aperakMsgs[1] {
+		t.Fatalf("VGM below the floor: replies %+v, want an APERAK only", sent)
+	}
+	got = outboxFiles(t, w, "aperak")[sent.aperak]
+	for _, want := range []string{"UNH+1+APERAK:D:01B:UN'", "RFF+ACW:1'", "RFF+ZZZ:IC0010'", "ERC+VGMBAD::ZZZ'", "FTX+AAO+++segment 7 (MEA), element 3, component 2, byte ", "RFF+ACW:1:7'"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	if note := sent.noteFor(1); !strings.Contains(note, "APERAK "+sent.aperak) || strings.Contains(note, "CONTRL") {
+		t.Errorf("note %q", note)
+	}
+
+	// A partner that reads CONTRL only: its UCM rejects the message.
+	w.Replies.Partners = map[string]validate.ReplyMode{"CARRIER1": validate.ReplyContrl}
+	if sent, err = w.writeReplies(low, r.ires, r.cause, 1); err != nil {
+		t.Fatal(err)
+	}
+	if sent.contrl == "" || sent.aperak != "" {
+		t.Fatalf("CONTRL only: replies %+v", sent)
 	}
 	got = contrlFiles(t, w)[contrlName(low, 1)]
 	for _, want := range []string{"UCI+IC0010+CARRIER1:ZZ+LAZARET:ZZ+7'", "UCM+1+VERMAS:D:16A:UN+4'", "UCS+7'", "UCD+12+3:2'"} {

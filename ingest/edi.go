@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -145,9 +146,7 @@ func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*prem
 		dec := w.Policy.Decide(m.Err, d.attempt, d.retries)
 		ev := w.failureEvent(d, menv, rep, m.Err, dec)
 		ev.Note = fmt.Sprintf("message %s (%s) at byte %d: %s", m.Ref, m.Type, m.Offset, m.Err)
-		if dec.Note != "" {
-			ev.Note = dec.Note + "; " + ev.Note
-		}
+		ev.Note = joinNote(dec.Note, ev.Note, r.sent.noteFor(m.Number))
 		events = append(events, ev)
 		if dec.Destination == premis.Quarantined || dec.Destination == premis.AuditHold {
 			parcels = append(parcels, parcel{menv, ev})
@@ -228,53 +227,167 @@ func (w *Worker) memberEvents(d *delivery, env *Envelope, sha, detail string, fr
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// writeContrl writes the CONTRL report of an interchange to the outbox,
-// named after batch, object and attempt so a redelivery overwrites the same
-// file. It is written before the ledger event: the report exists only while
-// this delivery holds the validation result, and a redelivery that finds
-// the decision recorded must not have to validate again to send it.
-// Writing it twice writes the same bytes: the control reference is a hash
-// of the delivery (contrlRef) and the preparation time in UNB is the
-// delivery's submission time, not the clock. UCI, UCF and UCM echo the
-// envelope as the sender wrote it, read again from the file
-// (validate.ReadEnvelope); messages that failed a rule are rejected by
-// their UCM (action 4), never acknowledged.
-func (w *Worker) writeContrl(env *Envelope, res *validate.InterchangeResult, err error, attempt int) error {
-	if w.Outbox == "" {
-		return nil
+// ReplyPolicy says which replies go to the outbox for an interchange,
+// by its sender: CONTRL for syntax and envelope faults, APERAK for
+// business-rule and registry rejections of its messages, or one of them
+// only (validate.ReplyMode).
+type ReplyPolicy struct {
+	// Mode is the replies of a sender Partners does not list ("" is
+	// validate.ReplyBoth).
+	Mode validate.ReplyMode
+	// Partners are the modes of senders by their UNB sender
+	// identification (S002 0004), as sent.
+	Partners map[string]validate.ReplyMode
+	// QuietParked sends no reply for the parked messages of an accepted
+	// interchange, only the CONTRL its UNB asks for (0031 = 1), which then
+	// still rejects a message parked for its syntax. By default the
+	// sender hears of every parked message.
+	QuietParked bool
+	// StandardSeparators writes replies with UNA:+.? ' instead of the
+	// separators of the interchange answered.
+	StandardSeparators bool
+}
+
+// ModeFor is the reply mode of the sender with that UNB identification.
+func (p ReplyPolicy) ModeFor(sender string) validate.ReplyMode {
+	if m, ok := p.Partners[sender]; ok && m != "" {
+		return m
 	}
+	if p.Mode == "" {
+		return validate.ReplyBoth
+	}
+	return p.Mode
+}
+
+// replies are the files writeReplies wrote to the outbox (base names, ""
+// for none) and the messages (by number) each of them rejects, for the
+// events that record those messages' failures to name them.
+type replies struct {
+	contrl, aperak         string
+	contrlMsgs, aperakMsgs map[int]bool
+}
+
+// noteFor is what the failure event of message n (0: the interchange)
+// says of the replies that reject it: "CONTRL <file>", "APERAK <file>".
+func (rs *replies) noteFor(n int) string {
+	var parts []string
+	if rs.contrl != "" && (n == 0 || rs.contrlMsgs[n]) {
+		parts = append(parts, "CONTRL "+rs.contrl)
+	}
+	if rs.aperak != "" && n > 0 && rs.aperakMsgs[n] {
+		parts = append(parts, "APERAK "+rs.aperak)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "reply in the outbox: " + strings.Join(parts, ", ")
+}
+
+// writeReplies writes the replies to an interchange to the outbox, as
+// the sender's reply mode (Worker.Replies) splits its faults: the CONTRL
+// of an interchange rejected for its envelope; for an accepted one the
+// CONTRL its UNB asks for (0031 = 1) or that rejects a message parked for
+// its syntax, and the APERAK that rejects the messages parked by business
+// rules and registries (unless QuietParked). Each is named after batch,
+// object and attempt so a redelivery overwrites the same file, and is
+// written before the ledger event: the report exists only while this
+// delivery holds the validation result, and a redelivery that finds the
+// decision recorded must not have to validate again to send it. Writing
+// it twice writes the same bytes: the control references are hashes of
+// the delivery (contrlRef, aperakRef) and the preparation time in UNB is
+// the delivery's submission time, not the clock. The replies echo the
+// envelope as the sender wrote it, read again from the file
+// (validate.ReadEnvelope), and never acknowledge a parked message. A reply
+// the sender's separators cannot carry (a service character in a value,
+// no release character) is written with UNA:+.? ' instead, never broken.
+func (w *Worker) writeReplies(env *Envelope, res *validate.InterchangeResult, err error, attempt int) (replies, error) {
+	var out replies
+	if w.Outbox == "" || res == nil {
+		return out, nil
+	}
+	full := validate.ReadEnvelope(w.source(env), 0)
+	sender := ""
+	if full != nil && len(full.Sender) > 0 {
+		sender = full.Sender[0]
+	}
+	mode := w.Replies.ModeFor(sender)
+	cr, ar := res.Replies(full, err, mode)
+	cr.Reference, ar.Reference = contrlRef(env, attempt), aperakRef(env, attempt)
+	cr.Now = env.SubmittedAt.UTC()
+	ar.Now = cr.Now
+	standard := edifact.DefaultDelimiters
+	if w.Replies.StandardSeparators {
+		cr.Delimiters, ar.Delimiters = &standard, &standard
+	}
+	accepted := err == nil
+	asked := full != nil && full.AckRequest == "1"
+	parked := accepted && env.Message == "" && !w.Replies.QuietParked
+	if mode.Contrl() && (!accepted || asked || parked && len(cr.Faults) > 0) {
+		err := w.writeOutbox(replyName(env, attempt, "contrl"), func(f *os.File) error { return edifact.WriteCONTRL(f, cr) })
+		if errors.Is(err, edifact.ErrUnencodable) {
+			cr.Delimiters = &standard // the sender's separators cannot carry it
+			err = w.writeOutbox(replyName(env, attempt, "contrl"), func(f *os.File) error { return edifact.WriteCONTRL(f, cr) })
+		}
+		if err != nil {
+			return out, err
+		}
+		out.contrl = replyName(env, attempt, "contrl")
+		out.contrlMsgs = map[int]bool{}
+		for n := range cr.Faults {
+			out.contrlMsgs[n] = true
+		}
+	}
+	if mode.Aperak() && parked && len(ar.Messages) > 0 {
+		err := w.writeOutbox(replyName(env, attempt, "aperak"), func(f *os.File) error { return edifact.WriteAPERAK(f, ar) })
+		if errors.Is(err, edifact.ErrUnencodable) {
+			ar.Delimiters = &standard
+			err = w.writeOutbox(replyName(env, attempt, "aperak"), func(f *os.File) error { return edifact.WriteAPERAK(f, ar) })
+		}
+		if err != nil {
+			return out, err
+		}
+		out.aperak = replyName(env, attempt, "aperak")
+		out.aperakMsgs = make(map[int]bool, len(ar.Messages))
+		for _, m := range ar.Messages {
+			out.aperakMsgs[m.Number] = true
+		}
+	}
+	return out, nil
+}
+
+// writeOutbox writes a file of the outbox whole or not at all (a
+// temporary file renamed into place).
+func (w *Worker) writeOutbox(name string, write func(*os.File) error) error {
 	if err := os.MkdirAll(w.Outbox, 0o755); err != nil {
 		return err
 	}
-	path := filepath.Join(w.Outbox, contrlName(env, attempt))
+	path := filepath.Join(w.Outbox, name)
 	tmp := path + ".partial"
-	f, ferr := os.Create(tmp)
-	if ferr != nil {
-		return ferr
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
 	}
-	rep := res.ContrlFor(validate.ReadEnvelope(w.source(env), 0), err)
-	rep.Reference = contrlRef(env, attempt)
-	rep.Now = env.SubmittedAt.UTC()
-	if werr := edifact.WriteCONTRL(f, rep); werr != nil {
+	if err := write(f); err != nil {
 		f.Close()
-		return werr
+		os.Remove(tmp)
+		return err
 	}
-	if cerr := f.Close(); cerr != nil {
-		return cerr
+	if err := f.Close(); err != nil {
+		return err
 	}
 	return os.Rename(tmp, path)
 }
 
-// contrlForAccepted says whether an interchange whose envelope was accepted
-// gets a CONTRL: when its UNB asks for one (0031 = 1), and, with
-// Worker.ContrlParked, when one of its messages failed a rule (its UCM then
-// rejects it). Only UNB's first bytes are read to know. A replay of one
-// parked message gets none: the sender was answered for the interchange.
-func (w *Worker) contrlForAccepted(env *Envelope, res *validate.InterchangeResult) bool {
+// repliesForAccepted says whether an interchange whose envelope was
+// accepted may get a reply: when its UNB asks for one (0031 = 1), and,
+// unless Replies.QuietParked, when one of its messages failed a rule.
+// Only UNB's first bytes are read to know. A replay of one parked message
+// gets none: the sender was answered for the interchange.
+func (w *Worker) repliesForAccepted(env *Envelope, res *validate.InterchangeResult) bool {
 	if w.Outbox == "" || res == nil || env.Message != "" {
 		return false
 	}
-	if w.ContrlParked && res.Failed > 0 {
+	if !w.Replies.QuietParked && res.Failed > 0 {
 		return true
 	}
 	head := validate.ReadEnvelope(w.source(env), contrlHeadBytes)
@@ -284,17 +397,21 @@ func (w *Worker) contrlForAccepted(env *Envelope, res *validate.InterchangeResul
 // contrlHeadBytes is what is read of an interchange to find its UNB.
 const contrlHeadBytes = 64 << 10
 
-// contrlName is the outbox file name of an item's CONTRL at attempt: a
-// readable prefix cut to fit any file system's NAME_MAX, and a digest of
-// the exact batch and object ids, so that ids differing only in characters
-// a file name cannot hold ("a/b", "a#b", "a b") never share a file.
-func contrlName(env *Envelope, attempt int) string {
+// contrlName is the outbox file name of an item's CONTRL at attempt.
+func contrlName(env *Envelope, attempt int) string { return replyName(env, attempt, "contrl") }
+
+// replyName is the outbox file name of an item's reply (kind "contrl" or
+// "aperak") at attempt: a readable prefix cut to fit any file system's
+// NAME_MAX, and a digest of the exact batch and object ids, so that ids
+// differing only in characters a file name cannot hold ("a/b", "a#b",
+// "a b") never share a file.
+func replyName(env *Envelope, attempt int, kind string) string {
 	readable := unsafeName.ReplaceAllString(env.BatchID+"_"+env.ObjectID, "_")
 	if len(readable) > 120 {
 		readable = readable[:120]
 	}
 	sum := sha256.Sum256([]byte(env.BatchID + "\x00" + env.ObjectID))
-	return fmt.Sprintf("%s_%s_%d.contrl.edi", readable, hex.EncodeToString(sum[:6]), attempt)
+	return fmt.Sprintf("%s_%s_%d.%s.edi", readable, hex.EncodeToString(sum[:6]), attempt, kind)
 }
 
 // contrlRef is a CONTRL control reference (0020, an..14): a hash of the
@@ -304,4 +421,10 @@ func contrlName(env *Envelope, attempt int) string {
 // written.
 func contrlRef(env *Envelope, attempt int) string {
 	return edifact.ControlReference(env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message)
+}
+
+// aperakRef is an APERAK's control reference: contrlRef's parts, marked
+// as an APERAK's, so that the two replies to one attempt never share one.
+func aperakRef(env *Envelope, attempt int) string {
+	return edifact.ControlReference("APERAK", env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message)
 }

@@ -136,6 +136,13 @@ func TestBrokenEnvelopeIsArchivedOnceWithOffsetAndCONTRL(t *testing.T) {
 	if !strings.Contains(string(contrl), "UCI+IC0004+CARRIER1:ZZ+LAZARET:ZZ+4+28+UNZ+2'") {
 		t.Errorf("CONTRL:\n%s", contrl)
 	}
+	// The event that records the failure names the reply.
+	if !strings.Contains(ev.Note, "CONTRL "+filepath.Base(files[0])) {
+		t.Errorf("event note %q does not name %s", ev.Note, filepath.Base(files[0]))
+	}
+	if aperaks, _ := filepath.Glob(filepath.Join(b.worker.Outbox, "*.aperak.edi")); len(aperaks) != 0 {
+		t.Errorf("%d APERAK files for an envelope fault", len(aperaks))
+	}
 }
 
 func TestMixedInterchangeQuarantinesOnlyTheBadMessage(t *testing.T) {

@@ -24,9 +24,10 @@ type result struct {
 	decision Decision // the item's decision (Accepted for a routed interchange)
 	// perMessage: a sound interchange whose messages are decided one by one.
 	perMessage  bool
-	contrl      bool // a CONTRL report goes to the outbox
+	replies     bool // replies (CONTRL, APERAK) may go to the outbox
 	interrupted bool // shutdown or timeout: no verdict
 	// Filled in by commit.
+	sent              replies         // the replies written, for the failure events to name
 	logged            []*premis.Event // the events worth a log line (failures, the item's outcome)
 	accepted, parkedN int
 	messagesN         int
@@ -128,11 +129,11 @@ func (w *Worker) execute(ctx context.Context, d *delivery) *result {
 	if err == nil && ires != nil {
 		r.perMessage = true
 		r.decision = Decision{Destination: premis.Accepted}
-		r.contrl = w.contrlForAccepted(d.env, ires)
+		r.replies = w.repliesForAccepted(d.env, ires)
 		return r
 	}
 	r.decision = w.Policy.Decide(err, d.attempt, d.retries)
-	r.contrl = ires != nil && r.decision.Class == premis.Structural && w.Outbox != ""
+	r.replies = ires != nil && r.decision.Class == premis.Structural && w.Outbox != ""
 	return r
 }
 
@@ -181,15 +182,17 @@ func (w *Worker) registries() *validate.Registries {
 	return w.Registries.Current()
 }
 
-// commit makes the result durable in order: the CONTRL report (an
-// idempotent file, see writeContrl), then the ledger, then the broker's
+// commit makes the result durable in order: the replies (idempotent
+// files, see writeReplies), then the ledger, then the broker's
 // parked copies. Every event and parked task is keyed by item and attempt,
 // so a commit repeated after a partial failure adds nothing twice.
 func (w *Worker) commit(ctx context.Context, r *result) error {
-	if r.contrl {
-		if err := w.writeContrl(r.d.env, r.ires, r.cause, r.d.attempt); err != nil {
-			return fmt.Errorf("CONTRL outbox: %w", err)
+	if r.replies {
+		sent, err := w.writeReplies(r.d.env, r.ires, r.cause, r.d.attempt)
+		if err != nil {
+			return fmt.Errorf("reply outbox: %w", err)
 		}
+		r.sent = sent
 	}
 	err := w.plan(ctx, r, func(evs []*premis.Event, parcels []parcel) error {
 		skip, parcels, err := w.chunkRecorded(ctx, r, evs, parcels)
@@ -315,6 +318,7 @@ func (w *Worker) plan(ctx context.Context, r *result, yield func([]*premis.Event
 		return yield(w.acceptEvents(r), nil)
 	}
 	ev := w.failureEvent(r.d, r.d.env, r.rep, r.cause, r.decision)
+	ev.Note = joinNote(ev.Note, r.sent.noteFor(0))
 	var parcels []parcel
 	if ev.Destination == premis.Quarantined || ev.Destination == premis.AuditHold {
 		parcels = append(parcels, parcel{r.d.env, ev})
@@ -464,4 +468,15 @@ func (w *Worker) logEvent(ctx context.Context, ev *premis.Event) {
 		}
 	}
 	w.Logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// joinNote joins the parts of an event's note that are not empty with "; ".
+func joinNote(parts ...string) string {
+	var kept []string
+	for _, p := range parts {
+		if p != "" {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "; ")
 }

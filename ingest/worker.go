@@ -56,15 +56,14 @@ type Worker struct {
 	// (built-in when nil); EDI are those rules.
 	Registries *validate.RegistryStore
 	EDI        validate.EDIRules
-	// Outbox, when set, receives a CONTRL report for every interchange
-	// rejected for its syntax or structure, and for every accepted one
-	// whose UNB asks for an acknowledgement (0031 = 1).
-	Outbox string
-	// ContrlParked also sends a CONTRL for an accepted interchange with a
-	// message parked by a semantic or regulatory rule, when the sender did
-	// not ask for one: its UCM rejects the message (action 4) at the
-	// segment and element at fault.
-	ContrlParked bool
+	// Outbox, when set, receives the replies to interchanges (see
+	// writeReplies): a CONTRL for every interchange rejected for its
+	// syntax or structure and for every accepted one whose UNB asks for an
+	// acknowledgement (0031 = 1) or with a message parked for its syntax;
+	// an APERAK for an accepted one with messages parked by business rules
+	// or registries. Replies says which a sender gets.
+	Outbox  string
+	Replies ReplyPolicy
 	// Hardlinks are the ingest roots whose files may have more than one
 	// link: the same as the submitters' (SubmitOptions.Hardlinks).
 	Hardlinks validate.HardlinkRoots

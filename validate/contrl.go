@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"context"
 	"errors"
 	"io"
 
@@ -26,57 +25,13 @@ func ReadEnvelope(src Source, max int64) *edifact.Envelope {
 }
 
 // ContrlFor is the CONTRL report for the interchange at src and what
-// CheckInterchange returned for it: Contrl(err) with the envelope as sent
-// (env, from ReadEnvelope; nil keeps what the parse kept) and, when the
-// envelope was accepted, a UCM rejection for every message that failed a
-// rule: such a message is parked, never accepted, and the report must not
-// acknowledge it.
+// CheckInterchange returned for it, with every fault in it: Replies with
+// ReplyContrl (the partner reads CONTRL only, so a message that failed a
+// business rule is rejected by its UCM too).
 func (r *InterchangeResult) ContrlFor(env *edifact.Envelope, err error) edifact.ContrlReport {
-	rep := r.Contrl(err)
-	rep.Envelope = env
-	var ue *edifact.UnsupportedError
-	if rep.Err == nil && errors.As(err, &ue) {
-		// A syntax identifier Lazaret does not support (UNB S001 0001): the
-		// syntax level is not supported, UNSL 0085 code 2.
-		rep.Err = &edifact.SyntaxError{Offset: ue.Offset, Index: 1, Tag: "UNB", Element: 1, Component: 1, Code: edifact.CodeSyntaxVersion, Err: ue}
-	}
-	if err != nil {
-		return rep
-	}
-	if r.Failed == 0 || !r.sound {
-		return rep
-	}
-	// The failed messages' verdicts, as the routing sees them (a second
-	// read when they were not kept), up to maxContrlFaults messages: a
-	// CONTRL stays a bounded report however many messages were parked.
-	_ = r.EachMessage(context.Background(), func(m MessageResult) error {
-		fs := MessageFaults(m.Err)
-		if len(fs) == 0 {
-			return nil
-		}
-		if rep.Faults == nil {
-			rep.Faults = map[int][]*edifact.SyntaxError{}
-		}
-		rep.Faults[m.Number] = fs
-		// Its UCM needs its header; WriteCONTRL takes the S009 as sent
-		// from the envelope.
-		hdr := edifact.Message{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset}
-		if h := env.Message(m.Number); h != nil && h.Ref == m.Ref && len(h.ID) >= 4 {
-			hdr.Version, hdr.Release, hdr.Agency = h.ID[1], h.ID[2], h.ID[3]
-		}
-		rep.Messages = append(rep.Messages, hdr)
-		if len(rep.Faults) >= maxContrlFaults {
-			return errContrlFull
-		}
-		return nil
-	})
+	rep, _ := r.Replies(env, err, ReplyContrl)
 	return rep
 }
-
-// maxContrlFaults bounds the parked messages one CONTRL rejects by UCM.
-const maxContrlFaults = 10000
-
-var errContrlFull = errors.New("validate: CONTRL fault list full")
 
 // MessageFaults is how CONTRL reports a message's rule failures: every
 // *RuleError in err (a join of them, as CheckMessage returns), each at its
@@ -85,23 +40,14 @@ var errContrlFull = errors.New("validate: CONTRL fault list full")
 // mass the rule refused) for a value it read and 13 (missing) for one it did
 // not find (no element).
 func MessageFaults(err error) []*edifact.SyntaxError {
-	var out []*edifact.SyntaxError
-	var walk func(error)
-	walk = func(err error) {
-		var re *RuleError
-		switch x := err.(type) {
-		case nil:
-		case interface{ Unwrap() []error }:
-			for _, e := range x.Unwrap() {
-				walk(e)
-			}
-		default:
-			if errors.As(err, &re) {
-				out = append(out, ruleFault(re))
-			}
-		}
+	res := ruleErrors(err)
+	if len(res) == 0 {
+		return nil
 	}
-	walk(err)
+	out := make([]*edifact.SyntaxError, len(res))
+	for i, re := range res {
+		out[i] = ruleFault(re)
+	}
 	return out
 }
 

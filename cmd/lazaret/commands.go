@@ -243,7 +243,7 @@ $XDG_DATA_HOME/lazaret/ledger.db (~/.local/share/lazaret/ledger.db).`,
 	add("ingest", commandInspect(), commandSubmit(), commandWorker(), commandServe(), commandDemo())
 	add("failures", failureGroup(failureCommands["dlq"]), failureGroup(failureCommands["quarantine"]),
 		failureGroup(failureCommands["hold"]), commandReconcileBroker())
-	add("records", commandBatch(), commandEvents(), commandLedger(), commandStats(), commandContrl())
+	add("records", commandBatch(), commandEvents(), commandLedger(), commandStats(), commandContrl(), commandAperak())
 	add("", commandBench(), commandVersion())
 	return root
 }
@@ -461,9 +461,30 @@ func commandContrl() *cobra.Command {
 		short: "print the CONTRL report for an interchange",
 		long: `Print the UN/EDIFACT CONTRL syntax and service report Lazaret would send back
 for the interchange: acknowledged (action 7) or rejected (action 4) with the
-fault's segment, element and 0085 code.`, exit: "1: the file cannot be read",
+fault's segment, element and 0085 code. CONTRL answers syntax: a message
+that broke a business rule is answered by APERAK (lazaret aperak), unless
+the sender reads CONTRL only (--reply-mode, --reply-partner). The report
+goes byte for byte to a file or a pipe, escaped on a terminal.`,
+		exit: "1: the file cannot be read; with --json, also when the report rejects anything",
 		example: `  lazaret contrl IFTMIN.edi
   lazaret contrl IFTMIN.edi --json`}.command()
+}
+
+func commandAperak() *cobra.Command {
+	return leaf{use: "aperak [flags] FILE.edi", run: runAperak, files: true,
+		args:  "  FILE.edi  a UN/EDIFACT interchange",
+		short: "print the APERAK for an interchange's business-rule rejections",
+		long: `Print the UN/EDIFACT APERAK (application error and acknowledgement, D.01B)
+Lazaret would send back for the messages of the interchange that broke a
+business rule or a registry (unknown UN/LOCODE, ISO 6346 check digit, VGM,
+HS code, party role): one APERAK message each, with an ERC error code, the
+segment, element and component in an FTX, and the message and segment in an
+RFF. Syntax faults are CONTRL's (lazaret contrl). Nothing is printed when no
+message broke a rule, or when the sender reads CONTRL only. The report goes
+byte for byte to a file or a pipe, escaped on a terminal.`,
+		exit: "1: the file cannot be read; with --json, also when the APERAK rejects a message or the interchange is rejected whole",
+		example: `  lazaret aperak IFTMIN.edi
+  lazaret aperak IFTMIN.edi --json`}.command()
 }
 
 func commandStats() *cobra.Command {

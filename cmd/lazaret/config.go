@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -54,10 +55,15 @@ type Config struct {
 	EDIRetained  int64                    `json:"interchange_budget"`
 	Directory    validate.DirectoryPolicy `json:"edi_directory"`
 	Outbox       string                   `json:"contrl_outbox"`
-	ContrlParked bool                     `json:"contrl_parked"`
-	IngestRoots  []string                 `json:"ingest_roots"`
-	Hardlinks    []string                 `json:"hardlink_roots"`
-	LogLevel     string                   `json:"log_level"`
+	// Replies: which a sender gets (see ingest.ReplyPolicy). ReplyParked
+	// is also read from the key contrl_parked, its name before APERAK.
+	ReplyMode       validate.ReplyMode            `json:"reply_mode"`
+	ReplyPartners   map[string]validate.ReplyMode `json:"reply_partners"`
+	ReplyParked     bool                          `json:"reply_parked"`
+	ReplySeparators string                        `json:"reply_separators"`
+	IngestRoots     []string                      `json:"ingest_roots"`
+	Hardlinks       []string                      `json:"hardlink_roots"`
+	LogLevel        string                        `json:"log_level"`
 	// The checkpoint log (premis.CheckpointLog): where the ledger's head
 	// is kept, signed, outside the database.
 	CheckpointDir      string        `json:"checkpoint_dir"`
@@ -82,8 +88,15 @@ func defaultConfig() Config {
 		VGMFloor: validate.DefaultEDIRules().VGMFloorKg, VGMMax: validate.DefaultEDIRules().VGMMaxKg,
 		Directory:       validate.DefaultDirectoryPolicy(),
 		CheckpointEvery: premis.DefaultCheckpointEvery, CheckpointInterval: premis.DefaultCheckpointInterval, VerifyEvery: 24 * time.Hour,
+		ReplyMode: validate.ReplyBoth, ReplyParked: true, ReplySeparators: separatorsSender,
 	}
 }
+
+// Reply separators: the sender's (its UNA), or UNA:+.? '.
+const (
+	separatorsSender   = "sender"
+	separatorsStandard = "standard"
+)
 
 // bind loads the file and environment layers into c, registers flags for
 // the fields a command uses, and parses args. In describe mode (see
@@ -174,8 +187,12 @@ func (c *Config) bind(ctx context.Context, fs *flag.FlagSet, args []string, fiel
 			fs.Float64Var(&c.VGMMax, "vgm-max", c.VGMMax, "highest plausible VGM in kg when the container size is unknown")
 			fs.BoolVar(&c.Strict, "strict-charset", c.Strict, "quarantine messages with characters outside the declared syntax identifier")
 			fs.Int64Var(&c.EDIRetained, "interchange-budget", c.EDIRetained, "bytes the verdicts of one interchange's messages may hold until its envelope is checked")
-			fs.StringVar(&c.Outbox, "contrl-outbox", c.Outbox, "`DIR` for CONTRL reports of rejected interchanges (and of accepted ones whose UNB asks for one)")
-			fs.BoolVar(&c.ContrlParked, "contrl-parked", c.ContrlParked, "also send a CONTRL rejecting (UCM action 4) the parked messages of accepted interchanges")
+			fs.StringVar(&c.Outbox, "contrl-outbox", c.Outbox, "`DIR` for the replies: CONTRL for rejected interchanges (and accepted ones whose UNB asks for one), APERAK for parked messages")
+			fs.Var((*replyModeFlag)(&c.ReplyMode), "reply-mode", "`MODE` of replies for senders not in --reply-partner: both (CONTRL for syntax, APERAK for business rules), contrl or aperak")
+			fs.Var((*partnerFlag)(&c.ReplyPartners), "reply-partner", "`SENDER=MODE`: the reply mode of the sender with that UNB identification (repeatable)")
+			fs.BoolVar(&c.ReplyParked, "reply-parked", c.ReplyParked, "answer the parked messages of accepted interchanges (APERAK, or CONTRL for contrl partners)")
+			fs.BoolVar(&c.ReplyParked, "contrl-parked", c.ReplyParked, "the former name of --reply-parked")
+			fs.StringVar(&c.ReplySeparators, "reply-separators", c.ReplySeparators, "`SEPARATORS` of replies: sender (the interchange's UNA) or standard (UNA:+.? ')")
 			fs.Var((*directoryFlag)(&c.Directory), "edi-directory", "message-directory checks, `CHECK=ACTION,...`: segments, elements, representation, length, codes, unknown; reject, warn or ignore")
 		case "policy":
 			fs.IntVar(&c.MaxRetry, "max-retry", c.MaxRetry, "retries for transient failures")
@@ -266,7 +283,9 @@ func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 		"poison_cap": &c.PoisonCap, "routing_budget": &c.RoutingTries, "pixel_budget": &c.PixelBudget, "memory_budget": &c.MemoryBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
 		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll,
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
-		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ContrlParked, "ingest_roots": &c.IngestRoots, "hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory,
+		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ReplyParked, "reply_parked": &c.ReplyParked, "reply_mode": &c.ReplyMode,
+		"reply_partners": &c.ReplyPartners, "reply_separators": &c.ReplySeparators, "ingest_roots": &c.IngestRoots,
+		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory,
 		"checkpoint_dir": &c.CheckpointDir, "checkpoint_key": &c.CheckpointKey, "checkpoint_pubkey": &c.CheckpointPubkey, "checkpoint_every": &c.CheckpointEvery,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
@@ -313,6 +332,17 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Directory.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("edi_directory: %w", err))
+	}
+	if !c.ReplyMode.Valid() {
+		errs = append(errs, fmt.Errorf("reply mode %q: want both, contrl or aperak", c.ReplyMode))
+	}
+	for sender, m := range c.ReplyPartners {
+		if !m.Valid() || m == "" {
+			errs = append(errs, fmt.Errorf("reply partner %q: mode %q: want both, contrl or aperak", sender, m))
+		}
+	}
+	if c.ReplySeparators != separatorsSender && c.ReplySeparators != separatorsStandard {
+		errs = append(errs, fmt.Errorf("reply separators %q: want sender or standard", c.ReplySeparators))
 	}
 	if c.VGMFloor < 0 || c.VGMMax <= c.VGMFloor {
 		errs = append(errs, fmt.Errorf("VGM range %v..%v kg: want 0 <= floor < max", c.VGMFloor, c.VGMMax))
@@ -542,7 +572,58 @@ var software = premis.Software{Name: "lazaret", Version: version}
 
 func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *ingest.Worker {
 	return &ingest.Worker{Ledger: l, Broker: b, Policy: c.policy(), Master: c.master(), Software: software, Logger: log,
-		Registries: c.registryStore(), EDI: c.ediRules(), Outbox: c.Outbox, ContrlParked: c.ContrlParked, Hardlinks: c.Hardlinks}
+		Registries: c.registryStore(), EDI: c.ediRules(), Outbox: c.Outbox, Replies: c.replies(), Hardlinks: c.Hardlinks}
+}
+
+// replies is the reply policy of the configuration.
+func (c *Config) replies() ingest.ReplyPolicy {
+	return ingest.ReplyPolicy{Mode: c.ReplyMode, Partners: c.ReplyPartners, QuietParked: !c.ReplyParked,
+		StandardSeparators: c.ReplySeparators == separatorsStandard}
+}
+
+// replyModeFlag is --reply-mode.
+type replyModeFlag validate.ReplyMode
+
+func (m *replyModeFlag) String() string {
+	if m == nil {
+		return ""
+	}
+	return string(*m)
+}
+
+func (m *replyModeFlag) Set(v string) error {
+	if mode := validate.ReplyMode(v); mode.Valid() && mode != "" {
+		*m = replyModeFlag(mode)
+		return nil
+	}
+	return fmt.Errorf("%q: want both, contrl or aperak", v)
+}
+
+// partnerFlag is --reply-partner SENDER=MODE, repeatable.
+type partnerFlag map[string]validate.ReplyMode
+
+func (p *partnerFlag) String() string {
+	if p == nil || len(*p) == 0 {
+		return ""
+	}
+	var parts []string
+	for k, v := range *p {
+		parts = append(parts, k+"="+string(v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func (p *partnerFlag) Set(v string) error {
+	sender, mode, ok := strings.Cut(v, "=")
+	if m := validate.ReplyMode(mode); !ok || sender == "" || !m.Valid() || m == "" {
+		return fmt.Errorf("%q: want SENDER=MODE with MODE both, contrl or aperak", v)
+	}
+	if *p == nil {
+		*p = map[string]validate.ReplyMode{}
+	}
+	(*p)[sender] = validate.ReplyMode(mode)
+	return nil
 }
 
 // operator wires the operator service over the same ledger, broker and

@@ -107,7 +107,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("fixtures: %w", err)
 	}
 	outbox := filepath.Join(*data, "contrl-outbox")
-	fmt.Fprintf(human, "lazaret %s demo\n  data folder: %s\n  embedded redis: %s\n  ledger: %s\n  batches: %s, %s\n  CONTRL outbox: %s\n\n",
+	fmt.Fprintf(human, "lazaret %s demo\n  data folder: %s\n  embedded redis: %s\n  ledger: %s\n  batches: %s, %s\n  reply outbox (CONTRL, APERAK): %s\n\n",
 		version, *data, mr.Addr(), cfg.Ledger, archive.Manifest, logistics.Manifest, outbox)
 
 	client := asynq.NewClient(opt)
@@ -210,8 +210,9 @@ and broker.
 	if err != nil {
 		return err
 	}
-	contrls, _ := filepath.Glob(filepath.Join(outbox, "*.edi"))
-	fmt.Fprintf(human, "\n%d PREMIS events in the ledger; PREMIS XML: %s\n%d CONTRL reports in %s\nlog: %s\n", n, xmlPath, len(contrls), outbox, logFile.Name())
+	contrls, _ := filepath.Glob(filepath.Join(outbox, "*.contrl.edi"))
+	aperaks, _ := filepath.Glob(filepath.Join(outbox, "*.aperak.edi"))
+	fmt.Fprintf(human, "\n%d PREMIS events in the ledger; PREMIS XML: %s\n%d CONTRL and %d APERAK reports in %s\nlog: %s\n", n, xmlPath, len(contrls), len(aperaks), outbox, logFile.Name())
 	if bad > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d outcomes are not where they should be", bad, len(order))}
 	}

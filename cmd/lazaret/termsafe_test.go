@@ -238,6 +238,7 @@ func TestHumanOutputIsTerminalSafe(t *testing.T) {
 		all.WriteString(check("inspect", filepath.Join(batchDir, name)))
 	}
 	all.WriteString(check("contrl", "--json", filepath.Join(batchDir, "evil"+hostileName+".edi")))
+	all.WriteString(check("aperak", "--json", filepath.Join(batchDir, "evil"+hostileName+".edi")))
 	all.WriteString(check(append([]string{"submit"}, append(common, manifest)...)...)) // settled: not resubmitted, with reasons
 	// The hostile strings did reach the output, escaped: the checks above
 	// looked at something.
