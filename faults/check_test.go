@@ -517,7 +517,10 @@ func (v *verdict) judge(k string, es []ev, ts []btask, parentLive int, mark int6
 	ing, discards := 0, 0
 	done := false // the item has a terminal outcome and no replay since
 	for _, e := range es {
-		if e.Type == "ing" && len(e.Members) == 0 { // a chunk's ing is its messages', not the interchange's
+		// A chunk's ing is its messages', not the interchange's; an ing
+		// that failed (its file could not be read: retry, dead-letter) took
+		// nothing in.
+		if e.Type == "ing" && len(e.Members) == 0 && e.Dest != "retry" && e.Dest != "dead-letter" {
 			ing++
 		}
 		if (e.Type == "unq" || e.Type == "del" || e.Dest == "replayed" || e.Dest == "discarded") && e.ReplayOf != "" {

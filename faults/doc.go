@@ -4,7 +4,8 @@
 // role and database on the local server), runs `lazaret submit`, `lazaret
 // worker` and the operator verbs as separate processes, injects faults (kill
 // -9 of workers, Redis restarts and crashes with and without persistence, a
-// ledger cut, racing replay and discard, resubmission after both) and checks
+// Redis Sentinel failover and a kill -9 of its primary, a ledger cut, racing
+// replay and discard, resubmission after both) and checks
 // after every scenario, from the ledger and the broker alone, that nothing was
 // lost, nothing settled twice, nothing was parked twice and nothing sits in the
 // wrong place. Batches hold TIFF masters and UN/EDIFACT interchanges; every

@@ -173,8 +173,11 @@ type redisServer struct {
 	port int
 	dir  string
 	aof  bool
-	p    *proc
-	n    int // starts
+	// replicaOf is "host:port" of the primary this server starts as a
+	// replica of (the Sentinel scenario), or "".
+	replicaOf string
+	p         *proc
+	n         int // starts
 }
 
 func (r *redisServer) addr() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
@@ -189,10 +192,20 @@ func (r *redisServer) start() error {
 		aof = "yes"
 	}
 	r.n++
-	p, err := startProc("redis", filepath.Join(r.dir, "redis.log"), childEnv(), r.bin,
-		"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--protected-mode", "yes", "--dir", r.dir,
+	args := []string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--protected-mode", "yes", "--dir", r.dir,
 		"--save", "", "--appendonly", aof, "--appendfsync", "everysec", "--daemonize", "no", "--logfile", "",
-		"--dbfilename", "dump.rdb", "--maxclients", "2000")
+		"--dbfilename", "dump.rdb", "--maxclients", "2000"}
+	// A replica's full sync starts at once (the default waits 5 s for
+	// more replicas to share the transfer).
+	args = append(args, "--repl-diskless-sync-delay", "0")
+	if r.replicaOf != "" {
+		host, port, err := net.SplitHostPort(r.replicaOf)
+		if err != nil {
+			return fmt.Errorf("replica of %q: %w", r.replicaOf, err)
+		}
+		args = append(args, "--replicaof", host, port)
+	}
+	p, err := startProc("redis", filepath.Join(r.dir, "redis.log"), childEnv(), r.bin, args...)
 	if err != nil {
 		return err
 	}

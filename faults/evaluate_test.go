@@ -44,6 +44,9 @@ func TestEvaluate(t *testing.T) {
 		e("retry", "val", "retry", 1),
 		e("sub", "ins", "submitted", 1),
 		e("again", "val", "dead-letter", 1, "t-a1"), e("again", "val", "dead-letter", 2, "t-a2"),
+		// A file that never came back: every read failed (ing fai), then
+		// the dead letter. One item, settled once: no finding.
+		e("gone", "ing", "retry", 1), e("gone", "ing", "retry", 2), e("gone", "ing", "dead-letter", 3, "t-gone"),
 	}
 	mark := seq
 	evs = append(evs, e("rev", "val", "dead-letter", 1, "t-rev"))
@@ -58,13 +61,14 @@ func TestEvaluate(t *testing.T) {
 		task("again", qIngest, "archived", "t-a2"),
 		task("nobody", qQuarantine, "pending", "h-x"),
 		task("rev", qIngest, "archived", "t-rev"),
+		task("gone", qIngest, "archived", "t-gone"),
 	}
 	keys := []string{}
-	for _, o := range []string{"ok", "twice", "dl", "q", "qmiss", "q2", "race", "disc", "retry", "sub", "none", "again", "rev"} {
+	for _, o := range []string{"ok", "twice", "dl", "q", "qmiss", "q2", "race", "disc", "retry", "sub", "none", "again", "rev", "gone"} {
 		keys = append(keys, itemKey(b, o))
 	}
 	v := evaluate(keys, evs, tasks, mark, map[string]string{itemKey(b, "dl"): "accept"}, nil)
-	want := counts{Items: 13, Lost: 2, Unknown: 1, DupTerminal: 4, DupParked: 1, WrongPlace: 4, Revived: 1, RevivedMeasured: true}
+	want := counts{Items: 14, Lost: 2, Unknown: 1, DupTerminal: 4, DupParked: 1, WrongPlace: 4, Revived: 1, RevivedMeasured: true}
 	if v.counts != want {
 		t.Errorf("counts %+v\nwant   %+v\nfindings %v", v.counts, want, v.findings)
 	}

@@ -397,19 +397,34 @@ func (h *harness) runOne(res *result, n uint64) {
 		return
 	}
 	defer r.cmdLog.Close()
-	port, err := freePort()
-	if err != nil {
-		res.err = err
-		return
+	var redisURL, redisDesc string
+	var redisOpt asynq.RedisConnOpt
+	if res.sc.sentinel {
+		set, err := startSentinelSet(h.redisBin, filepath.Join(dir, "redis"), res.sc.aof)
+		if err != nil {
+			res.err = err
+			return
+		}
+		defer set.stop()
+		r.sentinels = set
+		redisURL, redisOpt, redisDesc = set.url(), set.connOpt(), set.String()
+	} else {
+		port, err := freePort()
+		if err != nil {
+			res.err = err
+			return
+		}
+		redisDir := filepath.Join(dir, "redis")
+		os.MkdirAll(redisDir, 0o755)
+		r.redis = &redisServer{bin: h.redisBin, port: port, dir: redisDir, aof: res.sc.aof}
+		if err := r.redis.start(); err != nil {
+			res.err = err
+			return
+		}
+		defer r.redis.crash()
+		redisURL, redisDesc = r.redis.url(), r.redis.addr()
+		redisOpt = asynq.RedisClientOpt{Addr: r.redis.addr(), DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second}
 	}
-	redisDir := filepath.Join(dir, "redis")
-	os.MkdirAll(redisDir, 0o755)
-	r.redis = &redisServer{bin: h.redisBin, port: port, dir: redisDir, aof: res.sc.aof}
-	if err := r.redis.start(); err != nil {
-		res.err = err
-		return
-	}
-	defer r.redis.crash()
 	switch res.ledger {
 	case "sqlite":
 		r.led = &sqliteLedger{path: filepath.Join(dir, "ledger.db")}
@@ -428,8 +443,8 @@ func (h *harness) runOne(res *result, n uint64) {
 			r.note("dropping the ledger: %v", err)
 		}
 	}()
-	r.env = childEnv("LAZARET_REDIS_URL="+r.redis.url(), "LAZARET_LEDGER="+r.led.dsn(), "LAZARET_LOG_LEVEL=error", "LAZARET_CONFIG=")
-	r.insp = asynq.NewInspector(asynq.RedisClientOpt{Addr: r.redis.addr(), DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second})
+	r.env = childEnv("LAZARET_REDIS_URL="+redisURL, "LAZARET_LEDGER="+r.led.dsn(), "LAZARET_LOG_LEVEL=error", "LAZARET_CONFIG=")
+	r.insp = asynq.NewInspector(redisOpt)
 	defer r.insp.Close()
 	// Every process of the run dies with it, whatever happens.
 	defer func() {
@@ -441,7 +456,7 @@ func (h *harness) runOne(res *result, n uint64) {
 			w.p.kill()
 		}
 	}()
-	r.note("start: %s, %s ledger, redis %s (aof %v), %d items", res.sc.title, res.ledger, r.redis.addr(), res.sc.aof, h.cfg.items)
+	r.note("start: %s, %s ledger, redis %s (aof %v), %d items", res.sc.title, res.ledger, redisDesc, res.sc.aof, h.cfg.items)
 	go r.supervise()
 	if err := res.sc.body(r); err != nil {
 		r.note("scenario error: %v", err)

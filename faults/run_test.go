@@ -34,12 +34,13 @@ type run struct {
 	seed uint64
 	rng  *rand.Rand
 
-	redis *redisServer
-	led   ledgerBackend
-	b     *batch
-	insp  *asynq.Inspector
-	env   []string
-	start time.Time
+	redis     *redisServer // nil in the Sentinel scenario
+	sentinels *sentinelSet // the Sentinel scenario's Redis, else nil
+	led       ledgerBackend
+	b         *batch
+	insp      *asynq.Inspector
+	env       []string
+	start     time.Time
 
 	mu          sync.Mutex
 	workers     []*worker

@@ -17,6 +17,7 @@ type scenario struct {
 	submitArgs []string // extra `lazaret submit` flags
 	revival    bool     // the checks measure revival after a resubmission
 	optIn      bool     // runs only when LAZARET_FAULTS_SCENARIOS names it
+	sentinel   bool     // Redis is a primary, a replica and three sentinels (sentinelSet)
 	rank       int      // expected length, for scheduling (longest first)
 	body       func(r *run) error
 }
@@ -35,6 +36,8 @@ func scenarios(cfg config) []*scenario {
 		{id: "7", title: "large interchange killed -9 midway until its routing budget (2) is spent, then its dead letter replayed (opt-in)",
 			aof: true, rank: 10, optIn: true, body: budgetSpentMidway,
 			workerArgs: []string{"--routing-budget", "2"}, submitArgs: []string{"--routing-budget", "2"}},
+		{id: "8", title: "Redis Sentinel: SENTINEL FAILOVER mid-batch, later the primary killed -9 (opt-in)",
+			aof: true, rank: 6, optIn: true, sentinel: true, body: sentinelFaults},
 	}
 }
 
