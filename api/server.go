@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
+	"net/url"
 	"strings"
 	"time"
 
@@ -95,28 +95,29 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.ready)
+	mux.HandleFunc("GET /v1/openapi.json", s.noParams(serveOpenAPI))
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
 	}
 	if s.Monitoring != nil {
 		mux.Handle("/monitoring/", s.Monitoring)
 	}
-	mux.HandleFunc("POST /v1/batches", s.mutating(s.submit))
-	mux.HandleFunc("GET /v1/batches/{id}", s.checked(s.batch))
-	mux.HandleFunc("GET /batches/{id}", s.checked(s.batchHTML))
+	mux.HandleFunc("POST /v1/batches", s.mutating(s.noParams(s.submit)))
+	mux.HandleFunc("GET /v1/batches/{id}", s.noParams(s.checked(s.batch)))
+	mux.HandleFunc("GET /batches/{id}", s.noParams(s.checked(s.batchHTML)))
 	mux.HandleFunc("GET /v1/batches/{id}/premis", s.premisXML("batch"))
 	mux.HandleFunc("GET /v1/objects/{id}/premis", s.premisXML("object"))
 	mux.HandleFunc("GET /v1/failures", s.checked(s.failures))
-	mux.HandleFunc("GET /v1/failures/{id}", s.checked(s.failure))
-	mux.HandleFunc("POST /v1/failures/{id}/replay", s.mutating(s.replay))
-	mux.HandleFunc("POST /v1/failures/{id}/discard", s.mutating(s.discard))
-	mux.HandleFunc("GET /v1/queues", s.queues)
+	mux.HandleFunc("GET /v1/failures/{id}", s.noParams(s.checked(s.failure)))
+	mux.HandleFunc("POST /v1/failures/{id}/replay", s.mutating(s.noParams(s.replay)))
+	mux.HandleFunc("POST /v1/failures/{id}/discard", s.mutating(s.noParams(s.discard)))
+	mux.HandleFunc("GET /v1/queues", s.noParams(s.queues))
 	// asynqmon's Redis INFO page shows the server's configuration and
 	// clients to anyone who can reach it: not served.
 	mux.HandleFunc("/monitoring/api/redis_info", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusForbidden, errors.New("the Redis INFO page is not served by lazaret"))
 	})
-	return s.guard(mux)
+	return s.guard(s.jsonErrors(mux))
 }
 
 // guard checks the Host header against AllowedHosts and, with a ReadToken,
@@ -149,15 +150,18 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
+// apiError is the body of every error response of the API, whatever the
+// status (components/schemas/Error in openapi.json).
 type apiError struct {
 	Error string `json:"error"`
-}
-
-// ledgerError is the response to an export from a ledger that failed its
-// check.
-type ledgerError struct {
-	Error   string `json:"error"`
-	Problem string `json:"ledger_problem"`
+	// Parameter and Allowed: for a 400 about a query parameter, its name
+	// and, when they are few, the values (or for an unknown parameter the
+	// names) it may take.
+	Parameter string   `json:"parameter,omitempty"`
+	Allowed   []string `json:"allowed,omitempty"`
+	// LedgerProblem: for an export refused from a ledger that failed its
+	// check, the first problem.
+	LedgerProblem string `json:"ledger_problem,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -170,8 +174,68 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, err erro
 	if code >= 500 && s.Logger != nil {
 		s.Logger.Error("api error", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	}
-	writeJSON(w, code, apiError{Error: err.Error()})
+	body := apiError{Error: err.Error()}
+	if pe := (*paramError)(nil); errors.As(err, &pe) {
+		body.Parameter, body.Allowed = pe.Param, pe.Allowed
+	}
+	writeJSON(w, code, body)
 }
+
+// params refuses, with a 400, a request whose query is malformed, names a
+// parameter not in known, or names one twice; ok says whether to go on.
+func (s *Server) params(w http.ResponseWriter, r *http.Request, known ...string) (url.Values, bool) {
+	q, err := query(r, known...)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err)
+		return nil, false
+	}
+	return q, true
+}
+
+// noParams is h refusing every query parameter.
+func (s *Server) noParams(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := s.params(w, r); ok {
+			h(w, r)
+		}
+	}
+}
+
+// jsonErrors answers what mux does not route — an unknown path (404), a
+// method the path does not take (405, with Allow) — in the API's error
+// shape rather than the ServeMux's text/plain.
+func (s *Server) jsonErrors(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := &headerRecorder{header: http.Header{}, code: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		path := printableParam(r.URL.Path)
+		switch allow := rec.header.Get("Allow"); {
+		case rec.code == http.StatusMethodNotAllowed:
+			w.Header().Set("Allow", allow)
+			s.fail(w, r, rec.code, fmt.Errorf("method %s is not allowed on %s (allowed: %s)", printableParam(r.Method), path, allow))
+		case rec.code == http.StatusNotFound:
+			s.fail(w, r, rec.code, fmt.Errorf("no such path: %s (the API is described at /v1/openapi.json)", path))
+		default:
+			s.fail(w, r, rec.code, fmt.Errorf("%s %s: %s", printableParam(r.Method), path, http.StatusText(rec.code)))
+		}
+	})
+}
+
+// headerRecorder keeps the header and status an unrouted request's
+// handler sets, and drops its text body.
+type headerRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (h *headerRecorder) Header() http.Header         { return h.header }
+func (h *headerRecorder) Write(p []byte) (int, error) { return len(p), nil }
+func (h *headerRecorder) WriteHeader(code int)        { h.code = code }
 
 // mutating requires the configured bearer token.
 func (s *Server) mutating(h http.HandlerFunc) http.HandlerFunc {
@@ -269,6 +333,10 @@ func (s *Server) batchState(w http.ResponseWriter, r *http.Request) (string, *in
 
 func (s *Server) premisXML(by string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		q, ok := s.params(w, r, "unverified")
+		if !ok {
+			return
+		}
 		f := premis.Filter{ObjectID: r.PathValue("id")}
 		if by == "batch" {
 			f = premis.Filter{BatchID: r.PathValue("id")}
@@ -281,10 +349,10 @@ func (s *Server) premisXML(by string) http.HandlerFunc {
 		}
 		var opt premis.ExportOptions
 		if problem != "" {
-			if r.URL.Query().Get("unverified") == "" {
-				writeJSON(w, http.StatusInternalServerError, ledgerError{
-					Error:   "the ledger is not intact: nothing exported (lazaret ledger verify; ?unverified=1 exports it, marked)",
-					Problem: problem})
+			if q.Get("unverified") == "" {
+				writeJSON(w, http.StatusInternalServerError, apiError{
+					Error:         "the ledger is not intact: nothing exported (lazaret ledger verify; ?unverified=1 exports it, marked)",
+					LedgerProblem: problem})
 				return
 			}
 			w.Header().Set(LedgerHeader, headerText(problem))
@@ -325,42 +393,37 @@ func (l *lazyHeader) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// failures is GET /v1/failures: one page of the open failures the filters
+// select, oldest first, with the total and the cursor of the next page.
 func (s *Server) failures(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := ingest.FailureFilter{Class: premis.Class(q.Get("class")), Code: q.Get("code"), Kind: q.Get("kind"), BatchID: q.Get("batch"),
-		Destination: premis.Destination(q.Get("destination"))}
-	now := time.Now()
-	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
-		if v := q.Get(name); v != "" {
-			t, err := ParseTime(v, now)
-			if err != nil {
-				s.fail(w, r, http.StatusBadRequest, fmt.Errorf("%s: %v", name, err))
-				return
-			}
-			*dst = t
-		}
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			s.fail(w, r, http.StatusBadRequest, fmt.Errorf("limit %q", v))
-			return
-		}
-		f.Limit = n
-	}
-	if f.Class != "" && !f.Class.Valid() {
-		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("class %q: want one of %v", f.Class, premis.Classes()))
+	fr, err := parseFailures(r, time.Now())
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
+	// One more than the page says whether another follows.
+	f := fr.filter
+	f.Limit++
 	list, err := ingest.Failures(r.Context(), s.Ops.Ledger, f)
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	if list == nil {
-		list = []ingest.Failure{}
+	total, err := ingest.CountFailures(r.Context(), s.Ops.Ledger, fr.filter)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"failures": list, "count": len(list)})
+	page := FailurePage{Failures: list, Limit: fr.filter.Limit, Total: total}
+	if len(list) > fr.filter.Limit {
+		page.Failures = list[:fr.filter.Limit]
+		page.NextCursor = encodeCursor(page.Failures[len(page.Failures)-1].Seq, fr.key)
+	}
+	if page.Failures == nil {
+		page.Failures = []ingest.Failure{}
+	}
+	page.Count = len(page.Failures)
+	writeJSON(w, http.StatusOK, page)
 }
 
 func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
@@ -454,6 +517,9 @@ func (s *Server) queues(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, http.StatusServiceUnavailable, err)
 		return
+	}
+	if stats == nil {
+		stats = []ingest.QueueStats{} // a list, never null
 	}
 	writeJSON(w, http.StatusOK, stats)
 }

@@ -17,8 +17,21 @@ import (
 // The JSON the API serves and the CLI prints with --json: one shape per
 // concept, snake_case keys, the same bytes from both (EncodeJSON). A
 // failure is an ingest.Failure (a premis.Event); a list is, in the API,
-// wrapped in an envelope ({"failures": [...], "count": n}) and, in the CLI,
-// one element per line.
+// a page in an envelope (FailurePage) and, in the CLI, one element per line.
+// openapi.json describes every response.
+
+// FailurePage is one page of GET /v1/failures: the failures, oldest first,
+// how many the page holds, how many match the filters in all, and the
+// cursor of the next page (none on the last).
+type FailurePage struct {
+	Failures []ingest.Failure `json:"failures"`
+	Count    int              `json:"count"` // on this page
+	Total    int              `json:"total"` // matching the filters, on every page
+	Limit    int              `json:"limit"` // the page size asked for
+	// NextCursor, passed as ?cursor= with the same filters, reads the page
+	// after this one; absent on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
 
 // EncodeJSON writes v as one line of JSON, as the API and the CLI both do:
 // no HTML escaping (a message with "<" stays readable).

@@ -35,6 +35,10 @@ type FailureFilter struct {
 	Destination  premis.Destination
 	Since, Until time.Time
 	Limit        int
+	// AfterSeq keeps failures whose event was stored after that ledger seq:
+	// with Limit, one page of a listing (pass the last Seq of the page
+	// before; premis.Filter.AfterSeq).
+	AfterSeq int64
 }
 
 // lastOutcome is the latest event of one item's history that says where
@@ -56,12 +60,7 @@ var failureDestinations = []premis.Destination{premis.DeadLetter, premis.Quarant
 // answers in SQL (premis.Filter.Latest): the cost follows the failures
 // listed, not the history.
 func Failures(ctx context.Context, l premis.Ledger, f FailureFilter) ([]Failure, error) {
-	q := premis.Filter{BatchID: f.BatchID, Kind: f.Kind, Class: f.Class, Code: f.Code, Since: f.Since, Until: f.Until,
-		Limit: f.Limit, Latest: true, Destinations: failureDestinations}
-	if f.Destination != "" {
-		q.Destinations = []premis.Destination{f.Destination}
-	}
-	evs, err := l.Events(ctx, q)
+	evs, err := l.Events(ctx, f.query())
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +69,27 @@ func Failures(ctx context.Context, l premis.Ledger, f FailureFilter) ([]Failure,
 		out = append(out, Failure{e})
 	}
 	return out, nil
+}
+
+// query is the ledger filter of f.
+func (f FailureFilter) query() premis.Filter {
+	q := premis.Filter{BatchID: f.BatchID, Kind: f.Kind, Class: f.Class, Code: f.Code, Since: f.Since, Until: f.Until,
+		Limit: f.Limit, AfterSeq: f.AfterSeq, Latest: true, Destinations: failureDestinations}
+	if f.Destination != "" {
+		q.Destinations = []premis.Destination{f.Destination}
+	}
+	return q
+}
+
+// CountFailures counts the open failures matching f, ignoring its Limit
+// and AfterSeq: the total a paged listing reports. It reads the failures a
+// page at a time (premis.EachEvent), so it holds one page, not the list.
+func CountFailures(ctx context.Context, l premis.Ledger, f FailureFilter) (int, error) {
+	q := f.query()
+	q.Limit, q.AfterSeq = 0, 0
+	n := 0
+	err := premis.EachEvent(ctx, l, q, func(premis.Event) error { n++; return nil })
+	return n, err
 }
 
 // ErrNotOpen: the failure was already replayed, discarded or accepted.
