@@ -21,60 +21,51 @@ import (
 // progress read. A progress bar library draws the bar (schollz/progressbar:
 // terminal width, throttling and the rate/ETA display are its business).
 func watchBatch(ctx context.Context, l premis.Ledger, batchID string, out io.Writer, every, timeout time.Duration) (*ingest.Progress, error) {
-	var deadline <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		deadline = t.C
-	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
 	var bar *progressbar.ProgressBar
 	last := ""
-	for {
-		p, err := ingest.BatchProgress(ctx, l, batchID)
-		if err != nil && !errors.Is(err, ingest.ErrUnknownBatch) {
-			return nil, err
-		}
-		if p != nil {
-			switch {
-			case isTerminal(out):
-				if bar == nil {
-					bar = progressbar.NewOptions(p.Total(), progressbar.OptionSetWriter(rawWriter(out)), progressbar.OptionShowCount(),
-						progressbar.OptionSetWidth(30), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetPredictTime(true),
-						progressbar.OptionShowIts(), progressbar.OptionSetItsString("items"), progressbar.OptionFullWidth())
-				}
-				bar.ChangeMax(p.Total())
-				bar.Describe(safeText(fmt.Sprintf("batch %s: %s", batchID, p.Tally())))
-				_ = bar.Set(p.Done)
-			default:
-				if line := progressLine(p); line != last {
-					fmt.Fprintln(out, line)
-					last = line
-				}
+	return followBatch(ctx, l, batchID, every, timeout, func(p *ingest.Progress) error {
+		switch {
+		case isTerminal(out):
+			if bar == nil {
+				bar = progressbar.NewOptions(p.Total(), progressbar.OptionSetWriter(rawWriter(out)), progressbar.OptionShowCount(),
+					progressbar.OptionSetWidth(30), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetPredictTime(true),
+					progressbar.OptionShowIts(), progressbar.OptionSetItsString("items"), progressbar.OptionFullWidth())
 			}
-			if p.Finished() {
-				if bar != nil {
-					_ = bar.Finish()
-					fmt.Fprintln(out)
-				}
-				return p, nil
+			bar.ChangeMax(p.Total())
+			bar.Describe(safeText(fmt.Sprintf("batch %s: %s", batchID, p.Tally())))
+			_ = bar.Set(p.Done)
+		default:
+			if line := progressLine(p); line != last {
+				fmt.Fprintln(out, line)
+				last = line
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return p, context.Cause(ctx)
-		case <-deadline:
-			return p, fmt.Errorf("batch %s: not finished after %s", batchID, timeout)
-		case <-tick.C:
+		if p.Finished() && bar != nil {
+			_ = bar.Finish()
+			fmt.Fprintln(out)
 		}
-	}
+		return nil
+	})
 }
 
 // watchJSON is watchBatch for scripts: the batch's progress as one JSON
 // object a line (what GET /v1/batches/{id} serves as progress), whenever
 // it changes; the last line is the finished batch.
 func watchJSON(ctx context.Context, l premis.Ledger, batchID string, out io.Writer, every, timeout time.Duration) (*ingest.Progress, error) {
+	last := ""
+	return followBatch(ctx, l, batchID, every, timeout, func(p *ingest.Progress) error {
+		if line := progressLine(p); line != last {
+			last = line
+			return writeJSON(out, p)
+		}
+		return nil
+	})
+}
+
+// followBatch reads batchID's progress every period and hands it to show
+// until the batch is finished (or timeout, when not 0, passes, or ctx
+// ends); it returns the last progress read.
+func followBatch(ctx context.Context, l premis.Ledger, batchID string, every, timeout time.Duration, show func(*ingest.Progress) error) (*ingest.Progress, error) {
 	var deadline <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -83,18 +74,14 @@ func watchJSON(ctx context.Context, l premis.Ledger, batchID string, out io.Writ
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	last := ""
 	for {
 		p, err := ingest.BatchProgress(ctx, l, batchID)
 		if err != nil && !errors.Is(err, ingest.ErrUnknownBatch) {
 			return nil, err
 		}
 		if p != nil {
-			if line := progressLine(p); line != last {
-				if err := writeJSON(out, p); err != nil {
-					return p, err
-				}
-				last = line
+			if err := show(p); err != nil {
+				return p, err
 			}
 			if p.Finished() {
 				return p, nil
