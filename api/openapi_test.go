@@ -263,7 +263,20 @@ func TestOpenAPIConformance(t *testing.T) {
 	if err != nil || len(fs) < 3 {
 		t.Fatalf("failures after the batch: %d %v", len(fs), err)
 	}
-	discardID, conflictID, replayID := fs[0].ID, fs[1].ID, rid0(e)
+	// The failures arrive in whatever order the worker settled them; the
+	// one to discard and the one to conflict on must not be the one that
+	// is replayed.
+	replayID := rid0(e)
+	var others []string
+	for _, f := range fs {
+		if f.ID != replayID {
+			others = append(others, f.ID)
+		}
+	}
+	if len(others) < 2 {
+		t.Fatalf("want two failures besides %s, have %d", replayID, len(others))
+	}
+	discardID, conflictID := others[0], others[1]
 	long := strings.Repeat("x", 129)
 	calls := []call{
 		{op: "GET /v1/batches/{id}", method: "GET", url: "/v1/batches/" + batch, want: 200},
