@@ -132,6 +132,12 @@ func (v *Verifier) check(ctx context.Context) (*Verification, error) {
 // and no head is checkpointed after it. It returns the entry written, or
 // nil.
 func (v *Verifier) Checkpoint(ctx context.Context) (*Checkpoint, *Verification, error) {
+	return v.checkpoint(ctx, false)
+}
+
+// checkpoint is Checkpoint; last signs a head that moved at all, whatever
+// Every and Interval say (the head a stopping process leaves).
+func (v *Verifier) checkpoint(ctx context.Context, last bool) (*Checkpoint, *Verification, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	res, err := v.check(ctx)
@@ -157,7 +163,7 @@ func (v *Verifier) Checkpoint(ctx context.Context) (*Checkpoint, *Verification, 
 		interval = DefaultCheckpointInterval
 	}
 	p, now := v.point, v.now()
-	if p.Count == 0 || p.Count <= v.signed.Count || (p.Count-v.signed.Count < every && now.Sub(v.signedAt) < interval) {
+	if p.Count == 0 || p.Count <= v.signed.Count || (!last && p.Count-v.signed.Count < every && now.Sub(v.signedAt) < interval) {
 		return nil, res, nil
 	}
 	c := &Checkpoint{Ledger: v.ledger, Status: CheckpointHead, Count: p.Count, Seq: p.Seq, Hash: p.Hash, Time: now}
@@ -183,7 +189,7 @@ func (v *Verifier) Run(ctx context.Context, poll time.Duration, report func(*Che
 		select {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			c, res, err := v.Checkpoint(fctx)
+			c, res, err := v.checkpoint(fctx, true)
 			cancel()
 			if report != nil {
 				report(c, res, err)
