@@ -277,7 +277,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) error {
 	return fs.Parse(append([]string{"--"}, positional...))
 }
 
-func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
+// jsonSettings are the settings a config file may set, by key: the
+// durations apart, since JSON spells them as strings.
+func (c *Config) jsonSettings() (map[string]any, map[string]*time.Duration) {
 	known := map[string]any{
 		"redis_url": &c.RedisURL, "ledger": &c.Ledger, "concurrency": &c.Concurrency, "max_retry": &c.MaxRetry,
 		"poison_cap": &c.PoisonCap, "routing_budget": &c.RoutingTries, "pixel_budget": &c.PixelBudget, "memory_budget": &c.MemoryBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
@@ -290,6 +292,11 @@ func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
 		"routing_max": &c.RoutingMax, "drain_timeout": &c.DrainTimeout, "checkpoint_interval": &c.CheckpointInterval, "verify_every": &c.VerifyEvery}
+	return known, durations
+}
+
+func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
+	known, durations := c.jsonSettings()
 	var errs []error
 	for k, v := range raw {
 		if d, ok := durations[k]; ok {
