@@ -314,6 +314,12 @@ type Filter struct {
 }
 
 // Ledger stores PREMIS events durably and append-only.
+// Counter is a Ledger that counts the events of a filter in the database
+// (its Limit and AfterSeq ignored) instead of reading them back.
+type Counter interface {
+	CountEvents(ctx context.Context, f Filter) (int64, error)
+}
+
 type Ledger interface {
 	// Append stores events in one transaction. An event whose Key is
 	// already stored for its item (CorrelationID; EventKey hashes the

@@ -171,11 +171,23 @@ func QueryLatest(table, latest string, f premis.Filter, d Dialect) (string, []an
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
+	if f.Limit < 0 {
+		// CountLatest: the rows, counted, not read.
+		return "SELECT COUNT(*) FROM (SELECT seq" + strings.TrimPrefix(q, "SELECT "+d.Select()) + ") AS matched", args
+	}
 	q += " ORDER BY seq"
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
 	return q, args
+}
+
+// CountLatest renders a SELECT COUNT(*) of the events QueryLatest would
+// return for f without its Limit and AfterSeq: the database counts them,
+// so a listing's total costs an index scan, not the rows read back.
+func CountLatest(table, latest string, f premis.Filter, d Dialect) (string, []any) {
+	f.Limit, f.AfterSeq = -1, 0
+	return QueryLatest(table, latest, f, d)
 }
 
 // mayHoldMembers says whether an event with members (which has no

@@ -117,6 +117,8 @@ func Run(t *testing.T, open Open) {
 			{"latest", premis.Filter{Latest: true}, []string{b.ID, c.ID}},
 			{"open failures", premis.Filter{Latest: true, Destinations: []premis.Destination{premis.DeadLetter, premis.Quarantined, premis.AuditHold}}, []string{b.ID}},
 			{"latest of one object", premis.Filter{Latest: true, ObjectID: "a"}, []string{c.ID}},
+			{"latest, a page", premis.Filter{Latest: true, Limit: 1}, []string{b.ID}},
+			{"latest, after a seq", premis.Filter{Latest: true, AfterSeq: b.Seq}, []string{c.ID}},
 		}
 		wantFiltered(t, l, cases)
 	})
@@ -477,6 +479,20 @@ func wantFiltered(t *testing.T, l premis.Ledger, cases []filterCase) {
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+		c, ok := l.(premis.Counter)
+		if !ok {
+			continue
+		}
+		// The count is of every match, whatever the page.
+		all := tc.f
+		all.Limit, all.AfterSeq = 0, 0
+		every, err := l.Events(context.Background(), all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.CountEvents(context.Background(), tc.f); err != nil || n != int64(len(every)) {
+			t.Errorf("%s: CountEvents %d, %v; want %d", tc.name, n, err, len(every))
 		}
 	}
 }

@@ -72,6 +72,7 @@ import (
 
 var (
 	_ premis.Ledger    = (*Ledger)(nil)
+	_ premis.Counter   = (*Ledger)(nil)
 	_ premis.Auditor   = (*Ledger)(nil)
 	_ premis.SeqWalker = (*Ledger)(nil)
 )
@@ -938,6 +939,20 @@ func (l *Ledger) eventsQuery(f premis.Filter) (string, []any) {
 		latest = "lazaret_latest"
 	}
 	return ledgersql.QueryLatest("lazaret_events", latest, f, l.syntax)
+}
+
+// CountEvents implements premis.Counter.
+func (l *Ledger) CountEvents(ctx context.Context, f premis.Filter) (int64, error) {
+	latest := ""
+	if l.readModel {
+		latest = "lazaret_latest"
+	}
+	q, args := ledgersql.CountLatest("lazaret_events", latest, f, l.syntax)
+	var n int64
+	if err := l.pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres ledger: count: %w", mapErr(err))
+	}
+	return n, nil
 }
 
 // Event implements premis.Ledger.

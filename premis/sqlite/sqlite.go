@@ -42,6 +42,7 @@ import (
 
 var (
 	_ premis.Ledger    = (*Ledger)(nil)
+	_ premis.Counter   = (*Ledger)(nil)
 	_ premis.Auditor   = (*Ledger)(nil)
 	_ premis.SeqWalker = (*Ledger)(nil)
 )
@@ -802,6 +803,20 @@ func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, e
 		return nil, fmt.Errorf("sqlite ledger: query: %w", mapErr(err))
 	}
 	return out, nil
+}
+
+// CountEvents implements premis.Counter.
+func (l *Ledger) CountEvents(ctx context.Context, f premis.Filter) (int64, error) {
+	latest := ""
+	if l.readModel {
+		latest = "latest"
+	}
+	q, args := ledgersql.CountLatest("events", latest, f, l.syntax)
+	var n int64
+	if err := l.db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite ledger: count: %w", mapErr(err))
+	}
+	return n, nil
 }
 
 // Event implements premis.Ledger.
