@@ -110,9 +110,9 @@ func Detail(ops *ingest.Operator, f ingest.Failure, history []premis.Event, err 
 // BatchStatus is every item of a batch with its latest outcome, and the
 // counts by destination: GET /v1/batches/{id} and lazaret batch status --json.
 type BatchStatus struct {
-	BatchID string                     `json:"batch_id"`
-	Items   []ingest.ItemStatus        `json:"items"`
-	Counts  map[premis.Destination]int `json:"counts"`
+	BatchID string              `json:"batch_id"`
+	Items   []ingest.ItemStatus `json:"items"`
+	Counts  ingest.Counts       `json:"counts"`
 	// Progress: done of the items the batch was submitted with, pending,
 	// retrying, rate and time left.
 	Progress *ingest.Progress `json:"progress,omitempty"`
@@ -120,9 +120,9 @@ type BatchStatus struct {
 
 // NewBatchStatus counts items by destination.
 func NewBatchStatus(id string, items []ingest.ItemStatus) BatchStatus {
-	b := BatchStatus{BatchID: id, Items: items, Counts: map[premis.Destination]int{}}
+	b := BatchStatus{BatchID: id, Items: items}
 	for _, it := range items {
-		b.Counts[it.Destination]++
+		b.Counts.Add(it.Destination)
 	}
 	return b
 }

@@ -125,7 +125,7 @@ func TestBulkReplayByCode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.ByDestination[premis.Accepted] == 12 {
+		if p.ByDestination.Of(premis.Accepted) == 12 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -205,7 +205,7 @@ func TestResubmittedChangedEntryIsReplayed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Recorded != 3 || p.ByDestination[premis.Accepted] != 3 {
+	if p.Recorded != 3 || p.ByDestination.Of(premis.Accepted) != 3 {
 		t.Fatalf("the batch after the corrections: %+v", p)
 	}
 }

@@ -274,7 +274,7 @@ func TestLargeInterchangeIsRoutedInChunks(t *testing.T) {
 	if listed[premis.Accepted] != 600 || listed[premis.Quarantined] != 1 || len(st) != 601 { // 599 messages and the interchange
 		t.Errorf("batch status lists %v (%d items), want 600 accepted (599 messages, the interchange) and 1 quarantined", listed, len(st))
 	}
-	if p, err := ingest.BatchProgress(ctx, b.ledger, "big"); err != nil || p.Messages[premis.Accepted] != 599 || p.Messages[premis.Quarantined] != 1 {
+	if p, err := ingest.BatchProgress(ctx, b.ledger, "big"); err != nil || p.Messages.Accepted != 599 || p.Messages.Quarantine != 1 {
 		t.Errorf("batch progress: %+v %v, want 599 messages accepted and 1 quarantined", p, err)
 	}
 	for ref, want := range map[string]premis.Destination{"1": premis.Accepted, "599": premis.Accepted, "300": premis.Quarantined} {

@@ -65,10 +65,10 @@ type Progress struct {
 	Pending int `json:"pending"` // submitted (or replayed), not yet settled
 	Retry   int `json:"retrying"`
 	// ByDestination counts items by their latest destination.
-	ByDestination map[premis.Destination]int `json:"by_destination"`
+	ByDestination Counts `json:"by_destination"`
 	// Messages counts the messages of the batch's interchanges by their
 	// latest destination, as BatchStatus lists them.
-	Messages map[premis.Destination]int `json:"messages"`
+	Messages Counts `json:"messages"`
 	// ParkedMessages are the messages in quarantine or on audit-hold, and
 	// WithParked the accepted interchanges they belong to: an interchange
 	// is accepted for its envelope, and its parked messages still wait for
@@ -83,6 +83,71 @@ type Progress struct {
 	ItemsPerSecond float64       `json:"items_per_second"`
 	ETA            time.Duration `json:"-"`
 	ETASeconds     float64       `json:"eta_seconds"`
+}
+
+// Counts are items (or messages) by the destination of their latest
+// outcome, every one present (0 included), under names a JSON path can
+// spell (.counts.dead_letter): the destinations' own values
+// (premis.DeadLetter, "dead-letter") are values, not keys.
+type Counts struct {
+	Accepted   int `json:"accepted"`
+	Retrying   int `json:"retrying"`
+	DeadLetter int `json:"dead_letter"`
+	Quarantine int `json:"quarantine"`
+	AuditHold  int `json:"audit_hold"`
+	Replayed   int `json:"replayed"`
+	Discarded  int `json:"discarded"`
+	Submitted  int `json:"submitted"` // recorded, not yet processed
+}
+
+// Add counts one whose latest outcome went to d.
+func (c *Counts) Add(d premis.Destination) {
+	switch d {
+	case premis.Accepted:
+		c.Accepted++
+	case premis.Retry:
+		c.Retrying++
+	case premis.DeadLetter:
+		c.DeadLetter++
+	case premis.Quarantined:
+		c.Quarantine++
+	case premis.AuditHold:
+		c.AuditHold++
+	case premis.Replayed:
+		c.Replayed++
+	case premis.Discarded:
+		c.Discarded++
+	case premis.Submitted, "":
+		c.Submitted++
+	}
+}
+
+// Of is the count of destination d.
+func (c *Counts) Of(d premis.Destination) int {
+	switch d {
+	case premis.Accepted:
+		return c.Accepted
+	case premis.Retry:
+		return c.Retrying
+	case premis.DeadLetter:
+		return c.DeadLetter
+	case premis.Quarantined:
+		return c.Quarantine
+	case premis.AuditHold:
+		return c.AuditHold
+	case premis.Replayed:
+		return c.Replayed
+	case premis.Discarded:
+		return c.Discarded
+	case premis.Submitted, "":
+		return c.Submitted
+	}
+	return 0
+}
+
+// Total is the sum of every count.
+func (c *Counts) Total() int {
+	return c.Accepted + c.Retrying + c.DeadLetter + c.Quarantine + c.AuditHold + c.Replayed + c.Discarded + c.Submitted
 }
 
 // Total is the number of items the batch holds: those expected, or those
@@ -114,7 +179,7 @@ func (p *Progress) Tally() string {
 		{premis.AuditHold, "on audit-hold"}, {premis.Discarded, "discarded"}}
 	var parts []string
 	for _, o := range order {
-		if n := p.ByDestination[o.d]; n > 0 {
+		if n := p.ByDestination.Of(o.d); n > 0 {
 			part := fmt.Sprintf("%d %s", n, o.name)
 			if o.d == premis.Accepted && p.WithParked > 0 {
 				part += fmt.Sprintf(" (%d with parked messages)", p.WithParked)
@@ -122,14 +187,10 @@ func (p *Progress) Tally() string {
 			parts = append(parts, part)
 		}
 	}
-	if len(p.Messages) > 0 {
-		n := 0
-		for _, c := range p.Messages {
-			n += c
-		}
-		msgs := []string{fmt.Sprintf("%d/%d accepted", p.Messages[premis.Accepted], n)}
+	if n := p.Messages.Total(); n > 0 {
+		msgs := []string{fmt.Sprintf("%d/%d accepted", p.Messages.Accepted, n)}
 		for _, o := range order[1:] {
-			if c := p.Messages[o.d]; c > 0 {
+			if c := p.Messages.Of(o.d); c > 0 {
 				msgs = append(msgs, fmt.Sprintf("%d %s", c, o.name))
 			}
 		}
@@ -166,7 +227,7 @@ func BatchReport(ctx context.Context, l premis.Ledger, batchID string) ([]ItemSt
 	if len(items) == 0 && len(facts) == 0 {
 		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownBatch, batchID)
 	}
-	p := &Progress{BatchID: batchID, ByDestination: map[premis.Destination]int{}, Messages: map[premis.Destination]int{}}
+	p := &Progress{BatchID: batchID}
 	if len(facts) > 0 {
 		sort.Slice(facts, func(i, j int) bool { return facts[i].Seq < facts[j].Seq })
 		last := facts[len(facts)-1]
@@ -182,7 +243,7 @@ func BatchReport(ctx context.Context, l premis.Ledger, batchID string) ([]ItemSt
 			continue
 		}
 		if parent, _, ok := strings.Cut(it.ObjectID, "#"); ok {
-			p.Messages[it.Destination]++
+			p.Messages.Add(it.Destination)
 			if it.Destination.Parked() {
 				p.ParkedMessages++
 				parkedIn[parent] = true
@@ -190,7 +251,7 @@ func BatchReport(ctx context.Context, l premis.Ledger, batchID string) ([]ItemSt
 			continue
 		}
 		p.Recorded++
-		p.ByDestination[it.Destination]++
+		p.ByDestination.Add(it.Destination)
 		switch it.Destination {
 		case premis.Submitted, premis.Replayed:
 			// Replayed: a new attempt is on its way.

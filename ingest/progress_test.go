@@ -40,8 +40,8 @@ func TestBatchProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Finished() || p.Done != 12 || p.Failed != 1 || p.Pending != 0 || p.ByDestination[premis.Accepted] != 11 ||
-		p.ByDestination[premis.Quarantined] != 1 || p.ItemsPerSecond <= 0 || p.ETA != 0 {
+	if !p.Finished() || p.Done != 12 || p.Failed != 1 || p.Pending != 0 || p.ByDestination.Of(premis.Accepted) != 11 ||
+		p.ByDestination.Of(premis.Quarantined) != 1 || p.ItemsPerSecond <= 0 || p.ETA != 0 {
 		t.Fatalf("after the workers: %+v", p)
 	}
 	if _, err := ingest.Submit(ctx, b.ledger, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy}); err != nil {

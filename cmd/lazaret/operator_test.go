@@ -79,7 +79,7 @@ func TestEmptyListingsAndWatchJSON(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var p ingest.Progress
 	if code != 1 || len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &p) != nil || p.BatchID != m.BatchID || p.Pending != len(m.Items) ||
-		p.ByDestination[premis.Submitted] != len(m.Items) {
+		p.ByDestination.Of(premis.Submitted) != len(m.Items) {
 		t.Errorf("batch watch --json on a batch nobody works: exit %d\n%s", code, out)
 	}
 }

@@ -584,7 +584,7 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tw.Flush()
 	c := b.Counts
 	fmt.Fprintf(stdout, "%d items: %d accepted, %d retrying, %d dead-letter, %d quarantine, %d audit-hold, %d replayed, %d discarded, %d submitted and not yet processed\n", len(items),
-		c[premis.Accepted], c[premis.Retry], c[premis.DeadLetter], c[premis.Quarantined], c[premis.AuditHold], c[premis.Replayed], c[premis.Discarded], c[premis.Submitted])
+		c.Accepted, c.Retrying, c.DeadLetter, c.Quarantine, c.AuditHold, c.Replayed, c.Discarded, c.Submitted)
 	fmt.Fprintln(stdout, progressLine(progress))
 	return nil
 }

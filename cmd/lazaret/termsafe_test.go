@@ -255,7 +255,7 @@ func TestHumanOutputIsTerminalSafe(t *testing.T) {
 func TestWaitVerdictCountsParkedMessages(t *testing.T) {
 	t.Parallel()
 	p := &ingest.Progress{BatchID: "b", Expected: 13, Recorded: 13, Done: 13, Failed: 0, ParkedMessages: 7, WithParked: 2,
-		ByDestination: map[premis.Destination]int{premis.Accepted: 13}, Messages: map[premis.Destination]int{premis.Accepted: 5, premis.Quarantined: 7}}
+		ByDestination: ingest.Counts{Accepted: 13}, Messages: ingest.Counts{Accepted: 5, Quarantine: 7}}
 	err := waitVerdict(p)
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(err.Error(), "7 messages of 2 accepted interchanges are parked") {
@@ -264,7 +264,7 @@ func TestWaitVerdictCountsParkedMessages(t *testing.T) {
 	if got := p.Summary(); !strings.Contains(got, "13 accepted (2 with parked messages), messages 5/12 accepted, 7 quarantined") {
 		t.Errorf("summary %q", got)
 	}
-	p.ParkedMessages, p.WithParked, p.Messages = 0, 0, nil
+	p.ParkedMessages, p.WithParked, p.Messages = 0, 0, ingest.Counts{}
 	if err := waitVerdict(p); err != nil {
 		t.Errorf("nothing failed or parked: %v", err)
 	}
