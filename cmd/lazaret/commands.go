@@ -8,11 +8,13 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/api"
+	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
 )
 
@@ -49,6 +51,9 @@ type leaf struct {
 	prefix []string
 	// files: positional arguments are files (shell completion offers them).
 	files bool
+	// ids, when set, offers the first positional argument: the open
+	// failures of a queue (failureIDs).
+	ids func(args []string, toComplete string) []cobra.Completion
 }
 
 // errHelp: bind saw -h or --help; the command prints its help, exit 0.
@@ -143,6 +148,9 @@ func (l leaf) command() *cobra.Command {
 				}
 			}
 			return out, cobra.ShellCompDirectiveNoFileComp
+		}
+		if l.ids != nil && flagName == "" && !strings.HasPrefix(toComplete, "-") && positionals(cmd, args) == 0 {
+			return l.ids(args, toComplete), cobra.ShellCompDirectiveNoFileComp
 		}
 		if l.files && !strings.HasPrefix(toComplete, "-") {
 			return nil, cobra.ShellCompDirectiveDefault
@@ -505,10 +513,17 @@ func failureGroup(fc failureCommand) *cobra.Command {
 	var children []*cobra.Command
 	for _, sub := range fc.subcommands {
 		s := failureHelp(fc, sub)
-		children = append(children, leaf{use: s.use, short: s.short, long: s.long, example: s.example, args: s.args,
+		l := leaf{use: s.use, short: s.short, long: s.long, example: s.example, args: s.args,
 			run: func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return runFailure(ctx, fc, sub, args, stdout, stderr)
-			}}.command())
+			}}
+		switch sub {
+		case "show", "replay", "discard", "release", "reject":
+			l.ids = func(args []string, toComplete string) []cobra.Completion {
+				return failureIDs(fc.destination, args, toComplete)
+			}
+		}
+		children = append(children, l.command())
 	}
 	return group(fc.name, fc.short, fc.long, children...)
 }
@@ -544,4 +559,76 @@ func flagValues() map[string]func() []cobra.Completion {
 		"kind":   func() []cobra.Completion { return []cobra.Completion{"tiff", "edifact"} },
 		"format": func() []cobra.Completion { return []cobra.Completion{"premis-xml", "mets"} },
 	}
+}
+
+// positionals counts the positional arguments among args, cobra's view of
+// a command line whose flags it does not parse: a flag that takes a value
+// consumes the next argument unless written --flag=value.
+func positionals(cmd *cobra.Command, args []string) int {
+	n := 0
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return n + len(args) - i - 1
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			n++
+			continue
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := cmd.Flags().Lookup(name); f != nil && f.Value.Type() != "bool" {
+			i++
+		}
+	}
+	return n
+}
+
+// failureIDs offers the open failures of the queue at dest whose object id
+// (or event id) begins with toComplete, each with its code: read from the
+// ledger args name (--ledger, --config, else LAZARET_LEDGER or the
+// default), query-only, within two seconds; nothing when it cannot be read.
+// An id a terminal would not show as itself is left out.
+func failureIDs(dest premis.Destination, args []string, toComplete string) []cobra.Completion {
+	var pass []string
+	for i, a := range args {
+		for _, name := range []string{"ledger", "config"} {
+			switch {
+			case (a == "--"+name || a == "-"+name) && i+1 < len(args):
+				pass = append(pass, "--"+name, args[i+1])
+			case strings.HasPrefix(a, "--"+name+"="):
+				pass = append(pass, a)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	cfg := defaultConfig()
+	fs := flag.NewFlagSet("complete", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if err := cfg.bind(ctx, fs, pass, "ledger"); err != nil {
+		return nil
+	}
+	l, err := cfg.openReadOnly(ctx)
+	if err != nil {
+		return nil
+	}
+	defer l.Close()
+	fails, err := ingest.Failures(ctx, l, ingest.FailureFilter{Destination: dest, Limit: 500})
+	if err != nil {
+		return nil
+	}
+	var out []cobra.Completion
+	for _, f := range fails {
+		id := f.ObjectID
+		if !strings.HasPrefix(id, toComplete) {
+			id = f.ID
+		}
+		if strings.HasPrefix(id, toComplete) && safeText(id) == id && !strings.ContainsAny(id, " \t") {
+			out = append(out, cobra.CompletionWithDesc(id, safeText(f.Code)))
+		}
+	}
+	return out
 }

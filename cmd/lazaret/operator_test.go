@@ -365,3 +365,41 @@ func TestCompletionOffersValues(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionOffersFailureIDs: completing the ID of show, replay,
+// discard, release or reject offers the open failures of that queue (the
+// object ids, with their codes), from the ledger the line names; never
+// another queue's, nothing after the ID, and nothing (no error) without a
+// ledger.
+func TestCompletionOffersFailureIDs(t *testing.T) {
+	t.Parallel()
+	ledger := goldenLedger(t)
+	for _, tc := range []struct {
+		args      string
+		want, not []string
+	}{
+		{"__complete dlq show --ledger " + ledger + " ", []string{"scan-0002\ttiff.ifd-loop"}, []string{"scan-0004", "edi-0003", "scan-0001"}},
+		{"__complete dlq replay --ledger=" + ledger + " --reason x scan", []string{"scan-0002"}, []string{"scan-0004"}},
+		{"__complete hold release --ledger " + ledger + " ", []string{"scan-0004\tunknown"}, []string{"scan-0002"}},
+		{"__complete quarantine discard --ledger " + ledger + " edi", []string{"edi-0003#1\tedifact.locode-unknown"}, nil},
+		{"__complete dlq show --ledger " + ledger + " 00000000-0000-4000-8000-000000000002", []string{"00000000-0000-4000-8000-000000000002"}, nil},
+		{"__complete dlq show --ledger " + ledger + " scan-0002 ", nil, []string{"scan-0002"}},
+		{"__complete dlq ls --ledger " + ledger + " ", nil, []string{"scan-0002"}},
+		{"__complete dlq show --ledger " + filepath.Join(t.TempDir(), "none.db") + " ", nil, []string{"scan"}},
+	} {
+		out, stderr, code := runCmd(t, strings.Split(tc.args, " ")...)
+		if code != 0 {
+			t.Errorf("%s: exit %d %s", tc.args, code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: want %q in\n%s", tc.args, w, out)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(out, n) {
+				t.Errorf("%s: offers %q:\n%s", tc.args, n, out)
+			}
+		}
+	}
+}
