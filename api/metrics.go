@@ -23,6 +23,20 @@ type Metrics struct {
 	// This process's ledger appends (see ObserveAppend).
 	appends       *prometheus.CounterVec
 	appendSeconds prometheus.Histogram
+	// What this process's reconciliations repaired (ObserveReconcile).
+	repairs *prometheus.CounterVec
+}
+
+// repairKinds are the repairs of a reconciliation, as the metric labels them.
+var repairKinds = []string{"archived_recorded", "reenqueued", "reparked", "stale_parked", "rearchived", "missing"}
+
+// ObserveReconcile counts what one reconciliation repaired, by kind
+// (Operator.Repaired): each is a broker write the ledger had to put back.
+func (m *Metrics) ObserveReconcile(rep *ingest.ReconcileReport) {
+	for kind, items := range map[string][]string{"archived_recorded": rep.ArchivedRecorded, "reenqueued": rep.Reenqueued, "reparked": rep.Reparked,
+		"stale_parked": rep.StaleParked, "rearchived": rep.Rearchived, "missing": rep.Missing} {
+		m.repairs.WithLabelValues(kind).Add(float64(len(items)))
+	}
 }
 
 // NewMetrics registers the series: with ops, the ledger's counts and the
@@ -41,7 +55,12 @@ func NewMetrics(ops *ingest.Operator) *Metrics {
 	}
 	m.appendSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "lazaret_ledger_append_seconds",
 		Help: "Time of one ledger append by this process (a group commit's wait and fsync included).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
-	m.Registry.MustRegister(m.duration, m.alertsSent, m.alertsDrop, m.appends, m.appendSeconds,
+	m.repairs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lazaret_reconcile_repairs_total",
+		Help: "Items this process's broker reconciliations repaired from the ledger, by repair: archived_recorded (an archived task recorded), reenqueued (a lost task enqueued again), reparked, stale_parked (removed), rearchived, missing (a dead letter the broker no longer holds, reported)."}, []string{"repair"})
+	for _, k := range repairKinds {
+		m.repairs.WithLabelValues(k)
+	}
+	m.Registry.MustRegister(m.duration, m.alertsSent, m.alertsDrop, m.appends, m.appendSeconds, m.repairs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if ops != nil && ops.Ledger != nil {
 		m.ledger = newLedgerSeries(ops.Ledger)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
 
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -98,14 +100,30 @@ func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
 
 // WatchBroker pings the broker every period until ctx ends and logs each
 // change of its state once, at warn: "broker unreachable" (since when, and
-// why) and "broker back" (after how long). Nothing while it stays as it is.
-func WatchBroker(ctx context.Context, rc redis.UniversalClient, l *slog.Logger, every time.Duration) {
+// why) and "broker back" (after how long); "broker is a read-only replica"
+// when the node answers as a replica (ROLE), which is what a plain
+// redis:// URL leaves a worker on after a failover, with what to do; and,
+// with primary (a Sentinel set's lookup), the primary's address at start
+// and each time it changes. Nothing while it stays as it is.
+func WatchBroker(ctx context.Context, rc redis.UniversalClient, l *slog.Logger, every time.Duration, primary func(context.Context) (string, error)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var downSince time.Time
+	replica, lastPrimary := false, ""
 	for {
 		pctx, cancel := context.WithTimeout(ctx, every)
 		err := rc.Ping(pctx).Err()
+		isReplica, addr := false, ""
+		if err == nil {
+			// ROLE is Redis's own answer; a server without it (the
+			// embedded one) is taken for a primary.
+			if v, rerr := rc.Do(pctx, "ROLE").Slice(); rerr == nil && len(v) > 0 {
+				isReplica = fmt.Sprint(v[0]) == "slave"
+			}
+			if primary != nil {
+				addr, _ = primary(pctx)
+			}
+		}
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -119,10 +137,50 @@ func WatchBroker(ctx context.Context, rc redis.UniversalClient, l *slog.Logger, 
 			l.Warn("broker back", slog.Duration("down_for", time.Since(downSince).Round(time.Second)))
 			downSince = time.Time{}
 		}
+		if err == nil && isReplica != replica {
+			replica = isReplica
+			if replica {
+				l.Error("broker is a read-only replica", slog.String("effect", "every write fails (READONLY): no task is taken or settled"),
+					slog.String("fix", "a failover moved the primary: point --redis at the new primary and restart, or give the workers the Sentinel URL, redis-sentinel://host:port,...?master=NAME, which follows failovers"))
+			} else {
+				l.Warn("broker is a primary again")
+			}
+		}
+		if addr != "" && addr != lastPrimary {
+			if lastPrimary == "" {
+				l.Info("broker primary", slog.String("address", addr))
+			} else {
+				l.Warn("broker primary changed", slog.String("address", addr), slog.String("was", lastPrimary))
+			}
+			lastPrimary = addr
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// SentinelPrimary looks the primary of a Sentinel set up as its sentinels
+// report it (the first that answers), for WatchBroker; nil for any other
+// connection.
+func SentinelPrimary(opt asynq.RedisConnOpt) func(context.Context) (string, error) {
+	f, ok := opt.(asynq.RedisFailoverClientOpt)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context) (string, error) {
+		var last error
+		for _, a := range f.SentinelAddrs {
+			sc := redis.NewSentinelClient(&redis.Options{Addr: a, Password: f.SentinelPassword, DialTimeout: time.Second})
+			hp, err := sc.GetMasterAddrByName(ctx, f.MasterName).Result()
+			sc.Close()
+			if err == nil && len(hp) == 2 {
+				return net.JoinHostPort(hp[0], hp[1]), nil
+			}
+			last = err
+		}
+		return "", last
 	}
 }

@@ -185,6 +185,9 @@ type Operator struct {
 	// PublishQueues, when set, makes the queues known to asynq's inspector
 	// again before a broker reconciliation (see QueuePublisher).
 	PublishQueues func(context.Context) error
+	// Repaired, when set, is told what each reconciliation (not a dry
+	// run) repaired: the metrics count it.
+	Repaired func(*ReconcileReport)
 }
 
 // brokerTask is where the broker holds a failure: the queue and task id.

@@ -126,6 +126,9 @@ func (o *Operator) ReconcileArchived(ctx context.Context, dryRun bool) (*Reconci
 }
 
 func (o *Operator) logReport(ctx context.Context, rep *ReconcileReport) {
+	if o.Repaired != nil && !rep.DryRun {
+		o.Repaired(rep)
+	}
 	if n := len(rep.ArchivedRecorded) + len(rep.Reenqueued) + len(rep.Reparked) + len(rep.StaleParked) + len(rep.Rearchived); n > 0 {
 		o.Logger.LogAttrs(ctx, slog.LevelWarn, "broker reconciled against the ledger", slog.Bool("dry_run", rep.DryRun),
 			slog.Int("archived_recorded", len(rep.ArchivedRecorded)), slog.Int("reenqueued", len(rep.Reenqueued)),

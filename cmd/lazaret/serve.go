@@ -128,6 +128,7 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	w := cfg.worker(ledger, client, log)
 	ops := cfg.operator(w, client, insp, opt)
 	metrics := api.NewMetrics(ops)
+	ops.Repaired = metrics.ObserveReconcile
 	// This process's appends (its workers', its operator actions') are
 	// timed and counted; what the ledger holds is counted from the ledger.
 	obs := observeAppends(ledger, metrics.ObserveAppend)

@@ -45,10 +45,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	insp := asynq.NewInspector(opt)
 	defer insp.Close()
 	w := cfg.worker(ledger, client, log)
+	op := cfg.operator(w, client, insp, opt)
 	if *metricsAddr != "" {
 		m := api.NewMetrics(nil)
 		w.Ledger = observeAppends(ledger, m.ObserveAppend)
 		w.Observe = m.Observe
+		op.Repaired = m.ObserveReconcile
 		ln, err := net.Listen("tcp", *metricsAddr)
 		if err != nil {
 			return usageErr("--metrics-listen %s: %v", *metricsAddr, err)
@@ -60,7 +62,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer hs.Close()
 		log.Info("worker metrics", slog.String("listen", ln.Addr().String()))
 	}
-	stop, err := startWorkers(ctx, w, cfg.operator(w, client, insp, opt), opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, *reconcileEvery)
+	stop, err := startWorkers(ctx, w, op, opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, *reconcileEvery)
 	if err != nil {
 		return err
 	}
@@ -105,7 +107,7 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 	// out of the fleet a reconciliation waits for.
 	announceTTL := 2*reconcileEvery + 15*time.Second
 	if rc != nil {
-		go ingest.WatchBroker(rctx, rc, log, 2*time.Second)
+		go ingest.WatchBroker(rctx, rc, log, 2*time.Second, ingest.SentinelPrimary(opt))
 	}
 	go func() {
 		defer close(done)
