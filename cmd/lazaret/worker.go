@@ -26,7 +26,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := defaultConfig()
-	metricsAddr := fs.String("metrics-listen", "", "serve this process's own series (ledger appends and their time, processing time, Go runtime) at http://`ADDR`/metrics; what the workers decide is counted from the ledger by serve's /metrics")
+	metricsAddr := fs.String("metrics-listen", "", "serve this process's own series (ledger appends and their time, processing time, reconcile repairs, Go runtime) at http://`ADDR`/metrics; what the workers decide is counted from the ledger by serve's /metrics")
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
 	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "links", "checkpoint"); err != nil {
 		return err
