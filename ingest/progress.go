@@ -102,47 +102,40 @@ type Counts struct {
 
 // Add counts one whose latest outcome went to d.
 func (c *Counts) Add(d premis.Destination) {
-	switch d {
-	case premis.Accepted:
-		c.Accepted++
-	case premis.Retry:
-		c.Retrying++
-	case premis.DeadLetter:
-		c.DeadLetter++
-	case premis.Quarantined:
-		c.Quarantine++
-	case premis.AuditHold:
-		c.AuditHold++
-	case premis.Replayed:
-		c.Replayed++
-	case premis.Discarded:
-		c.Discarded++
-	case premis.Submitted, "":
-		c.Submitted++
+	if n := c.of(d); n != nil {
+		*n++
 	}
 }
 
 // Of is the count of destination d.
 func (c *Counts) Of(d premis.Destination) int {
-	switch d {
-	case premis.Accepted:
-		return c.Accepted
-	case premis.Retry:
-		return c.Retrying
-	case premis.DeadLetter:
-		return c.DeadLetter
-	case premis.Quarantined:
-		return c.Quarantine
-	case premis.AuditHold:
-		return c.AuditHold
-	case premis.Replayed:
-		return c.Replayed
-	case premis.Discarded:
-		return c.Discarded
-	case premis.Submitted, "":
-		return c.Submitted
+	if n := c.of(d); n != nil {
+		return *n
 	}
 	return 0
+}
+
+// of is the count of destination d, nil for a destination not counted.
+func (c *Counts) of(d premis.Destination) *int {
+	switch d {
+	case premis.Accepted:
+		return &c.Accepted
+	case premis.Retry:
+		return &c.Retrying
+	case premis.DeadLetter:
+		return &c.DeadLetter
+	case premis.Quarantined:
+		return &c.Quarantine
+	case premis.AuditHold:
+		return &c.AuditHold
+	case premis.Replayed:
+		return &c.Replayed
+	case premis.Discarded:
+		return &c.Discarded
+	case premis.Submitted, "":
+		return &c.Submitted
+	}
+	return nil
 }
 
 // Total is the sum of every count.
