@@ -138,7 +138,7 @@ func (e *AperakError) Position() string {
 //
 // An APERAK answers at least one message: with none it is an error.
 // Free text is cut to its directory length, kept to printable ASCII
-// (upper case in UNOA) and, without a release character, rid of service
+// (upper case in UNOA and IATA) and, without a release character, rid of service
 // characters; a reference (1154, an..70) is cut to its length.
 func WriteAPERAK(out io.Writer, rep AperakReport) error {
 	if len(rep.Messages) == 0 {
@@ -240,7 +240,7 @@ func cut(s string, n int) string {
 
 // replyText is text Lazaret writes in a reply (FTX 4440, ERC 9321):
 // printable ASCII only, other bytes becoming '.', in upper case for UNOA
-// (whose repertoire has no lower case letters) with the characters UNOA
+// and IATA (whose repertoire has no lower case letters) with the characters UNOA
 // lacks becoming '.' too, and, when there is no release character, every
 // service character becoming a space, so that the text can always be
 // written.
@@ -250,7 +250,7 @@ func replyText(s, synID string, d Delimiters) string {
 		if c < 0x20 || c > 0x7e {
 			c = '.'
 		}
-		if synID == "UNOA" {
+		if synID == "UNOA" || synID == "IATA" {
 			if c >= 'a' && c <= 'z' {
 				c -= 'a' - 'A'
 			}

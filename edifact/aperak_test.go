@@ -118,6 +118,9 @@ func TestAperakSeparatorsAndRepertoire(t *testing.T) {
 		{"UNOA: upper case, no characters outside its repertoire",
 			"UNB+UNOA:3+S+R+261201:1000+REF7'UNH+1+IFTMIN:D:99B:UN'BGM+610'UNT+2+1'UNZ+1+REF7'",
 			[]string{"FTX+AAO+++SEGMENT 3 (DTM), ELEMENT 1, COMPONENT 2, BYTE 0:DATE \"2026-13\" IS NOT 102?: SEE .... ..31M'"}, nil},
+		{"IATA: level A like UNOA, in IATA's syntax",
+			"UNB+IATA:1+S+R+261201:1000+REF8'UNH+1+PAXLST:D:05B:UN:IATA'BGM+745'UNT+2+1'UNZ+1+REF8'",
+			[]string{"UNB+IATA:1+R+S+261201:1030+", "FTX+AAO+++SEGMENT 3 (DTM), ELEMENT 1, COMPONENT 2, BYTE 0:DATE \"2026-13\" IS NOT 102?: SEE .... ..31M'"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := aperakOf(t, tc.in, []edifact.AperakMessage{{Ref: "1", Type: "IFTMIN", Number: 1, Errors: errs}})

@@ -380,7 +380,8 @@ func groupAt(env *Envelope, e *SyntaxError) int {
 // answerSyntax is the syntax identifier and version a CONTRL answers in:
 // the interchange's (ISO 9735: a service message is sent in the syntax
 // version of the interchange it answers), UNOC:3 when none was read or it
-// is not one Parse supports (UNOA..UNOK, UNOW..UNOY; versions 1 to 4).
+// is not one Parse supports (UNOA..UNOK, UNOW..UNOZ, IATA, IATB; versions
+// 1 to 4).
 func answerSyntax(env *Envelope, ic *Interchange) (string, int) {
 	id, ver := env.SyntaxID, 0
 	if n, err := strconv.Atoi(env.SyntaxVersion); err == nil {
@@ -389,7 +390,8 @@ func answerSyntax(env *Envelope, ic *Interchange) (string, int) {
 	if id == "" {
 		id, ver = ic.SyntaxID, ic.SyntaxVersion
 	}
-	if len(id) != 4 || !strings.HasPrefix(id, "UNO") || !strings.ContainsRune("ABCDEFGHIJKWXY", rune(id[3])) || ver < 1 || ver > 4 {
+	known := id == "IATA" || id == "IATB" || len(id) == 4 && strings.HasPrefix(id, "UNO") && strings.ContainsRune("ABCDEFGHIJKWXYZ", rune(id[3]))
+	if !known || ver < 1 || ver > 4 {
 		id, ver = "UNOC", 3
 	}
 	return id, ver

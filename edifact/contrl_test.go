@@ -91,6 +91,12 @@ func TestContrlSegments(t *testing.T) {
 		{"test interchange answered as test",
 			"UNB+UNOA:3+S+R+261201:1000+REF1++++++1'UNH+M1+IFTMIN:D:99B:UN'BGM+610'UNT+3+M1'UNZ+1+REF1'",
 			[]string{"++++++1'\n"}},
+		{"IATA's syntax is answered in IATA's syntax, not UNOC:3",
+			"UNB+IATB:1+AIRLINE:ZZ+APIS:ZZ+261201:1000+PX1'UNH+1+PAXLST:D:05B:UN:IATA'BGM+745'UNT+X+1'UNZ+1+PX1'",
+			[]string{"UNB+IATB:1+APIS:ZZ+AIRLINE:ZZ+261201:1030+", "UNH+1+CONTRL:D:3:UN'", "UCM+1+PAXLST:D:05B:UN:IATA+4+37+UNT+1'"}},
+		{"UNOZ is answered in UNOZ",
+			"UNB+UNOZ:3+S+R+261201:1000+REF1'UNH+M1+IFTMIN:D:99B:UN'BGM+610'UNT+X+M1'UNZ+1+REF1'",
+			[]string{"UNB+UNOZ:3+R+S+261201:1030+"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

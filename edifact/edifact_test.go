@@ -60,7 +60,7 @@ func TestCorpusEnvelopes(t *testing.T) {
 		var ue *edifact.UnsupportedError
 		switch {
 		case want == nil && errors.As(err, &ue):
-			// well-formed, but not a syntax Lazaret supports (IATA)
+			// well-formed, but not a syntax Lazaret supports
 		case want == nil && err != nil:
 			t.Errorf("%s: well-formed per the corpus README, got %v", name, err)
 		case want == nil && msgs == 0:
@@ -212,6 +212,52 @@ func TestCharsetIsReportedNotFatal(t *testing.T) {
 	_, err := edifact.Parse(strings.NewReader(in), edifact.Limits{}, func(m *edifact.Message) error { issue = m.Charset; return nil })
 	if err != nil || issue == nil || issue.Offset != int64(strings.Index(in, "ü")) || issue.Segment != 2 {
 		t.Fatalf("err %v issue %+v", err, issue)
+	}
+}
+
+// IATA's syntax identifiers hold the bytes to level A (IATA) and B (IATB)
+// as UNOA and UNOB do; UNOZ and UNOX are accepted with no repertoire
+// checked; an identifier no one defines is still unsupported.
+func TestSyntaxIdentifiers(t *testing.T) {
+	t.Parallel()
+	paxlst := func(id, name string) string {
+		return "UNB+" + id + "+AIRLINE:ZZ+APIS:ZZ+261201:1000+PX1'UNH+1+PAXLST:D:05B:UN:IATA'BGM+745'" +
+			"NAD+FL+++" + name + "'UNT+4+1'UNZ+1+PX1'"
+	}
+	for _, tc := range []struct {
+		name, in  string
+		bad       string // the first byte outside the repertoire, "" for none
+		unchecked bool
+	}{
+		{"IATA: upper case passes", paxlst("IATA:1", "SMITH:JOHN"), "", false},
+		{"IATA: lower case is outside level A", paxlst("IATA:1", "Smith:John"), "m", false},
+		{"IATB: lower case passes", paxlst("IATB:3", "Smith:John"), "", false},
+		{"IATB: 8-bit bytes are outside level B", paxlst("IATB:3", "Müller"), "ü", false},
+		{"UNOA: lower case, the same issue as IATA", paxlst("UNOA:1", "Smith:John"), "m", false},
+		{"UNOZ: bytes as agreed", paxlst("UNOZ:3", "Müller\x01"), "", true},
+		{"UNOX: ISO 2022 escapes, not decoded", paxlst("UNOX:3", "\x1b$BFUEF\x1b(B"), "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			var issue *edifact.CharsetIssue
+			ic, err := edifact.Parse(strings.NewReader(in), edifact.Limits{}, func(m *edifact.Message) error { issue = m.Charset; return nil })
+			if err != nil {
+				t.Fatalf("%v", err)
+			}
+			if ic.CharsetUnchecked() != tc.unchecked {
+				t.Errorf("CharsetUnchecked %v, want %v", ic.CharsetUnchecked(), tc.unchecked)
+			}
+			switch {
+			case tc.bad == "" && issue != nil:
+				t.Errorf("charset issue %+v, want none", issue)
+			case tc.bad != "" && (issue == nil || issue.Offset != int64(strings.Index(in, tc.bad)) || issue.Segment != 3):
+				t.Errorf("charset issue %+v, want byte %d in segment 3", issue, strings.Index(in, tc.bad))
+			}
+		})
+	}
+	var ue *edifact.UnsupportedError
+	if _, err := edifact.Parse(strings.NewReader(paxlst("IATC:1", "SMITH")), edifact.Limits{}, nil); !errors.As(err, &ue) {
+		t.Errorf("IATC: %v, want an *UnsupportedError", err)
 	}
 }
 

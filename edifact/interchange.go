@@ -33,6 +33,14 @@ type Interchange struct {
 	Unsupported string
 }
 
+// CharsetUnchecked reports whether the syntax identifier names no
+// repertoire Parse can hold the bytes to: UNOZ (as agreed between the
+// partners) and UNOX (ISO 2022 escape sequences, not decoded). Such an
+// interchange is accepted, and Message.Charset is never set.
+func (ic *Interchange) CharsetUnchecked() bool {
+	return ic.SyntaxID == "UNOX" || ic.SyntaxID == "UNOZ"
+}
+
 // Message is one message (UNH .. UNT) with its segments.
 type Message struct {
 	Ref      string // UNH 0062
@@ -308,7 +316,10 @@ func (p *parser) afterUNZ() error {
 }
 
 // UN/EDIFACT character repertoires by syntax identifier (ISO 9735 level A, B,
-// ISO 8859 parts, ISO 10646).
+// ISO 8859 parts, ISO 10646). IATA's syntax (IATA, IATB: PADIS traffic
+// such as PAXLST, PNRGOV, PAORES) is ISO 9735 under IATA's identifier; its
+// levels A and B are taken to be UNOA's and UNOB's repertoires, which IATA's
+// own code list text could not be checked against here.
 var (
 	levelA = repertoire("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,-()/='+:?!\"%&*;<>")
 	levelB = func() *[256]bool {
@@ -368,15 +379,17 @@ func (p *parser) unb(s *Segment) error {
 		return p.fail(s, CodeMissing, 5, 0, ErrMissingElement, "interchange control reference (0020)")
 	}
 	switch {
-	case id == "UNOA":
+	case id == "UNOA" || id == "IATA":
 		p.allowed = levelA
-	case id == "UNOB":
+	case id == "UNOB" || id == "IATB":
 		p.allowed = levelB
 	case len(id) == 4 && strings.HasPrefix(id, "UNO") && id[3] >= 'C' && id[3] <= 'K':
 		p.allowed = latin
-	case id == "UNOW" || id == "UNOX" || id == "UNOY":
+	case id == "UNOW" || id == "UNOY":
 		p.unicode = true
 		p.allowed = unicodeFirstPass
+	case id == "UNOX" || id == "UNOZ":
+		// No repertoire: see Interchange.CharsetUnchecked.
 	default:
 		p.ic.Unsupported = fmt.Sprintf("syntax identifier %q", id)
 	}

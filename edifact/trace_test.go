@@ -154,8 +154,8 @@ var tracedDigests = map[string]string{
 	"orders-with-group.edi":   "fae28cc33555a607448041a55aacc276bbb563c7ac11766a2a1b7cc650537252",
 	"orders01.edi":            "df080c83f76ab2e077728a2bb92c73f273a6278f3a7782799bf4b3a7043a6990",
 	"simple.edi":              "bfd3cf133fcc3fecc16eec519195e0b767ac70841158a065b1d5e447f626eab6",
-	"simple.edi mutations":    "2fabf4eaf74cb06f2ae82d3fefe4e147a798bbfbbb76dd0ff2ab09a344131a40",
-	"wikipedia_en.edi":        "56f67765f6ede1bb93c7e4617b0f12c35887f59ef26914188c33b2c1b87c57d3",
+	"simple.edi mutations":    "90a0a3d91f37fef6ff8cd037f6a9c0ec67013a7ec144f963dc25321bccfd9a2e",
+	"wikipedia_en.edi":        "3a88b1c58fb592b9b1234cde89f622923d9ead38261eabcbaf8c6432d4c32c8e",
 	"wrapped_invoic_d97b.edi": "e3ae1dbeac677f7d1ad0248bffebdd84b788a69a2967b766cce9e99d603e94ab",
 }
 

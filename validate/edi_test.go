@@ -218,7 +218,7 @@ func TestCorpusDirectoryVerdicts(t *testing.T) {
 		"example_utf8.edi":        "accept",
 		"invoic_d97b.edi":         "accept",
 		"wrapped_invoic_d97b.edi": "accept",
-		"wikipedia_en.edi":        "dead-letter unsupported",
+		"wikipedia_en.edi":        "accept", // IATB:1 (PAORES), level B
 		"invoic01.edi":            "accept, accept",
 		"orders01.edi":            "accept, accept",
 	}
@@ -522,5 +522,48 @@ func TestServiceMessages(t *testing.T) {
 	var re *validate.RuleError
 	if !errors.As(err, &re) || re.Code != "edifact.directory.segment-missing" || re.Offset != offs[0] || re.Segment != 2 {
 		t.Errorf("CONTRL without UCI: %v (want segment-missing at segment 2, byte %d)", err, offs[0])
+	}
+}
+
+// TestSyntaxIdentifierVerdicts: IATA's syntax passes as UN/EDIFACT's does,
+// its level A warning on lower case as UNOA does; UNOZ passes with one
+// warning that no repertoire was checked.
+func TestSyntaxIdentifierVerdicts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	paores := func(id, text string) string {
+		return "UNA:+.? 'UNB+" + id + "+6XPPC:ZZ+LHPPC:ZZ+940101:0950+1'UNH+1+PAORES:93:1:IA'MSG+1:45'IFT+3+" + text +
+			"'UNT+4+1'UNZ+1+1'"
+	}
+	for _, tc := range []struct {
+		name, in string
+		want     string // the warning code expected, "" for none of these
+	}{
+		{"IATA", paores("IATA:1", "NO MORE FLIGHTS"), ""},
+		{"IATA lower case", paores("IATA:1", "No more flights"), "edifact.charset"},
+		{"UNOA lower case", paores("UNOA:1", "No more flights"), "edifact.charset"},
+		{"IATB lower case", paores("IATB:3", "No more flights"), ""},
+		{"UNOZ", paores("UNOZ:3", "Keine Flüge mehr"), "edifact.charset.unchecked"},
+	} {
+		path := filepath.Join(dir, tc.name+".edi")
+		if err := os.WriteFile(path, []byte(tc.in), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, warns := verdict(t, path, validate.DefaultEDIRules())
+		if got != "accept" {
+			t.Errorf("%s: %s, want accept", tc.name, got)
+		}
+		var codes []string
+		for _, w := range warns {
+			if strings.HasPrefix(w.Code, "edifact.charset") {
+				codes = append(codes, w.Code)
+				if w.Offset == nil {
+					t.Errorf("%s: %s without an offset", tc.name, w.Code)
+				}
+			}
+		}
+		if strings.Join(codes, ",") != tc.want {
+			t.Errorf("%s: charset warnings %v, want %q", tc.name, codes, tc.want)
+		}
 	}
 }

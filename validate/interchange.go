@@ -201,6 +201,13 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 			Reason: fmt.Sprintf("message %s is no longer in the interchange", only)}}
 	}
 	rep.Pages = res.Checked
+	if ic.CharsetUnchecked() {
+		// UNOZ bytes are as the partners agreed, UNOX's ISO 2022 escapes are
+		// not decoded: accepted, but say once that no repertoire was held.
+		off := ic.Offset
+		rep.Warnings = append(rep.Warnings, Warning{Code: "edifact.charset.unchecked", Offset: &off,
+			Message: fmt.Sprintf("syntax identifier %s: the character repertoire was not checked", ic.SyntaxID)})
+	}
 	res.sound = true
 	return rep, res, nil
 }
