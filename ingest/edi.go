@@ -167,6 +167,11 @@ func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*prem
 		ing.Outcome, ing.SHA256, ing.Size, ing.Destination = premis.Success, rep.SHA256, rep.Size, premis.Accepted
 		ing.Detail = "interchange envelope accepted; its messages are routed one by one (" + w.Software.ID() + ")"
 		ing.Note = fmt.Sprintf("%d message(s): %d accepted, %d parked, %d other", n, r.accepted, r.parkedN, n-r.accepted-r.parkedN)
+		if len(rep.Warnings) > 0 {
+			// The interchange's own warnings (a repertoire not checked,
+			// UNOZ): its messages' are on their events.
+			ing.Note += "; warnings: " + warningText(rep.Warnings)
+		}
 		events = append(events, ing)
 	}
 	return flush()

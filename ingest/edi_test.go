@@ -349,3 +349,28 @@ func TestDrainStopsAtACheckpointAndResumes(t *testing.T) {
 		t.Errorf("parked %+v", parked)
 	}
 }
+
+// TestUncheckedRepertoireIsRecorded: an interchange in UNOZ (bytes as the
+// partners agreed) is accepted, and its ingestion event says the
+// repertoire was not checked: an archive reading the ledger learns it.
+func TestUncheckedRepertoireIsRecorded(t *testing.T) {
+	b := setup(t, fastPolicy())
+	env := b.logistics("edi-iftmin-good")
+	data, err := os.ReadFile(env.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.Replace(data, []byte("UNB+UNOC:"), []byte("UNB+UNOZ:"), 1)
+	if !bytes.Contains(data, []byte("UNB+UNOZ:")) {
+		t.Fatalf("no UNOC syntax identifier in the fixture:\n%s", data)
+	}
+	env.Path, env.SHA256 = b.file("iftmin-unoz.edi", data)
+	env.Item.SHA256, env.Item.Size = env.SHA256, int64(len(data))
+	env.CorrelationID = ingest.CorrelationID(env.BatchID, env.ObjectID, env.SHA256)
+	b.start()
+	b.enqueue(env)
+	ev := b.settled(env.CorrelationID, 10*time.Second)
+	if ev.Destination != premis.Accepted || ev.Type != premis.Ingestion || !strings.Contains(ev.Note, "edifact.charset.unchecked") {
+		t.Errorf("UNOZ interchange: %s %s, note %q", ev.Type, ev.Destination, ev.Note)
+	}
+}
