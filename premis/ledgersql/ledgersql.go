@@ -73,6 +73,26 @@ func Query(table string, f premis.Filter, d Dialect) (string, []any) {
 // destination, batch_id), f.Latest selects through it — what is open now,
 // not what ever was — instead of testing every event for a later one.
 func QueryLatest(table, latest string, f premis.Filter, d Dialect) (string, []any) {
+	from, args := fromWhere(table, latest, f, d)
+	q := "SELECT " + d.Select() + from + " ORDER BY seq"
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	return q, args
+}
+
+// CountLatest renders a SELECT COUNT(*) of the events QueryLatest would
+// return for f without its Limit and AfterSeq: the database counts them,
+// so a listing's total costs an index scan, not the rows read back.
+func CountLatest(table, latest string, f premis.Filter, d Dialect) (string, []any) {
+	f.Limit, f.AfterSeq = 0, 0
+	from, args := fromWhere(table, latest, f, d)
+	return "SELECT COUNT(*)" + from, args
+}
+
+// fromWhere is the " FROM table WHERE ..." of QueryLatest and CountLatest,
+// and its arguments.
+func fromWhere(table, latest string, f premis.Filter, d Dialect) (string, []any) {
 	var where []string
 	var args []any
 	arg := func(v any) string {
@@ -167,27 +187,11 @@ func QueryLatest(table, latest string, f premis.Filter, d Dialect) (string, []an
 		}
 		where = append(where, "type IN ("+strings.Join(ph, ", ")+")")
 	}
-	q := "SELECT " + d.Select() + " FROM " + table
+	q := " FROM " + table
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	if f.Limit < 0 {
-		// CountLatest: the rows, counted, not read.
-		return "SELECT COUNT(*) FROM (SELECT seq" + strings.TrimPrefix(q, "SELECT "+d.Select()) + ") AS matched", args
-	}
-	q += " ORDER BY seq"
-	if f.Limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", f.Limit)
-	}
 	return q, args
-}
-
-// CountLatest renders a SELECT COUNT(*) of the events QueryLatest would
-// return for f without its Limit and AfterSeq: the database counts them,
-// so a listing's total costs an index scan, not the rows read back.
-func CountLatest(table, latest string, f premis.Filter, d Dialect) (string, []any) {
-	f.Limit, f.AfterSeq = -1, 0
-	return QueryLatest(table, latest, f, d)
 }
 
 // mayHoldMembers says whether an event with members (which has no
