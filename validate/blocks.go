@@ -54,12 +54,12 @@ func verifyBlocks(r io.ReaderAt, p *Page, strict bool) (ok bool, issues []blockI
 				return true, []blockIssue{{"tiff.old-lzw", "old-style (LSB-first) LZW; data not decompressed", off}}, nil
 			}
 		}
-		got, _, err := in.count(p, i, bound+1)
+		got, _, err := in.count(p, i, blockLimit(bound)+1)
 		if in.ioErr != nil {
 			return true, nil, in.ioErr
 		}
-		if got > bound {
-			return true, nil, inflateError(p, i, bound)
+		if err := overran(p, i, got, bound); err != nil {
+			return true, nil, err
 		}
 		if got >= need {
 			switch {

@@ -92,6 +92,36 @@ func blockBound(p *Page, i int) uint64 {
 	return mulSat(ceilDiv(mulSat(p.Width, blockRowBits(p, i)), 8), p.RowsPerStrip)
 }
 
+// Honest encoders are not exact: older ones, Mac ones among them, let an
+// LZW stream run a byte or a few past the strip, and libtiff decodes such a
+// block to its rows and ignores the rest. Lazaret does the same, with a
+// tiff.block-overrun warning, up to blockLimit; only past it is the block
+// a decompression bomb (limit.inflate).
+const (
+	overrunShare = 8       // a block may run on by an eighth of its bound...
+	overrunMin   = 4 << 10 // ...or 4 KiB, whichever is more
+)
+
+// blockLimit is the most a block whose rows hold bound bytes may
+// decompress to before it is refused: bound plus an overrun no honest
+// encoder reaches.
+func blockLimit(bound uint64) uint64 {
+	return addSat(bound, max(bound/overrunShare, overrunMin))
+}
+
+// overran checks the count got of block i of p against its bound: past
+// blockLimit it is a *LimitError; past the bound but within the limit it
+// is noted on the page (see DecodePages) and read as its rows.
+func overran(p *Page, i int, got, bound uint64) error {
+	if limit := blockLimit(bound); got > limit {
+		return inflateError(p, i, limit)
+	}
+	if got > bound {
+		p.noteOverrun(i, got, bound)
+	}
+	return nil
+}
+
 // inflatable reports whether p's blocks are decompressed by a reader whose
 // output only the data bounds (LZW, Deflate, PackBits). CCITT readers are
 // told the block's width and height and stop there; uncompressed blocks
@@ -295,8 +325,8 @@ func zlibHeader(r io.Reader) error {
 
 // checkInflate counts blocks [first, first+n) of p before they are
 // decoded: a block that decompresses to more than it may hold
-// (blockBound) is refused with a *LimitError naming it, after at most
-// bound+1 bytes. Corrupt or short data is left to the decoder, which
+// (blockLimit) is refused with a *LimitError naming it, after at most
+// limit+1 bytes. Corrupt or short data is left to the decoder, which
 // reports it as it always has; a read error from the storage is returned.
 func checkInflate(in *inflater, p *Page, first, n int) error {
 	if !inflatable(p) {
@@ -304,20 +334,21 @@ func checkInflate(in *inflater, p *Page, first, n int) error {
 	}
 	for i := first; i < first+n; i++ {
 		bound := blockBound(p, i)
-		got, _, _ := in.count(p, i, bound+1)
+		got, _, _ := in.count(p, i, blockLimit(bound)+1)
 		if in.ioErr != nil {
 			return in.ioErr
 		}
-		if got > bound {
-			return inflateError(p, i, bound)
+		if err := overran(p, i, got, bound); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func inflateError(p *Page, i int, bound uint64) *LimitError {
+// inflateError refuses block i of p, which decompresses past limit bytes.
+func inflateError(p *Page, i int, limit uint64) *LimitError {
 	return &LimitError{Page: p.Index + 1, Tag: blockTag(p), Offset: int64(p.BlockOffsets[i]), What: "inflate",
-		Have: int64(min(bound+1, 1<<62)), Limit: int64(min(bound, 1<<62))}
+		Have: int64(min(limit+1, 1<<62)), Limit: int64(min(limit, 1<<62))}
 }
 
 // bands is how a page's blocks group into the bands it is decoded in: a
@@ -396,7 +427,7 @@ func planBands(p *Page, avail int64) (g bands, ok bool) {
 func largestBlock(p *Page) uint64 {
 	var largest uint64
 	for i := range p.BlockOffsets {
-		largest = max(largest, blockBound(p, i))
+		largest = max(largest, blockLimit(blockBound(p, i)))
 		if p.Compression == 1 {
 			largest = max(largest, p.BlockCounts[i])
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,38 +15,64 @@ import (
 	"github.com/lazaret/lazaret/validate"
 )
 
-// TestInflateBoundNamesStrip: a strip that decompresses to one byte more
-// than its rows hold is refused with a LimitError naming its page, tag and
-// offset — whether the page is decoded (the default budget) or counted (a
-// budget too small for any band). The last strip may hold a full
-// RowsPerStrip rows, no more.
+// TestInflateBoundNamesStrip: a strip that decompresses a little past its
+// rows (an older encoder's overrun) is read to its rows with one
+// tiff.block-overrun warning naming the first such strip, as libtiff reads
+// it; one that decompresses past the limit no honest encoder reaches (an
+// eighth more, or 4 KiB) is refused with a LimitError naming its page, tag
+// and offset — whether the page is decoded (the default budget) or counted
+// (a budget too small for any band). The last strip may hold a full
+// RowsPerStrip rows.
 func TestInflateBoundNamesStrip(t *testing.T) {
 	t.Parallel()
 	const w, h, rps = 64, 56, 16 // four strips: 16, 16, 16 and 8 rows
 	full, last := int64(w*rps), int64(w*(h%rps))
+	const slack = 4 << 10 // full/8 is less
 	cases := []struct {
 		name  string
 		sizes []int64
+		warn  int // strip named by the overrun warning, -1 for none
 		bad   int // strip refused, -1 for none
 		limit int64
 	}{
-		{"every strip holds its rows", []int64{full, full, full, last}, -1, 0},
-		{"last strip written full", []int64{full, full, full, full}, -1, 0},
-		{"third strip one byte over", []int64{full, full, full + 1, last}, 2, full},
-		{"last strip over a full strip", []int64{full, full, full, full + 1}, 3, full},
-		{"first strip a hundred times over", []int64{100 * full, full, full, last}, 0, full},
+		{"every strip holds its rows", []int64{full, full, full, last}, -1, -1, 0},
+		{"last strip written full", []int64{full, full, full, full}, -1, -1, 0},
+		{"third strip one byte over", []int64{full, full, full + 1, last}, 2, -1, 0},
+		{"second and third strips a few bytes over", []int64{full, full + 3, full + 5, last}, 1, -1, 0},
+		{"last strip one byte over a full strip", []int64{full, full, full, full + 1}, 3, -1, 0},
+		{"third strip at the limit", []int64{full, full, full + slack, last}, 2, -1, 0},
+		{"third strip one byte past the limit", []int64{full, full, full + slack + 1, last}, -1, 2, full + slack},
+		{"first strip a hundred times over", []int64{100 * full, full, full, last}, -1, 0, full + slack},
 	}
 	for _, tc := range cases {
 		data, at := fixtures.DeflateStrips(w, h, rps, tc.sizes)
-		info, err := validate.WalkTIFF(bytes.NewReader(data), int64(len(data)), validate.DefaultLimits)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		for _, budget := range []int64{validate.DefaultMemoryBudget, info.Held + 1} {
-			_, err := validate.DecodePages(bytes.NewReader(data), info, validate.DecodeOptions{PixelBudget: 1 << 20, MemoryBudget: budget})
+		for _, budget := range []int64{validate.DefaultMemoryBudget, 0} {
+			info, err := validate.WalkTIFF(bytes.NewReader(data), int64(len(data)), validate.DefaultLimits)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if budget == 0 {
+				budget = info.Held + 1
+			}
+			_, err = validate.DecodePages(bytes.NewReader(data), info, validate.DecodeOptions{PixelBudget: 1 << 20, MemoryBudget: budget})
 			if tc.bad < 0 {
 				if err != nil {
 					t.Errorf("%s, budget %d: %v", tc.name, budget, err)
+				}
+				var overruns []validate.Warning
+				for _, wr := range info.Warnings {
+					if wr.Code == "tiff.block-overrun" {
+						overruns = append(overruns, wr)
+					}
+				}
+				switch {
+				case tc.warn < 0 && len(overruns) > 0:
+					t.Errorf("%s, budget %d: unexpected %+v", tc.name, budget, overruns)
+				case tc.warn >= 0 && len(overruns) != 1:
+					t.Errorf("%s, budget %d: want one tiff.block-overrun warning, got %+v", tc.name, budget, info.Warnings)
+				case tc.warn >= 0 && (*overruns[0].Offset != at[tc.warn] || *overruns[0].Page != 1 ||
+					!strings.HasPrefix(overruns[0].Message, fmt.Sprintf("strip %d decompresses to %d bytes, %d more", tc.warn, tc.sizes[tc.warn], tc.sizes[tc.warn]-full))):
+					t.Errorf("%s, budget %d: warning %q at byte %d, want strip %d at byte %d", tc.name, budget, overruns[0].Message, *overruns[0].Offset, tc.warn, at[tc.warn])
 				}
 				continue
 			}

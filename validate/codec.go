@@ -147,8 +147,8 @@ func openBlock(r io.ReaderAt, p *Page, i int, old bool) (dec io.Reader, closeFn 
 // decodeLossless decompresses every block of p itself: for pages whose
 // bytes x/image/tiff would misread (FillOrder 2, old-style LZW) or whose
 // layout it does not know (subsampled YCbCr). Each block must yield the
-// bytes its rows need and no more than it may hold (a *LimitError after
-// bound+1 bytes), and its stream must end cleanly (an LZW stream without
+// bytes its rows need and no more than it may hold (a *LimitError past
+// blockLimit; an overrun within it is noted on p), and its stream must end cleanly (an LZW stream without
 // an end code is tolerated, as elsewhere). unit, if not nil, is handed
 // every block's bytes in order, in pieces of at most one data-unit row. It
 // holds one piece and one decompressor at a time.
@@ -158,6 +158,7 @@ func decodeLossless(r io.ReaderAt, p *Page, old bool, unit func(i int, piece []b
 	for i := range p.BlockOffsets {
 		off := int64(p.BlockOffsets[i])
 		need, bound := rawNeed(p, i), rawBound(p, i)
+		limit := blockLimit(bound)
 		dec, closeFn, err := openBlock(r, p, i, old)
 		if err != nil {
 			return nil, blockErr(p, off, "tiff.undecodable", err)
@@ -175,8 +176,8 @@ func decodeLossless(r io.ReaderAt, p *Page, old bool, unit func(i int, piece []b
 		}
 		var got uint64
 		var rerr error
-		for rerr == nil && got <= bound {
-			b := buf[:min(piece, bound+1-got)]
+		for rerr == nil && got <= limit {
+			b := buf[:min(piece, limit+1-got)]
 			n := 0
 			for n < len(b) && rerr == nil {
 				var m int
@@ -197,8 +198,8 @@ func decodeLossless(r io.ReaderAt, p *Page, old bool, unit func(i int, piece []b
 			return nil, perr.err
 		}
 		switch {
-		case got > bound:
-			return nil, inflateError(p, i, bound)
+		case got > limit:
+			return nil, inflateError(p, i, limit)
 		case got < need && rerr != nil && !errors.Is(rerr, io.ErrUnexpectedEOF):
 			return nil, blockErr(p, off, "tiff.undecodable", rerr)
 		case got < need:
@@ -210,6 +211,9 @@ func decodeLossless(r io.ReaderAt, p *Page, old bool, unit func(i int, piece []b
 			return nil, &TIFFError{Page: p.Index + 1, Path: p.Path, Offset: off, Code: "tiff.truncated-data", Err: fmt.Errorf("%w: %w", ErrUndecodable, ErrTruncated)}
 		case rerr != nil:
 			return nil, blockErr(p, off, "tiff.undecodable", rerr)
+		}
+		if got > bound {
+			p.noteOverrun(i, got, bound)
 		}
 	}
 	if noEOI {

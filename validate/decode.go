@@ -207,8 +207,14 @@ func DecodePages(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) (skipped []*U
 	}
 	var cur *Page
 	defer func() { err = atPath(err, cur) }()
+	defer func() {
+		if err == nil {
+			overrunWarnings(info)
+		}
+	}()
 	for _, p := range info.images() {
 		cur = p
+		p.overrun = blockOverrun{}
 		if err := cancelled(); err != nil {
 			return skipped, err
 		}
@@ -263,6 +269,28 @@ func DecodePages(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) (skipped []*U
 		}
 	}
 	return skipped, nil
+}
+
+// overrunWarnings records a tiff.block-overrun warning for every page a
+// block of which decompressed past its rows (within blockLimit): read as
+// libtiff reads it, to its rows, the rest ignored.
+func overrunWarnings(info *TIFFInfo) {
+	for _, p := range info.images() {
+		o := p.overrun
+		if !o.seen {
+			continue
+		}
+		kind := "strip"
+		if p.Tiled {
+			kind = "tile"
+		}
+		msg := fmt.Sprintf("%s %d decompresses to %d bytes, %d more than its rows hold; read to its rows, the rest ignored", kind, o.block, o.got, o.got-o.bound)
+		if o.more {
+			msg += fmt.Sprintf(" (other %ss of the page run on too)", kind)
+		}
+		off, pg := int64(p.BlockOffsets[o.block]), p.Index+1
+		info.Warnings = append(info.Warnings, Warning{Code: "tiff.block-overrun", Message: msg, Page: &pg, Path: p.Path, Offset: &off})
+	}
 }
 
 // verify runs VerifyBlocks on a page the decoder did not render and records

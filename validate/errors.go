@@ -120,7 +120,8 @@ type LimitError struct {
 	// What is over budget, and the code's suffix ("limit.<What>"):
 	//   - "pixels": a page's width x height, against the pixel budget;
 	//   - "inflate": a strip or tile decompresses to more bytes than its
-	//     rows hold (Have is Limit+1: decompression stops there);
+	//     rows hold and any honest encoder's overrun (Limit is blockLimit;
+	//     Have is Limit+1: decompression stops there);
 	//   - "strip-array": the strip or tile offset and byte-count arrays of
 	//     the pages so far, against the memory budget;
 	//   - "memory": decoding a page would hold more than what the memory
@@ -142,7 +143,7 @@ func (e *LimitError) Error() string {
 	fmt.Fprintf(&b, "at byte %d: ", e.Offset)
 	switch e.What {
 	case "inflate":
-		fmt.Fprintf(&b, "block decompresses to more than the %d bytes its rows hold", e.Limit)
+		fmt.Fprintf(&b, "block decompresses to more than %d bytes, far past what its rows hold", e.Limit)
 	case "strip-array":
 		fmt.Fprintf(&b, "strip and tile arrays need %d bytes, more than the memory budget leaves (%d)", e.Have, e.Limit)
 	case "memory":

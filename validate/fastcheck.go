@@ -151,12 +151,18 @@ func fastCount(r io.ReaderAt, p *Page, avail int64) (done bool, err error) {
 				return
 			}
 			bound := blockBound(p, i)
-			got, _, cerr := in.count(p, i, bound+1)
-			if in.ioErr == nil && cerr == nil && got >= blockNeed(p, i) && got <= bound {
+			limit := blockLimit(bound)
+			got, _, cerr := in.count(p, i, limit+1)
+			if in.ioErr == nil && cerr == nil && got >= blockNeed(p, i) && got <= limit {
+				if got > bound {
+					mu.Lock()
+					p.noteOverrun(i, got, bound)
+					mu.Unlock()
+				}
 				continue
 			}
 			mu.Lock()
-			over[i] = in.ioErr == nil && got > bound
+			over[i] = in.ioErr == nil && got > limit
 			mu.Unlock()
 			for {
 				f := first.Load()
@@ -184,7 +190,7 @@ func fastCount(r io.ReaderAt, p *Page, avail int64) (done bool, err error) {
 		return true, nil
 	}
 	if over[f] {
-		return true, inflateError(p, f, blockBound(p, f))
+		return true, inflateError(p, f, blockLimit(blockBound(p, f)))
 	}
 	return false, nil
 }

@@ -273,6 +273,7 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 			rep.ICC = icc
 		}
 	}
+	walked := len(info.Warnings)
 	skipped, err := DecodePages(r, info, DecodeOptions{PixelBudget: pol.PixelBudget, MemoryBudget: pol.MemoryBudget, DecodeUncompressed: pol.DecodeUncompressed,
 		Cancelled: func() error {
 			if ctx.Err() != nil {
@@ -282,6 +283,7 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 		}})
 	rep.Decoded = len(info.Pages) - mainSkipped(skipped)
 	rep.SubImages, rep.SubDecoded = len(info.SubImages), len(info.SubImages)-(len(skipped)-mainSkipped(skipped))
+	rep.Warnings = append(rep.Warnings, info.Warnings[walked:]...) // what decoding found
 	if err != nil {
 		return &StageError{StageDecode, err}
 	}

@@ -72,6 +72,33 @@ type Page struct {
 	// OldJPEG are an old-style JPEG page's table pointers and coding
 	// fields (TIFF 6.0 §22), for putting a stream together.
 	OldJPEG *OldJPEGTables
+
+	overrun blockOverrun // blocks that decompress past their rows, within blockLimit
+}
+
+// blockOverrun is the first (lowest) block of a page whose data runs on
+// past its rows, by how much, and whether others do too: recorded by the
+// counts of DecodePages, reported once as a tiff.block-overrun warning.
+type blockOverrun struct {
+	seen       bool
+	block      int
+	got, bound uint64
+	more       bool
+}
+
+// noteOverrun records that block i of p decompressed to got bytes, more
+// than the bound its rows hold. The same block counted twice (a band
+// counted, then verified) is one overrun.
+func (p *Page) noteOverrun(i int, got, bound uint64) {
+	o := &p.overrun
+	switch {
+	case !o.seen:
+		*o = blockOverrun{seen: true, block: i, got: got, bound: bound}
+	case i < o.block:
+		*o = blockOverrun{seen: true, block: i, got: got, bound: bound, more: true}
+	case i > o.block:
+		o.more = true
+	}
 }
 
 // OldJPEGTables are the fields of TIFF 6.0 §22 an old-style JPEG page
