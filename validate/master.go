@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -52,6 +55,40 @@ type MasterPolicy struct {
 	// DecodeUncompressed also runs the image decoder over uncompressed
 	// pages (see DecodeOptions).
 	DecodeUncompressed bool
+	// RefuseSampleFormats names the sample formats (SampleFormatNames) a
+	// collection does not take in its masters, say complex-float for
+	// radar data: a page that holds one is a policy failure
+	// (policy.sample-format), not a broken file.
+	RefuseSampleFormats []string
+}
+
+// SampleFormatNames are the names of TIFF's SampleFormat values (339),
+// as a policy spells them.
+var SampleFormatNames = map[uint64]string{1: "uint", 2: "int", 3: "float", 4: "undefined", 5: "complex-int", 6: "complex-float"}
+
+// sampleFormatName names SampleFormat v, or gives its number.
+func sampleFormatName(v uint64) string {
+	if n, ok := SampleFormatNames[v]; ok {
+		return n
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// refusedSampleFormat returns the first page of info (main chain, then
+// SubIFD images) with a sample in a format pol refuses, and that format's
+// name.
+func refusedSampleFormat(info *TIFFInfo, refuse []string) (*Page, string) {
+	if len(refuse) == 0 {
+		return nil, ""
+	}
+	for _, p := range info.images() {
+		for _, v := range p.SampleFormat {
+			if name := sampleFormatName(v); slices.Contains(refuse, name) {
+				return p, name
+			}
+		}
+	}
+	return nil, ""
 }
 
 // DefaultMasterPolicy: 100 megapixels a page, 300 dpi minimum, 1% resolution
@@ -81,6 +118,11 @@ func (p MasterPolicy) Validate() error {
 	}
 	if p.Undecodable != "warn" && p.Undecodable != "reject" {
 		errs = append(errs, fmt.Errorf("undecodable policy %q: want warn or reject", p.Undecodable))
+	}
+	for _, f := range p.RefuseSampleFormats {
+		if !slices.Contains(slices.Collect(maps.Values(SampleFormatNames)), f) {
+			errs = append(errs, fmt.Errorf("refused sample format %q: want uint, int, float, undefined, complex-int or complex-float", f))
+		}
 	}
 	if p.Limits.MaxPages <= 0 || p.Limits.MaxEntries <= 0 || p.Limits.MaxBlocksPage <= 0 || p.Limits.MaxSamples == 0 {
 		errs = append(errs, errors.New("structural limits must be positive"))
@@ -263,6 +305,10 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 					Message: fmt.Sprintf("unrecognised tags %v tolerated by policy", p.UnknownTags)})
 			}
 		}
+	}
+	if p, name := refusedSampleFormat(info, pol.RefuseSampleFormats); p != nil {
+		return &StageError{StageRules, &PolicyError{Page: p.Index + 1, Path: p.Path, Offset: p.Offset, Code: "policy.sample-format",
+			Reason: fmt.Sprintf("samples in %s format (SampleFormat %v); the policy refuses %s in masters", name, p.SampleFormat, name)}}
 	}
 	if p := info.Pages[0]; p.ICCOffset >= 0 {
 		icc, err := ReadICC(r, p.ICCOffset, p.ICCLength)

@@ -36,6 +36,7 @@ type Page struct {
 	Offset         int64 // byte offset of the IFD
 	Width, Height  uint64
 	BitsPerSample  []uint64
+	SampleFormat   []uint64 // per sample (1 uint, 2 int, 3 IEEE float, 4 undefined, 5 complex int, 6 complex float); [1] when absent
 	Samples        uint64
 	Compression    uint64
 	Photometric    uint64 // math.MaxUint64 when absent
@@ -109,6 +110,10 @@ type OldJPEGTables struct {
 	Proc, RestartInterval uint64
 	Q, DC, AC             []uint64
 }
+
+// maxBitsPerSample is the widest sample the walk accepts: a complex IEEE
+// double (SampleFormat 6, two float64).
+const maxBitsPerSample = 128
 
 // Limits bound the work a structural walk may do.
 type Limits struct {
@@ -521,13 +526,19 @@ func (w *walker) page_(off int64, entries map[uint16]entry) (*Page, error) {
 			w.warn("tiff.bps-count", e.at+4, "BitsPerSample has %d values for %d samples", len(p.BitsPerSample), p.Samples)
 		}
 		for _, b := range p.BitsPerSample {
-			if b == 0 || b > 64 {
-				return nil, w.fail(tagBitsPerSample, e.valueAt, "tiff.bad-value", ErrBadValue, "BitsPerSample %d", b)
+			// 128 bits is the widest sample any SampleFormat gives meaning:
+			// a complex IEEE double (two float64). libtiff reads wider ones
+			// as plain bytes; Lazaret refuses them, since what a block may
+			// decompress to (and so the work of counting it) grows with the
+			// width.
+			if b == 0 || b > maxBitsPerSample {
+				return nil, w.fail(tagBitsPerSample, e.valueAt, "tiff.bad-value", ErrBadValue, "BitsPerSample %d (at most %d: a complex IEEE double)", b, maxBitsPerSample)
 			}
 		}
 	}
+	p.SampleFormat = []uint64{1}
 	if e, ok := entries[tagSampleFormat]; ok {
-		if _, err := w.uints(e, w.lim.MaxSamples); err != nil {
+		if p.SampleFormat, err = w.uints(e, w.lim.MaxSamples); err != nil {
 			return nil, err
 		}
 		if e.count == 0 {

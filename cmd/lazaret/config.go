@@ -29,32 +29,35 @@ import (
 // then a JSON config file (--config or LAZARET_CONFIG), then LAZARET_*
 // environment variables, then flags.
 type Config struct {
-	RedisURL     string                   `json:"redis_url"`
-	Ledger       string                   `json:"ledger"`
-	Concurrency  int                      `json:"concurrency"`
-	MaxRetry     int                      `json:"max_retry"`
-	RetryBase    time.Duration            `json:"retry_base"`
-	RetryMax     time.Duration            `json:"retry_max"`
-	PoisonCap    int                      `json:"poison_cap"`
-	RoutingTries int                      `json:"routing_budget"`
-	RoutingBase  time.Duration            `json:"routing_base"`
-	RoutingMax   time.Duration            `json:"routing_max"`
-	DrainTimeout time.Duration            `json:"drain_timeout"`
-	PixelBudget  int64                    `json:"pixel_budget"`
-	MemoryBudget int64                    `json:"memory_budget"`
-	MinDPI       float64                  `json:"min_dpi"`
-	RequireICC   bool                     `json:"require_icc"`
-	PrivateTags  string                   `json:"private_tags"`
-	Undecodable  string                   `json:"undecodable"`
-	DecodeAll    bool                     `json:"decode_uncompressed"`
-	LOCODE       []string                 `json:"locode_files"`
-	HS           []string                 `json:"hs_files"`
-	VGMFloor     float64                  `json:"vgm_floor_kg"`
-	VGMMax       float64                  `json:"vgm_max_kg"`
-	Strict       bool                     `json:"strict_charset"`
-	EDIRetained  int64                    `json:"interchange_budget"`
-	Directory    validate.DirectoryPolicy `json:"edi_directory"`
-	Outbox       string                   `json:"contrl_outbox"`
+	RedisURL     string        `json:"redis_url"`
+	Ledger       string        `json:"ledger"`
+	Concurrency  int           `json:"concurrency"`
+	MaxRetry     int           `json:"max_retry"`
+	RetryBase    time.Duration `json:"retry_base"`
+	RetryMax     time.Duration `json:"retry_max"`
+	PoisonCap    int           `json:"poison_cap"`
+	RoutingTries int           `json:"routing_budget"`
+	RoutingBase  time.Duration `json:"routing_base"`
+	RoutingMax   time.Duration `json:"routing_max"`
+	DrainTimeout time.Duration `json:"drain_timeout"`
+	PixelBudget  int64         `json:"pixel_budget"`
+	MemoryBudget int64         `json:"memory_budget"`
+	MinDPI       float64       `json:"min_dpi"`
+	RequireICC   bool          `json:"require_icc"`
+	PrivateTags  string        `json:"private_tags"`
+	Undecodable  string        `json:"undecodable"`
+	DecodeAll    bool          `json:"decode_uncompressed"`
+	// RefuseSamples are the sample formats a policy refuses in masters
+	// (validate.SampleFormatNames).
+	RefuseSamples []string                 `json:"refuse_sample_formats"`
+	LOCODE        []string                 `json:"locode_files"`
+	HS            []string                 `json:"hs_files"`
+	VGMFloor      float64                  `json:"vgm_floor_kg"`
+	VGMMax        float64                  `json:"vgm_max_kg"`
+	Strict        bool                     `json:"strict_charset"`
+	EDIRetained   int64                    `json:"interchange_budget"`
+	Directory     validate.DirectoryPolicy `json:"edi_directory"`
+	Outbox        string                   `json:"contrl_outbox"`
 	// Replies: which a sender gets (see ingest.ReplyPolicy). ReplyParked
 	// is also read from the key contrl_parked, its name before APERAK.
 	ReplyMode       validate.ReplyMode            `json:"reply_mode"`
@@ -209,6 +212,7 @@ func (c *Config) bind(ctx context.Context, fs *flag.FlagSet, args []string, fiel
 			fs.BoolVar(&c.RequireICC, "require-icc", c.RequireICC, "color_profile must match an embedded ICC profile")
 			fs.StringVar(&c.PrivateTags, "private-tags", c.PrivateTags, "unrecognised TIFF tags: tolerate or reject")
 			fs.StringVar(&c.Undecodable, "undecodable", c.Undecodable, "encodings the decoder cannot read: warn or reject")
+			fs.Var((*listFlag)(&c.RefuseSamples), "refuse-sample-format", "refuse masters with samples in `FORMAT` as policy.sample-format (repeatable): uint, int, float, undefined, complex-int or complex-float")
 			fs.BoolVar(&c.DecodeAll, "decode-uncompressed", c.DecodeAll, "run the image decoder over uncompressed pages too (slower; the walk already proves them)")
 		}
 	}
@@ -283,7 +287,7 @@ func (c *Config) jsonSettings() (map[string]any, map[string]*time.Duration) {
 	known := map[string]any{
 		"redis_url": &c.RedisURL, "ledger": &c.Ledger, "concurrency": &c.Concurrency, "max_retry": &c.MaxRetry,
 		"poison_cap": &c.PoisonCap, "routing_budget": &c.RoutingTries, "pixel_budget": &c.PixelBudget, "memory_budget": &c.MemoryBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
-		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll,
+		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll, "refuse_sample_formats": &c.RefuseSamples,
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
 		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ReplyParked, "reply_parked": &c.ReplyParked, "reply_mode": &c.ReplyMode,
 		"reply_partners": &c.ReplyPartners, "reply_separators": &c.ReplySeparators, "ingest_roots": &c.IngestRoots,
@@ -384,6 +388,7 @@ func (c *Config) master() validate.MasterPolicy {
 	m.PixelBudget, m.MemoryBudget, m.PrivateTags, m.Undecodable = c.PixelBudget, c.MemoryBudget, c.PrivateTags, c.Undecodable
 	m.Rules.MinDPI, m.Rules.RequireICC = c.MinDPI, c.RequireICC
 	m.DecodeUncompressed = c.DecodeAll
+	m.RefuseSampleFormats = c.RefuseSamples
 	return m
 }
 
