@@ -75,8 +75,7 @@ func verifyBlocks(r io.ReaderAt, p *Page, strict bool) (ok bool, issues []blockI
 		if err != nil && (!errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errZlibHeader)) {
 			return true, nil, blockErr(p, off, "tiff.undecodable", err)
 		}
-		return true, nil, &TIFFError{Page: p.Index + 1, Offset: off, Code: "tiff.short-data",
-			Err: fmt.Errorf("%w: block %d decompresses to %d bytes, its rows need %d", ErrShortData, i, got, need)}
+		return true, nil, shortData(p, i, got, need)
 	}
 	if noEOI {
 		issues = append(issues, blockIssue{"tiff.lzw-no-eoi", "LZW data ends without an end-of-information code; all rows are present", p.Offset})

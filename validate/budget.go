@@ -326,23 +326,39 @@ func zlibHeader(r io.Reader) error {
 // checkInflate counts blocks [first, first+n) of p before they are
 // decoded: a block that decompresses to more than it may hold
 // (blockLimit) is refused with a *LimitError naming it, after at most
-// limit+1 bytes. Corrupt or short data is left to the decoder, which
-// reports it as it always has; a read error from the storage is returned.
+// limit+1 bytes. A block whose stream ends cleanly short of its rows is
+// refused as tiff.short-data; corrupt or truncated data is left to the
+// decoder, which reports it as it always has; a read error from the
+// storage is returned.
 func checkInflate(in *inflater, p *Page, first, n int) error {
 	if !inflatable(p) {
 		return nil
 	}
 	for i := first; i < first+n; i++ {
 		bound := blockBound(p, i)
-		got, _, _ := in.count(p, i, blockLimit(bound)+1)
+		got, _, cerr := in.count(p, i, blockLimit(bound)+1)
 		if in.ioErr != nil {
 			return in.ioErr
 		}
 		if err := overran(p, i, got, bound); err != nil {
 			return err
 		}
+		if need := blockNeed(p, i); cerr == nil && got < need {
+			// A stream that ends cleanly short of its rows. The decoder
+			// reads only the pixels inside the image, so a tile at the
+			// right or bottom edge would pass it; libtiff wants the whole
+			// tile ("Not enough data"), and so does Lazaret.
+			return shortData(p, i, got, need)
+		}
 	}
 	return nil
+}
+
+// shortData refuses block i of p, which decompresses to got bytes where
+// its rows need need.
+func shortData(p *Page, i int, got, need uint64) *TIFFError {
+	return &TIFFError{Page: p.Index + 1, Path: p.Path, Offset: int64(p.BlockOffsets[i]), Code: "tiff.short-data",
+		Err: fmt.Errorf("%w: block %d decompresses to %d bytes, its rows need %d", ErrShortData, i, got, need)}
 }
 
 // inflateError refuses block i of p, which decompresses past limit bytes.

@@ -203,8 +203,7 @@ func decodeLossless(r io.ReaderAt, p *Page, old bool, unit func(i int, piece []b
 		case got < need && rerr != nil && !errors.Is(rerr, io.ErrUnexpectedEOF):
 			return nil, blockErr(p, off, "tiff.undecodable", rerr)
 		case got < need:
-			return nil, &TIFFError{Page: p.Index + 1, Path: p.Path, Offset: off, Code: "tiff.short-data",
-				Err: fmt.Errorf("%w: block %d decompresses to %d bytes, its rows need %d", ErrShortData, i, got, need)}
+			return nil, shortData(p, i, got, need)
 		case errors.Is(rerr, io.ErrUnexpectedEOF) && p.Compression == 5:
 			noEOI = true
 		case errors.Is(rerr, io.ErrUnexpectedEOF):

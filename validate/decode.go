@@ -437,8 +437,8 @@ func decodePage(r io.ReaderAt, info *TIFFInfo, p *Page, pixelBudget, avail int64
 	if pr.ioErr != nil {
 		return nil, pr.ioErr
 	}
-	if le := (*LimitError)(nil); errors.Is(err, errOverBudget) || errors.As(err, &le) {
-		return nil, err // ours, not the decoder's
+	if le, te := (*LimitError)(nil), (*TIFFError)(nil); errors.Is(err, errOverBudget) || errors.As(err, &le) || errors.As(err, &te) {
+		return nil, err // ours (the counts of decodeBands), not the decoder's
 	}
 	var ue tiff.UnsupportedError
 	if errors.As(err, &ue) {
