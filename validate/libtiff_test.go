@@ -1,14 +1,12 @@
 package validate_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/lazaret/lazaret/internal/testenv"
@@ -20,42 +18,7 @@ import (
 // so the list only shrinks.
 var libtiffGaps = map[string]string{}
 
-// tiffinfo returns the path of libtiff's tiffinfo: required under CI,
-// skipped elsewhere when it is not installed.
-func tiffinfo(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("tiffinfo")
-	if err != nil {
-		if testenv.InCI() {
-			t.Fatal("tiffinfo (Debian libtiff-tools) is required in CI")
-		}
-		t.Skip("tiffinfo not installed (apt-get install libtiff-tools)")
-	}
-	return p
-}
-
 var dirHeader = regexp.MustCompile(`(?m)^=== TIFF directory \d+ ===$`)
-
-// libtiffDecodes runs `tiffinfo -D` over one directory (args: -N for main
-// page N, 0-based, or -o OFFSET for a SubIFD) and reports whether libtiff
-// read all its strips or tiles: exit status 0 and nothing on standard
-// error but warnings. It says nothing when libtiff does not even try
-// ("Cannot display data" and the like are errors too).
-func libtiffDecodes(t *testing.T, bin, file string, args ...string) bool {
-	cmd := exec.Command(bin, append(append([]string{"-D"}, args...), file)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil || !bytes.Contains(out, []byte("TIFF Directory at offset")) {
-		return false
-	}
-	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
-		if line != "" && !strings.Contains(line, "Warning") {
-			return false
-		}
-	}
-	return true
-}
 
 // TestDecodedPagesVersusLibtiff counts, over the corpus's good and edge
 // TIFFs (but those both libtiff and Lazaret refuse), the pages decoded to their pixels by Lazaret (CheckMaster's
@@ -65,7 +28,7 @@ func libtiffDecodes(t *testing.T, bin, file string, args ...string) bool {
 // refused by Lazaret as a whole (TestCorpusBadIsRefusedWithOffset); they
 // are counted for the record only.
 func TestDecodedPagesVersusLibtiff(t *testing.T) {
-	bin := tiffinfo(t)
+	bin := testenv.Tiffinfo(t)
 	var total struct{ lazaret, libtiff, lazaretSub, libtiffSub, badLibtiff int }
 	for _, sub := range []string{"good", "edge", "bad"} {
 		for _, f := range corpusFiles(t, sub) {
@@ -74,7 +37,7 @@ func TestDecodedPagesVersusLibtiff(t *testing.T) {
 			pages := len(dirHeader.FindAll(out, -1))
 			lib := 0
 			for n := 0; n < pages; n++ {
-				if libtiffDecodes(t, bin, f, "-"+strconv.Itoa(n)) {
+				if testenv.LibtiffDecodes(bin, f, "-"+strconv.Itoa(n)) {
 					lib++
 				}
 			}
@@ -97,7 +60,7 @@ func TestDecodedPagesVersusLibtiff(t *testing.T) {
 			}
 			if rep.Info != nil {
 				for _, p := range rep.Info.SubImages {
-					if libtiffDecodes(t, bin, f, "-o", strconv.FormatInt(p.Offset, 10)) {
+					if testenv.LibtiffDecodes(bin, f, "-o", strconv.FormatInt(p.Offset, 10)) {
 						libSub++
 					}
 				}
