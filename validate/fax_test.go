@@ -104,3 +104,41 @@ func TestFaxGroup3TwoD(t *testing.T) {
 		}
 	}
 }
+
+// TestFaxUncompressedMode: a row that enters uncompressed mode (T.4
+// annex A), which Lazaret does not decode (nor does libtiff), leaves the
+// page not decoded, at that row's byte, where the options tag allows the
+// mode (bit 1), and is an invalid code where it does not.
+func TestFaxUncompressedMode(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		comp  uint16
+		tag   uint16
+		strip []byte
+		at    int64 // the byte of the row's code, in the strip
+	}{
+		// Row 1 all white (V0); row 2 the 2-D extension 0000001, 111.
+		{"Group 4", 4, 293, faxCode("1 0000001 111"), 0},
+		// EOL; the 1-D extension 000000001, 111, where a white run's
+		// code should be.
+		{"Group 3 1-D", 3, 292, faxCode("000000000001 000000001 111"), 1},
+		// EOL, tag 1: white 8; EOL, tag 0: the 2-D extension.
+		{"Group 3 2-D", 3, 292, faxCode("000000000001 1 10011 000000000001 0 0000001 111"), 3},
+	} {
+		opts := uint32(2)
+		if c.name == "Group 3 2-D" {
+			opts |= 1
+		}
+		data, lay := dirs(t, fixtures.Image(8, 2, 1, 1, c.comp, 0, 2, 0, 0, [][]byte{c.strip}, fixtures.Longs(c.tag, opts)))
+		_, skipped, err := checkTIFF(data)
+		want := lay.Blocks["page 1"][0] + c.at
+		if err != nil || len(skipped) != 1 || !strings.Contains(skipped[0].Reason, "uncompressed mode") || skipped[0].Offset != want {
+			t.Errorf("%s, uncompressed mode allowed: %v %v, want not decoded at byte %d", c.name, err, skipped, want)
+		}
+		data, _ = dirs(t, fixtures.Image(8, 2, 1, 1, c.comp, 0, 2, 0, 0, [][]byte{c.strip}, fixtures.Longs(c.tag, opts&^2)))
+		if _, _, err := checkTIFF(data); !errors.Is(err, validate.ErrUndecodable) {
+			t.Errorf("%s, uncompressed mode not allowed: got %v, want undecodable", c.name, err)
+		}
+	}
+}
