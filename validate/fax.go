@@ -445,17 +445,20 @@ func faxRows(r io.ReaderAt, p *Page, avail int64, reason string, row func(block 
 
 // faxOwn names why CCITT page p is decoded here from the start instead of
 // first through golang.org/x/image/tiff; "" when it is not. That decoder
-// reads classic TIFF only, and it ignores T4Options: its Group 3 reader
-// takes every row for a one-dimensional one, so in two-dimensional data
-// (T4Options bit 0) it reads the tag bit after each EOL as the first bit
-// of a run's code, and refuses the page as "invalid code" or, where the
-// misread bits happen to form codes, renders other pixels than coded.
+// reads classic TIFF only, declines compression 2, and ignores T4Options:
+// its Group 3 reader takes every row for a one-dimensional one, so in
+// two-dimensional data (T4Options bit 0) it reads the tag bit after each
+// EOL as the first bit of a run's code, and refuses the page as "invalid
+// code" or, where the misread bits happen to form codes, renders other
+// pixels than coded.
 func faxOwn(info *TIFFInfo, p *Page) string {
 	switch {
 	case p.Compression != 2 && p.Compression != 3 && p.Compression != 4:
 		return ""
 	case info.BigTIFF:
 		return "the image decoder reads classic TIFF only (BigTIFF)"
+	case p.Compression == 2:
+		return "the image decoder does not read compression 2 (Modified Huffman)"
 	case p.Compression == 3 && p.T4Options&1 != 0:
 		return "the image decoder reads Group 3 one-dimensional coding only (T4Options bit 0 is set)"
 	case p.Compression == 3 && p.T4Options&2 != 0, p.Compression == 4 && p.T6Options&2 != 0:
