@@ -238,8 +238,9 @@ func (s storageReader) ReadAt(p []byte, off int64) (int, error) {
 // decodeOwn decodes the pages Lazaret decodes itself rather than through
 // golang.org/x/image/tiff: JPEG (compression 7) and old-style JPEG (6);
 // YCbCr; FillOrder 2 and old-style LZW data, and Group 3 2-D fax data,
-// which that decoder would misread; the CCITT pages faxOwn names. handled is false for every other page. What could not be
-// decoded is added to skipped; the block issues go to info.Warnings.
+// which that decoder would misread; the CCITT pages faxOwn names. handled
+// is false for every other page. What could not be decoded is added to
+// skipped; the block issues go to info.Warnings.
 func decodeOwn(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped *[]*UnsupportedError) (handled bool, err error) {
 	old := false
 	switch {

@@ -425,7 +425,7 @@ func faxRows(r io.ReaderAt, p *Page, avail int64, reason string, row func(block 
 			}
 			if errors.Is(err, errFaxUncompressed) && uncompressed {
 				return &UnsupportedError{Page: p.Index + 1, Path: p.Path, Offset: off + f.at(),
-					Reason: fmt.Sprintf("CCITT uncompressed mode (%s bit 1), in %s %d row %d, is not decoded", optionsTag(p), blockWord(p), i, y+1)}, nil
+					Reason: fmt.Sprintf("%s; %s %d row %d is in CCITT uncompressed mode, which is not decoded", reason, blockWord(p), i, y+1)}, nil
 			}
 			if errors.Is(err, errFaxUncompressed) {
 				err = fmt.Errorf("%w: uncompressed mode, which %s does not allow", errFaxCode, optionsTag(p))
