@@ -240,9 +240,10 @@ func (s storageReader) ReadAt(p []byte, off int64) (int, error) {
 
 // decodeOwn decodes the pages Lazaret decodes itself rather than through
 // golang.org/x/image/tiff: JPEG (compression 7) and old-style JPEG (6);
-// YCbCr; FillOrder 2 and old-style LZW data, which that decoder would
-// misread. handled is false for every other page. What could not be
-// decoded is added to skipped; the block issues go to info.Warnings.
+// YCbCr; FillOrder 2 and old-style LZW data, and Group 3 2-D fax data,
+// which that decoder would misread; the CCITT pages faxOwn names. handled
+// is false for every other page. What could not be decoded is added to
+// skipped; the block issues go to info.Warnings.
 func decodeOwn(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped *[]*UnsupportedError) (handled bool, err error) {
 	old := false
 	switch {
@@ -252,10 +253,8 @@ func decodeOwn(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped *[]*
 		return true, decodeOldJPEG(r, info, p, avail, skipped)
 	case p.Compression == 50001:
 		return true, decodeWebP(r, p, avail)
-	case info.BigTIFF && (p.Compression == 2 || p.Compression == 3 || p.Compression == 4):
-		// x/image/tiff reads classic TIFF only: Lazaret's fax decoder
-		// reads the blocks of a BigTIFF page as well.
-		u, err := decodeFax(r, p, avail, "BigTIFF")
+	case faxOwn(info, p) != "":
+		u, err := decodeFax(r, p, avail, faxOwn(info, p))
 		if u != nil {
 			*skipped = append(*skipped, u)
 		}

@@ -181,7 +181,29 @@ func (f *faxBits) code(t *faxTable) int {
 var (
 	errFaxCode = errors.New("invalid CCITT code")
 	errFaxEnd  = errors.New("CCITT data ends before the row does")
+	// errFaxUncompressed: the code that enters uncompressed mode (T.4
+	// annex A), which this decoder does not decode, as libtiff does not.
+	errFaxUncompressed = errors.New("CCITT uncompressed mode")
 )
+
+// extension reports whether an extension code is next, where a run's
+// code (000000001xxx) or a mode code (0000001xxx) should be, and reads
+// nothing: its err is errFaxUncompressed for xxx = 111 and errFaxCode for
+// the others, which T.4 reserves.
+func (f *faxBits) extension(twoD bool) (found bool, err error) {
+	n, prefix := uint(12), uint32(1) // 000000001 xxx
+	if twoD {
+		n = 10 // 0000001 xxx
+	}
+	v, ok := f.peek(n)
+	switch {
+	case !ok || v>>3 != prefix:
+		return false, nil
+	case v&7 == 7:
+		return true, errFaxUncompressed
+	}
+	return true, errFaxCode
+}
 
 // run reads one run length: make-up codes, then a terminating code.
 func (f *faxBits) run(black bool) (int, error) {
@@ -193,6 +215,9 @@ func (f *faxBits) run(black bool) (int, error) {
 	for {
 		v := f.code(t)
 		if v < 0 {
+			if found, err := f.extension(false); found {
+				return 0, err
+			}
 			if _, ok := f.peek(t.maxLen); !ok {
 				return 0, errFaxEnd
 			}
@@ -292,6 +317,9 @@ func (l *faxLine) twoD(f *faxBits) error {
 		if k+1 < len(l.ref) {
 			b2 = l.ref[k+1]
 		}
+		if found, err := f.extension(true); found {
+			return err
+		}
 		m := f.code(faxMode)
 		switch {
 		case m < 0:
@@ -340,8 +368,10 @@ func (l *faxLine) next() {
 
 // decodeFax decodes every strip or tile of a CCITT page; what golang.org
 // x/image/ccitt could not (reason) is retried here. A row that does not
-// decode is refused at its byte; one this decoder cannot read either
-// (T.4 uncompressed mode) leaves the page not decoded.
+// decode is refused at its byte; one in uncompressed mode, which this
+// decoder does not read, leaves the page not decoded where T4Options or
+// T6Options allow that mode (bit 1), and is refused as an invalid code
+// where they do not.
 func decodeFax(r io.ReaderAt, p *Page, avail int64, reason string) (*UnsupportedError, error) {
 	return faxRows(r, p, avail, reason, nil)
 }
@@ -350,9 +380,7 @@ func decodeFax(r io.ReaderAt, p *Page, avail int64, reason string) (*Unsupported
 // elements (the columns where white turns black, black white, ...,
 // ending at the width).
 func faxRows(r io.ReaderAt, p *Page, avail int64, reason string, row func(block int, y uint64, changes []int)) (*UnsupportedError, error) {
-	if p.T4Options&2 != 0 || p.T6Options&2 != 0 {
-		return &UnsupportedError{Page: p.Index + 1, Path: p.Path, Offset: p.Offset, Reason: reason + "; uncompressed mode is not decoded"}, nil
-	}
+	uncompressed := (p.Compression == 3 && p.T4Options&2 != 0) || (p.Compression == 4 && p.T6Options&2 != 0)
 	for i := range p.BlockOffsets {
 		off := int64(p.BlockOffsets[i])
 		f := &faxBits{r: bufio.NewReaderSize(io.NewSectionReader(storageReader{r}, off, int64(p.BlockCounts[i])), 16<<10), lsb: p.FillOrder == 2}
@@ -395,6 +423,13 @@ func faxRows(r io.ReaderAt, p *Page, avail int64, reason string, row func(block 
 				return nil, &LimitError{Page: p.Index + 1, Path: p.Path, Tag: blockTag(p), Offset: off + f.at(), What: "memory",
 					Have: int64(len(l.cur)) * 16, Limit: avail}
 			}
+			if errors.Is(err, errFaxUncompressed) && uncompressed {
+				return &UnsupportedError{Page: p.Index + 1, Path: p.Path, Offset: off + f.at(),
+					Reason: fmt.Sprintf("%s; %s %d row %d is in CCITT uncompressed mode, which is not decoded", reason, blockWord(p), i, y+1)}, nil
+			}
+			if errors.Is(err, errFaxUncompressed) {
+				err = fmt.Errorf("%w: uncompressed mode, which %s does not allow", errFaxCode, optionsTag(p))
+			}
 			if err != nil {
 				cause, code := error(ErrUndecodable), "tiff.undecodable"
 				if errors.Is(err, errFaxEnd) {
@@ -406,4 +441,38 @@ func faxRows(r io.ReaderAt, p *Page, avail int64, reason string, row func(block 
 		}
 	}
 	return nil, nil
+}
+
+// faxOwn names why CCITT page p is decoded here from the start instead of
+// first through golang.org/x/image/tiff; "" when it is not. That decoder
+// reads classic TIFF only, declines compression 2, and ignores T4Options:
+// its Group 3 reader takes every row for a one-dimensional one, so in
+// two-dimensional data (T4Options bit 0) it reads the tag bit after each
+// EOL as the first bit of a run's code, and refuses the page as "invalid
+// code" or, where the misread bits happen to form codes, renders other
+// pixels than coded.
+func faxOwn(info *TIFFInfo, p *Page) string {
+	switch {
+	case p.Compression != 2 && p.Compression != 3 && p.Compression != 4:
+		return ""
+	case info.BigTIFF:
+		return "the image decoder reads classic TIFF only (BigTIFF)"
+	case p.Compression == 2:
+		return "the image decoder does not read compression 2 (Modified Huffman)"
+	case p.Compression == 3 && p.T4Options&1 != 0:
+		return "the image decoder reads Group 3 one-dimensional coding only (T4Options bit 0 is set)"
+	case p.Compression == 3 && p.T4Options&2 != 0, p.Compression == 4 && p.T6Options&2 != 0:
+		// Uncompressed mode is allowed: that decoder calls its entry code
+		// an invalid code, where this one tells it apart.
+		return "the image decoder does not read uncompressed mode (" + optionsTag(p) + " bit 1 is set)"
+	}
+	return ""
+}
+
+// optionsTag names the options tag of CCITT page p.
+func optionsTag(p *Page) string {
+	if p.Compression == 4 {
+		return "T6Options"
+	}
+	return "T4Options"
 }

@@ -1,15 +1,16 @@
 package validate_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"text/tabwriter"
 
 	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/validate"
@@ -20,42 +21,7 @@ import (
 // so the list only shrinks.
 var libtiffGaps = map[string]string{}
 
-// tiffinfo returns the path of libtiff's tiffinfo: required under CI,
-// skipped elsewhere when it is not installed.
-func tiffinfo(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("tiffinfo")
-	if err != nil {
-		if testenv.InCI() {
-			t.Fatal("tiffinfo (Debian libtiff-tools) is required in CI")
-		}
-		t.Skip("tiffinfo not installed (apt-get install libtiff-tools)")
-	}
-	return p
-}
-
 var dirHeader = regexp.MustCompile(`(?m)^=== TIFF directory \d+ ===$`)
-
-// libtiffDecodes runs `tiffinfo -D` over one directory (args: -N for main
-// page N, 0-based, or -o OFFSET for a SubIFD) and reports whether libtiff
-// read all its strips or tiles: exit status 0 and nothing on standard
-// error but warnings. It says nothing when libtiff does not even try
-// ("Cannot display data" and the like are errors too).
-func libtiffDecodes(t *testing.T, bin, file string, args ...string) bool {
-	cmd := exec.Command(bin, append(append([]string{"-D"}, args...), file)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil || !bytes.Contains(out, []byte("TIFF Directory at offset")) {
-		return false
-	}
-	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
-		if line != "" && !strings.Contains(line, "Warning") {
-			return false
-		}
-	}
-	return true
-}
 
 // TestDecodedPagesVersusLibtiff counts, over the corpus's good and edge
 // TIFFs (but those both libtiff and Lazaret refuse), the pages decoded to their pixels by Lazaret (CheckMaster's
@@ -65,7 +31,7 @@ func libtiffDecodes(t *testing.T, bin, file string, args ...string) bool {
 // refused by Lazaret as a whole (TestCorpusBadIsRefusedWithOffset); they
 // are counted for the record only.
 func TestDecodedPagesVersusLibtiff(t *testing.T) {
-	bin := tiffinfo(t)
+	bin := testenv.Tiffinfo(t)
 	var total struct{ lazaret, libtiff, lazaretSub, libtiffSub, badLibtiff int }
 	for _, sub := range []string{"good", "edge", "bad"} {
 		for _, f := range corpusFiles(t, sub) {
@@ -74,7 +40,7 @@ func TestDecodedPagesVersusLibtiff(t *testing.T) {
 			pages := len(dirHeader.FindAll(out, -1))
 			lib := 0
 			for n := 0; n < pages; n++ {
-				if libtiffDecodes(t, bin, f, "-"+strconv.Itoa(n)) {
+				if testenv.LibtiffDecodes(bin, f, "-"+strconv.Itoa(n)) {
 					lib++
 				}
 			}
@@ -97,7 +63,7 @@ func TestDecodedPagesVersusLibtiff(t *testing.T) {
 			}
 			if rep.Info != nil {
 				for _, p := range rep.Info.SubImages {
-					if libtiffDecodes(t, bin, f, "-o", strconv.FormatInt(p.Offset, 10)) {
+					if testenv.LibtiffDecodes(bin, f, "-o", strconv.FormatInt(p.Offset, 10)) {
 						libSub++
 					}
 				}
@@ -123,4 +89,107 @@ func TestDecodedPagesVersusLibtiff(t *testing.T) {
 	if total.lazaret < total.libtiff || total.lazaretSub < total.libtiffSub {
 		t.Errorf("Lazaret decodes %d pages and %d SubIFD images, libtiff %d and %d", total.lazaret, total.lazaretSub, total.libtiff, total.libtiffSub)
 	}
+}
+
+// libtiffVerdictGaps are the corpus files libtiff reads whole (tiffcp -c
+// none) and Lazaret calls structurally broken, and why that is right. The
+// test fails on any other such file, and when a file here is no longer
+// one, so the list only shrinks or grows with a reason.
+//
+// libtiff's tools report much damage as warnings and carry on: a tag whose
+// value lies past the end of the file is dropped ("IO error during reading
+// ...; tag ignored"), an IFD chain that loops is cut where it loops, and
+// tiffcp never visits SubIFDs. Lazaret refuses all three: in a
+// preservation master a lost tag is lost information, and a looping chain
+// leaves unknown which pages the file meant to hold.
+var libtiffVerdictGaps = map[string]string{
+	"pillow-child_ifd_jpeg.tiff":                "its child (SubIFD) image lacks ImageLength; tiffcp skips SubIFDs, tiffinfo -D reports the missing field and fails (edgeDecisions)",
+	"goimage-invalid-palette-ref.tiff":          "XResolution and YResolution point past the end of the file; libtiff ignores both tags with a warning",
+	"libtiff-test_ifd_loop_subifd.tif":          "a SubIFD chain loops; libtiff stops at the loop with a warning",
+	"libtiff-test_ifd_loop_to_first.tif":        "the IFD chain loops back to page 1; libtiff stops at the loop with a warning",
+	"libtiff-test_ifd_loop_to_self.tif":         "the IFD chain loops; libtiff stops at the loop with a warning",
+	"pillow-multipage_multiple_frame_loop.tiff": "the IFD chain loops back to page 1; libtiff stops at the loop with a warning",
+	"pillow-multipage_single_frame_loop.tiff":   "the IFD chain loops back to page 1; libtiff stops at the loop with a warning",
+}
+
+// lazaretVerdict is CheckMaster's verdict in a word: "broken" for a
+// structural failure (*TIFFError), "over a limit" (*LimitError), "refused"
+// for any other error (policy, format), "reads it" with every page
+// decoded, "reads it, N of M pages decoded" otherwise.
+func lazaretVerdict(rep *validate.Report, err error) string {
+	var te *validate.TIFFError
+	var le *validate.LimitError
+	switch {
+	case errors.As(err, &te):
+		return "broken"
+	case errors.As(err, &le):
+		return "over a limit"
+	case err != nil:
+		return "refused"
+	case rep.Decoded < rep.Pages:
+		return fmt.Sprintf("reads it, %d of %d pages decoded", rep.Decoded, rep.Pages)
+	}
+	return "reads it"
+}
+
+// TestVerdictVersusLibtiff sets CheckMaster's verdict (DefaultMasterPolicy)
+// on every TIFF of the corpus, good, edge and bad, beside libtiff's:
+// whether `tiffcp -c none` reads all of the file. It logs a table of the
+// files on which they disagree, and fails where libtiff reads a file that
+// Lazaret calls structurally broken, unless libtiffVerdictGaps says why.
+func TestVerdictVersusLibtiff(t *testing.T) {
+	bin := testenv.Tiffcp(t)
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "file\tlibtiff says\tLazaret says\tLazaret's error\twhy Lazaret is right (libtiffVerdictGaps)")
+	var files, disagree int
+	for _, sub := range []string{"good", "edge", "bad"} {
+		for _, f := range corpusFiles(t, sub) {
+			files++
+			name := sub + "/" + filepath.Base(f)
+			libOK, msg := testenv.LibtiffCopies(bin, f, t.TempDir())
+			lib := "reads it"
+			if !libOK {
+				lib = "tiffcp fails: " + firstError(msg)
+			}
+			rep, err := validate.CheckMaster(context.Background(), f, nil, validate.DefaultMasterPolicy())
+			laz := lazaretVerdict(rep, err)
+			lazOK := strings.HasPrefix(laz, "reads it")
+			why, gap := libtiffVerdictGaps[filepath.Base(f)]
+			broken := libOK && laz == "broken"
+			switch {
+			case broken && !gap:
+				t.Errorf("%s: libtiff reads it, Lazaret calls it broken: %v", name, err)
+			case !broken && gap:
+				t.Errorf("%s: recorded in libtiffVerdictGaps (%s) but Lazaret %s: drop it", name, why, laz)
+			}
+			if libOK == lazOK {
+				continue
+			}
+			disagree++
+			e := ""
+			if err != nil {
+				e = err.Error()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, lib, laz, e, why)
+		}
+	}
+	tw.Flush()
+	t.Logf("%d of %d corpus TIFFs where libtiff and Lazaret disagree:\n%s", disagree, files, table.String())
+}
+
+// firstError is the first line of libtiff's standard error that is not a
+// warning, the file's path left out.
+func firstError(stderr string) string {
+	for _, line := range strings.Split(stderr, "\n") {
+		if line != "" && !strings.Contains(line, "Warning") {
+			if i := strings.LastIndex(line, ".tif: "); i >= 0 {
+				line = line[i+len(".tif: "):]
+			} else if i := strings.LastIndex(line, ".tiff: "); i >= 0 {
+				line = line[i+len(".tiff: "):]
+			}
+			return line
+		}
+	}
+	return "(exit status only)"
 }
