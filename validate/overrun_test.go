@@ -14,20 +14,6 @@ import (
 	"github.com/lazaret/lazaret/validate"
 )
 
-// libtiffTool returns the path of one of libtiff's tools: required under
-// CI, skipped elsewhere when it is not installed.
-func libtiffTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if testenv.InCI() {
-			t.Fatalf("%s (Debian libtiff-tools) is required in CI", name)
-		}
-		t.Skipf("%s not installed (apt-get install libtiff-tools)", name)
-	}
-	return p
-}
-
 // TestOverrunningStripsReadAsLibtiffReads makes, with libtiff's own tools,
 // the quirk of older encoders: a strip whose LZW, Deflate or PackBits data
 // decodes past the rows it holds (tiffcp writes the corpus page as one
@@ -40,7 +26,7 @@ func libtiffTool(t *testing.T, name string) string {
 // disagreement, by design.
 func TestOverrunningStripsReadAsLibtiffReads(t *testing.T) {
 	t.Parallel()
-	tiffcp, tiffset, tiffinfo := libtiffTool(t, "tiffcp"), libtiffTool(t, "tiffset"), libtiffTool(t, "tiffinfo")
+	tiffcp, tiffset, tiffinfo := testenv.Tiffcp(t), testenv.Tiffset(t), testenv.Tiffinfo(t)
 	src := filepath.Join(testenv.Corpus(t, "tiff", "good"), "goimage-video-001-gray.tiff") // 150x103 grey
 	const width, height = 150, 103
 	cases := []struct {
@@ -65,7 +51,7 @@ func TestOverrunningStripsReadAsLibtiffReads(t *testing.T) {
 			run(tiffcp, "-c", codec, "-r", "1000", src, f)
 			run(tiffset, "-s", "257", strconv.Itoa(tc.rows), f)
 			run(tiffset, "-s", "278", strconv.Itoa(tc.rows), f)
-			if !libtiffDecodes(t, tiffinfo, f) {
+			if !testenv.LibtiffDecodes(tiffinfo, f) {
 				t.Fatalf("%s: libtiff does not decode it; the test's premise is wrong", name)
 			}
 			for _, decode := range []bool{false, true} {

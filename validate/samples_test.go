@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -35,7 +36,7 @@ func sampleImage(t *testing.T, bps, sf int) []byte {
 // refused (libtiff reads them as bytes: the one disagreement, by design).
 func TestWideAndComplexSamplesAsLibtiff(t *testing.T) {
 	t.Parallel()
-	tiffcp, tiffinfo := libtiffTool(t, "tiffcp"), libtiffTool(t, "tiffinfo")
+	tiffcp, tiffinfo := testenv.Tiffcp(t), testenv.Tiffinfo(t)
 	dir := t.TempDir()
 	for _, s := range []struct{ bps, sf int }{{32, 6}, {64, 6}, {128, 6}, {32, 5}, {64, 5}, {128, 5}, {128, 3}, {128, 1}, {96, 6}} {
 		src := filepath.Join(dir, fmt.Sprintf("bps%d-sf%d.tif", s.bps, s.sf))
@@ -51,7 +52,7 @@ func TestWideAndComplexSamplesAsLibtiff(t *testing.T) {
 			files = append(files, out)
 		}
 		for _, f := range files {
-			if !libtiffDecodes(t, tiffinfo, f) {
+			if !testenv.LibtiffDecodes(tiffinfo, f) {
 				t.Fatalf("%s: libtiff does not decode it; the test's premise is wrong", filepath.Base(f))
 			}
 			for _, decode := range []bool{false, true} {

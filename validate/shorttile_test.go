@@ -91,7 +91,7 @@ func deflateOf(n int) []byte {
 // it pass), in contiguous and in separate planes. A whole tile passes.
 func TestShortTilesAsLibtiff(t *testing.T) {
 	t.Parallel()
-	tiffcp, tiffinfo := libtiffTool(t, "tiffcp"), libtiffTool(t, "tiffinfo")
+	tiffcp, tiffinfo := testenv.Tiffcp(t), testenv.Tiffinfo(t)
 	dir := t.TempDir()
 	// 150x103 RGB in 64x64 tiles: 3 across, 2 down (6 a plane).
 	src := filepath.Join(testenv.Corpus(t, "tiff", "good"), "goimage-video-001.tiff")
@@ -131,7 +131,7 @@ func TestShortTilesAsLibtiff(t *testing.T) {
 					t.Fatal(err)
 				}
 				whole := tc.n == tileBytes
-				if lib := libtiffDecodes(t, tiffinfo, f); lib != whole {
+				if lib := testenv.LibtiffDecodes(tiffinfo, f); lib != whole {
 					t.Fatalf("%s: libtiff decodes it: %v; the test's premise is wrong", name, lib)
 				}
 				for _, decode := range []bool{false, true} {

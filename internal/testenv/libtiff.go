@@ -29,6 +29,9 @@ func Tiffinfo(t testing.TB) string { t.Helper(); return libtiffTool(t, "tiffinfo
 // Tiffcp returns the path of libtiff's tiffcp.
 func Tiffcp(t testing.TB) string { t.Helper(); return libtiffTool(t, "tiffcp") }
 
+// Tiffset returns the path of libtiff's tiffset.
+func Tiffset(t testing.TB) string { t.Helper(); return libtiffTool(t, "tiffset") }
+
 // LibtiffDecodes runs `tiffinfo -D` (bin) over file (args: -N for main
 // page N, 0-based, or -o OFFSET for a SubIFD; none for every page) and
 // reports whether libtiff read all the strips or tiles it was asked for:
