@@ -156,6 +156,49 @@ func TestReplayAndDiscard(t *testing.T) {
 	}
 }
 
+// TestDiscardRecordsBeforeItDeletes: a discard writes its del event
+// before it deletes the broker's copy, so a ledger that refuses the write
+// leaves the item parked and open (the operator is told, nothing is lost);
+// deleting first would leave a failure the ledger still calls open with
+// no task behind it. Once the ledger is back, the discard goes through.
+func TestDiscardRecordsBeforeItDeletes(t *testing.T) {
+	b := setup(t, fastPolicy())
+	b.start()
+	ctx := context.Background()
+	path, sha := b.file("m.tif", master(t, goodPage))
+	env := b.envelope("discard-cut", path, sha)
+	env.Item.ResolutionDPI = "abc"
+	b.enqueue(env)
+	b.settled(env.CorrelationID, 10*time.Second)
+	fs, err := ingest.Failures(ctx, b.ledger, ingest.FailureFilter{Destination: premis.Quarantined})
+	if err != nil || len(fs) != 1 || fs[0].Destination != premis.Quarantined {
+		t.Fatalf("open failures %+v (%v), want one quarantined", fs, err)
+	}
+	held := ingest.HeldTaskID(fs[0].Key)
+	if _, err := b.insp.GetTaskInfo(ingest.QueueQuarantine, held); err != nil {
+		t.Fatalf("no parked task %s: %v", held, err)
+	}
+	ops := b.ops()
+	cut := &flakyLedger{Ledger: b.ledger}
+	cut.fail.Store(1 << 20)
+	ops.Ledger = cut
+	if _, err := ops.Discard(ctx, fs[0].ID, "ana", "duplicate", false); err == nil {
+		t.Fatal("a discard whose del event was refused reported success")
+	}
+	if _, err := b.insp.GetTaskInfo(ingest.QueueQuarantine, held); err != nil {
+		t.Errorf("the ledger refused the discard, yet the parked task is gone: %v", err)
+	}
+	if open, _ := ingest.Failures(ctx, b.ledger, ingest.FailureFilter{Destination: premis.Quarantined}); len(open) != 1 {
+		t.Errorf("%d open failures after a refused discard, want 1", len(open))
+	}
+	if _, err := b.ops().Discard(ctx, fs[0].ID, "ana", "duplicate", false); err != nil {
+		t.Fatalf("discard with the ledger back: %v", err)
+	}
+	if _, err := b.insp.GetTaskInfo(ingest.QueueQuarantine, held); err == nil {
+		t.Error("discarded, yet the parked task is still there")
+	}
+}
+
 // TestArchivedReplaySucceedsOnceEvenAfterRedisLostIt: a dead letter whose
 // archived task was deleted behind Lazaret's back is still listed (from the
 // ledger) and replayable (from the envelope in its event).
