@@ -334,6 +334,47 @@ func TestRedeliveryDoesNotAddEvents(t *testing.T) {
 	b.recordedOnce(good, bad)
 }
 
+// TestRedeliveryKeepsTheRecordedDecision: a task decided by one delivery
+// and delivered again (a lost ack) must find that decision and repeat only
+// its broker step, not validate again: here the file was swapped in
+// between, so validating again would decide a second time (a fixity
+// failure on top of the acceptance) for one task. Both the accepted and
+// the quarantined item keep their one decision.
+func TestRedeliveryKeepsTheRecordedDecision(t *testing.T) {
+	b := setup(t, fastPolicy())
+	ctx := context.Background()
+	goodPath, goodSHA := b.file("good.tif", master(t, goodPage))
+	badPath, badSHA := b.file("bad.tif", master(t, goodPage))
+	good := b.envelope("decided-then-swapped", goodPath, goodSHA)
+	bad := b.envelope("parked-then-swapped", badPath, badSHA)
+	bad.Item.ResolutionDPI = "abc"
+	for _, tc := range []struct {
+		env  *ingest.Envelope
+		path string
+		want string
+	}{{good, goodPath, ",,,accept"}, {bad, badPath, "quarantine"}} {
+		payload, _ := tc.env.Encode()
+		task := asynq.NewTask(ingest.TypeValidate, payload)
+		first := tc.env.ObjectID + ": first delivery"
+		if err := b.worker.HandleValidate(ctx, task); err != nil && tc.want != "quarantine" {
+			t.Fatalf("%s: %v", first, err)
+		}
+		if got := destinations(b.events(tc.env.CorrelationID)); got != tc.want {
+			t.Fatalf("%s: events %s, want %s", first, got, tc.want)
+		}
+		if err := os.WriteFile(tc.path, []byte("II*\x00 not the file that was decided on"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b.worker.HandleValidate(ctx, task) // the same task, delivered again
+		if got := destinations(b.events(tc.env.CorrelationID)); got != tc.want {
+			t.Errorf("%s: after a redelivery events %s, want %s: the task was decided twice", tc.env.ObjectID, got, tc.want)
+		}
+	}
+	if q, _ := b.insp.ListPendingTasks(ingest.QueueQuarantine); len(q) != 1 {
+		t.Errorf("%d parked copies, want 1", len(q))
+	}
+}
+
 func TestUndecodablePayloadIsArchivedWithEvent(t *testing.T) {
 	b := setup(t, fastPolicy())
 	b.start()
