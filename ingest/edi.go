@@ -148,7 +148,7 @@ func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*prem
 		ev.Note = fmt.Sprintf("message %s (%s) at byte %d: %s", m.Ref, m.Type, m.Offset, m.Err)
 		ev.Note = joinNote(dec.Note, ev.Note, r.sent.noteFor(m.Number))
 		events = append(events, ev)
-		if dec.Destination == premis.Quarantined || dec.Destination == premis.AuditHold {
+		if dec.Destination.Parked() {
 			parcels = append(parcels, parcel{menv, ev})
 			r.parkedN++
 		}

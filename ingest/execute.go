@@ -320,7 +320,7 @@ func (w *Worker) plan(ctx context.Context, r *result, yield func([]*premis.Event
 	ev := w.failureEvent(r.d, r.d.env, r.rep, r.cause, r.decision)
 	ev.Note = joinNote(ev.Note, r.sent.noteFor(0))
 	var parcels []parcel
-	if ev.Destination == premis.Quarantined || ev.Destination == premis.AuditHold {
+	if ev.Destination.Parked() {
 		parcels = append(parcels, parcel{r.d.env, ev})
 	}
 	return yield([]*premis.Event{ev}, parcels)
@@ -367,7 +367,7 @@ func warningText(ws []validate.Warning) string {
 
 // deliveryEvent is newEvent for this delivery's attempt and task.
 func (w *Worker) deliveryEvent(d *delivery, env *Envelope, t premis.EventType) *premis.Event {
-	ev := w.newEvent(env, t, d.attempt, d.taskID)
+	ev := newEvent(env, t, d.attempt, d.taskID, w.Software)
 	ev.Retries = d.retried
 	return ev
 }
@@ -387,7 +387,7 @@ func (w *Worker) failureEvent(d *delivery, env *Envelope, rep *validate.Report, 
 			t = premis.FormatIdentification
 		}
 	}
-	if dec.Destination == premis.Quarantined || dec.Destination == premis.AuditHold {
+	if dec.Destination.Parked() {
 		t = premis.Quarantine
 	}
 	ev := w.deliveryEvent(d, env, t)

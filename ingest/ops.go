@@ -192,8 +192,7 @@ type Operator struct {
 
 // brokerTask is where the broker holds a failure: the queue and task id.
 func brokerTask(f Failure) (queue, id string) {
-	switch f.Destination {
-	case premis.Quarantined, premis.AuditHold:
+	if f.Destination.Parked() {
 		return QueueFor(f.Destination), HeldTaskID(f.Key)
 	}
 	return QueueIngest, f.TaskID
@@ -259,11 +258,9 @@ func replayType(dest premis.Destination) premis.EventType {
 
 // operatorEvent starts an event about failure f by a person.
 func (o *Operator) operatorEvent(f Failure, t premis.EventType, operator string) *premis.Event {
-	return &premis.Event{
-		Key: resolutionKey(f), Type: t, Outcome: premis.Success, ObjectID: f.ObjectID, BatchID: f.BatchID,
-		CorrelationID: f.CorrelationID, Kind: f.Kind, SHA256: f.SHA256, Size: f.Size, Path: f.Path, Attempt: f.Attempt,
-		TaskID: f.TaskID, ReplayOf: f.ID, Agent: o.Software.ID(), Operator: operator,
-	}
+	ev := newEvent(subjectOf(f.Event), t, f.Attempt, f.TaskID, o.Software)
+	ev.Key, ev.Outcome, ev.ReplayOf, ev.Operator = resolutionKey(f), premis.Success, f.ID, operator
+	return ev
 }
 
 // record appends an operator's event as the resolution of its failure. If

@@ -38,13 +38,13 @@ func batchEvent(m *validate.Manifest, sw premis.Software, at time.Time) *premis.
 	}
 	digest := hex.EncodeToString(h.Sum(nil))
 	fact, _ := json.Marshal(batchFact{BatchID: m.BatchID, Submitter: m.Submitter, Items: len(m.Items)})
-	return &premis.Event{
-		Key: premis.EventKey("batch/"+m.BatchID, digest, premis.IngestionStart, 1), Type: premis.IngestionStart, DateTime: at,
-		Outcome: premis.Success, ObjectID: m.BatchID, BatchID: m.BatchID, CorrelationID: "batch/" + m.BatchID, Kind: KindBatch,
-		SHA256: digest, Agent: sw.ID(), Operator: m.Submitter,
-		Detail:   fmt.Sprintf("batch %s submitted: %d items expected", m.BatchID, len(m.Items)),
-		Envelope: fact,
-	}
+	batch := &Envelope{ObjectID: m.BatchID, BatchID: m.BatchID, CorrelationID: "batch/" + m.BatchID, Kind: KindBatch, SHA256: digest}
+	ev := newEvent(batch, premis.IngestionStart, 0, "", sw) // a batch has no attempts
+	ev.Key = premis.EventKey(batch.CorrelationID, digest, premis.IngestionStart, 1)
+	ev.DateTime, ev.Outcome, ev.Operator = at, premis.Success, m.Submitter
+	ev.Detail = fmt.Sprintf("batch %s submitted: %d items expected", m.BatchID, len(m.Items))
+	ev.Envelope = fact
+	return ev
 }
 
 // Progress is how far a batch has come, from the ledger: its items (the

@@ -316,18 +316,17 @@ func (o *Operator) reconcileOne(ctx context.Context, ti *asynq.TaskInfo, dryRun 
 			class, code = premis.Transient, "worker.lease-expired"
 		}
 	}
-	ev := &premis.Event{
-		Key:  premis.EventKey(corr+"/broker-archived/"+ti.ID, sha, premis.Validation, attempt),
-		Type: premis.Validation, Outcome: premis.Failure, Class: class, Code: code, Destination: premis.DeadLetter,
-		Message: "archived by the broker without a recorded outcome: " + ti.LastErr,
-		Note:    fmt.Sprintf("found in the archived set after %d retries (last error: %s); recorded by reconciliation", ti.Retried, ti.LastErr),
-		Detail:  "broker reconciliation: archived task with no ledger event", ObjectID: object, CorrelationID: corr,
-		SHA256: sha, Attempt: attempt, Retries: ti.Retried, TaskID: ti.ID, Agent: o.Software.ID(), Kind: "task",
-		Envelope: capped(ti.Payload),
+	subject := env
+	if subject == nil {
+		subject = &Envelope{ObjectID: object, CorrelationID: corr, SHA256: sha, Kind: "task"}
 	}
-	if env != nil {
-		ev.BatchID, ev.Kind, ev.Size, ev.Path, ev.ReplayOf = env.BatchID, env.Kind, env.Size, env.Path, env.ReplayOf
-	}
+	ev := newEvent(subject, premis.Validation, attempt, ti.ID, o.Software)
+	ev.Key = premis.EventKey(corr+"/broker-archived/"+ti.ID, sha, premis.Validation, attempt)
+	ev.Outcome, ev.Class, ev.Code, ev.Destination, ev.Retries = premis.Failure, class, code, premis.DeadLetter, ti.Retried
+	ev.Message = "archived by the broker without a recorded outcome: " + ti.LastErr
+	ev.Note = fmt.Sprintf("found in the archived set after %d retries (last error: %s); recorded by reconciliation", ti.Retried, ti.LastErr)
+	ev.Detail = "broker reconciliation: archived task with no ledger event"
+	ev.Envelope = capped(ti.Payload)
 	ins, err := o.Ledger.Append(ctx, ev)
 	if err != nil {
 		return false, err

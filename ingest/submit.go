@@ -296,14 +296,12 @@ func replayChanged(ctx context.Context, opt SubmitOptions, m *validate.Manifest,
 // submissionEvent records that env was submitted: an ins event with the
 // envelope, so the ledger alone can enqueue it again.
 func submissionEvent(env *Envelope, sw premis.Software, at time.Time) *premis.Event {
-	return &premis.Event{
-		Key: premis.EventKey(env.CorrelationID, env.SHA256, premis.IngestionStart, env.Attempt), Type: premis.IngestionStart,
-		DateTime: at, Outcome: premis.Success, Destination: premis.Submitted, ObjectID: env.ObjectID, BatchID: env.BatchID,
-		CorrelationID: env.CorrelationID, Kind: env.Kind, SHA256: env.SHA256, Size: env.Size, Path: env.Path,
-		Attempt: env.Attempt, TaskID: env.TaskID(), Agent: sw.ID(), Operator: env.Submitter,
-		Detail:   "submitted in batch " + env.BatchID + "; expected in the ingest queue as task " + env.TaskID(),
-		Envelope: envelopeJSON(env),
-	}
+	ev := newEvent(env, premis.IngestionStart, env.Attempt, env.TaskID(), sw)
+	ev.DateTime, ev.Outcome, ev.Destination, ev.Operator = at, premis.Success, premis.Submitted, env.Submitter
+	ev.ReplayOf = "" // a submission starts an item; replays are recorded by Replay
+	ev.Detail = "submitted in batch " + env.BatchID + "; expected in the ingest queue as task " + env.TaskID()
+	ev.Envelope = envelopeJSON(env)
+	return ev
 }
 
 func skipReason(e premis.Event) string {

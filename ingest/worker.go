@@ -187,8 +187,7 @@ func (w *Worker) readHistory(ctx context.Context, d *delivery) error {
 // recorded: park again under the same task id, archive, or acknowledge.
 func (w *Worker) redo(ctx context.Context, d *delivery) error {
 	e := d.decided
-	switch e.Destination {
-	case premis.Quarantined, premis.AuditHold:
+	if e.Destination.Parked() {
 		if err := park(ctx, w.Broker, heldOf(d.env, e)); err != nil {
 			return w.routingFailed(ctx, d, nil, err)
 		}
@@ -285,7 +284,7 @@ func (w *Worker) exhaustedEvent(d *delivery, r *result, err error, try int) *pre
 	if env == nil {
 		env = &Envelope{CorrelationID: d.taskID, ObjectID: d.taskID, Kind: "task"}
 	}
-	ev := w.newEvent(env, premis.Validation, d.attempt, d.taskID)
+	ev := newEvent(env, premis.Validation, d.attempt, d.taskID, w.Software)
 	ev.Key = premis.EventKey(env.CorrelationID+"/routing-exhausted/"+d.taskID, env.SHA256, premis.Validation, d.attempt)
 	ev.Retries, ev.Envelope = d.retried, envelopeJSON(env)
 	ev.Outcome, ev.Destination = premis.Failure, premis.DeadLetter
@@ -363,8 +362,12 @@ func parseSummary(lastErr string) (class premis.Class, code, eventID string, ok 
 }
 
 // newEvent is the one event builder: every event Lazaret writes about an
-// item starts here, keyed by item, payload, type and attempt.
-func (w *Worker) newEvent(env *Envelope, t premis.EventType, attempt int, taskID string) *premis.Event {
+// item (a submission, a worker's verdict, an operator's action, a
+// reconcile's finding) starts here, with the item's identity copied from
+// its envelope, keyed by item, payload, type and attempt. Callers set
+// the outcome and what happened; the operator's and the reconcile's
+// events, which are not about an attempt of their own, set their key.
+func newEvent(env *Envelope, t premis.EventType, attempt int, taskID string, agent premis.Software) *premis.Event {
 	return &premis.Event{
 		Key:           premis.EventKey(env.CorrelationID, env.SHA256, t, attempt),
 		Type:          t,
@@ -378,8 +381,15 @@ func (w *Worker) newEvent(env *Envelope, t premis.EventType, attempt int, taskID
 		Attempt:       attempt,
 		TaskID:        taskID,
 		ReplayOf:      env.ReplayOf,
-		Agent:         w.Software.ID(),
+		Agent:         agent.ID(),
 	}
+}
+
+// subjectOf is the identity of the item a recorded event is about, as an
+// envelope holds it, for newEvent.
+func subjectOf(e premis.Event) *Envelope {
+	return &Envelope{ObjectID: e.ObjectID, BatchID: e.BatchID, CorrelationID: e.CorrelationID, Kind: e.Kind,
+		SHA256: e.SHA256, Size: e.Size, Path: e.Path}
 }
 
 // append writes events in one transaction. A commit that reported an
@@ -438,7 +448,7 @@ func (w *Worker) poison(ctx context.Context, t *asynq.Task, d *delivery, perr er
 	}
 	d.env = &Envelope{CorrelationID: id, ObjectID: id, Kind: "task", SHA256: sha, Size: int64(len(t.Payload())), Attempt: 1}
 	d.attempt = 1
-	ev := w.newEvent(d.env, premis.Validation, 1, d.taskID)
+	ev := newEvent(d.env, premis.Validation, 1, d.taskID, w.Software)
 	ev.Outcome, ev.Destination, ev.Retries = premis.Failure, premis.DeadLetter, d.retried
 	ev.Class, ev.Code, ev.Message = Classify(perr), Code(perr), perr.Error()
 	ev.Detail, ev.Envelope, ev.Path = "task payload did not decode into a lazaret envelope", capped(t.Payload()), ""

@@ -339,11 +339,7 @@ func brokerPlacement(insp *asynq.Inspector) func(premis.Event) bool {
 			ti, err := insp.GetTaskInfo(ingest.QueueIngest, e.TaskID)
 			return err == nil && ti.State == asynq.TaskStateArchived
 		case premis.Quarantined, premis.AuditHold:
-			q := ingest.QueueQuarantine
-			if e.Destination == premis.AuditHold {
-				q = ingest.QueueAuditHold
-			}
-			ti, err := insp.GetTaskInfo(q, ingest.HeldTaskID(e.Key))
+			ti, err := insp.GetTaskInfo(ingest.QueueFor(e.Destination), ingest.HeldTaskID(e.Key))
 			return err == nil && ti.State == asynq.TaskStatePending
 		case premis.Accepted:
 			ti, err := insp.GetTaskInfo(ingest.QueueIngest, e.TaskID)
