@@ -120,8 +120,16 @@ type walker struct {
 	page  int    // index of the main-chain page being walked
 	path  string // the child directory inside it, "" for the page's IFD
 	ifds  int    // IFDs walked so far, main chain and children
-	seen  map[uint64]string
+	seen  map[uint64]ifdRef
 	ioErr error
+}
+
+// ifdRef is where an IFD offset was first met, for the loop check: the
+// page and the child directory's path ("" for the page's own IFD). It is
+// formatted only when a loop is found.
+type ifdRef struct {
+	page int
+	path string
 }
 
 // WalkTIFF checks the structure of a classic TIFF or BigTIFF: header, the IFD
@@ -213,7 +221,7 @@ func (w *walker) walk() (*TIFFInfo, error) {
 	if first == 0 {
 		return w.info, w.fail(0, 4, "tiff.no-ifd", ErrMissingTag, "no IFD in file")
 	}
-	w.seen = map[uint64]string{}
+	w.seen = map[uint64]ifdRef{}
 	next, nextAt := first, int64(4)
 	if w.big {
 		nextAt = 8
@@ -247,7 +255,7 @@ func (w *walker) walk() (*TIFFInfo, error) {
 // at is the offset of the pointer; what names it in messages.
 func (w *walker) visit(off uint64, at int64, what string) error {
 	if prev, ok := w.seen[off]; ok {
-		return w.fail(0, at, "tiff.ifd-loop", ErrIFDLoop, "%s %d goes back to %s", what, off, prev)
+		return w.fail(0, at, "tiff.ifd-loop", ErrIFDLoop, "%s %d goes back to %s", what, off, where(prev.page, prev.path))
 	}
 	if w.ifds >= w.lim.MaxPages {
 		return w.fail(0, at, "tiff.too-many-pages", ErrTooManyPages, "more than %d IFDs", w.lim.MaxPages)
@@ -260,20 +268,20 @@ func (w *walker) visit(off uint64, at int64, what string) error {
 		return w.fail(0, at, "tiff.ifd-outside-file", ErrOutsideFile, "IFD offset %d, file has %d bytes", off, w.size)
 	}
 	w.ifds++
-	w.seen[off] = w.where()
+	w.seen[off] = ifdRef{w.page, w.path}
 	if off%2 != 0 {
 		w.warn("tiff.ifd-unaligned", at, "IFD offset %d is not on a word boundary", off)
 	}
 	return nil
 }
 
-// where names the directory being walked, as in messages: "page 2" or
-// "page 2 / EXIF".
-func (w *walker) where() string {
-	if w.path == "" {
-		return fmt.Sprintf("page %d", w.page+1)
+// where names a directory, as in messages: "page 2" or "page 2 / EXIF"
+// for page index 1 and path "" or "EXIF".
+func where(page int, path string) string {
+	if path == "" {
+		return fmt.Sprintf("page %d", page+1)
 	}
-	return fmt.Sprintf("page %d / %s", w.page+1, w.path)
+	return fmt.Sprintf("page %d / %s", page+1, path)
 }
 
 // ifd reads and checks one IFD's entries and returns them with the next
