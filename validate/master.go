@@ -99,7 +99,10 @@ type Report struct {
 	Decoded  int       `json:"decoded_pages"`
 	Warnings []Warning `json:"warnings"`
 	ICC      *ICCProfile
-	Info     *TIFFInfo `json:"-"`
+	// Info is what the structural walk found. Pages holds the first page
+	// only, PageCount counts them all: the others are read again one at a
+	// time to be decoded, never held together.
+	Info *TIFFInfo `json:"-"`
 
 	// SubImages are the SubIFD images (reduced-resolution and child
 	// images) of all pages, SubDecoded those checked to the pixel data.
@@ -238,10 +241,25 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 
 	lim := pol.Limits
 	lim.MemoryBudget = pol.MemoryBudget
-	info, err := WalkTIFF(r, size, lim)
+	// The walk keeps the first page (the format, the ICC profile and the
+	// manifest rules read it) and what the report needs of the others:
+	// their unrecognised tags. Decoding then reads the pages again, one at
+	// a time, so a file of 65,535 tiny pages costs what one page does, and
+	// every structural error still comes before any decoding.
+	type unknownTags struct {
+		page   int // 1-based
+		offset int64
+		tags   []uint16
+	}
+	var unknown []unknownTags
+	info, err := walkTIFF(r, size, lim, true, func(p *Page) {
+		if len(p.UnknownTags) > 0 {
+			unknown = append(unknown, unknownTags{p.Index + 1, p.Offset, p.UnknownTags})
+		}
+	})
 	rep.Info = info
 	if info != nil {
-		rep.Pages = len(info.Pages)
+		rep.Pages = info.PageCount
 		rep.Warnings = append(rep.Warnings, info.Warnings...)
 	}
 	if err != nil {
@@ -249,19 +267,16 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 	}
 	refinePUID(rep, info)
 	if pol.PrivateTags == "reject" {
-		for _, p := range info.Pages {
-			if len(p.UnknownTags) > 0 {
-				return &StageError{StageRules, &PolicyError{Page: p.Index + 1, Offset: p.Offset, Code: "policy.private-tag",
-					Reason: fmt.Sprintf("unrecognised tags %v; policy rejects private and unknown tags", p.UnknownTags)}}
-			}
+		if len(unknown) > 0 {
+			u := unknown[0]
+			return &StageError{StageRules, &PolicyError{Page: u.page, Offset: u.offset, Code: "policy.private-tag",
+				Reason: fmt.Sprintf("unrecognised tags %v; policy rejects private and unknown tags", u.tags)}}
 		}
 	} else {
-		for _, p := range info.Pages {
-			if len(p.UnknownTags) > 0 {
-				pg, off := p.Index+1, p.Offset
-				rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &pg, Offset: &off,
-					Message: fmt.Sprintf("unrecognised tags %v tolerated by policy", p.UnknownTags)})
-			}
+		for _, u := range unknown {
+			pg, off := u.page, u.offset
+			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &pg, Offset: &off,
+				Message: fmt.Sprintf("unrecognised tags %v tolerated by policy", u.tags)})
 		}
 	}
 	if p := info.Pages[0]; p.ICCOffset >= 0 {
@@ -273,14 +288,19 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 			rep.ICC = icc
 		}
 	}
-	skipped, err := DecodePages(r, info, DecodeOptions{PixelBudget: pol.PixelBudget, MemoryBudget: pol.MemoryBudget, DecodeUncompressed: pol.DecodeUncompressed,
+	dec := newPageDecoder(r, info, DecodeOptions{PixelBudget: pol.PixelBudget, MemoryBudget: pol.MemoryBudget, DecodeUncompressed: pol.DecodeUncompressed,
 		Cancelled: func() error {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
 			return nil
 		}})
-	rep.Decoded = len(info.Pages) - mainSkipped(skipped)
+	err = eachPage(r, info, lim, dec.decode)
+	for i := 0; err == nil && i < len(info.SubImages); i++ {
+		err = dec.decode(&info.SubImages[i])
+	}
+	skipped := dec.skipped
+	rep.Decoded = info.PageCount - mainSkipped(skipped)
 	rep.SubImages, rep.SubDecoded = len(info.SubImages), len(info.SubImages)-(len(skipped)-mainSkipped(skipped))
 	if err != nil {
 		return &StageError{StageDecode, err}

@@ -15,6 +15,10 @@ type TIFFInfo struct {
 	ByteOrder binary.ByteOrder
 	Size      int64
 	Pages     []Page
+	// PageCount is the number of pages in the main chain: len(Pages) from
+	// WalkTIFF. CheckMaster's walk keeps the first page only (see
+	// walker.firstOnly) and streams the rest.
+	PageCount int
 	// SubImages are the images of SubIFDs (tag 330: reduced-resolution
 	// and child images), in walk order; each has the Index of its page and
 	// a Path. They are checked and decoded as pages are.
@@ -122,6 +126,12 @@ type walker struct {
 	ifds  int    // IFDs walked so far, main chain and children
 	seen  map[uint64]ifdRef
 	ioErr error
+	// firstOnly keeps only the first page in info.Pages; every page is
+	// still checked, counted (info.PageCount) and handed to onPage. It
+	// holds the walk's memory to what it reports (warnings, the loop
+	// check, SubIFD images), not to what every page's tags were.
+	firstOnly bool
+	onPage    func(p *Page) // when not nil, called with each main-chain page
 }
 
 // ifdRef is where an IFD offset was first met, for the loop check: the
@@ -140,15 +150,74 @@ type ifdRef struct {
 // are *TIFFError, a *LimitError ("strip-array") when the pages' block
 // arrays would overrun the budget, or an I/O error from r unchanged.
 func WalkTIFF(r io.ReaderAt, size int64, lim Limits) (*TIFFInfo, error) {
+	return walkTIFF(r, size, lim, false, nil)
+}
+
+// walkTIFF is WalkTIFF, keeping only the first page in Pages when
+// firstOnly, and handing every main-chain page to onPage when not nil.
+func walkTIFF(r io.ReaderAt, size int64, lim Limits, firstOnly bool, onPage func(p *Page)) (*TIFFInfo, error) {
 	if lim.MemoryBudget <= 0 {
 		lim.MemoryBudget = DefaultMemoryBudget
 	}
-	w := &walker{r: r, size: size, lim: lim, info: &TIFFInfo{Size: size}, page: -1}
+	w := &walker{r: r, size: size, lim: lim, info: &TIFFInfo{Size: size}, page: -1, firstOnly: firstOnly, onPage: onPage}
 	info, err := w.walk()
 	if err != nil && w.ioErr != nil {
 		return info, w.ioErr
 	}
 	return info, err
+}
+
+// eachPage reads the main chain of a TIFF that walkTIFF accepted (info is
+// what it returned) again, a page at a time, and calls fn with each page
+// as the walk built it, in order: page by page, so that no more than one
+// page's tags and block arrays are held at once. The chain is not checked
+// again (loops, the IFD cap, child directories: the walk did that), and
+// the warnings of the walk are not repeated. An error is fn's, an I/O
+// error from r, or a *TIFFError if the file no longer reads as it did.
+func eachPage(r io.ReaderAt, info *TIFFInfo, lim Limits, fn func(p *Page) error) error {
+	if lim.MemoryBudget <= 0 {
+		lim.MemoryBudget = DefaultMemoryBudget
+	}
+	scratch := &TIFFInfo{Size: info.Size}
+	w := &walker{r: r, size: info.Size, lim: lim, info: scratch, bo: info.ByteOrder, big: info.BigTIFF}
+	var next uint64
+	if w.big {
+		if err := w.read(w.buf[:16], 0, 0, "BigTIFF header"); err != nil {
+			return w.err(err)
+		}
+		next = w.bo.Uint64(w.buf[8:16])
+	} else {
+		if err := w.read(w.buf[:8], 0, 0, "header"); err != nil {
+			return w.err(err)
+		}
+		next = uint64(w.bo.Uint32(w.buf[4:8]))
+	}
+	for w.page = 0; w.page < info.PageCount; w.page++ {
+		// What a page holds is charged as the walk charged it; only one
+		// page's is held at a time here, so each starts from nothing.
+		scratch.Warnings, scratch.Held = scratch.Warnings[:0], 0
+		entries, n2, _, err := w.ifd(int64(next))
+		if err != nil {
+			return w.err(err)
+		}
+		p, err := w.page_(int64(next), entries)
+		if err != nil {
+			return w.err(err)
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+		next = n2
+	}
+	return nil
+}
+
+// err is err, or the I/O error behind it.
+func (w *walker) err(err error) error {
+	if w.ioErr != nil {
+		return w.ioErr
+	}
+	return err
 }
 
 func (w *walker) fail(tag uint16, off int64, code string, err error, format string, args ...any) *TIFFError {
@@ -227,7 +296,7 @@ func (w *walker) walk() (*TIFFInfo, error) {
 		nextAt = 8
 	}
 	for next != 0 {
-		w.page, w.path = len(w.info.Pages), ""
+		w.page, w.path = w.info.PageCount, ""
 		if err := w.visit(next, nextAt, "next IFD pointer"); err != nil {
 			return w.info, err
 		}
@@ -239,7 +308,13 @@ func (w *walker) walk() (*TIFFInfo, error) {
 		if err != nil {
 			return w.info, err
 		}
-		w.info.Pages = append(w.info.Pages, *p)
+		if !w.firstOnly || w.info.PageCount == 0 {
+			w.info.Pages = append(w.info.Pages, *p)
+		}
+		w.info.PageCount++
+		if w.onPage != nil {
+			w.onPage(p)
+		}
 		if err := w.children(entries, 1); err != nil {
 			return w.info, err
 		}
@@ -406,10 +481,15 @@ const uintChunk = 64 << 10
 func (w *walker) readUints(e entry, n uint64) ([]uint64, error) {
 	ts := typeSize[e.typ]
 	out := make([]uint64, min(n, e.count))
-	raw := make([]byte, min(int64(len(out))*ts, uintChunk))
+	var raw []byte
+	if need := int64(len(out)) * ts; need <= int64(len(w.buf)) {
+		raw = w.buf[:need] // a page's single values: no allocation
+	} else {
+		raw = make([]byte, min(need, uintChunk))
+	}
 	for done := 0; done < len(out); {
 		b := raw[:min(int64(len(out)-done)*ts, int64(len(raw)))]
-		if err := w.read(b, e.valueAt+int64(done)*ts, e.tag, TagName(e.tag)); err != nil {
+		if err := w.readValues(b, e.valueAt+int64(done)*ts, e.tag); err != nil {
 			return nil, err
 		}
 		for ; len(b) > 0; b = b[ts:] {
@@ -427,6 +507,23 @@ func (w *walker) readUints(e entry, n uint64) ([]uint64, error) {
 		}
 	}
 	return out, nil
+}
+
+// readValues is read for the values of tag, naming the tag only when the
+// read fails: a page reads a dozen values, and the name is a Sprintf.
+func (w *walker) readValues(p []byte, off int64, tag uint16) error {
+	if off < 0 || off > w.size || int64(len(p)) > w.size-off {
+		return w.read(p, off, tag, TagName(tag)) // refused before reading
+	}
+	n, err := w.r.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		w.ioErr = err
+		return err
+	}
+	return w.fail(tag, off, "tiff.truncated", ErrTruncated, "%s: short read", TagName(tag))
 }
 
 // one reads a single-valued integer tag; def is returned when it is absent.

@@ -1,0 +1,211 @@
+package validate_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/validate"
+)
+
+// manyPagesRSSBound and manyPagesSeconds are what checking a master of
+// 65,535 tiny pages may cost (tracker issue 24, item 6): memory follows
+// the structure walked at once, not the number of pages. Before, the walk
+// held every page's Page and a string per IFD for the loop check: 133 MB
+// for 65,535 pages.
+const (
+	manyPagesRSSBound = 64 << 20
+	manyPagesSeconds  = 5
+)
+
+// TestManyPagesInBoundedMemory checks masters of 65,535 and 70,000 pages
+// of one pixel each (fixtures.WriteManyPages) in a child process: the
+// first is accepted with every page counted and checked, the second
+// refused at the IFD cap (Limits.MaxPages, 65,536 directories) on the
+// next-IFD pointer of its 65,536th page — and accepted under a policy
+// whose cap allows it; all under 64 MiB and 5 seconds.
+func TestManyPagesInBoundedMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("peak RSS is read from /proc/self/status (Linux)")
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		pages, maxPages int // maxPages 0: the default policy
+		code            string
+		page            int
+		offset          int64
+	}{
+		{pages: 65535},
+		// The cap counts IFDs: page 65,537's pointer is the 65,537th.
+		{pages: 70000, code: "tiff.too-many-pages", page: 65537, offset: fixtures.ManyPagesIFD(65535) + 2 + 9*12},
+		{pages: 70000, maxPages: 70000},
+	} {
+		name := strconv.Itoa(tc.pages)
+		if tc.maxPages != 0 {
+			name += "-cap-" + strconv.Itoa(tc.maxPages)
+		}
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, strconv.Itoa(tc.pages)+".tif")
+			if _, err := os.Stat(path); err != nil {
+				if err := fixtures.WriteManyPagesFile(path, tc.pages); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep := checkInChildWith(t, "tiff", tc.maxPages, path)
+			o := rep.Outcomes[0]
+			verdict := "accepted"
+			if o.Err != "" {
+				verdict = o.Err
+			}
+			t.Logf("%d pages (%d bytes): %d counted, %d decoded; peak RSS %.1f MiB in %.2fs: %s",
+				tc.pages, fixtures.ManyPagesSize(tc.pages), o.Pages, o.Decoded, float64(rep.VmHWM)/(1<<20), rep.Seconds, verdict)
+			switch {
+			case tc.code == "" && (o.Err != "" || o.Pages != tc.pages || o.Decoded != tc.pages):
+				t.Errorf("%s, %d pages, %d checked to the pixel data; want it accepted with all %d", verdict, o.Pages, o.Decoded, tc.pages)
+			case tc.code != "" && (o.Code != tc.code || o.Page != tc.page || o.Offset != tc.offset):
+				t.Errorf("got %s (code %q page %d offset %d), want %s on page %d at byte %d", verdict, o.Code, o.Page, o.Offset, tc.code, tc.page, tc.offset)
+			}
+			if rep.VmHWM >= manyPagesRSSBound {
+				t.Errorf("peak RSS %d bytes (%.0f MiB), want under %d MiB", rep.VmHWM, float64(rep.VmHWM)/(1<<20), manyPagesRSSBound>>20)
+			}
+			if rep.Seconds >= manyPagesSeconds {
+				t.Errorf("%.1fs, want under %ds", rep.Seconds, manyPagesSeconds)
+			}
+		})
+	}
+}
+
+// TestManyPagesReport: a master of many pages reports the same as one
+// checked page by page would: every page counted and decoded, the first
+// page's fields (the manifest rules read them), and each page's own
+// warnings at its own position.
+func TestManyPagesReport(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "many.tif")
+	const n = 3000
+	if err := fixtures.WriteManyPagesFile(path, n); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := validate.CheckMaster(context.Background(), path, nil, validate.DefaultMasterPolicy())
+	if err != nil || rep.Pages != n || rep.Decoded != n || len(rep.Warnings) != 0 {
+		t.Fatalf("%v: %d pages, %d decoded, warnings %v; want %d, %d, none", err, rep.Pages, rep.Decoded, rep.Warnings, n, n)
+	}
+	if p := rep.Info.Pages[0]; rep.Info.PageCount != n || p.Offset != fixtures.ManyPagesIFD(0) || p.Width != 1 || p.BlockOffsets[0] != 8 {
+		t.Errorf("info: %d pages, first %+v", rep.Info.PageCount, p)
+	}
+	// Full decoding too: every page goes through the image decoder.
+	pol := validate.DefaultMasterPolicy()
+	pol.DecodeUncompressed = true
+	if rep, err := validate.CheckMaster(context.Background(), path, nil, pol); err != nil || rep.Decoded != n {
+		t.Errorf("decoding every page: %v, %d decoded", err, rep.Decoded)
+	}
+	// A private tag on pages 2 and 3000 (the tag of their 9th entry,
+	// RowsPerStrip, patched to 65000): a warning for each at its IFD, or a
+	// refusal naming page 2 under a policy that rejects them.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, n - 1} {
+		at := fixtures.ManyPagesIFD(i) + 2 + 7*12
+		b[at], b[at+1] = 0xe8, 0xfd // 65000, little-endian
+	}
+	patched := filepath.Join(t.TempDir(), "private.tif")
+	if err := os.WriteFile(patched, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = validate.CheckMaster(context.Background(), patched, nil, validate.DefaultMasterPolicy())
+	var got []string
+	for _, w := range rep.Warnings {
+		got = append(got, w.Code+" page "+strconv.Itoa(*w.Page)+" at "+strconv.FormatInt(*w.Offset, 10))
+	}
+	// 65000 is out of tag order before StripByteCounts: a walk warning
+	// at the next entry, then the policy's warning at the IFD.
+	want := []string{
+		"tiff.tags-unsorted page 2 at " + strconv.FormatInt(fixtures.ManyPagesIFD(1)+2+8*12, 10),
+		"tiff.tags-unsorted page 3000 at " + strconv.FormatInt(fixtures.ManyPagesIFD(n-1)+2+8*12, 10),
+		"tiff.unknown-tags page 2 at " + strconv.FormatInt(fixtures.ManyPagesIFD(1), 10),
+		"tiff.unknown-tags page 3000 at " + strconv.FormatInt(fixtures.ManyPagesIFD(n-1), 10),
+	}
+	if err != nil || strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("tolerated: %v, warnings %q, want %q", err, got, want)
+	}
+	pol = validate.DefaultMasterPolicy()
+	pol.PrivateTags = "reject"
+	_, err = validate.CheckMaster(context.Background(), patched, nil, pol)
+	var pe *validate.PolicyError
+	if !errors.As(err, &pe) || pe.Page != 2 || pe.Offset != fixtures.ManyPagesIFD(1) || pe.Code != "policy.private-tag" {
+		t.Errorf("rejected: got %v, want policy.private-tag on page 2 at %d", err, fixtures.ManyPagesIFD(1))
+	}
+}
+
+// TestCorpusIFDLoopsRefused: the loop check, now a set of the offsets met
+// with where each was met, still refuses libtiff's loop test images at the
+// pointer that closes the loop, naming the directory it goes back to (as
+// tiffinfo reports them: "IFD looping").
+func TestCorpusIFDLoopsRefused(t *testing.T) {
+	t.Parallel()
+	dir := testCorpusOrSkip(t, "bad")
+	for _, tc := range []struct {
+		name   string
+		page   int
+		path   string
+		offset int64
+		back   string
+	}{
+		{"libtiff-test_ifd_loop_to_self.tif", 2, "", 554, "next IFD pointer 408 goes back to page 1"},
+		{"libtiff-test_ifd_loop_to_first.tif", 3, "", 308, "next IFD pointer 10 goes back to page 1"},
+		{"libtiff-test_ifd_loop_subifd.tif", 2, "SubIFD 1.4", 842, "next IFD pointer 524 goes back to page 2 / SubIFD 1.2"},
+	} {
+		_, err := validate.CheckMaster(context.Background(), filepath.Join(dir, tc.name), nil, validate.DefaultMasterPolicy())
+		var te *validate.TIFFError
+		var se *validate.StageError
+		if !errors.As(err, &te) || !errors.As(err, &se) || se.Stage != validate.StageStructure || !errors.Is(err, validate.ErrIFDLoop) {
+			t.Errorf("%s: got %v, want an IFD loop at the structure stage", tc.name, err)
+			continue
+		}
+		t.Logf("%s: %v", tc.name, err)
+		if te.Page != tc.page || te.Path != tc.path || te.Offset != tc.offset || te.Code != "tiff.ifd-loop" || !strings.Contains(te.Error(), tc.back) {
+			t.Errorf("%s: got %v (page %d path %q offset %d), want page %d path %q offset %d, %q",
+				tc.name, err, te.Page, te.Path, te.Offset, tc.page, tc.path, tc.offset, tc.back)
+		}
+	}
+}
+
+// manyPagesBench are the masters of BenchmarkCheckMasterManyPages, written
+// once per run.
+var manyPagesBench sync.Map
+
+func benchManyPages(b *testing.B, n int) {
+	v, _ := manyPagesBench.LoadOrStore(n, new(sync.Once))
+	path := filepath.Join(os.TempDir(), "lazaret-bench-manypages-"+strconv.Itoa(n)+".tif")
+	v.(*sync.Once).Do(func() {
+		if err := fixtures.WriteManyPagesFile(path, n); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.SetBytes(fixtures.ManyPagesSize(n))
+	b.ReportAllocs()
+	check := func() {
+		if rep, err := validate.CheckMaster(context.Background(), path, nil, validate.DefaultMasterPolicy()); err != nil || rep.Pages != n {
+			b.Fatalf("%v, %d pages", err, rep.Pages)
+		}
+	}
+	runtime.GC()
+	b.ResetTimer()
+	for b.Loop() {
+		check()
+	}
+	b.StopTimer()
+	runtime.GC()
+	b.ReportMetric(float64(peakHeap(check))/(1<<20), "peak-heap-MB")
+}
+
+func BenchmarkCheckMasterManyPages_10000(b *testing.B) { benchManyPages(b, 10000) }
