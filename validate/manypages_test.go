@@ -1,6 +1,7 @@
 package validate_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -37,12 +38,15 @@ func TestManyPagesInBoundedMemory(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, tc := range []struct {
-		pages, maxPages int // maxPages 0: the default policy
+		pages, maxPages int  // maxPages 0: the default policy
+		warned          bool // three warnings on every page (warnEveryPage)
 		code            string
 		page            int
 		offset          int64
 	}{
 		{pages: 65535},
+		// 196,605 warnings: before they were capped, 98 MiB.
+		{pages: 65535, warned: true},
 		// The cap counts IFDs: page 65,537's pointer is the 65,537th.
 		{pages: 70000, code: "tiff.too-many-pages", page: 65537, offset: fixtures.ManyPagesIFD(65535) + 2 + 9*12},
 		{pages: 70000, maxPages: 70000},
@@ -51,12 +55,16 @@ func TestManyPagesInBoundedMemory(t *testing.T) {
 		if tc.maxPages != 0 {
 			name += "-cap-" + strconv.Itoa(tc.maxPages)
 		}
+		if tc.warned {
+			name += "-warned"
+		}
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(dir, strconv.Itoa(tc.pages)+".tif")
-			if _, err := os.Stat(path); err != nil {
-				if err := fixtures.WriteManyPagesFile(path, tc.pages); err != nil {
-					t.Fatal(err)
-				}
+			path := filepath.Join(dir, name+".tif")
+			if err := fixtures.WriteManyPagesFile(path, tc.pages); err != nil {
+				t.Fatal(err)
+			}
+			if tc.warned {
+				warnEveryPage(t, path, tc.pages)
 			}
 			rep := checkInChildWith(t, "tiff", tc.maxPages, path)
 			o := rep.Outcomes[0]
@@ -143,6 +151,75 @@ func TestManyPagesReport(t *testing.T) {
 	var pe *validate.PolicyError
 	if !errors.As(err, &pe) || pe.Page != 2 || pe.Offset != fixtures.ManyPagesIFD(1) || pe.Code != "policy.private-tag" {
 		t.Errorf("rejected: got %v, want policy.private-tag on page 2 at %d", err, fixtures.ManyPagesIFD(1))
+	}
+}
+
+// warnEveryPage patches every page of WriteManyPages's file at path to
+// draw three warnings: its PhotometricInterpretation (entry 5) becomes
+// Threshholding (263), "tiff.no-photometric", and its RowsPerStrip (entry
+// 8) the private tag 65000, "tiff.unknown-tags" and, out of tag order,
+// "tiff.tags-unsorted" at entry 9.
+func warnEveryPage(t *testing.T, path string, n int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		b[fixtures.ManyPagesIFD(i)+2+4*12] = 7 // 262 -> 263, little-endian
+		at := fixtures.ManyPagesIFD(i) + 2 + 7*12
+		b[at], b[at+1] = 0xe8, 0xfd // 278 -> 65000
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestManyPagesWarningsSummarised: past 100 warnings of one code, a
+// master's report counts the rest in one warning of that code naming the
+// pages they are on, instead of listing a warning per page.
+func TestManyPagesWarningsSummarised(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "warned.tif")
+	const n = 300
+	if err := fixtures.WriteManyPagesFile(path, n); err != nil {
+		t.Fatal(err)
+	}
+	warnEveryPage(t, path, n)
+	rep, err := validate.CheckMaster(context.Background(), path, nil, validate.DefaultMasterPolicy())
+	if err != nil || rep.Pages != n || rep.Decoded != n {
+		t.Fatalf("%v: %d pages, %d decoded", err, rep.Pages, rep.Decoded)
+	}
+	listed := map[string]int{}
+	var summaries []string
+	for _, w := range rep.Warnings {
+		if w.Offset == nil {
+			summaries = append(summaries, w.Code+" page "+strconv.Itoa(*w.Page)+": "+w.Message)
+			continue
+		}
+		if listed[w.Code]++; *w.Page != listed[w.Code] {
+			t.Errorf("%s listed for page %d, want page %d (the first pages are listed)", w.Code, *w.Page, listed[w.Code])
+		}
+	}
+	want := []string{
+		"tiff.tags-unsorted page 101: 200 more tiff.tags-unsorted warnings not listed (the first 100 are), on pages 101 to 300",
+		"tiff.no-photometric page 101: 200 more tiff.no-photometric warnings not listed (the first 100 are), on pages 101 to 300",
+		"tiff.unknown-tags page 101: 200 more pages with unrecognised tags not listed (the first 100 are), pages 101 to 300",
+	}
+	if len(listed) != 3 || listed["tiff.tags-unsorted"] != 100 || listed["tiff.no-photometric"] != 100 || listed["tiff.unknown-tags"] != 100 {
+		t.Errorf("listed %v, want 100 of each code", listed)
+	}
+	if strings.Join(summaries, "\n") != strings.Join(want, "\n") {
+		t.Errorf("summaries:\n%s\nwant:\n%s", strings.Join(summaries, "\n"), strings.Join(want, "\n"))
+	}
+	// WalkTIFF, for callers that read every page, still lists them all.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := validate.WalkTIFF(bytes.NewReader(b), int64(len(b)), validate.DefaultLimits)
+	if err != nil || len(info.Warnings) != 2*n {
+		t.Errorf("WalkTIFF: %v, %d warnings, want %d", err, len(info.Warnings), 2*n)
 	}
 }
 

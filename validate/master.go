@@ -89,6 +89,13 @@ func (p MasterPolicy) Validate() error {
 }
 
 // Report is what master validation found, filled as far as it got.
+//
+// Warnings lists at most 100 warnings of each code (the first met); past
+// that, one more warning of the code counts the rest and names the first
+// and last page they are on (it has no Offset). Info is what the
+// structural walk found: its Pages holds the first page only, PageCount
+// counts them all (the others are read again one at a time to be decoded,
+// never held together).
 type Report struct {
 	Path     string    `json:"path"`
 	Size     int64     `json:"size"`
@@ -99,10 +106,7 @@ type Report struct {
 	Decoded  int       `json:"decoded_pages"`
 	Warnings []Warning `json:"warnings"`
 	ICC      *ICCProfile
-	// Info is what the structural walk found. Pages holds the first page
-	// only, PageCount counts them all: the others are read again one at a
-	// time to be decoded, never held together.
-	Info *TIFFInfo `json:"-"`
+	Info     *TIFFInfo `json:"-"`
 
 	// SubImages are the SubIFD images (reduced-resolution and child
 	// images) of all pages, SubDecoded those checked to the pixel data.
@@ -252,9 +256,17 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 		tags   []uint16
 	}
 	var unknown []unknownTags
+	var more elided // pages with unknown tags beyond maxWarningsPerCode
 	info, err := walkTIFF(r, size, lim, true, func(p *Page) {
-		if len(p.UnknownTags) > 0 {
+		switch {
+		case len(p.UnknownTags) == 0:
+		case len(unknown) < maxWarningsPerCode:
 			unknown = append(unknown, unknownTags{p.Index + 1, p.Offset, p.UnknownTags})
+		default:
+			if more.more == 0 {
+				more.first = p.Index + 1
+			}
+			more.more, more.last = more.more+1, p.Index+1
 		}
 	})
 	rep.Info = info
@@ -277,6 +289,11 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 			pg, off := u.page, u.offset
 			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &pg, Offset: &off,
 				Message: fmt.Sprintf("unrecognised tags %v tolerated by policy", u.tags)})
+		}
+		if more.more > 0 {
+			first := more.first
+			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &first,
+				Message: fmt.Sprintf("%d more pages with unrecognised tags not listed (the first %d are), pages %d to %d", more.more, maxWarningsPerCode, more.first, more.last)})
 		}
 	}
 	if p := info.Pages[0]; p.ICCOffset >= 0 {

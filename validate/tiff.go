@@ -132,6 +132,34 @@ type walker struct {
 	// check, SubIFD images), not to what every page's tags were.
 	firstOnly bool
 	onPage    func(p *Page) // when not nil, called with each main-chain page
+	// warnCap, when not 0, is the most warnings of one code listed; the
+	// rest are counted in warned and summed up in one warning of that code
+	// at the end (see summarise), so a file of 65,535 pages that each
+	// lack a tag does not make a report of 65,535 warnings.
+	warnCap int
+	warned  map[string]*elided
+	capped  []string // the codes over warnCap, in the order they went over
+}
+
+// elided counts the warnings of one code: listed, then not listed (more),
+// with the first and last page of those not listed.
+type elided struct {
+	listed, more, first, last int
+}
+
+// maxWarningsPerCode is CheckMaster's warnCap.
+const maxWarningsPerCode = 100
+
+// summarise adds, for each code with warnings not listed, one warning
+// that says how many and on which pages, in the order the codes met
+// their cap.
+func (w *walker) summarise() {
+	for _, code := range w.capped {
+		el := w.warned[code]
+		first := el.first
+		w.info.Warnings = append(w.info.Warnings, Warning{Code: code, Page: &first,
+			Message: fmt.Sprintf("%d more %s warnings not listed (the first %d are), on pages %d to %d", el.more, code, w.warnCap, el.first, el.last)})
+	}
 }
 
 // ifdRef is where an IFD offset was first met, for the loop check: the
@@ -153,14 +181,19 @@ func WalkTIFF(r io.ReaderAt, size int64, lim Limits) (*TIFFInfo, error) {
 	return walkTIFF(r, size, lim, false, nil)
 }
 
-// walkTIFF is WalkTIFF, keeping only the first page in Pages when
-// firstOnly, and handing every main-chain page to onPage when not nil.
+// walkTIFF is WalkTIFF, keeping only the first page in Pages and at most
+// maxWarningsPerCode warnings of each code (then a count) when firstOnly,
+// and handing every main-chain page to onPage when not nil.
 func walkTIFF(r io.ReaderAt, size int64, lim Limits, firstOnly bool, onPage func(p *Page)) (*TIFFInfo, error) {
 	if lim.MemoryBudget <= 0 {
 		lim.MemoryBudget = DefaultMemoryBudget
 	}
 	w := &walker{r: r, size: size, lim: lim, info: &TIFFInfo{Size: size}, page: -1, firstOnly: firstOnly, onPage: onPage}
+	if firstOnly {
+		w.warnCap = maxWarningsPerCode
+	}
 	info, err := w.walk()
+	w.summarise()
 	if err != nil && w.ioErr != nil {
 		return info, w.ioErr
 	}
@@ -229,6 +262,24 @@ func (w *walker) fail(tag uint16, off int64, code string, err error, format stri
 
 func (w *walker) warn(code string, off int64, format string, args ...any) {
 	page, o := w.page+1, off
+	if w.warnCap > 0 {
+		if w.warned == nil {
+			w.warned = map[string]*elided{}
+		}
+		el := w.warned[code]
+		if el == nil {
+			el = &elided{}
+			w.warned[code] = el
+		}
+		if el.listed++; el.listed > w.warnCap {
+			if el.more == 0 {
+				el.first = page
+				w.capped = append(w.capped, code)
+			}
+			el.more, el.last = el.more+1, page
+			return
+		}
+	}
 	wr := Warning{Code: code, Message: fmt.Sprintf(format, args...), Offset: &o, Path: w.path}
 	if page >= 1 {
 		wr.Page = &page
