@@ -60,6 +60,8 @@ type bombOutcome struct {
 	// Pages and Decoded are a master's page counts (Report.Pages, Decoded).
 	Pages   int `json:"pages,omitempty"`
 	Decoded int `json:"decoded,omitempty"`
+	// SubDecoded is Report.SubDecoded: SubIFD images checked.
+	SubDecoded int `json:"sub_decoded,omitempty"`
 }
 
 type bombReport struct {
@@ -95,7 +97,7 @@ func bombChild(kind string, paths []string) int {
 				}
 				var mr *validate.Report
 				mr, err = validate.CheckMaster(context.Background(), path, nil, pol)
-				rep.Outcomes[i].Pages, rep.Outcomes[i].Decoded = mr.Pages, mr.Decoded
+				rep.Outcomes[i].Pages, rep.Outcomes[i].Decoded, rep.Outcomes[i].SubDecoded = mr.Pages, mr.Decoded, mr.SubDecoded
 			}
 			o := &rep.Outcomes[i]
 			var le *validate.LimitError

@@ -154,6 +154,42 @@ func TestManyPagesReport(t *testing.T) {
 	}
 }
 
+// TestManySubIFDsInBoundedMemory is TestManyPagesInBoundedMemory for one
+// page with a chain of 65,534 one-pixel SubIFD images: counted and
+// checked, never held together (before, 123 MiB).
+func TestManySubIFDsInBoundedMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("peak RSS is read from /proc/self/status (Linux)")
+	}
+	const n = 65534 // with the page: the 65,535 IFDs of the cap
+	path := filepath.Join(t.TempDir(), "subifds.tif")
+	chain := make([]*fixtures.Dir, n)
+	for i := range chain {
+		chain[i] = fixtures.Image(1, 1, 1, 8, 1, 1, 1, 0, 0, [][]byte{{byte(i)}}, fixtures.Longs(254, 1))
+	}
+	page := greyDir()
+	page.SubIFDs = [][]*fixtures.Dir{chain}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fixtures.WriteDirs(f, []*fixtures.Dir{page}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep := checkInChild(t, "tiff", path)
+	o := rep.Outcomes[0]
+	t.Logf("1 page, %d SubIFD images: %d checked; peak RSS %.1f MiB in %.2fs: %q", n, o.SubDecoded, float64(rep.VmHWM)/(1<<20), rep.Seconds, o.Err)
+	if o.Err != "" || o.Pages != 1 || o.SubDecoded != n {
+		t.Errorf("%q, %d pages, %d SubIFD images checked; want it accepted with 1 and %d", o.Err, o.Pages, o.SubDecoded, n)
+	}
+	if rep.VmHWM >= manyPagesRSSBound || rep.Seconds >= manyPagesSeconds {
+		t.Errorf("peak RSS %.0f MiB in %.1fs, want under %d MiB and %ds", float64(rep.VmHWM)/(1<<20), rep.Seconds, manyPagesRSSBound>>20, manyPagesSeconds)
+	}
+}
+
 // warnEveryPage patches every page of WriteManyPages's file at path to
 // draw three warnings: its PhotometricInterpretation (entry 5) becomes
 // Threshholding (263), "tiff.no-photometric", and its RowsPerStrip (entry

@@ -93,9 +93,9 @@ func (p MasterPolicy) Validate() error {
 // Warnings lists at most 100 warnings of each code (the first met); past
 // that, one more warning of the code counts the rest and names the first
 // and last page they are on (it has no Offset). Info is what the
-// structural walk found: its Pages holds the first page only, PageCount
-// counts them all (the others are read again one at a time to be decoded,
-// never held together).
+// structural walk found: its Pages holds the first page only and its
+// SubImages none; PageCount and SubImageCount count them all (they are
+// read again one at a time to be decoded, never held together).
 type Report struct {
 	Path     string    `json:"path"`
 	Size     int64     `json:"size"`
@@ -313,12 +313,12 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 			return nil
 		}})
 	err = eachPage(r, info, lim, dec.decode)
-	for i := 0; err == nil && i < len(info.SubImages); i++ {
-		err = dec.decode(&info.SubImages[i])
+	if err == nil {
+		err = eachSubImage(r, info, lim, dec.decode)
 	}
 	skipped := dec.skipped
 	rep.Decoded = info.PageCount - mainSkipped(skipped)
-	rep.SubImages, rep.SubDecoded = len(info.SubImages), len(info.SubImages)-(len(skipped)-mainSkipped(skipped))
+	rep.SubImages, rep.SubDecoded = info.SubImageCount, info.SubImageCount-(len(skipped)-mainSkipped(skipped))
 	if err != nil {
 		return &StageError{StageDecode, err}
 	}

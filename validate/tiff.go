@@ -19,6 +19,11 @@ type TIFFInfo struct {
 	// WalkTIFF. CheckMaster's walk keeps the first page only (see
 	// walker.firstOnly) and streams the rest.
 	PageCount int
+	// SubImageCount is the number of SubIFD images: len(SubImages) from
+	// WalkTIFF. CheckMaster's walk keeps none in SubImages, only where
+	// each is (subRefs), and reads them again one at a time.
+	SubImageCount int
+	subRefs       []imageRef
 	// SubImages are the images of SubIFDs (tag 330: reduced-resolution
 	// and child images), in walk order; each has the Index of its page and
 	// a Path. They are checked and decoded as pages are.
@@ -162,6 +167,13 @@ func (w *walker) summarise() {
 	}
 }
 
+// imageRef is where a SubIFD image is: its page index, path and IFD.
+type imageRef struct {
+	index  int
+	path   string
+	offset int64
+}
+
 // ifdRef is where an IFD offset was first met, for the loop check: the
 // page and the child directory's path ("" for the page's own IFD). It is
 // formatted only when a loop is found.
@@ -208,11 +220,7 @@ func walkTIFF(r io.ReaderAt, size int64, lim Limits, firstOnly bool, onPage func
 // the warnings of the walk are not repeated. An error is fn's, an I/O
 // error from r, or a *TIFFError if the file no longer reads as it did.
 func eachPage(r io.ReaderAt, info *TIFFInfo, lim Limits, fn func(p *Page) error) error {
-	if lim.MemoryBudget <= 0 {
-		lim.MemoryBudget = DefaultMemoryBudget
-	}
-	scratch := &TIFFInfo{Size: info.Size}
-	w := &walker{r: r, size: info.Size, lim: lim, info: scratch, bo: info.ByteOrder, big: info.BigTIFF}
+	w, scratch := rereader(r, info, lim)
 	var next uint64
 	if w.big {
 		if err := w.read(w.buf[:16], 0, 0, "BigTIFF header"); err != nil {
@@ -243,6 +251,40 @@ func eachPage(r io.ReaderAt, info *TIFFInfo, lim Limits, fn func(p *Page) error)
 		next = n2
 	}
 	return nil
+}
+
+// eachSubImage is eachPage for the SubIFD images walkTIFF found (in
+// subRefs, when it kept only the first page): each is read again from its
+// IFD, in walk order.
+func eachSubImage(r io.ReaderAt, info *TIFFInfo, lim Limits, fn func(p *Page) error) error {
+	w, scratch := rereader(r, info, lim)
+	for _, ref := range info.subRefs {
+		scratch.Warnings, scratch.Held = scratch.Warnings[:0], 0
+		w.page, w.path = ref.index, ref.path
+		entries, _, _, err := w.ifd(ref.offset)
+		if err != nil {
+			return w.err(err)
+		}
+		p, err := w.page_(ref.offset, entries)
+		if err != nil {
+			return w.err(err)
+		}
+		p.Path = ref.path
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rereader is a walker for reading again what walkTIFF accepted into
+// info, with a scratch TIFFInfo for what the walk would record.
+func rereader(r io.ReaderAt, info *TIFFInfo, lim Limits) (*walker, *TIFFInfo) {
+	if lim.MemoryBudget <= 0 {
+		lim.MemoryBudget = DefaultMemoryBudget
+	}
+	scratch := &TIFFInfo{Size: info.Size}
+	return &walker{r: r, size: info.Size, lim: lim, info: scratch, bo: info.ByteOrder, big: info.BigTIFF}, scratch
 }
 
 // err is err, or the I/O error behind it.
