@@ -257,6 +257,28 @@ func TestManyPagesWarningsSummarised(t *testing.T) {
 	if err != nil || len(info.Warnings) != 2*n {
 		t.Errorf("WalkTIFF: %v, %d warnings, want %d", err, len(info.Warnings), 2*n)
 	}
+	// Pages the decoder cannot read: Compression (entry 4) 34712, JPEG 2000.
+	if err := fixtures.WriteManyPagesFile(path, n); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		at := fixtures.ManyPagesIFD(i) + 2 + 3*12 + 8
+		b[at], b[at+1] = 0x98, 0x87 // 34712, little-endian
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = validate.CheckMaster(context.Background(), path, nil, validate.DefaultMasterPolicy())
+	if err != nil || rep.Decoded != 0 || len(rep.Warnings) != 101 {
+		t.Fatalf("undecodable: %v, %d decoded, %d warnings; want 0 and 101", err, rep.Decoded, len(rep.Warnings))
+	}
+	last := rep.Warnings[100]
+	if want := "200 more tiff.not-decoded warnings not listed (the first 100 are), on pages 101 to 300"; last.Code != "tiff.not-decoded" || *last.Page != 101 || last.Message != want {
+		t.Errorf("undecodable: last warning %s page %d %q, want %q", last.Code, *last.Page, last.Message, want)
+	}
 }
 
 // TestCorpusIFDLoopsRefused: the loop check, now a set of the offsets met

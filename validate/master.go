@@ -322,9 +322,15 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 	if err != nil {
 		return &StageError{StageDecode, err}
 	}
-	for _, u := range skipped {
+	for i, u := range skipped {
 		if pol.Undecodable == "reject" {
 			return &StageError{StageRules, &PolicyError{Page: u.Page, Path: u.Path, Offset: u.Offset, Code: "policy.undecodable", Reason: u.Reason}}
+		}
+		if i == maxWarningsPerCode {
+			first, last := u.Page, skipped[len(skipped)-1].Page
+			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &first,
+				Message: fmt.Sprintf("%d more tiff.not-decoded warnings not listed (the first %d are), on pages %d to %d", len(skipped)-i, i, first, last)})
+			break
 		}
 		pg, off := u.Page, u.Offset
 		rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &pg, Path: u.Path, Offset: &off, Message: u.Error()})
