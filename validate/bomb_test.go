@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,9 +24,12 @@ import (
 
 // bombEnv names the files a child process checks (see TestMain), and
 // bombKindEnv says what they are: "tiff" (the default) or "edifact".
+// bombMaxPagesEnv, when set, is the policy's cap on IFDs (Limits.MaxPages)
+// for TIFF masters.
 const (
-	bombEnv     = "LAZARET_TEST_BOMB"
-	bombKindEnv = "LAZARET_TEST_BOMB_KIND"
+	bombEnv         = "LAZARET_TEST_BOMB"
+	bombKindEnv     = "LAZARET_TEST_BOMB_KIND"
+	bombMaxPagesEnv = "LAZARET_TEST_BOMB_MAX_PAGES"
 )
 
 // rssBound is what one bomb may cost a worker: the default memory budget.
@@ -53,6 +57,11 @@ type bombOutcome struct {
 	Code   string `json:"code,omitempty"` // *TIFFError, or *edifact.SyntaxError's Name
 	// Messages is how many verdicts an accepted interchange handed over.
 	Messages int `json:"messages,omitempty"`
+	// Pages and Decoded are a master's page counts (Report.Pages, Decoded).
+	Pages   int `json:"pages,omitempty"`
+	Decoded int `json:"decoded,omitempty"`
+	// SubDecoded is Report.SubDecoded: SubIFD images checked.
+	SubDecoded int `json:"sub_decoded,omitempty"`
 }
 
 type bombReport struct {
@@ -82,7 +91,13 @@ func bombChild(kind string, paths []string) int {
 					})
 				}
 			} else {
-				_, err = validate.CheckMaster(context.Background(), path, nil, validate.DefaultMasterPolicy())
+				pol := validate.DefaultMasterPolicy()
+				if n, _ := strconv.Atoi(os.Getenv(bombMaxPagesEnv)); n > 0 {
+					pol.Limits.MaxPages = n
+				}
+				var mr *validate.Report
+				mr, err = validate.CheckMaster(context.Background(), path, nil, pol)
+				rep.Outcomes[i].Pages, rep.Outcomes[i].Decoded, rep.Outcomes[i].SubDecoded = mr.Pages, mr.Decoded, mr.SubDecoded
 			}
 			o := &rep.Outcomes[i]
 			var le *validate.LimitError
@@ -122,8 +137,18 @@ func bombChild(kind string, paths []string) int {
 // peak resident set is theirs alone.
 func checkInChild(t *testing.T, kind string, paths ...string) bombReport {
 	t.Helper()
+	return checkInChildWith(t, kind, 0, paths...)
+}
+
+// checkInChildWith is checkInChild under a policy whose cap on IFDs is
+// maxPages (0: the default).
+func checkInChildWith(t *testing.T, kind string, maxPages int, paths ...string) bombReport {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), bombEnv+"="+strings.Join(paths, string(os.PathListSeparator)), bombKindEnv+"="+kind)
+	if maxPages > 0 {
+		cmd.Env = append(cmd.Env, bombMaxPagesEnv+"="+strconv.Itoa(maxPages))
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -195,102 +195,118 @@ type DecodeOptions struct {
 // *UnsupportedError; corrupt data is a *TIFFError; a budget overrun a
 // *LimitError; a read error from r is returned unchanged.
 func DecodePages(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) (skipped []*UnsupportedError, err error) {
-	pixelBudget := opt.PixelBudget
+	d := newPageDecoder(r, info, opt)
+	for _, p := range info.images() {
+		if err := d.decode(p); err != nil {
+			return d.skipped, err
+		}
+	}
+	return d.skipped, nil
+}
+
+// pageDecoder is DecodePages one image at a time, for a caller that
+// streams the pages (see checkContent): what is left of the memory budget
+// is fixed when it starts, and what could not be decoded collects in
+// skipped.
+type pageDecoder struct {
+	r         io.ReaderAt
+	info      *TIFFInfo
+	opt       DecodeOptions
+	avail     int64
+	cancelled func() error
+	skipped   []*UnsupportedError
+}
+
+func newPageDecoder(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) *pageDecoder {
 	memory := opt.MemoryBudget
 	if memory <= 0 {
 		memory = DefaultMemoryBudget
 	}
-	avail := max(memory-info.Held, 0)
-	cancelled := opt.Cancelled
-	if cancelled == nil {
-		cancelled = func() error { return nil }
+	d := &pageDecoder{r: r, info: info, opt: opt, avail: max(memory-info.Held, 0), cancelled: opt.Cancelled}
+	if d.cancelled == nil {
+		d.cancelled = func() error { return nil }
 	}
-	var cur *Page
-	defer func() { err = atPath(err, cur) }()
-	defer func() {
-		if err == nil {
-			overrunWarnings(info)
-		}
-	}()
-	for _, p := range info.images() {
-		cur = p
-		p.overrun = blockOverrun{}
-		if err := cancelled(); err != nil {
-			return skipped, err
-		}
-		if px := int64(p.Width) * int64(p.Height); px > pixelBudget || px < 0 {
-			return skipped, &LimitError{Page: p.Index + 1, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
-		}
-		if handled, err := decodeOwn(r, info, p, avail, &skipped); handled {
-			if err != nil {
-				return skipped, err
-			}
-			continue
-		}
-		if p.Compression == 1 && !opt.DecodeUncompressed && !info.BigTIFF && p.Photometric <= 3 {
-			continue // proven by the walk: every strip holds its rows
-		}
-		reason := unsupported(p)
-		if info.BigTIFF {
-			reason = "the image decoder reads classic TIFF only (BigTIFF)"
-		} else if reason == "" && p.Compression == 5 && oldLZW(r, p) {
-			reason = "old-style (LSB-first) LZW"
-		}
-		if reason != "" {
-			if err := verify(r, info, p, reason, &skipped); err != nil {
-				return skipped, err
-			}
-			continue
-		}
-		if !opt.DecodeUncompressed && fastEligible(r, info, p) {
-			if done, err := fastCount(r, p, avail); done {
-				if err != nil {
-					return skipped, err
-				}
-				continue // every block counted strictly: see fastcheck.go
-			}
-		}
-		u, err := decodePage(r, info, p, pixelBudget, avail)
-		var te *TIFFError
-		if errors.As(err, &te) && te.Code == "tiff.truncated-data" && p.Compression == 5 {
-			// The decoder stops at a missing LZW end code; count the rows instead.
-			u, err = &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: "decoder stopped early"}, nil
-		}
-		if errors.Is(err, errOverBudget) {
-			err = countInstead(r, info, p, avail)
-		}
-		if err != nil {
-			return skipped, err
-		}
-		if u != nil {
-			if err := verify(r, info, p, u.Reason, &skipped); err != nil {
-				return skipped, err
-			}
-		}
-	}
-	return skipped, nil
+	return d
 }
 
-// overrunWarnings records a tiff.block-overrun warning for every page a
-// block of which decompressed past its rows (within blockLimit): read as
-// libtiff reads it, to its rows, the rest ignored.
-func overrunWarnings(info *TIFFInfo) {
-	for _, p := range info.images() {
-		o := p.overrun
-		if !o.seen {
-			continue
-		}
-		kind := "strip"
-		if p.Tiled {
-			kind = "tile"
-		}
-		msg := fmt.Sprintf("%s %d decompresses to %d bytes, %d more than its rows hold; read to its rows, the rest ignored", kind, o.block, o.got, o.got-o.bound)
-		if o.more {
-			msg += fmt.Sprintf(" (other %ss of the page run on too)", kind)
-		}
-		off, pg := int64(p.BlockOffsets[o.block]), p.Index+1
-		info.Warnings = append(info.Warnings, Warning{Code: "tiff.block-overrun", Message: msg, Page: &pg, Path: p.Path, Offset: &off})
+// decode checks the pixel data of one image, as DecodePages does each,
+// and records a tiff.block-overrun warning when a block of it ran on past
+// its rows.
+func (d *pageDecoder) decode(p *Page) error {
+	p.overrun = blockOverrun{}
+	if err := d.decodePixels(p); err != nil {
+		return err
 	}
+	overrunWarning(d.info, p)
+	return nil
+}
+
+// overrunWarning records a tiff.block-overrun warning for page p if a
+// block of it decompressed past its rows (within blockLimit): read as
+// libtiff reads it, to its rows, the rest ignored.
+func overrunWarning(info *TIFFInfo, p *Page) {
+	o := p.overrun
+	if !o.seen {
+		return
+	}
+	kind := "strip"
+	if p.Tiled {
+		kind = "tile"
+	}
+	msg := fmt.Sprintf("%s %d decompresses to %d bytes, %d more than its rows hold; read to its rows, the rest ignored", kind, o.block, o.got, o.got-o.bound)
+	if o.more {
+		msg += fmt.Sprintf(" (other %ss of the page run on too)", kind)
+	}
+	off, pg := int64(p.BlockOffsets[o.block]), p.Index+1
+	info.Warnings = append(info.Warnings, Warning{Code: "tiff.block-overrun", Message: msg, Page: &pg, Path: p.Path, Offset: &off})
+}
+
+func (d *pageDecoder) decodePixels(p *Page) (err error) {
+	r, info, opt, avail, skipped := d.r, d.info, d.opt, d.avail, &d.skipped
+	pixelBudget := opt.PixelBudget
+	defer func() { err = atPath(err, p) }()
+	if err := d.cancelled(); err != nil {
+		return err
+	}
+	if px := int64(p.Width) * int64(p.Height); px > pixelBudget || px < 0 {
+		return &LimitError{Page: p.Index + 1, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
+	}
+	if handled, err := decodeOwn(r, info, p, avail, skipped); handled {
+		return err
+	}
+	if p.Compression == 1 && !opt.DecodeUncompressed && !info.BigTIFF && p.Photometric <= 3 {
+		return nil // proven by the walk: every strip holds its rows
+	}
+	reason := unsupported(p)
+	if info.BigTIFF {
+		reason = "the image decoder reads classic TIFF only (BigTIFF)"
+	} else if reason == "" && p.Compression == 5 && oldLZW(r, p) {
+		reason = "old-style (LSB-first) LZW"
+	}
+	if reason != "" {
+		return verify(r, info, p, reason, skipped)
+	}
+	if !opt.DecodeUncompressed && fastEligible(r, info, p) {
+		if done, err := fastCount(r, p, avail); done {
+			return err // every block counted strictly: see fastcheck.go
+		}
+	}
+	u, err := decodePage(r, info, p, pixelBudget, avail)
+	var te *TIFFError
+	if errors.As(err, &te) && te.Code == "tiff.truncated-data" && p.Compression == 5 {
+		// The decoder stops at a missing LZW end code; count the rows instead.
+		u, err = &UnsupportedError{Page: p.Index + 1, Offset: p.Offset, Reason: "decoder stopped early"}, nil
+	}
+	if errors.Is(err, errOverBudget) {
+		err = countInstead(r, info, p, avail)
+	}
+	if err != nil {
+		return err
+	}
+	if u != nil {
+		return verify(r, info, p, u.Reason, skipped)
+	}
+	return nil
 }
 
 // verify runs VerifyBlocks on a page the decoder did not render and records

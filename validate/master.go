@@ -62,6 +62,41 @@ type MasterPolicy struct {
 	RefuseSampleFormats []string
 }
 
+// capWarnings lists at most n warnings of each code of ws, in order, and
+// after them one warning a code counting those not listed and the pages
+// they are on, as the walk does its own.
+func capWarnings(ws []Warning, n int) []Warning {
+	type over struct{ more, first, last int }
+	listed := map[string]int{}
+	var out []Warning
+	var codes []string
+	overs := map[string]*over{}
+	for _, w := range ws {
+		if listed[w.Code]++; listed[w.Code] <= n {
+			out = append(out, w)
+			continue
+		}
+		page := 0
+		if w.Page != nil {
+			page = *w.Page
+		}
+		o := overs[w.Code]
+		if o == nil {
+			o = &over{first: page}
+			overs[w.Code] = o
+			codes = append(codes, w.Code)
+		}
+		o.more, o.last = o.more+1, page
+	}
+	for _, c := range codes {
+		o := overs[c]
+		first := o.first
+		out = append(out, Warning{Code: c, Page: &first,
+			Message: fmt.Sprintf("%d more %s warnings not listed (the first %d are), on pages %d to %d", o.more, c, n, o.first, o.last)})
+	}
+	return out
+}
+
 // SampleFormatNames are the names of TIFF's SampleFormat values (339),
 // as a policy spells them.
 var SampleFormatNames = map[uint64]string{1: "uint", 2: "int", 3: "float", 4: "undefined", 5: "complex-int", 6: "complex-float"}
@@ -74,21 +109,21 @@ func sampleFormatName(v uint64) string {
 	return strconv.FormatUint(v, 10)
 }
 
-// refusedSampleFormat returns the first page of info (main chain, then
-// SubIFD images) with a sample in a format pol refuses, and that format's
-// name.
-func refusedSampleFormat(info *TIFFInfo, refuse []string) (*Page, string) {
-	if len(refuse) == 0 {
-		return nil, ""
-	}
-	for _, p := range info.images() {
-		for _, v := range p.SampleFormat {
-			if name := sampleFormatName(v); slices.Contains(refuse, name) {
-				return p, name
-			}
+// refusedSampleFormat names the first sample format of p that refuse
+// lists, or gives "".
+func refusedSampleFormat(p *Page, refuse []string) string {
+	for _, v := range p.SampleFormat {
+		if name := sampleFormatName(v); slices.Contains(refuse, name) {
+			return name
 		}
 	}
-	return nil, ""
+	return ""
+}
+
+// sampleFormatError refuses page p for samples in format name.
+func sampleFormatError(p *Page, name string) *PolicyError {
+	return &PolicyError{Page: p.Index + 1, Path: p.Path, Offset: p.Offset, Code: "policy.sample-format",
+		Reason: fmt.Sprintf("samples in %s format (SampleFormat %v); the policy refuses %s in masters", name, p.SampleFormat, name)}
 }
 
 // DefaultMasterPolicy: 100 megapixels a page, 300 dpi minimum, 1% resolution
@@ -131,6 +166,13 @@ func (p MasterPolicy) Validate() error {
 }
 
 // Report is what master validation found, filled as far as it got.
+//
+// Warnings lists at most 100 warnings of each code (the first met); past
+// that, one more warning of the code counts the rest and names the first
+// and last page they are on (it has no Offset). Info is what the
+// structural walk found: its Pages holds the first page only and its
+// SubImages none; PageCount and SubImageCount count them all (they are
+// read again one at a time to be decoded, never held together).
 type Report struct {
 	Path     string    `json:"path"`
 	Size     int64     `json:"size"`
@@ -280,10 +322,37 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 
 	lim := pol.Limits
 	lim.MemoryBudget = pol.MemoryBudget
-	info, err := WalkTIFF(r, size, lim)
+	// The walk keeps the first page (the format, the ICC profile and the
+	// manifest rules read it) and what the report needs of the others:
+	// their unrecognised tags. Decoding then reads the pages again, one at
+	// a time, so a file of 65,535 tiny pages costs what one page does, and
+	// every structural error still comes before any decoding.
+	type unknownTags struct {
+		page   int // 1-based
+		offset int64
+		tags   []uint16
+	}
+	var unknown []unknownTags
+	var more elided          // pages with unknown tags beyond maxWarningsPerCode
+	var refused *PolicyError // the first page in a sample format the policy refuses
+	info, err := walkTIFF(r, size, lim, true, func(p *Page) {
+		if name := refusedSampleFormat(p, pol.RefuseSampleFormats); name != "" && refused == nil {
+			refused = sampleFormatError(p, name)
+		}
+		switch {
+		case len(p.UnknownTags) == 0:
+		case len(unknown) < maxWarningsPerCode:
+			unknown = append(unknown, unknownTags{p.Index + 1, p.Offset, p.UnknownTags})
+		default:
+			if more.more == 0 {
+				more.first = p.Index + 1
+			}
+			more.more, more.last = more.more+1, p.Index+1
+		}
+	})
 	rep.Info = info
 	if info != nil {
-		rep.Pages = len(info.Pages)
+		rep.Pages = info.PageCount
 		rep.Warnings = append(rep.Warnings, info.Warnings...)
 	}
 	if err != nil {
@@ -291,24 +360,25 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 	}
 	refinePUID(rep, info)
 	if pol.PrivateTags == "reject" {
-		for _, p := range info.Pages {
-			if len(p.UnknownTags) > 0 {
-				return &StageError{StageRules, &PolicyError{Page: p.Index + 1, Offset: p.Offset, Code: "policy.private-tag",
-					Reason: fmt.Sprintf("unrecognised tags %v; policy rejects private and unknown tags", p.UnknownTags)}}
-			}
+		if len(unknown) > 0 {
+			u := unknown[0]
+			return &StageError{StageRules, &PolicyError{Page: u.page, Offset: u.offset, Code: "policy.private-tag",
+				Reason: fmt.Sprintf("unrecognised tags %v; policy rejects private and unknown tags", u.tags)}}
 		}
 	} else {
-		for _, p := range info.Pages {
-			if len(p.UnknownTags) > 0 {
-				pg, off := p.Index+1, p.Offset
-				rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &pg, Offset: &off,
-					Message: fmt.Sprintf("unrecognised tags %v tolerated by policy", p.UnknownTags)})
-			}
+		for _, u := range unknown {
+			pg, off := u.page, u.offset
+			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &pg, Offset: &off,
+				Message: fmt.Sprintf("unrecognised tags %v tolerated by policy", u.tags)})
+		}
+		if more.more > 0 {
+			first := more.first
+			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &first,
+				Message: fmt.Sprintf("%d more pages with unrecognised tags not listed (the first %d are), pages %d to %d", more.more, maxWarningsPerCode, more.first, more.last)})
 		}
 	}
-	if p, name := refusedSampleFormat(info, pol.RefuseSampleFormats); p != nil {
-		return &StageError{StageRules, &PolicyError{Page: p.Index + 1, Path: p.Path, Offset: p.Offset, Code: "policy.sample-format",
-			Reason: fmt.Sprintf("samples in %s format (SampleFormat %v); the policy refuses %s in masters", name, p.SampleFormat, name)}}
+	if refused != nil {
+		return &StageError{StageRules, refused}
 	}
 	if p := info.Pages[0]; p.ICCOffset >= 0 {
 		icc, err := ReadICC(r, p.ICCOffset, p.ICCLength)
@@ -320,22 +390,43 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 		}
 	}
 	walked := len(info.Warnings)
-	skipped, err := DecodePages(r, info, DecodeOptions{PixelBudget: pol.PixelBudget, MemoryBudget: pol.MemoryBudget, DecodeUncompressed: pol.DecodeUncompressed,
+	dec := newPageDecoder(r, info, DecodeOptions{PixelBudget: pol.PixelBudget, MemoryBudget: pol.MemoryBudget, DecodeUncompressed: pol.DecodeUncompressed,
 		Cancelled: func() error {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
 			return nil
 		}})
-	rep.Decoded = len(info.Pages) - mainSkipped(skipped)
-	rep.SubImages, rep.SubDecoded = len(info.SubImages), len(info.SubImages)-(len(skipped)-mainSkipped(skipped))
-	rep.Warnings = append(rep.Warnings, info.Warnings[walked:]...) // what decoding found
+	err = eachPage(r, info, lim, dec.decode)
+	if err == nil {
+		// SubIFD images are met only now: the policy on sample formats
+		// holds for them too.
+		err = eachSubImage(r, info, lim, func(p *Page) error {
+			if name := refusedSampleFormat(p, pol.RefuseSampleFormats); name != "" {
+				return sampleFormatError(p, name)
+			}
+			return dec.decode(p)
+		})
+	}
+	if pe := (*PolicyError)(nil); errors.As(err, &pe) {
+		return &StageError{StageRules, pe}
+	}
+	skipped := dec.skipped
+	rep.Decoded = info.PageCount - mainSkipped(skipped)
+	rep.SubImages, rep.SubDecoded = info.SubImageCount, info.SubImageCount-(len(skipped)-mainSkipped(skipped))
+	rep.Warnings = append(rep.Warnings, capWarnings(info.Warnings[walked:], maxWarningsPerCode)...) // what decoding found
 	if err != nil {
 		return &StageError{StageDecode, err}
 	}
-	for _, u := range skipped {
+	for i, u := range skipped {
 		if pol.Undecodable == "reject" {
 			return &StageError{StageRules, &PolicyError{Page: u.Page, Path: u.Path, Offset: u.Offset, Code: "policy.undecodable", Reason: u.Reason}}
+		}
+		if i == maxWarningsPerCode {
+			first, last := u.Page, skipped[len(skipped)-1].Page
+			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &first,
+				Message: fmt.Sprintf("%d more tiff.not-decoded warnings not listed (the first %d are), on pages %d to %d", len(skipped)-i, i, first, last)})
+			break
 		}
 		pg, off := u.Page, u.Offset
 		rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &pg, Path: u.Path, Offset: &off, Message: u.Error()})

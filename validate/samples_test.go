@@ -104,6 +104,19 @@ func TestPolicyRefusesSampleFormats(t *testing.T) {
 	if _, err := validate.CheckMaster(context.Background(), f, nil, pol); err != nil {
 		t.Errorf("refusing complex-int only: %v", err)
 	}
+	// Pages past the first are streamed, never held: the rule still
+	// finds the second page of a file.
+	strip := make([]byte, 8*8*16)
+	two, _ := dirs(t, greyDir(), fixtures.Image(8, 8, 1, 128, 1, 1, 8, 0, 0, [][]byte{strip}, fixtures.Shorts(339, 6)))
+	f2 := filepath.Join(dir, "second-page-complex.tif")
+	if err := os.WriteFile(f2, two, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol.RefuseSampleFormats = []string{"complex-float"}
+	_, err := validate.CheckMaster(context.Background(), f2, nil, pol)
+	if pe := (*validate.PolicyError)(nil); !errors.As(err, &pe) || pe.Code != "policy.sample-format" || pe.Page != 2 {
+		t.Errorf("complex second page: got %v, want policy.sample-format on page 2", err)
+	}
 	pol.RefuseSampleFormats = []string{"complex"}
 	if err := pol.Validate(); err == nil {
 		t.Error("a policy refusing an unknown sample format name validates")

@@ -120,7 +120,12 @@ func (w *walker) subIFDs(e entry, parent string, depth int) error {
 				return err
 			}
 			p.Path = w.path
-			w.info.SubImages = append(w.info.SubImages, *p)
+			if w.firstOnly {
+				w.info.subRefs = append(w.info.subRefs, imageRef{p.Index, p.Path, p.Offset})
+			} else {
+				w.info.SubImages = append(w.info.SubImages, *p)
+			}
+			w.info.SubImageCount++
 			if err := w.children(sub, depth+1); err != nil {
 				return err
 			}

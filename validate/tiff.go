@@ -15,6 +15,15 @@ type TIFFInfo struct {
 	ByteOrder binary.ByteOrder
 	Size      int64
 	Pages     []Page
+	// PageCount is the number of pages in the main chain: len(Pages) from
+	// WalkTIFF. CheckMaster's walk keeps the first page only (see
+	// walker.firstOnly) and streams the rest.
+	PageCount int
+	// SubImageCount is the number of SubIFD images: len(SubImages) from
+	// WalkTIFF. CheckMaster's walk keeps none in SubImages, only where
+	// each is (subRefs), and reads them again one at a time.
+	SubImageCount int
+	subRefs       []imageRef
 	// SubImages are the images of SubIFDs (tag 330: reduced-resolution
 	// and child images), in walk order; each has the Index of its page and
 	// a Path. They are checked and decoded as pages are.
@@ -152,8 +161,57 @@ type walker struct {
 	page  int    // index of the main-chain page being walked
 	path  string // the child directory inside it, "" for the page's IFD
 	ifds  int    // IFDs walked so far, main chain and children
-	seen  map[uint64]string
+	seen  map[uint64]ifdRef
 	ioErr error
+	// firstOnly keeps only the first page in info.Pages; every page is
+	// still checked, counted (info.PageCount) and handed to onPage. It
+	// holds the walk's memory to what it reports (warnings, the loop
+	// check, SubIFD images), not to what every page's tags were.
+	firstOnly bool
+	onPage    func(p *Page) // when not nil, called with each main-chain page
+	// warnCap, when not 0, is the most warnings of one code listed; the
+	// rest are counted in warned and summed up in one warning of that code
+	// at the end (see summarise), so a file of 65,535 pages that each
+	// lack a tag does not make a report of 65,535 warnings.
+	warnCap int
+	warned  map[string]*elided
+	capped  []string // the codes over warnCap, in the order they went over
+}
+
+// elided counts the warnings of one code: listed, then not listed (more),
+// with the first and last page of those not listed.
+type elided struct {
+	listed, more, first, last int
+}
+
+// maxWarningsPerCode is CheckMaster's warnCap.
+const maxWarningsPerCode = 100
+
+// summarise adds, for each code with warnings not listed, one warning
+// that says how many and on which pages, in the order the codes met
+// their cap.
+func (w *walker) summarise() {
+	for _, code := range w.capped {
+		el := w.warned[code]
+		first := el.first
+		w.info.Warnings = append(w.info.Warnings, Warning{Code: code, Page: &first,
+			Message: fmt.Sprintf("%d more %s warnings not listed (the first %d are), on pages %d to %d", el.more, code, w.warnCap, el.first, el.last)})
+	}
+}
+
+// imageRef is where a SubIFD image is: its page index, path and IFD.
+type imageRef struct {
+	index  int
+	path   string
+	offset int64
+}
+
+// ifdRef is where an IFD offset was first met, for the loop check: the
+// page and the child directory's path ("" for the page's own IFD). It is
+// formatted only when a loop is found.
+type ifdRef struct {
+	page int
+	path string
 }
 
 // WalkTIFF checks the structure of a classic TIFF or BigTIFF: header, the IFD
@@ -164,15 +222,109 @@ type walker struct {
 // are *TIFFError, a *LimitError ("strip-array") when the pages' block
 // arrays would overrun the budget, or an I/O error from r unchanged.
 func WalkTIFF(r io.ReaderAt, size int64, lim Limits) (*TIFFInfo, error) {
+	return walkTIFF(r, size, lim, false, nil)
+}
+
+// walkTIFF is WalkTIFF, keeping only the first page in Pages and at most
+// maxWarningsPerCode warnings of each code (then a count) when firstOnly,
+// and handing every main-chain page to onPage when not nil.
+func walkTIFF(r io.ReaderAt, size int64, lim Limits, firstOnly bool, onPage func(p *Page)) (*TIFFInfo, error) {
 	if lim.MemoryBudget <= 0 {
 		lim.MemoryBudget = DefaultMemoryBudget
 	}
-	w := &walker{r: r, size: size, lim: lim, info: &TIFFInfo{Size: size}, page: -1}
+	w := &walker{r: r, size: size, lim: lim, info: &TIFFInfo{Size: size}, page: -1, firstOnly: firstOnly, onPage: onPage}
+	if firstOnly {
+		w.warnCap = maxWarningsPerCode
+	}
 	info, err := w.walk()
+	w.summarise()
 	if err != nil && w.ioErr != nil {
 		return info, w.ioErr
 	}
 	return info, err
+}
+
+// eachPage reads the main chain of a TIFF that walkTIFF accepted (info is
+// what it returned) again, a page at a time, and calls fn with each page
+// as the walk built it, in order: page by page, so that no more than one
+// page's tags and block arrays are held at once. The chain is not checked
+// again (loops, the IFD cap, child directories: the walk did that), and
+// the warnings of the walk are not repeated. An error is fn's, an I/O
+// error from r, or a *TIFFError if the file no longer reads as it did.
+func eachPage(r io.ReaderAt, info *TIFFInfo, lim Limits, fn func(p *Page) error) error {
+	w, scratch := rereader(r, info, lim)
+	var next uint64
+	if w.big {
+		if err := w.read(w.buf[:16], 0, 0, "BigTIFF header"); err != nil {
+			return w.err(err)
+		}
+		next = w.bo.Uint64(w.buf[8:16])
+	} else {
+		if err := w.read(w.buf[:8], 0, 0, "header"); err != nil {
+			return w.err(err)
+		}
+		next = uint64(w.bo.Uint32(w.buf[4:8]))
+	}
+	for w.page = 0; w.page < info.PageCount; w.page++ {
+		// What a page holds is charged as the walk charged it; only one
+		// page's is held at a time here, so each starts from nothing.
+		scratch.Warnings, scratch.Held = scratch.Warnings[:0], 0
+		entries, n2, _, err := w.ifd(int64(next))
+		if err != nil {
+			return w.err(err)
+		}
+		p, err := w.page_(int64(next), entries)
+		if err != nil {
+			return w.err(err)
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+		next = n2
+	}
+	return nil
+}
+
+// eachSubImage is eachPage for the SubIFD images walkTIFF found (in
+// subRefs, when it kept only the first page): each is read again from its
+// IFD, in walk order.
+func eachSubImage(r io.ReaderAt, info *TIFFInfo, lim Limits, fn func(p *Page) error) error {
+	w, scratch := rereader(r, info, lim)
+	for _, ref := range info.subRefs {
+		scratch.Warnings, scratch.Held = scratch.Warnings[:0], 0
+		w.page, w.path = ref.index, ref.path
+		entries, _, _, err := w.ifd(ref.offset)
+		if err != nil {
+			return w.err(err)
+		}
+		p, err := w.page_(ref.offset, entries)
+		if err != nil {
+			return w.err(err)
+		}
+		p.Path = ref.path
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rereader is a walker for reading again what walkTIFF accepted into
+// info, with a scratch TIFFInfo for what the walk would record.
+func rereader(r io.ReaderAt, info *TIFFInfo, lim Limits) (*walker, *TIFFInfo) {
+	if lim.MemoryBudget <= 0 {
+		lim.MemoryBudget = DefaultMemoryBudget
+	}
+	scratch := &TIFFInfo{Size: info.Size}
+	return &walker{r: r, size: info.Size, lim: lim, info: scratch, bo: info.ByteOrder, big: info.BigTIFF}, scratch
+}
+
+// err is err, or the I/O error behind it.
+func (w *walker) err(err error) error {
+	if w.ioErr != nil {
+		return w.ioErr
+	}
+	return err
 }
 
 func (w *walker) fail(tag uint16, off int64, code string, err error, format string, args ...any) *TIFFError {
@@ -184,6 +336,24 @@ func (w *walker) fail(tag uint16, off int64, code string, err error, format stri
 
 func (w *walker) warn(code string, off int64, format string, args ...any) {
 	page, o := w.page+1, off
+	if w.warnCap > 0 {
+		if w.warned == nil {
+			w.warned = map[string]*elided{}
+		}
+		el := w.warned[code]
+		if el == nil {
+			el = &elided{}
+			w.warned[code] = el
+		}
+		if el.listed++; el.listed > w.warnCap {
+			if el.more == 0 {
+				el.first = page
+				w.capped = append(w.capped, code)
+			}
+			el.more, el.last = el.more+1, page
+			return
+		}
+	}
 	wr := Warning{Code: code, Message: fmt.Sprintf(format, args...), Offset: &o, Path: w.path}
 	if page >= 1 {
 		wr.Page = &page
@@ -245,13 +415,13 @@ func (w *walker) walk() (*TIFFInfo, error) {
 	if first == 0 {
 		return w.info, w.fail(0, 4, "tiff.no-ifd", ErrMissingTag, "no IFD in file")
 	}
-	w.seen = map[uint64]string{}
+	w.seen = map[uint64]ifdRef{}
 	next, nextAt := first, int64(4)
 	if w.big {
 		nextAt = 8
 	}
 	for next != 0 {
-		w.page, w.path = len(w.info.Pages), ""
+		w.page, w.path = w.info.PageCount, ""
 		if err := w.visit(next, nextAt, "next IFD pointer"); err != nil {
 			return w.info, err
 		}
@@ -263,7 +433,13 @@ func (w *walker) walk() (*TIFFInfo, error) {
 		if err != nil {
 			return w.info, err
 		}
-		w.info.Pages = append(w.info.Pages, *p)
+		if !w.firstOnly || w.info.PageCount == 0 {
+			w.info.Pages = append(w.info.Pages, *p)
+		}
+		w.info.PageCount++
+		if w.onPage != nil {
+			w.onPage(p)
+		}
 		if err := w.children(entries, 1); err != nil {
 			return w.info, err
 		}
@@ -279,7 +455,7 @@ func (w *walker) walk() (*TIFFInfo, error) {
 // at is the offset of the pointer; what names it in messages.
 func (w *walker) visit(off uint64, at int64, what string) error {
 	if prev, ok := w.seen[off]; ok {
-		return w.fail(0, at, "tiff.ifd-loop", ErrIFDLoop, "%s %d goes back to %s", what, off, prev)
+		return w.fail(0, at, "tiff.ifd-loop", ErrIFDLoop, "%s %d goes back to %s", what, off, where(prev.page, prev.path))
 	}
 	if w.ifds >= w.lim.MaxPages {
 		return w.fail(0, at, "tiff.too-many-pages", ErrTooManyPages, "more than %d IFDs", w.lim.MaxPages)
@@ -292,20 +468,20 @@ func (w *walker) visit(off uint64, at int64, what string) error {
 		return w.fail(0, at, "tiff.ifd-outside-file", ErrOutsideFile, "IFD offset %d, file has %d bytes", off, w.size)
 	}
 	w.ifds++
-	w.seen[off] = w.where()
+	w.seen[off] = ifdRef{w.page, w.path}
 	if off%2 != 0 {
 		w.warn("tiff.ifd-unaligned", at, "IFD offset %d is not on a word boundary", off)
 	}
 	return nil
 }
 
-// where names the directory being walked, as in messages: "page 2" or
-// "page 2 / EXIF".
-func (w *walker) where() string {
-	if w.path == "" {
-		return fmt.Sprintf("page %d", w.page+1)
+// where names a directory, as in messages: "page 2" or "page 2 / EXIF"
+// for page index 1 and path "" or "EXIF".
+func where(page int, path string) string {
+	if path == "" {
+		return fmt.Sprintf("page %d", page+1)
 	}
-	return fmt.Sprintf("page %d / %s", w.page+1, w.path)
+	return fmt.Sprintf("page %d / %s", page+1, path)
 }
 
 // ifd reads and checks one IFD's entries and returns them with the next
@@ -430,10 +606,15 @@ const uintChunk = 64 << 10
 func (w *walker) readUints(e entry, n uint64) ([]uint64, error) {
 	ts := typeSize[e.typ]
 	out := make([]uint64, min(n, e.count))
-	raw := make([]byte, min(int64(len(out))*ts, uintChunk))
+	var raw []byte
+	if need := int64(len(out)) * ts; need <= int64(len(w.buf)) {
+		raw = w.buf[:need] // a page's single values: no allocation
+	} else {
+		raw = make([]byte, min(need, uintChunk))
+	}
 	for done := 0; done < len(out); {
 		b := raw[:min(int64(len(out)-done)*ts, int64(len(raw)))]
-		if err := w.read(b, e.valueAt+int64(done)*ts, e.tag, TagName(e.tag)); err != nil {
+		if err := w.readValues(b, e.valueAt+int64(done)*ts, e.tag); err != nil {
 			return nil, err
 		}
 		for ; len(b) > 0; b = b[ts:] {
@@ -451,6 +632,23 @@ func (w *walker) readUints(e entry, n uint64) ([]uint64, error) {
 		}
 	}
 	return out, nil
+}
+
+// readValues is read for the values of tag, naming the tag only when the
+// read fails: a page reads a dozen values, and the name is a Sprintf.
+func (w *walker) readValues(p []byte, off int64, tag uint16) error {
+	if off < 0 || off > w.size || int64(len(p)) > w.size-off {
+		return w.read(p, off, tag, TagName(tag)) // refused before reading
+	}
+	n, err := w.r.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		w.ioErr = err
+		return err
+	}
+	return w.fail(tag, off, "tiff.truncated", ErrTruncated, "%s: short read", TagName(tag))
 }
 
 // one reads a single-valued integer tag; def is returned when it is absent.
