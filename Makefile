@@ -10,7 +10,7 @@ BIN       := bin/lazaret
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COLDBUILD := about 6 minutes, 356 s measured with GOCACHE empty and other builds running,
 
-.PHONY: all build install demo test unit lint fuzz fuzz-seeds fuzz-smoke soak bench generate clean test-inflate bench-inflate
+.PHONY: all build install demo test unit lint fuzz fuzz-seeds fuzz-smoke soak bench generate clean test-inflate bench-inflate riverbench
 
 all: lint test
 
@@ -108,6 +108,13 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=5x ./validate ./edifact
 	$(GO) test -run='^$$' -bench='^BenchmarkNoisyVsAnchors$$' -benchtime=5x -cpu=1,2 ./validate
 	$(GO) test -run='^$$' -bench='^BenchmarkSmall$$' -benchmem -benchtime=2000x ./validate
+
+# River's no-op drain, the anchor of lazaret bench's pipeline rows: a
+# module of its own in ../shared/tools/riverbench, so that River is no
+# dependency of Lazaret's. Then: lazaret bench --river bin/riverbench.
+RIVERBENCH ?= ../shared/tools/riverbench
+riverbench:
+	cd $(RIVERBENCH) && $(GO) build -o $(CURDIR)/bin/riverbench .
 
 # The C inflater of the strict count (cgo; Debian zlib1g-dev): the packages
 # that inflate with it, then the fuzz targets that hold it to the default

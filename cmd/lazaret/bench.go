@@ -44,6 +44,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	concurrency := fs.Int("concurrency", 2, "worker concurrency of the pipeline measurement (the same for bare asynq)")
 	ledgerItems := fs.String("ledger-items", "2000,20000", "ledger sizes, in items of five events, for the read-model queries (empty skips; 200000 = 1M events takes minutes)")
 	benchRedis := fs.String("bench-redis", "", "Redis URL for the pipeline measurement, which must be empty (default: a private redis-server on a free port)")
+	river := fs.String("river", "", "riverbench `BINARY` (make riverbench builds bin/riverbench from ../shared/tools/riverbench): River's no-op drain measured in the same rounds as the pipeline, each pipeline row given its ratio to it")
+	riverPostgres := fs.String("river-postgres", "", "PostgreSQL URL of a database of River's own (River migrates it and truncates river_job), for River's row beside the PostgreSQL pipeline")
 	benchPostgres := fs.String("pipeline-postgres", "", "PostgreSQL URL: drain the pipeline into a PostgreSQL ledger too, in a schema of its own created and dropped each run (the role needs CREATE on the database)")
 	cfg := defaultConfig()
 	if err := cfg.bind(ctx, fs, args, "master"); err != nil {
@@ -163,7 +165,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *pipeItems > 0 {
-		if err := benchPipeline(ctx, stdout, *dir, *benchRedis, *benchPostgres, *pipeItems, *concurrency, *rounds, cfg); err != nil {
+		rv := riverBench{bin: *river, postgres: *riverPostgres}
+		if err := benchPipeline(ctx, stdout, *dir, *benchRedis, *benchPostgres, rv, *pipeItems, *concurrency, *rounds, cfg); err != nil {
 			return fmt.Errorf("pipeline: %w", err)
 		}
 	}
@@ -181,7 +184,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // concurrency, interleaved, and prints both rates and their ratio, for a
 // batch that is accepted and one that is dead-lettered (against asynq's
 // SkipRetry path).
-func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL string, items, concurrency, rounds int, cfg Config) error {
+func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL string, rv riverBench, items, concurrency, rounds int, cfg Config) error {
 	if redisURL == "" {
 		addr, stop, err := pipebench.StartRedis(dir)
 		if err != nil {
@@ -241,8 +244,14 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 		}
 		return pipebench.Unwritten(l), drop, nil
 	}}
+	var riverRows []string // the accepted rows beside River's drain on the same database
 	for _, lg := range append(slices.Clip(ledgers), ceiling) {
 		for _, fail := range []bool{false, true} {
+			// River drains no-op jobs into the same database as the
+			// pipeline's ledger, in the same rounds, for the accepted rows.
+			ro, withRiver := rv.options(lg, dir, items, concurrency)
+			withRiver = withRiver && !fail && !lg.unwritten
+			var riv pipebench.Run
 			name := "small masters accepted, " + lg.name + " ledger"
 			if fail {
 				name = "small masters dead-lettered, " + lg.name + " ledger"
@@ -270,8 +279,19 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 				bare.Add(bd)
 				pipe.Add(pd)
 				groups.Commits, groups.Appends = groups.Commits+st.Commits, groups.Appends+st.Appends
+				if withRiver {
+					rd, err := pipebench.River(ctx, ro)
+					if err != nil {
+						return err
+					}
+					riv.Add(rd)
+				}
 			}
 			n := float64(items * max(1, rounds))
+			if withRiver {
+				riverRows = append(riverRows, fmt.Sprintf("%s\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\n", name, n/pipe.Wall.Seconds(), n/riv.Wall.Seconds(),
+					riv.Wall.Seconds()/pipe.Wall.Seconds(), float64(pipe.CPU.Microseconds())/n, float64(riv.CPU.Microseconds())/n))
+			}
 			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\t%s\n", name, n/pipe.Wall.Seconds(), n/bare.Wall.Seconds(),
 				bare.Wall.Seconds()/pipe.Wall.Seconds(), float64(pipe.CPU.Microseconds())/n, float64(bare.CPU.Microseconds())/n, perCommit(groups, lg.unwritten))
 		}
@@ -303,7 +323,36 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(riverRows) > 0 {
+		fmt.Fprintf(tw, "\nAGAINST RIVER (%d items, concurrency %d, same rounds)\tITEMS/S\tRIVER NO-OP ITEMS/S\t÷ RIVER\tCPU µs/ITEM\tRIVER CPU µs/ITEM\n", items, concurrency)
+		for _, row := range riverRows {
+			fmt.Fprint(tw, row)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	} else if rv.bin == "" {
+		fmt.Fprintln(stdout, "\n(no River row: make riverbench, then --river bin/riverbench)")
+	}
 	return benchCommits(ctx, stdout, opt, ledgers, items, rounds)
+}
+
+// riverBench is where River's anchor rows come from: the riverbench
+// binary, and a PostgreSQL database of River's own ("" leaves River out of
+// the PostgreSQL rows).
+type riverBench struct{ bin, postgres string }
+
+// options are River's drain beside ledger lg, and whether there is one.
+func (rv riverBench) options(lg benchLedger, dir string, items, concurrency int) (pipebench.RiverOptions, bool) {
+	o := pipebench.RiverOptions{Bin: rv.bin, Dir: dir, Items: items, Concurrency: concurrency}
+	switch {
+	case rv.bin == "":
+		return o, false
+	case lg.name == "PostgreSQL":
+		o.Postgres = rv.postgres
+		return o, rv.postgres != ""
+	}
+	return o, true
 }
 
 // benchCommits commits accepted masters into each ledger from 2 and 8
