@@ -98,7 +98,7 @@ func BenchmarkParse(b *testing.B) {
 func BenchmarkParseMessages(b *testing.B) {
 	benchFile(b, func(r io.Reader) {
 		n := 0
-		if _, err := edifact.Parse(r, edifact.Limits{}, func(m *edifact.Message) error { n += len(m.Segments); return nil }); err != nil {
+		if _, err := edifact.Parse(r, edifact.Limits{}, func(m *edifact.Message) error { n += m.Len(); return nil }); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -245,7 +245,7 @@ func BenchmarkParseVsTokenizer(b *testing.B) {
 		}},
 		{"ParseMessages", func(r io.Reader) {
 			n := 0
-			if _, err := edifact.Parse(r, edifact.Limits{}, func(m *edifact.Message) error { n += len(m.Segments); return nil }); err != nil {
+			if _, err := edifact.Parse(r, edifact.Limits{}, func(m *edifact.Message) error { n += m.Len(); return nil }); err != nil {
 				b.Fatal(err)
 			}
 		}},
