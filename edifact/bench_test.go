@@ -2,6 +2,7 @@ package edifact_test
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -97,7 +98,7 @@ func BenchmarkParse(b *testing.B) {
 func BenchmarkParseMessages(b *testing.B) {
 	benchFile(b, func(r io.Reader) {
 		n := 0
-		if _, err := edifact.Parse(r, edifact.Limits{}, func(m *edifact.Message) error { n += len(m.Segments); return nil }); err != nil {
+		if _, err := edifact.Parse(r, edifact.Limits{}, func(m *edifact.Message) error { n += m.Len(); return nil }); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -244,7 +245,7 @@ func BenchmarkParseVsTokenizer(b *testing.B) {
 		}},
 		{"ParseMessages", func(r io.Reader) {
 			n := 0
-			if _, err := edifact.Parse(r, edifact.Limits{}, func(m *edifact.Message) error { n += len(m.Segments); return nil }); err != nil {
+			if _, err := edifact.Parse(r, edifact.Limits{}, func(m *edifact.Message) error { n += m.Len(); return nil }); err != nil {
 				b.Fatal(err)
 			}
 		}},
@@ -307,4 +308,24 @@ func BenchmarkReader(b *testing.B) {
 			b.Fatalf("%d segments", n)
 		}
 	})
+}
+
+// BenchmarkParseLongMessage hands one message of 200,000 short FTX segments
+// to a callback: what keeping a message's segments costs per segment.
+func BenchmarkParseLongMessage(b *testing.B) { benchLongMessage(b, 200_000) }
+
+func benchLongMessage(b *testing.B, n int) {
+	var buf bytes.Buffer
+	if err := fixtures.LongMessage(&buf, n); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		msgs := 0
+		if _, err := edifact.Parse(bytes.NewReader(buf.Bytes()), edifact.Limits{}, func(*edifact.Message) error { msgs++; return nil }); err != nil || msgs != 1 {
+			b.Fatalf("%d messages: %v", msgs, err)
+		}
+	}
 }

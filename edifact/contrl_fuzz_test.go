@@ -39,8 +39,7 @@ func FuzzAperak(f *testing.F) {
 		var msgs []edifact.AperakMessage
 		ic, _ := edifact.Parse(bytes.NewReader(data), edifact.Limits{}, func(m *edifact.Message) error {
 			am := edifact.AperakMessage{Ref: m.Ref, Type: m.Type, Number: len(msgs) + 1, Offset: m.Offset}
-			for i := range m.Segments {
-				s := &m.Segments[i]
+			for i, s := range m.All() {
 				am.Errors = append(am.Errors, edifact.AperakError{Code: s.Value(1, 1), Segment: i + 1, Tag: s.Tag, Element: 1, Offset: s.Offset, Text: s.Value(2, 1)})
 			}
 			msgs = append(msgs, am)

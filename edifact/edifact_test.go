@@ -136,7 +136,7 @@ func TestCustomSeparatorsGroupsAndRepetition(t *testing.T) {
 		"UNZ*1*X1!"
 	var got []string
 	ic, err := edifact.Parse(strings.NewReader(in), edifact.Limits{}, func(m *edifact.Message) error {
-		got = append(got, m.Group+"/"+m.Ref+"/"+m.Segments[1].Value(4, 1)+"/"+m.Segments[1].Value(4, 2))
+		got = append(got, m.Group+"/"+m.Ref+"/"+m.Segment(1).Value(4, 1)+"/"+m.Segment(1).Value(4, 2))
 		return nil
 	})
 	if err != nil {

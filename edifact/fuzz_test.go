@@ -34,7 +34,7 @@ func FuzzParse(f *testing.F) {
 	seeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := edifact.Parse(bytes.NewReader(data), edifact.Limits{MaxSegmentBytes: 4096}, func(m *edifact.Message) error {
-			for _, s := range m.Segments {
+			for _, s := range m.All() {
 				if s.Offset < 0 || s.Offset >= int64(len(data)) {
 					t.Fatalf("segment %s offset %d outside %d bytes", s.Tag, s.Offset, len(data))
 				}

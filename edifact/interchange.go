@@ -41,53 +41,103 @@ func (ic *Interchange) CharsetUnchecked() bool {
 	return ic.SyntaxID == "UNOX" || ic.SyntaxID == "UNOZ"
 }
 
-// Message is one message (UNH .. UNT) with its segments.
+// Message is one message (UNH .. UNT) with its segments (see Len, All and
+// Segment).
 type Message struct {
-	Ref      string // UNH 0062
-	Type     string // S009 0065, e.g. "IFTMIN"
-	Version  string // 0052, e.g. "D"
-	Release  string // 0054, e.g. "95B"
-	Agency   string // 0051, e.g. "UN"
-	Assoc    string // 0057, e.g. "SMDG20"
-	Offset   int64  // of UNH
-	Index    int    // position of UNH in the interchange
-	Number   int    // 1-based message number in the interchange
-	Group    string // UNG reference, "" outside groups
-	Segments []Segment
+	Ref     string // UNH 0062
+	Type    string // S009 0065, e.g. "IFTMIN"
+	Version string // 0052, e.g. "D"
+	Release string // 0054, e.g. "95B"
+	Agency  string // 0051, e.g. "UN"
+	Assoc   string // 0057, e.g. "SMDG20"
+	Offset  int64  // of UNH
+	Index   int    // position of UNH in the interchange
+	Number  int    // 1-based message number in the interchange
+	Group   string // UNG reference, "" outside groups
 	// Charset is the first byte the declared syntax identifier does not
 	// allow, or nil.
 	Charset *CharsetIssue
+
+	st   *store    // the segments Parse kept, or nil
+	segs []Segment // the segments SetSegments gave, when st is nil
+}
+
+// Len is the number of segments, UNH and UNT included.
+func (m *Message) Len() int {
+	if m.st != nil {
+		return m.st.n
+	}
+	return len(m.segs)
+}
+
+// All yields every segment with its 0-based position. Parse keeps a
+// message's segments compactly and rebuilds each one as All reaches it:
+// the *Segment yielded is valid until the next one (Clone keeps it), and
+// its bytes as long as the message's.
+func (m *Message) All() func(yield func(int, *Segment) bool) {
+	return func(yield func(int, *Segment) bool) {
+		if m.st == nil {
+			for i := range m.segs {
+				if !yield(i, &m.segs[i]) {
+					return
+				}
+			}
+			return
+		}
+		var s Segment
+		var scratch []byte
+		for i := 0; i < m.st.n; i++ {
+			m.st.load(i, &s, &scratch)
+			if !yield(i, &s) {
+				return
+			}
+		}
+	}
+}
+
+// Segment is segment i (0-based; UNH is 0), rebuilt for the call: use All
+// to go through them. Its bytes are valid as long as the message's.
+func (m *Message) Segment(i int) *Segment {
+	if m.st == nil {
+		return &m.segs[i]
+	}
+	if i < 0 || i >= m.st.n {
+		panic("edifact: Message.Segment index out of range")
+	}
+	s := new(Segment)
+	var scratch []byte
+	m.st.load(i, s, &scratch)
+	return s
+}
+
+// SetSegments makes segs the message's segments, as they are (to build a
+// message by hand).
+func (m *Message) SetSegments(segs []Segment) {
+	m.st, m.segs = nil, segs
+}
+
+// Header is m without its segments.
+func (m *Message) Header() Message {
+	c := *m
+	c.st, c.segs = nil, nil
+	return c
 }
 
 // Clone returns a deep copy of m that stays valid after the onMessage call
-// that received m returns: its segments share three new buffers.
+// that received m returns.
 func (m *Message) Clone() *Message {
 	c := *m
 	if m.Charset != nil {
 		cs := *m.Charset
 		c.Charset = &cs
 	}
-	var nr, ns, nh int
-	for i := range m.Segments {
-		nr, ns, nh = nr+len(m.Segments[i].raw), ns+len(m.Segments[i].spans), nh+len(m.Segments[i].holes)
+	if m.st != nil {
+		c.st = m.st.clone()
+		return &c
 	}
-	raw, spans, holes := make([]byte, nr), make([]span, ns), make([]int32, nh)
-	c.Segments = make([]Segment, len(m.Segments))
-	var ro, so, ho int
-	for i := range m.Segments {
-		s, d := &m.Segments[i], &c.Segments[i]
-		*d = *s
-		d.raw = raw[ro : ro+len(s.raw) : ro+len(s.raw)]
-		d.spans = spans[so : so+len(s.spans) : so+len(s.spans)]
-		copy(d.raw, s.raw)
-		copy(d.spans, s.spans)
-		ro, so = ro+len(s.raw), so+len(s.spans)
-		d.holes = nil
-		if len(s.holes) > 0 {
-			d.holes = holes[ho : ho+len(s.holes) : ho+len(s.holes)]
-			copy(d.holes, s.holes)
-			ho += len(s.holes)
-		}
+	c.segs = make([]Segment, len(m.segs))
+	for i := range m.segs {
+		c.segs[i] = m.segs[i].Clone()
 	}
 	return &c
 }
@@ -102,7 +152,7 @@ type CharsetIssue struct {
 // Parse reads a whole interchange, checks its envelope and control counts,
 // and calls onMessage for every complete message (UNH .. UNT) in order.
 //
-// The *Message passed, its Segments and their bytes are valid only until
+// The *Message passed, its segments and their bytes are valid only until
 // onMessage returns: Parse reuses them for the next message. Strings taken
 // from it (Ref, Type, a segment's Tag, Value) stay valid; to keep a
 // segment use Segment.Clone, to keep the message Message.Clone.
@@ -122,11 +172,10 @@ func Parse(r io.Reader, lim Limits, onMessage func(*Message) error) (*Interchang
 	rd := NewReader(r, lim)
 	rd.countOnly = onMessage == nil // no one reads a message's components
 	p := &parser{rd: rd, lim: lim, onMessage: onMessage, ic: &Interchange{}}
-	p.raw.size, p.spans.size, p.holes.size = 64<<10, 4<<10, 1<<10
+	p.st.tags, p.msg.st = rd.tags, &p.st
 	err := p.run()
 	if err != nil && p.inMsg {
-		open := p.msg
-		open.Segments = nil
+		open := p.msg.Header()
 		p.ic.Open = &open
 	}
 	p.ic.Bytes = rd.Offset()
@@ -146,7 +195,6 @@ type parser struct {
 	msg       Message
 	inMsg     bool
 	msgSegs   int
-	msgBytes  int64 // what the kept segments of msg take (Segment.retained)
 	inGroup   bool
 	groupRef  string
 	groupMsgs int
@@ -157,12 +205,10 @@ type parser struct {
 	segments  int64
 	lastIndex int
 	interned  map[string]string
-	raw       chunks[byte]  // the bytes of the message's kept segments
-	spans     chunks[span]  // their spans
-	holes     chunks[int32] // their holes
-	recent    [8][4]string  // the last values interned per component
-	ids       [4]s009Entry  // the last distinct S009s
-	strs      []byte        // the chunk str carves strings from
+	st        store        // the message's kept segments
+	recent    [8][4]string // the last values interned per component
+	ids       [4]s009Entry // the last distinct S009s
+	strs      []byte       // the chunk str carves strings from
 }
 
 func (p *parser) fail(s *Segment, code int, elem, comp int, err error, format string, args ...any) *SyntaxError {
@@ -511,13 +557,12 @@ func (p *parser) unh(s *Segment) error {
 // before the UNH's elements.
 func (p *parser) begin(ref string, id [5]string, offset int64, index int) {
 	p.ic.Messages++
-	p.inMsg, p.msgSegs, p.msgBytes = true, 1, 0
-	p.raw.reset()
-	p.spans.reset()
-	p.holes.reset()
+	p.inMsg, p.msgSegs = true, 1
+	p.st.reset()
+	p.st.rel = p.rd.d.Release
 	m := &p.msg
 	m.Ref, m.Type, m.Version, m.Release, m.Agency, m.Assoc = ref, id[0], id[1], id[2], id[3], id[4]
-	m.Offset, m.Index, m.Number, m.Group, m.Segments, m.Charset = offset, index, p.ic.Messages, p.groupRef, m.Segments[:0], nil
+	m.Offset, m.Index, m.Number, m.Group, m.Charset = offset, index, p.ic.Messages, p.groupRef, nil
 	if !p.inGroup {
 		m.Group = ""
 	}
@@ -649,143 +694,26 @@ func (p *parser) keep(s *Segment) error {
 	if p.onMessage == nil {
 		return nil
 	}
-	if len(p.msg.Segments) >= p.lim.MaxMessageSegments {
+	if p.st.n >= p.lim.MaxMessageSegments {
 		return p.fail(s, CodeUnspecified, 0, 0, ErrTooManySegments, "message %s has more than %d segments", p.msg.Ref, p.lim.MaxMessageSegments)
 	}
-	n := s.retained()
-	if p.msgBytes+n > p.lim.MaxMessageBytes {
+	// The segment is kept before its cost is known; past the limit the
+	// parse stops and the message is dropped.
+	if !p.st.fits(s) {
+		return p.fail(s, CodeUnspecified, 0, 0, ErrMessageTooLarge, "message %s would keep more than 4 GiB with this segment", p.msg.Ref)
+	}
+	p.st.add(s)
+	if p.st.retained() > p.lim.MaxMessageBytes {
 		return p.fail(s, CodeUnspecified, 0, 0, ErrMessageTooLarge, "message %s would keep more than %d bytes with this segment", p.msg.Ref, p.lim.MaxMessageBytes)
 	}
-	p.msgBytes += n
-	// The message's bytes, spans and holes go to chunked buffers reused
-	// from message to message (chunks, not one growing buffer: nothing is
-	// copied as a message grows, and memory stays what the segments
-	// take). The reader splits each segment straight into the free end of
-	// the span chunk (see below), so its spans are usually in place.
-	ns, nh := len(s.spans), len(s.holes)
-	segs := p.msg.Segments
-	if len(segs) == cap(segs) {
-		segs = append(segs, Segment{})
-	} else {
-		segs = segs[:len(segs)+1]
-	}
-	p.msg.Segments = segs
-	d := &segs[len(segs)-1]
-	d.Tag, d.Offset, d.Index, d.rel, d.bad = s.Tag, s.Offset, s.Index, s.rel, s.bad
-	// The bytes: the common case by hand (the generic add costs more).
-	raw := &p.raw
-	if raw.cur < len(raw.bufs) && cap(raw.bufs[raw.cur])-len(raw.bufs[raw.cur]) >= len(s.raw) && len(s.raw) <= raw.size/8 {
-		b := raw.bufs[raw.cur]
-		n := len(b)
-		b = b[:n+len(s.raw)]
-		copy(b[n:], s.raw)
-		raw.bufs[raw.cur] = b
-		d.raw = b[n:len(b):len(b)]
-	} else {
-		d.raw = raw.add(s.raw)
-	}
-	if free := p.spans.free(); ns > 0 && cap(free) > 0 && &free[:1][0] == &s.spans[0] {
-		d.spans = p.spans.commit(ns)
-	} else {
-		d.spans = p.spans.add(s.spans)
-	}
-	d.holes = nil
-	if nh > 0 {
-		d.holes = p.holes.add(s.holes)
-	}
-	p.rd.seg.spans = p.spans.room(256)
 	return nil
 }
 
-// chunks is storage for one message's bytes, spans or holes: slices of
-// fixed-size chunks, reused from message to message.
-type chunks[T any] struct {
-	bufs [][]T
-	cur  int
-	size int
-}
-
-// room returns the free end (len 0, cap >= n) of the current chunk, moving
-// on to the next one when the current has less.
-func (c *chunks[T]) room(n int) []T {
-	if c.cur < len(c.bufs) {
-		if b := c.bufs[c.cur]; cap(b)-len(b) >= n {
-			return b[len(b):]
-		}
-	}
-	return c.next(n)
-}
-
-func (c *chunks[T]) next(n int) []T {
-	if len(c.bufs) == 0 {
-		c.bufs = append(c.bufs, make([]T, 0, max(c.size, n)))
-		return c.bufs[0]
-	}
-	c.cur++
-	if c.cur == len(c.bufs) {
-		c.bufs = append(c.bufs, nil)
-	}
-	if cap(c.bufs[c.cur]) < n {
-		c.bufs[c.cur] = make([]T, 0, max(c.size, n))
-	}
-	c.bufs[c.cur] = c.bufs[c.cur][:0]
-	return c.bufs[c.cur]
-}
-
-// free is the free end of the current chunk.
-func (c *chunks[T]) free() []T {
-	if len(c.bufs) == 0 {
-		return nil
-	}
-	b := c.bufs[c.cur]
-	return b[len(b):]
-}
-
-// commit takes the next n elements of the current chunk (written through
-// free or room) and returns them.
-func (c *chunks[T]) commit(n int) []T {
-	b := c.bufs[c.cur]
-	c.bufs[c.cur] = b[:len(b)+n]
-	return b[len(b) : len(b)+n : len(b)+n]
-}
-
-// add copies v into the chunks and returns the copy. A v of more than an
-// eighth of a chunk gets a slice of its own, so that no chunk is left more
-// than an eighth empty: memory stays within 8/7 of what the segments take.
-func (c *chunks[T]) add(v []T) []T {
-	if len(v) > c.size/8 {
-		return append([]T(nil), v...)[:len(v):len(v)]
-	}
-	if c.cur >= len(c.bufs) || cap(c.bufs[c.cur])-len(c.bufs[c.cur]) < len(v) {
-		c.next(len(v))
-	}
-	b := c.bufs[c.cur]
-	n := len(b)
-	b = append(b, v...)
-	c.bufs[c.cur] = b
-	return b[n:len(b):len(b)]
-}
-
-// reset frees the chunks for the next message, keeping two of them.
-func (c *chunks[T]) reset() {
-	if len(c.bufs) > 2 {
-		clear(c.bufs[2:])
-		c.bufs = c.bufs[:2]
-	}
-	for i := range c.bufs {
-		c.bufs[i] = c.bufs[i][:0]
-	}
-	c.cur = 0
-}
-
-// deliver hands the message to onMessage, then frees its buffers for the
+// deliver hands the message to onMessage, then frees its store for the
 // next one.
 func (p *parser) deliver() error {
 	err := p.onMessage(&p.msg)
-	p.raw.reset()
-	p.spans.reset()
-	p.holes.reset()
-	p.rd.seg.spans = p.spans.room(256)
+	p.st.reset()
 	return err
 }
 

@@ -17,8 +17,7 @@ import (
 func describe(m *edifact.Message) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %d\n", m.Ref, m.Type, m.Offset)
-	for i := range m.Segments {
-		s := &m.Segments[i]
+	for _, s := range m.All() {
 		fmt.Fprintf(&b, "%s@%d %q", s.Tag, s.Offset, s.Raw())
 		for e := 1; e <= s.Elements(); e++ {
 			for c := 1; c <= s.Components(e); c++ {

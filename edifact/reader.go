@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"unsafe"
 )
 
 // Delimiters are an interchange's service characters.
@@ -29,8 +28,9 @@ type Limits struct {
 	MaxSegments        int64 // segments in one interchange, default 50 million
 	MaxMessageSegments int   // segments kept for one message, default 1 million
 	// MaxMessageBytes is the memory the segments kept for one message may
-	// take (Segment.retained: their bytes, spans and headers), default 128
-	// MiB. It is checked before each segment is kept.
+	// take (their bytes, two bytes a component and twelve a segment: see
+	// store), default 128 MiB, and at most 4 GiB whatever it says. It is
+	// checked as each segment is kept.
 	MaxMessageBytes int64
 }
 
@@ -188,13 +188,6 @@ func (s *Segment) inputOffset(i int32) int64 {
 		}
 	}
 	return s.Offset + n
-}
-
-// retained is the memory a Clone of s keeps: its bytes, holes and spans,
-// and its header twice over (once in a message's slice of segments, once
-// more for the slack that slice grows by).
-func (s *Segment) retained() int64 {
-	return 2*int64(unsafe.Sizeof(Segment{})) + int64(len(s.raw)) + 4*int64(len(s.holes)) + int64(unsafe.Sizeof(span{}))*int64(len(s.spans))
 }
 
 // Clone returns a copy that stays valid.

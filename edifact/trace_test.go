@@ -65,13 +65,13 @@ func traceCase(data []byte, wrap func([]byte) io.Reader, lim edifact.Limits, cb 
 	var fn func(*edifact.Message) error
 	if cb {
 		fn = func(m *edifact.Message) error {
-			fmt.Fprintf(&b, "M %q %q %q %q %q %q %d %d %d %q segs=%d", m.Ref, m.Type, m.Version, m.Release, m.Agency, m.Assoc, m.Offset, m.Index, m.Number, m.Group, len(m.Segments))
+			fmt.Fprintf(&b, "M %q %q %q %q %q %q %d %d %d %q segs=%d", m.Ref, m.Type, m.Version, m.Release, m.Agency, m.Assoc, m.Offset, m.Index, m.Number, m.Group, m.Len())
 			if m.Charset != nil {
 				fmt.Fprintf(&b, " cs=%+v", *m.Charset)
 			}
 			b.WriteString("\n")
-			for i := range m.Segments {
-				segTrace(&b, &m.Segments[i])
+			for _, s := range m.All() {
+				segTrace(&b, s)
 			}
 			return nil
 		}
@@ -88,7 +88,10 @@ func traceCase(data []byte, wrap func([]byte) io.Reader, lim edifact.Limits, cb 
 			o := *ic.Open
 			cs := o.Charset
 			o.Charset = nil
-			fmt.Fprintf(&b, "O %+v %v\n", o, cs != nil)
+			// As the Message of before its segments were kept apart, whose
+			// Segments field an open message left empty.
+			text := strings.Replace(fmt.Sprintf("%+v", o), " Charset:<nil> st:<nil> segs:[]}", " Segments:[] Charset:<nil>}", 1)
+			fmt.Fprintf(&b, "O %s %v\n", text, cs != nil)
 		}
 	}
 	errTrace(&b, err)

@@ -52,12 +52,7 @@ func checkReply(t *testing.T, name, text string) []*edifact.Message {
 	t.Helper()
 	var msgs []*edifact.Message
 	_, err := edifact.Parse(strings.NewReader(text), edifact.Limits{}, func(m *edifact.Message) error {
-		c := *m
-		c.Segments = slices.Clone(m.Segments)
-		for i := range c.Segments {
-			c.Segments[i] = m.Segments[i].Clone()
-		}
-		msgs = append(msgs, &c)
+		msgs = append(msgs, m.Clone())
 		if def := directory.Lookup(m.Version, m.Release, m.Type); def != nil {
 			for _, f := range def.Check(m, directory.Options{}) {
 				t.Errorf("%s: %s %s: %s", name, m.Type, m.Ref, f)
@@ -77,8 +72,7 @@ func checkReply(t *testing.T, name, text string) []*edifact.Message {
 // delimiters, for comparison.
 func segmentsOf(m *edifact.Message) []string {
 	var out []string
-	for i := range m.Segments {
-		s := &m.Segments[i]
+	for _, s := range m.All() {
 		var b strings.Builder
 		b.WriteString(s.Tag)
 		for e := 1; e <= s.Elements(); e++ {

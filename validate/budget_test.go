@@ -173,7 +173,10 @@ func TestMessageBudgetNamesSegment(t *testing.T) {
 	small := fixtures.IFTMIN("1", both, "NLRTM", "SGSIN", fixtures.ContainerOK2, "847130")
 	big := fixtures.IFTMIN("2", both, "NLRTM", "SGSIN", fixtures.ContainerOK2, "847130")
 	for range 40 {
-		big.Body = append(big.Body, fixtures.S("FTX", "AAA", "", "", strings.Repeat(":", 200)))
+		// 300 bytes of text each: 12 KB of bytes alone (empty components
+		// would not do: the writer drops them, and the store keeps them
+		// for two bytes each).
+		big.Body = append(big.Body, fixtures.S("FTX", "AAA", "", "", strings.Repeat("X", 300)))
 	}
 	var b bytes.Buffer
 	if err := fixtures.WriteInterchange(&b, fixtures.Interchange{Sender: "S", Recipient: "R", Ref: "1", Msgs: []fixtures.Msg{small, big}}); err != nil {

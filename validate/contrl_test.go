@@ -63,10 +63,8 @@ func TestContrlRoundTrip(t *testing.T) {
 		var msgs []edifact.Message
 		var segs []edifact.Segment
 		ic, perr := edifact.Parse(bytes.NewReader(out.Bytes()), edifact.Limits{}, func(m *edifact.Message) error {
-			c := *m
-			c.Segments = nil
-			msgs = append(msgs, c)
-			for _, s := range m.Segments {
+			msgs = append(msgs, m.Header())
+			for _, s := range m.All() {
 				segs = append(segs, s.Clone())
 			}
 			return nil

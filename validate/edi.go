@@ -227,8 +227,8 @@ func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warning
 	}
 	if v.Document == nil && !messagesWithoutBGM[m.Type] {
 		f := Field{Segment: 2, Tag: "BGM", Offset: m.Offset}
-		if len(m.Segments) > 1 {
-			f.Offset = m.Segments[1].Offset
+		if m.Len() > 1 {
+			f.Offset = m.Segment(1).Offset
 		}
 		add(f, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "", "mandatory BGM (beginning of message) missing")
 	}

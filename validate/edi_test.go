@@ -329,9 +329,7 @@ func markedMessage(t *testing.T, text string) (*edifact.Message, []int64) {
 	var got *edifact.Message
 	_, err := edifact.Parse(strings.NewReader(text), edifact.Limits{}, func(m *edifact.Message) error {
 		if got == nil {
-			c := *m
-			c.Segments = append([]edifact.Segment(nil), m.Segments...)
-			got = &c
+			got = m.Clone()
 		}
 		return nil
 	})

@@ -77,8 +77,7 @@ func ViewOf(m *edifact.Message) *MessageView {
 		return Field{Value: s.Value(e, c), Segment: i + 1, Tag: s.Tag, Element: e, Component: c, Offset: s.ValueOffset(e, c)}
 	}
 	var current *Equipment
-	for i := range m.Segments {
-		s := &m.Segments[i]
+	for i, s := range m.All() {
 		switch s.Tag {
 		case "BGM":
 			f := field(i, s, 2, 1)

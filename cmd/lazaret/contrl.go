@@ -266,12 +266,7 @@ func contrlEntries(rep edifact.ContrlReport, text string) []contrlEntry {
 	out := []contrlEntry{}
 	var msgs []*edifact.Message
 	_, err := edifact.Parse(strings.NewReader(text), edifact.Limits{}, func(m *edifact.Message) error {
-		c := *m
-		c.Segments = make([]edifact.Segment, len(m.Segments))
-		for i := range m.Segments {
-			c.Segments[i] = m.Segments[i].Clone()
-		}
-		msgs = append(msgs, &c)
+		msgs = append(msgs, m.Clone())
 		return nil
 	})
 	if err != nil || len(msgs) != 1 {
@@ -306,8 +301,7 @@ func contrlEntries(rep edifact.ContrlReport, text string) []contrlEntry {
 		}
 	}
 	msgRef, seg := "", 0
-	for i := range msgs[0].Segments {
-		s := &msgs[0].Segments[i]
+	for _, s := range msgs[0].All() {
 		switch s.Tag {
 		case "UCI", "UCF":
 			en := contrlEntry{Tag: s.Tag, Ref: s.Value(1, 1), Action: s.Value(4, 1), Code: num(s.Value(5, 1)), FaultTag: s.Value(6, 1),

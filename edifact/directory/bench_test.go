@@ -89,7 +89,7 @@ func BenchmarkParse(b *testing.B) {
 func BenchmarkParseMessages(b *testing.B) {
 	benchFile(b, func(r io.Reader) {
 		n := 0
-		if _, err := edifact.Parse(r, edifact.Limits{}, func(m *edifact.Message) error { n += len(m.Segments); return nil }); err != nil {
+		if _, err := edifact.Parse(r, edifact.Limits{}, func(m *edifact.Message) error { n += m.Len(); return nil }); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -133,11 +133,10 @@ func BenchmarkDirectoryOnly(b *testing.B) {
 	var size int64
 	stop := io.EOF
 	_, err = edifact.Parse(f, edifact.Limits{}, func(m *edifact.Message) error {
-		c := *m
-		c.Segments = append([]edifact.Segment(nil), m.Segments...)
-		last := c.Segments[len(c.Segments)-1]
+		c := m.Clone()
+		last := c.Segment(c.Len() - 1)
 		size += last.Offset + int64(len(last.Raw())) + 1 - c.Offset
-		ms = append(ms, parsed{c, directory.Lookup(m.Version, m.Release, m.Type)})
+		ms = append(ms, parsed{*c, directory.Lookup(m.Version, m.Release, m.Type)})
 		if len(ms) == 20000 {
 			return stop
 		}

@@ -187,8 +187,7 @@ func (def *Message) Validate(m *edifact.Message, opt Options, report func(Findin
 	c := checkers.Get().(*checker)
 	c.opt, c.m, c.def, c.emit = opt, m, def, report
 	c.stack = append(c.stack[:0], frame{nodes: def.Table, keys: def.keys, pos: -1})
-	for i := range m.Segments {
-		s := &m.Segments[i]
+	for i, s := range m.All() {
 		c.seg, c.s = i+1, s
 		if sd := c.match(s.Tag); sd != nil && !sd.Any {
 			c.elements(sd)

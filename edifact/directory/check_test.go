@@ -45,9 +45,7 @@ func parseMarked(t *testing.T, syntax, msg string) (*edifact.Message, []int64) {
 	}
 	var got *edifact.Message
 	_, err := edifact.Parse(bytes.NewReader([]byte(text)), edifact.Limits{}, func(m *edifact.Message) error {
-		c := *m
-		c.Segments = append([]edifact.Segment(nil), m.Segments...)
-		got = &c
+		got = m.Clone()
 		return nil
 	})
 	if err != nil {

@@ -29,6 +29,7 @@ func messagesOf(t *testing.T, path string) []*edifact.Message {
 	rd := edifact.NewReader(f, edifact.Limits{})
 	var out []*edifact.Message
 	var cur *edifact.Message
+	var segs []edifact.Segment
 	for {
 		s, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -48,9 +49,11 @@ func messagesOf(t *testing.T, path string) []*edifact.Message {
 				Agency: s.Value(2, 4), Assoc: s.Value(2, 5), Offset: s.Offset, Index: s.Index, Number: len(out) + 1}
 		}
 		if cur != nil {
-			cur.Segments = append(cur.Segments, s.Clone())
+			segs = append(segs, s.Clone())
 		}
 		if s.Tag == "UNT" && cur != nil {
+			cur.SetSegments(segs)
+			segs = nil
 			out = append(out, cur)
 			cur = nil
 		}

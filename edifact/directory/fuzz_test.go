@@ -40,8 +40,8 @@ func FuzzValidate(f *testing.F) {
 				return nil
 			}
 			def.Validate(m, directory.Options{}, func(x directory.Finding) {
-				if !known[x.Kind] || x.Segment < 1 || x.Segment > len(m.Segments) || x.Offset < 0 || x.Offset > int64(len(data)) || x.Reason == "" {
-					t.Fatalf("finding %+v in a message of %d segments, input of %d bytes", x, len(m.Segments), len(data))
+				if !known[x.Kind] || x.Segment < 1 || x.Segment > m.Len() || x.Offset < 0 || x.Offset > int64(len(data)) || x.Reason == "" {
+					t.Fatalf("finding %+v in a message of %d segments, input of %d bytes", x, m.Len(), len(data))
 				}
 			})
 			return nil
