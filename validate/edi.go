@@ -367,7 +367,21 @@ func checkDirectory(m *edifact.Message, policy DirectoryPolicy, reject func(*Rul
 	var over *RuleError // the first rejected finding past the limit, standing for all of them
 	droppedReject := 0
 	registry := def.Name() + " directory"
-	def.Validate(m, directory.Options{}, func(f directory.Finding) {
+	// A finding past the limit is only counted, but for the one rejected
+	// finding that stands for all of them: only those kept need a Reason.
+	wanted := func(f directory.Finding) bool {
+		action := policy.action(f.Kind.Check())
+		switch {
+		case action == ActionIgnore:
+			return false
+		case kept < limit:
+			return true
+		case action == ActionWarn:
+			return false
+		}
+		return over == nil || (f.Kind != directory.CodeUnknown && over.Tier != TierStructural)
+	}
+	def.Validate(m, directory.Options{Reason: wanted}, func(f directory.Finding) {
 		if f.Kind == directory.SegmentMissing && f.Expected == "BGM" {
 			return // the BGM rule reports it, with its established code
 		}
@@ -379,29 +393,26 @@ func checkDirectory(m *edifact.Message, policy DirectoryPolicy, reject func(*Rul
 		if !full {
 			kept++
 		}
-		code := "edifact.directory." + string(f.Kind)
 		if action == ActionWarn {
 			if full {
 				droppedWarn++
 				return
 			}
 			off := f.Offset
-			warnings = append(warnings, Warning{Code: code, Offset: &off, Message: fmt.Sprintf("message %s %s", m.Ref, f.String())})
+			warnings = append(warnings, Warning{Code: "edifact.directory." + string(f.Kind), Offset: &off, Message: fmt.Sprintf("message %s %s", m.Ref, f.String())})
 			return
 		}
 		tier := TierStructural
 		if f.Kind == directory.CodeUnknown {
 			tier = TierSemantic
 		}
-		e := &RuleError{Tier: tier, Code: code, Syntax: f.Kind.Syntax(), Message: m.Ref, Segment: f.Segment, Tag: f.Tag,
-			Element: f.Element, Component: f.Component, Offset: f.Offset, Registry: registry, Reason: f.Reason}
 		if !full {
-			reject(e)
+			reject(directoryError(m, f, tier, registry))
 			return
 		}
-		droppedReject++
+		droppedReject++ // counted, not built: a million of them must cost nothing
 		if over == nil || (tier == TierStructural && over.Tier != TierStructural) {
-			over = e
+			over = directoryError(m, f, tier, registry)
 		}
 	})
 	if over != nil {
@@ -414,6 +425,13 @@ func checkDirectory(m *edifact.Message, policy DirectoryPolicy, reject func(*Rul
 			Message: fmt.Sprintf("message %s: %d more directory warnings not listed (edi directory max_findings %d)", m.Ref, droppedWarn, limit)})
 	}
 	return warnings
+}
+
+// directoryError is finding f of message m's directory check as a
+// RuleError.
+func directoryError(m *edifact.Message, f directory.Finding, tier Tier, registry string) *RuleError {
+	return &RuleError{Tier: tier, Code: "edifact.directory." + string(f.Kind), Syntax: f.Kind.Syntax(), Message: m.Ref, Segment: f.Segment, Tag: f.Tag,
+		Element: f.Element, Component: f.Component, Offset: f.Offset, Registry: registry, Reason: f.Reason}
 }
 
 func orNone(s []string) []string {

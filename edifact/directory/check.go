@@ -160,6 +160,11 @@ type Options struct {
 	// Decimal is the decimal mark the interchange declares (UNA); 0 accepts
 	// both full stop and comma, as ISO 9735 allows either.
 	Decimal byte
+	// Reason, when set, says whether a finding's Reason is wanted: one
+	// that will only be counted need not be written out (a message of a
+	// million repeated segments would otherwise format a million
+	// sentences). nil: always.
+	Reason func(Finding) bool
 }
 
 type frame struct {
@@ -210,11 +215,19 @@ func (def *Message) Check(m *edifact.Message, opt Options) []Finding {
 }
 
 func (c *checker) add(k Kind, elem, comp int, off int64, format string, args ...any) {
-	c.emit(Finding{Kind: k, Segment: c.seg, Tag: c.s.Tag, Element: elem, Component: comp, Offset: off, Reason: fmt.Sprintf(format, args...)})
+	c.report(Finding{Kind: k, Segment: c.seg, Tag: c.s.Tag, Element: elem, Component: comp, Offset: off}, format, args)
 }
 
 func (c *checker) addMissing(k Kind, want string, format string, args ...any) {
-	c.emit(Finding{Kind: k, Segment: c.seg, Tag: c.s.Tag, Offset: c.s.Offset, Expected: want, Reason: fmt.Sprintf(format, args...)})
+	c.report(Finding{Kind: k, Segment: c.seg, Tag: c.s.Tag, Offset: c.s.Offset, Expected: want}, format, args)
+}
+
+// report hands f to the caller, its Reason written out when wanted.
+func (c *checker) report(f Finding, format string, args []any) {
+	if c.opt.Reason == nil || c.opt.Reason(f) {
+		f.Reason = fmt.Sprintf(format, args...)
+	}
+	c.emit(f)
 }
 
 func describe(n *Node) string {
@@ -313,11 +326,16 @@ func (c *checker) commit(level, idx int, repeat bool) *Segment {
 	if repeat {
 		f.count++
 		if n.Max > 0 && f.count > n.Max {
-			if n.Segment != nil {
-				c.add(SegmentRepeated, 0, 0, c.s.Offset, "%s occurs more than %d times", describe(n), n.Max)
-			} else {
-				c.add(GroupRepeated, 0, 0, c.s.Offset, "%s occurs more than %d times", describe(n), n.Max)
+			// Built by hand, not through add: a run of a million repeats
+			// is a million findings, and only those wanted are written out.
+			fd := Finding{Kind: SegmentRepeated, Segment: c.seg, Tag: c.s.Tag, Offset: c.s.Offset}
+			if n.Segment == nil {
+				fd.Kind = GroupRepeated
 			}
+			if c.opt.Reason == nil || c.opt.Reason(fd) {
+				fd.Reason = fmt.Sprintf("%s occurs more than %d times", describe(n), n.Max)
+			}
+			c.emit(fd)
 		}
 	} else {
 		if f.pos >= 0 {
