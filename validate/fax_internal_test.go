@@ -139,13 +139,10 @@ func ximageRows(data []byte, info *TIFFInfo, p *Page) (*bilevelRows, error) {
 	return rows, nil
 }
 
-// TestFaxRowsMatchLibtiff decodes every CCITT page of the corpus with
-// decodeFax's row decoder and compares each row, bit for bit, with what
-// libtiff's tiffcp -c none makes of the same page: the code tables and
-// the 2-D decoding are right where they agree with libtiff everywhere.
-func TestFaxRowsMatchLibtiff(t *testing.T) {
-	tiffcp := testenv.Tiffcp(t)
-	checked := 0
+// eachCorpusTIFF hands fn every good and edge corpus TIFF the walk reads,
+// with its bytes and its structure.
+func eachCorpusTIFF(t *testing.T, fn func(f string, data []byte, info *TIFFInfo)) {
+	t.Helper()
 	for _, sub := range []string{"good", "edge"} {
 		files, _ := filepath.Glob(filepath.Join(testenv.Corpus(t, "tiff", sub), "*"))
 		for _, f := range files {
@@ -153,29 +150,39 @@ func TestFaxRowsMatchLibtiff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			info, err := WalkTIFF(bytes.NewReader(data), int64(len(data)), DefaultLimits)
-			if err != nil {
-				continue
-			}
-			for pi, p := range info.Pages {
-				if p.Compression < 2 || p.Compression > 4 {
-					continue
-				}
-				want, err := libtiffRows(t, tiffcp, f, pi)
-				if err != nil {
-					t.Logf("%s page %d: %v", filepath.Base(f), pi+1, err)
-					continue
-				}
-				got, err := faxPageRows(data, &p)
-				if err != nil {
-					t.Errorf("%s page %d: %v", filepath.Base(f), pi+1, err)
-				} else if y := got.firstDiff(want); y >= 0 {
-					t.Errorf("%s page %d: row %d differs from libtiff's", filepath.Base(f), pi+1, y)
-				}
-				checked++
+			if info, err := WalkTIFF(bytes.NewReader(data), int64(len(data)), DefaultLimits); err == nil {
+				fn(f, data, info)
 			}
 		}
 	}
+}
+
+// TestFaxRowsMatchLibtiff decodes every CCITT page of the corpus with
+// decodeFax's row decoder and compares each row, bit for bit, with what
+// libtiff's tiffcp -c none makes of the same page: the code tables and
+// the 2-D decoding are right where they agree with libtiff everywhere.
+func TestFaxRowsMatchLibtiff(t *testing.T) {
+	tiffcp := testenv.Tiffcp(t)
+	checked := 0
+	eachCorpusTIFF(t, func(f string, data []byte, info *TIFFInfo) {
+		for pi, p := range info.Pages {
+			if p.Compression < 2 || p.Compression > 4 {
+				continue
+			}
+			want, err := libtiffRows(t, tiffcp, f, pi)
+			if err != nil {
+				t.Logf("%s page %d: %v", filepath.Base(f), pi+1, err)
+				continue
+			}
+			got, err := faxPageRows(data, &p)
+			if err != nil {
+				t.Errorf("%s page %d: %v", filepath.Base(f), pi+1, err)
+			} else if y := got.firstDiff(want); y >= 0 {
+				t.Errorf("%s page %d: row %d differs from libtiff's", filepath.Base(f), pi+1, y)
+			}
+			checked++
+		}
+	})
 	if checked < 10 {
 		t.Errorf("only %d CCITT pages compared", checked)
 	}
@@ -192,25 +199,14 @@ var faxSchemes = []string{"g3:1d", "g3:2d", "g3:1d:fill", "g3:2d:fill", "g4"}
 // there is more than one image.
 func faxMatrixSources(t *testing.T) []string {
 	var out []string
-	for _, sub := range []string{"good", "edge"} {
-		files, _ := filepath.Glob(filepath.Join(testenv.Corpus(t, "tiff", sub), "*"))
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			info, err := WalkTIFF(bytes.NewReader(data), int64(len(data)), DefaultLimits)
-			if err != nil {
-				continue
-			}
-			for _, p := range info.Pages {
-				if p.Compression >= 2 && p.Compression <= 4 {
-					out = append(out, f)
-					break
-				}
+	eachCorpusTIFF(t, func(f string, _ []byte, info *TIFFInfo) {
+		for _, p := range info.Pages {
+			if p.Compression >= 2 && p.Compression <= 4 {
+				out = append(out, f)
+				break
 			}
 		}
-	}
+	})
 	good := testenv.Corpus(t, "tiff", "good")
 	for _, name := range []string{"goimage-bw-uncompressed.tiff", "goimage-bw-packbits.tiff", "goimage-bw-deflate.tiff"} {
 		out = append(out, filepath.Join(good, name))
