@@ -279,7 +279,7 @@ func decodeOwn(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped *[]*
 	}
 	for _, is := range issues {
 		off, pg := is.offset, p.Index+1
-		info.Warnings = append(info.Warnings, Warning{Code: is.code, Message: is.msg, Page: &pg, Path: p.Path, Offset: &off})
+		info.warn(Warning{Code: is.code, Message: is.msg, Page: &pg, Path: p.Path, Offset: &off})
 	}
 	return true, nil
 }

@@ -258,7 +258,7 @@ func overrunWarning(info *TIFFInfo, p *Page) {
 		msg += fmt.Sprintf(" (other %ss of the page run on too)", kind)
 	}
 	off, pg := int64(p.BlockOffsets[o.block]), p.Index+1
-	info.Warnings = append(info.Warnings, Warning{Code: "tiff.block-overrun", Message: msg, Page: &pg, Path: p.Path, Offset: &off})
+	info.warn(Warning{Code: "tiff.block-overrun", Message: msg, Page: &pg, Path: p.Path, Offset: &off})
 }
 
 func (d *pageDecoder) decodePixels(p *Page) (err error) {
@@ -332,7 +332,7 @@ func countBlocks(r io.ReaderAt, info *TIFFInfo, p *Page, strict bool) (ok bool, 
 	}
 	for _, is := range issues {
 		off, pg := is.offset, p.Index+1
-		info.Warnings = append(info.Warnings, Warning{Code: is.code, Message: is.msg, Page: &pg, Offset: &off})
+		info.warn(Warning{Code: is.code, Message: is.msg, Page: &pg, Offset: &off})
 		if is.code == "tiff.old-lzw" {
 			ok = false
 		}

@@ -62,41 +62,6 @@ type MasterPolicy struct {
 	RefuseSampleFormats []string
 }
 
-// capWarnings lists at most n warnings of each code of ws, in order, and
-// after them one warning a code counting those not listed and the pages
-// they are on, as the walk does its own.
-func capWarnings(ws []Warning, n int) []Warning {
-	type over struct{ more, first, last int }
-	listed := map[string]int{}
-	var out []Warning
-	var codes []string
-	overs := map[string]*over{}
-	for _, w := range ws {
-		if listed[w.Code]++; listed[w.Code] <= n {
-			out = append(out, w)
-			continue
-		}
-		page := 0
-		if w.Page != nil {
-			page = *w.Page
-		}
-		o := overs[w.Code]
-		if o == nil {
-			o = &over{first: page}
-			overs[w.Code] = o
-			codes = append(codes, w.Code)
-		}
-		o.more, o.last = o.more+1, page
-	}
-	for _, c := range codes {
-		o := overs[c]
-		first := o.first
-		out = append(out, Warning{Code: c, Page: &first,
-			Message: fmt.Sprintf("%d more %s warnings not listed (the first %d are), on pages %d to %d", o.more, c, n, o.first, o.last)})
-	}
-	return out
-}
-
 // SampleFormatNames are the names of TIFF's SampleFormat values (339),
 // as a policy spells them.
 var SampleFormatNames = map[uint64]string{1: "uint", 2: "int", 3: "float", 4: "undefined", 5: "complex-int", 6: "complex-float"}
@@ -390,6 +355,7 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 		}
 	}
 	walked := len(info.Warnings)
+	info.decodeCap = &warnCap{max: maxWarningsPerCode}
 	dec := newPageDecoder(r, info, DecodeOptions{PixelBudget: pol.PixelBudget, MemoryBudget: pol.MemoryBudget, DecodeUncompressed: pol.DecodeUncompressed,
 		Cancelled: func() error {
 			if ctx.Err() != nil {
@@ -414,23 +380,22 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 	skipped := dec.skipped
 	rep.Decoded = info.PageCount - mainSkipped(skipped)
 	rep.SubImages, rep.SubDecoded = info.SubImageCount, info.SubImageCount-(len(skipped)-mainSkipped(skipped))
-	rep.Warnings = append(rep.Warnings, capWarnings(info.Warnings[walked:], maxWarningsPerCode)...) // what decoding found
+	info.Warnings = info.decodeCap.summarise(info.Warnings)
+	rep.Warnings = append(rep.Warnings, info.Warnings[walked:]...) // what decoding found
 	if err != nil {
 		return &StageError{StageDecode, err}
 	}
-	for i, u := range skipped {
+	notDecoded := warnCap{max: maxWarningsPerCode}
+	for _, u := range skipped {
 		if pol.Undecodable == "reject" {
 			return &StageError{StageRules, &PolicyError{Page: u.Page, Path: u.Path, Offset: u.Offset, Code: "policy.undecodable", Reason: u.Reason}}
 		}
-		if i == maxWarningsPerCode {
-			first, last := u.Page, skipped[len(skipped)-1].Page
-			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &first,
-				Message: fmt.Sprintf("%d more tiff.not-decoded warnings not listed (the first %d are), on pages %d to %d", len(skipped)-i, i, first, last)})
-			break
+		if notDecoded.listed("tiff.not-decoded", u.Page) {
+			pg, off := u.Page, u.Offset
+			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &pg, Path: u.Path, Offset: &off, Message: u.Error()})
 		}
-		pg, off := u.Page, u.Offset
-		rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &pg, Path: u.Path, Offset: &off, Message: u.Error()})
 	}
+	rep.Warnings = notDecoded.summarise(rep.Warnings)
 	if item != nil {
 		if err := CheckItemRules(*item, info, rep.ICC, pol.Rules); err != nil {
 			return &StageError{StageRules, err}

@@ -24,6 +24,8 @@ type TIFFInfo struct {
 	// each is (subRefs), and reads them again one at a time.
 	SubImageCount int
 	subRefs       []imageRef
+	// decodeCap, when set, caps the warnings decoding adds (see warn).
+	decodeCap *warnCap
 	// SubImages are the images of SubIFDs (tag 330: reduced-resolution
 	// and child images), in walk order; each has the Index of its page and
 	// a Path. They are checked and decoded as pages are.
@@ -169,13 +171,18 @@ type walker struct {
 	// check, SubIFD images), not to what every page's tags were.
 	firstOnly bool
 	onPage    func(p *Page) // when not nil, called with each main-chain page
-	// warnCap, when not 0, is the most warnings of one code listed; the
-	// rest are counted in warned and summed up in one warning of that code
-	// at the end (see summarise), so a file of 65,535 pages that each
-	// lack a tag does not make a report of 65,535 warnings.
-	warnCap int
-	warned  map[string]*elided
-	capped  []string // the codes over warnCap, in the order they went over
+	// caps lists at most maxWarningsPerCode warnings of a code when
+	// firstOnly (see warnCap), so a file of 65,535 pages that each lack a
+	// tag does not make a report of 65,535 warnings.
+	caps warnCap
+}
+
+// warnCap lists at most max warnings of each code (all when max is 0) and
+// counts the rest, by code and page, for one summary warning a code.
+type warnCap struct {
+	max    int
+	warned map[string]*elided
+	capped []string // the codes over max, in the order they went over
 }
 
 // elided counts the warnings of one code: listed, then not listed (more),
@@ -184,18 +191,55 @@ type elided struct {
 	listed, more, first, last int
 }
 
-// maxWarningsPerCode is CheckMaster's warnCap.
+// maxWarningsPerCode is the most warnings of one code CheckMaster lists.
 const maxWarningsPerCode = 100
 
-// summarise adds, for each code with warnings not listed, one warning
-// that says how many and on which pages, in the order the codes met
-// their cap.
-func (w *walker) summarise() {
-	for _, code := range w.capped {
-		el := w.warned[code]
+// listed reports whether a warning of code on page (1-based) is to be
+// listed; one that is not is counted.
+func (c *warnCap) listed(code string, page int) bool {
+	if c.max <= 0 {
+		return true
+	}
+	if c.warned == nil {
+		c.warned = map[string]*elided{}
+	}
+	el := c.warned[code]
+	if el == nil {
+		el = &elided{}
+		c.warned[code] = el
+	}
+	if el.listed++; el.listed <= c.max {
+		return true
+	}
+	if el.more == 0 {
+		el.first = page
+		c.capped = append(c.capped, code)
+	}
+	el.more, el.last = el.more+1, page
+	return false
+}
+
+// summarise appends to ws, for each code with warnings not listed, one
+// warning that says how many and on which pages, in the order the codes
+// met their cap.
+func (c *warnCap) summarise(ws []Warning) []Warning {
+	for _, code := range c.capped {
+		el := c.warned[code]
 		first := el.first
-		w.info.Warnings = append(w.info.Warnings, Warning{Code: code, Page: &first,
-			Message: fmt.Sprintf("%d more %s warnings not listed (the first %d are), on pages %d to %d", el.more, code, w.warnCap, el.first, el.last)})
+		ws = append(ws, Warning{Code: code, Page: &first,
+			Message: fmt.Sprintf("%d more %s warnings not listed (the first %d are), on pages %d to %d", el.more, code, c.max, el.first, el.last)})
+	}
+	return ws
+}
+
+// warn records wr, unless info's decodeCap says it is only counted.
+func (info *TIFFInfo) warn(wr Warning) {
+	page := 0
+	if wr.Page != nil {
+		page = *wr.Page
+	}
+	if info.decodeCap == nil || info.decodeCap.listed(wr.Code, page) {
+		info.Warnings = append(info.Warnings, wr)
 	}
 }
 
@@ -234,10 +278,10 @@ func walkTIFF(r io.ReaderAt, size int64, lim Limits, firstOnly bool, onPage func
 	}
 	w := &walker{r: r, size: size, lim: lim, info: &TIFFInfo{Size: size}, page: -1, firstOnly: firstOnly, onPage: onPage}
 	if firstOnly {
-		w.warnCap = maxWarningsPerCode
+		w.caps.max = maxWarningsPerCode
 	}
 	info, err := w.walk()
-	w.summarise()
+	w.info.Warnings = w.caps.summarise(w.info.Warnings)
 	if err != nil && w.ioErr != nil {
 		return info, w.ioErr
 	}
@@ -336,23 +380,8 @@ func (w *walker) fail(tag uint16, off int64, code string, err error, format stri
 
 func (w *walker) warn(code string, off int64, format string, args ...any) {
 	page, o := w.page+1, off
-	if w.warnCap > 0 {
-		if w.warned == nil {
-			w.warned = map[string]*elided{}
-		}
-		el := w.warned[code]
-		if el == nil {
-			el = &elided{}
-			w.warned[code] = el
-		}
-		if el.listed++; el.listed > w.warnCap {
-			if el.more == 0 {
-				el.first = page
-				w.capped = append(w.capped, code)
-			}
-			el.more, el.last = el.more+1, page
-			return
-		}
+	if !w.caps.listed(code, page) {
+		return // counted, not written out
 	}
 	wr := Warning{Code: code, Message: fmt.Sprintf(format, args...), Offset: &o, Path: w.path}
 	if page >= 1 {
