@@ -198,9 +198,18 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nPIPELINE (%d items, concurrency %d)\tITEMS/S\tASYNQ NO-OP ITEMS/S\tRATIO\tCPU µs/ITEM\tASYNQ CPU µs/ITEM\tITEMS/COMMIT\n", items, concurrency)
-	ledgers := []benchLedger{{name: "SQLite", open: func(ctx context.Context, round int) (premis.Ledger, func() error, error) {
-		path := filepath.Join(dir, fmt.Sprintf("pipeline-ledger-%d.db", round))
+	fmt.Fprintf(tw, "\nPIPELINE (%d items, concurrency %d)\tITEMS/S\tASYNQ NO-OP ITEMS/S\tRATIO\tCPU µs/ITEM\tASYNQ CPU µs/ITEM\tITEMS/COMMIT\tLEDGER BYTES/ITEM\n", items, concurrency)
+	sqlitePath := func(round int) string { return filepath.Join(dir, fmt.Sprintf("pipeline-ledger-%d.db", round)) }
+	ledgers := []benchLedger{{name: "SQLite", size: func(round int) int64 {
+		var n int64
+		for _, p := range []string{sqlitePath(round), sqlitePath(round) + "-wal"} {
+			if st, err := os.Stat(p); err == nil {
+				n += st.Size()
+			}
+		}
+		return n
+	}, open: func(ctx context.Context, round int) (premis.Ledger, func() error, error) {
+		path := sqlitePath(round)
 		for _, p := range []string{path, path + "-wal", path + "-shm"} {
 			_ = os.Remove(p)
 		}
@@ -252,6 +261,7 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 			ro, withRiver := rv.options(lg, dir, items, concurrency)
 			withRiver = withRiver && !fail && !lg.unwritten
 			var riv pipebench.Run
+			var stored int64 // ledger bytes on disk, over the rounds
 			name := "small masters accepted, " + lg.name + " ledger"
 			if fail {
 				name = "small masters dead-lettered, " + lg.name + " ledger"
@@ -273,6 +283,9 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 					return err
 				}
 				pd, st, err := pipelineRun(ctx, o, batch, l, cfg)
+				if lg.size != nil && !lg.unwritten {
+					stored += lg.size(r) // closed by the run: its WAL checkpointed
+				}
 				if err := errors.Join(err, drop()); err != nil {
 					return err
 				}
@@ -292,8 +305,12 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 				riverRows = append(riverRows, fmt.Sprintf("%s\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\n", name, n/pipe.Wall.Seconds(), n/riv.Wall.Seconds(),
 					riv.Wall.Seconds()/pipe.Wall.Seconds(), float64(pipe.CPU.Microseconds())/n, float64(riv.CPU.Microseconds())/n))
 			}
-			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\t%s\n", name, n/pipe.Wall.Seconds(), n/bare.Wall.Seconds(),
-				bare.Wall.Seconds()/pipe.Wall.Seconds(), float64(pipe.CPU.Microseconds())/n, float64(bare.CPU.Microseconds())/n, perCommit(groups, lg.unwritten))
+			perItem := "-"
+			if stored > 0 {
+				perItem = fmt.Sprintf("%.0f", float64(stored)/n)
+			}
+			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\t%s\t%s\n", name, n/pipe.Wall.Seconds(), n/bare.Wall.Seconds(),
+				bare.Wall.Seconds()/pipe.Wall.Seconds(), float64(pipe.CPU.Microseconds())/n, float64(bare.CPU.Microseconds())/n, perCommit(groups, lg.unwritten), perItem)
 		}
 	}
 	// Bare asynq whose handler writes and syncs one record before it
@@ -318,7 +335,7 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 		durable.Add(dd)
 	}
 	n := float64(items * max(1, rounds))
-	fmt.Fprintf(tw, "bare asynq, one synced 1 KB write a task\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\t-\n", n/durable.Wall.Seconds(), n/bare.Wall.Seconds(),
+	fmt.Fprintf(tw, "bare asynq, one synced 1 KB write a task\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\t-\t-\n", n/durable.Wall.Seconds(), n/bare.Wall.Seconds(),
 		bare.Wall.Seconds()/durable.Wall.Seconds(), float64(durable.CPU.Microseconds())/n, float64(bare.CPU.Microseconds())/n)
 	if err := tw.Flush(); err != nil {
 		return err
@@ -408,6 +425,9 @@ type benchLedger struct {
 	open func(ctx context.Context, round int) (l premis.Ledger, drop func() error, err error)
 	// unwritten: the ledger's appends are left out (pipebench.Unwritten).
 	unwritten bool
+	// size, when set, is what the ledger of a round takes on disk once
+	// closed: tables, indexes and read model.
+	size func(round int) int64
 }
 
 // pipelineRun is one pipeline drain into the fresh ledger l, which it

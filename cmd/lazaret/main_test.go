@@ -576,8 +576,12 @@ func TestBenchCommand(t *testing.T) {
 	if n, want := len(regexp.MustCompile(`(?m)^\S+\s+[28]\s+\d`).FindAllString(alone, -1)), 2*len(ledgers); n != want {
 		t.Errorf("%d ledger-alone rows, want %d:\n%s", n, want, out)
 	}
-	if !regexp.MustCompile(`(?m)^small masters accepted, SQLite ledger\s.*\s\d+\.\d\d$`).MatchString(out) {
-		t.Errorf("the pipeline rows say nothing of their commits:\n%s", out)
+	// The SQLite rows end with the items a commit held and the ledger's
+	// bytes on disk an item.
+	if m := regexp.MustCompile(`(?m)^small masters accepted, SQLite ledger\s.*\s\d+\.\d\d\s+(\d+)$`).FindStringSubmatch(out); m == nil {
+		t.Errorf("the pipeline rows say nothing of their commits or their ledger's size:\n%s", out)
+	} else if b, _ := strconv.Atoi(m[1]); b < 500 {
+		t.Errorf("the SQLite ledger holds %d bytes an accepted master: a master's five events take more", b)
 	}
 	if c == nil {
 		return
