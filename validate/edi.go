@@ -367,6 +367,12 @@ func checkDirectory(m *edifact.Message, policy DirectoryPolicy, reject func(*Rul
 	var over *RuleError // the first rejected finding past the limit, standing for all of them
 	droppedReject := 0
 	registry := def.Name() + " directory"
+	// standsIn says whether a rejected finding past the limit replaces the
+	// one that stands for all of them: the first, or the first structural
+	// one after a semantic.
+	standsIn := func(f directory.Finding) bool {
+		return over == nil || (f.Kind != directory.CodeUnknown && over.Tier != TierStructural)
+	}
 	// A finding past the limit is only counted, but for the one rejected
 	// finding that stands for all of them: only those kept need a Reason.
 	wanted := func(f directory.Finding) bool {
@@ -379,7 +385,7 @@ func checkDirectory(m *edifact.Message, policy DirectoryPolicy, reject func(*Rul
 		case action == ActionWarn:
 			return false
 		}
-		return over == nil || (f.Kind != directory.CodeUnknown && over.Tier != TierStructural)
+		return standsIn(f)
 	}
 	def.Validate(m, directory.Options{Reason: wanted}, func(f directory.Finding) {
 		if f.Kind == directory.SegmentMissing && f.Expected == "BGM" {
@@ -411,7 +417,7 @@ func checkDirectory(m *edifact.Message, policy DirectoryPolicy, reject func(*Rul
 			return
 		}
 		droppedReject++ // counted, not built: a million of them must cost nothing
-		if over == nil || (tier == TierStructural && over.Tier != TierStructural) {
+		if standsIn(f) {
 			over = directoryError(m, f, tier, registry)
 		}
 	})

@@ -298,21 +298,14 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 		tags   []uint16
 	}
 	var unknown []unknownTags
-	var more elided          // pages with unknown tags beyond maxWarningsPerCode
-	var refused *PolicyError // the first page in a sample format the policy refuses
+	unknownCap := warnCap{max: maxWarningsPerCode} // the pages with unknown tags listed, the rest counted
+	var refused *PolicyError                       // the first page in a sample format the policy refuses
 	info, err := walkTIFF(r, size, lim, true, func(p *Page) {
 		if name := refusedSampleFormat(p, pol.RefuseSampleFormats); name != "" && refused == nil {
 			refused = sampleFormatError(p, name)
 		}
-		switch {
-		case len(p.UnknownTags) == 0:
-		case len(unknown) < maxWarningsPerCode:
+		if len(p.UnknownTags) > 0 && unknownCap.listed("tiff.unknown-tags", p.Index+1) {
 			unknown = append(unknown, unknownTags{p.Index + 1, p.Offset, p.UnknownTags})
-		default:
-			if more.more == 0 {
-				more.first = p.Index + 1
-			}
-			more.more, more.last = more.more+1, p.Index+1
 		}
 	})
 	rep.Info = info
@@ -336,7 +329,7 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &pg, Offset: &off,
 				Message: fmt.Sprintf("unrecognised tags %v tolerated by policy", u.tags)})
 		}
-		if more.more > 0 {
+		if more := unknownCap.warned["tiff.unknown-tags"]; more != nil && more.more > 0 {
 			first := more.first
 			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &first,
 				Message: fmt.Sprintf("%d more pages with unrecognised tags not listed (the first %d are), pages %d to %d", more.more, maxWarningsPerCode, more.first, more.last)})
