@@ -68,7 +68,7 @@ const messagesPerAppend = 256
 // one at a time from the interchange result (a second read of a large
 // interchange, see validate.InterchangeResult.EachMessage): no more than a
 // chunk is held.
-func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*premis.Event, []parcel) error) error {
+func (w *Worker) planMessages(ctx context.Context, r *result, t *tally, yield func([]*premis.Event, []parcel) error) error {
 	d, env, rep, res := r.d, r.d.env, r.rep, r.ires
 	regs := w.registries()
 	detail := fmt.Sprintf("UN/EDIFACT envelope, structural, semantic and regulatory rules (%s; %s; %s)", w.Software.ID(), regs.LOCODE.Version(), regs.HS.Version())
@@ -120,7 +120,7 @@ func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*prem
 			accepted = append(accepted, acceptedMessage{
 				premis.Member{ObjectID: MessageObjectID(env.ObjectID, m.Ref), Number: m.Number, Offset: m.Offset, Type: m.Type},
 				warningText(m.Warnings)})
-			r.accepted++
+			t.accepted++
 			return nil
 		}
 		menv := messageEnvelope(env, m.Ref)
@@ -140,33 +140,33 @@ func (w *Worker) planMessages(ctx context.Context, r *result, yield func([]*prem
 				ing.Note = "accepted on replay of event " + menv.ReplayOf
 			}
 			events = append(events, val, ing)
-			r.accepted++
+			t.accepted++
 			return nil
 		}
 		dec := w.Policy.Decide(m.Err, d.attempt, d.retries)
 		ev := w.failureEvent(d, menv, rep, m.Err, dec)
 		ev.Note = fmt.Sprintf("message %s (%s) at byte %d: %s", m.Ref, m.Type, m.Offset, m.Err)
-		ev.Note = joinNote(dec.Note, ev.Note, r.sent.noteFor(m.Number))
+		ev.Note = joinNote(dec.Note, ev.Note, t.sent.noteFor(m.Number))
 		events = append(events, ev)
 		if dec.Destination.Parked() {
 			parcels = append(parcels, parcel{menv, ev})
-			r.parkedN++
+			t.parked++
 		}
 		return nil
 	})
 	if err != nil {
 		if stopped == nil {
-			r.reread = err
+			t.reread = err
 		}
 		return err
 	}
-	r.messagesN = n
+	t.messages = n
 	closeChunk() // before the interchange's ing, which must come last
 	if env.Message == "" {
 		ing := w.deliveryEvent(d, env, premis.Ingestion)
 		ing.Outcome, ing.SHA256, ing.Size, ing.Destination = premis.Success, rep.SHA256, rep.Size, premis.Accepted
 		ing.Detail = "interchange envelope accepted; its messages are routed one by one (" + w.Software.ID() + ")"
-		ing.Note = fmt.Sprintf("%d message(s): %d accepted, %d parked, %d other", n, r.accepted, r.parkedN, n-r.accepted-r.parkedN)
+		ing.Note = fmt.Sprintf("%d message(s): %d accepted, %d parked, %d other", n, t.accepted, t.parked, n-t.accepted-t.parked)
 		if len(rep.Warnings) > 0 {
 			// The interchange's own warnings (a repertoire not checked,
 			// UNOZ): its messages' are on their events.

@@ -14,8 +14,9 @@ import (
 
 // result is what one execution decided: the item's decision, or for a sound
 // interchange one decision per message; the events and parked tasks follow
-// from it (see plan). commit writes it, report logs and observes it, broker
-// says what asynq is told.
+// from it (see plan). execute or deliver makes it and nothing changes it
+// after: commit writes it and says what it did in a tally, report logs and
+// observes both, broker says what asynq is told.
 type result struct {
 	d        *delivery
 	rep      *validate.Report
@@ -24,23 +25,35 @@ type result struct {
 	decision Decision // the item's decision (Accepted for a routed interchange)
 	// perMessage: a sound interchange whose messages are decided one by one.
 	perMessage  bool
-	replies     bool // replies (CONTRL, APERAK) may go to the outbox
-	interrupted bool // shutdown or timeout: no verdict
-	// Filled in by commit.
-	sent              replies         // the replies written, for the failure events to name
-	logged            []*premis.Event // the events worth a log line (failures, the item's outcome)
-	accepted, parkedN int
-	messagesN         int
-	chunks            int   // chunks of events recorded (or found recorded)
-	reread            error // the interchange's second read failed (see planMessages)
+	replies     bool            // replies (CONTRL, APERAK) may go to the outbox
+	interrupted bool            // shutdown or timeout: no verdict
+	events      []*premis.Event // built already (a poisoned payload): plan yields them as they are
+}
+
+// tally is what a commit of a result did.
+type tally struct {
+	sent     replies         // the replies written, for the failure events to name
+	logged   []*premis.Event // the events worth a log line (failures, the item's outcome)
+	accepted int             // an interchange's messages accepted, parked, and read
+	parked   int
+	messages int
+	chunks   int   // chunks of events recorded (or found recorded)
+	reread   error // the interchange's second read failed (see planMessages)
+}
+
+// rereadFirst reports whether the commit of r stopped because the second
+// read of its interchange failed before anything could have been recorded:
+// on a first delivery, no chunk written, not a shutdown.
+func (t *tally) rereadFirst(ctx context.Context, r *result) bool {
+	return r.perMessage && t.reread != nil && t.chunks == 0 && r.d.retried == 0 && ctx.Err() == nil
 }
 
 // broker is what asynq is told about the original task.
-func (r *result) broker() error {
-	if r.decision.Destination == premis.Accepted || len(r.logged) == 0 {
+func (r *result) broker(t tally) error {
+	if r.decision.Destination == premis.Accepted || len(t.logged) == 0 {
 		return toBroker(r.decision.Destination, r.decision.Delay, r.cause)
 	}
-	return toBroker(r.decision.Destination, r.decision.Delay, &summarized{ev: r.logged[len(r.logged)-1], err: r.cause})
+	return toBroker(r.decision.Destination, r.decision.Delay, &summarized{ev: t.logged[len(t.logged)-1], err: r.cause})
 }
 
 // Verdict is what a check of one item (or message) found and where a
@@ -186,15 +199,16 @@ func (w *Worker) registries() *validate.Registries {
 // files, see writeReplies), then the ledger, then the broker's
 // parked copies. Every event and parked task is keyed by item and attempt,
 // so a commit repeated after a partial failure adds nothing twice.
-func (w *Worker) commit(ctx context.Context, r *result) error {
+func (w *Worker) commit(ctx context.Context, r *result) (tally, error) {
+	var t tally
 	if r.replies {
 		sent, err := w.writeReplies(r.d.env, r.ires, r.cause, r.d.attempt)
 		if err != nil {
-			return fmt.Errorf("reply outbox: %w", err)
+			return t, fmt.Errorf("reply outbox: %w", err)
 		}
-		r.sent = sent
+		t.sent = sent
 	}
-	err := w.plan(ctx, r, func(evs []*premis.Event, parcels []parcel) error {
+	err := w.plan(ctx, r, &t, func(evs []*premis.Event, parcels []parcel) error {
 		skip, parcels, err := w.chunkRecorded(ctx, r, evs, parcels)
 		if err != nil {
 			return fmt.Errorf("ledger: %w", err)
@@ -204,7 +218,7 @@ func (w *Worker) commit(ctx context.Context, r *result) error {
 				return fmt.Errorf("ledger: %w", err)
 			}
 		}
-		r.chunks++
+		t.chunks++
 		for _, p := range parcels {
 			// After the append: the event has its id (its stored one, if an
 			// earlier delivery wrote it).
@@ -224,23 +238,14 @@ func (w *Worker) commit(ctx context.Context, r *result) error {
 		for _, ev := range evs {
 			switch {
 			case ev.Outcome == premis.Failure:
-				r.logged = append(r.logged, ev)
+				t.logged = append(t.logged, ev)
 			case ev.Type == premis.Ingestion:
-				r.logged = append(r.logged, ev)
+				t.logged = append(t.logged, ev)
 			}
 		}
 		return nil
 	})
-	if err != nil && r.perMessage && r.reread != nil && r.chunks == 0 && r.d.retried == 0 && ctx.Err() == nil {
-		// The second read of the interchange found it changed before
-		// anything was recorded: that is this attempt's verdict, as if the
-		// first read had found it. (Once a chunk may be recorded, the
-		// attempt is not over: the redelivery resumes it.)
-		r.perMessage, r.cause, r.reread = false, r.reread, nil
-		r.decision = w.Policy.Decide(r.cause, r.d.attempt, r.d.retries)
-		return w.commit(ctx, r)
-	}
-	return err
+	return t, err
 }
 
 // reportMessages logs the failures among a recorded chunk of an
@@ -310,15 +315,18 @@ type parcel struct {
 
 // plan yields the result's events, with the parked tasks that follow them,
 // a bounded chunk at a time (a large interchange is never held whole).
-func (w *Worker) plan(ctx context.Context, r *result, yield func([]*premis.Event, []parcel) error) error {
+func (w *Worker) plan(ctx context.Context, r *result, t *tally, yield func([]*premis.Event, []parcel) error) error {
+	if r.events != nil {
+		return yield(r.events, nil)
+	}
 	if r.perMessage {
-		return w.planMessages(ctx, r, yield)
+		return w.planMessages(ctx, r, t, yield)
 	}
 	if r.decision.Destination == premis.Accepted {
 		return yield(w.acceptEvents(r), nil)
 	}
 	ev := w.failureEvent(r.d, r.d.env, r.rep, r.cause, r.decision)
-	ev.Note = joinNote(ev.Note, r.sent.noteFor(0))
+	ev.Note = joinNote(ev.Note, t.sent.noteFor(0))
 	var parcels []parcel
 	if ev.Destination.Parked() {
 		parcels = append(parcels, parcel{r.d.env, ev})
@@ -419,20 +427,20 @@ func (w *Worker) failureEvent(d *delivery, env *Envelope, rep *validate.Report, 
 }
 
 // report logs the result once and tells Observe.
-func (w *Worker) report(ctx context.Context, r *result) {
+func (w *Worker) report(ctx context.Context, r *result, t tally) {
 	d := r.d
-	for _, ev := range r.logged {
+	for _, ev := range t.logged {
 		w.logEvent(ctx, ev)
 	}
 	if r.perMessage {
 		w.Logger.LogAttrs(ctx, slog.LevelInfo, "interchange routed", slog.String(AttrCorrelationID, d.env.CorrelationID),
-			slog.String(AttrObjectID, d.env.ObjectID), slog.String(AttrBatchID, d.env.BatchID), slog.Int("messages", r.messagesN),
-			slog.Int("accepted", r.accepted), slog.Int("parked", r.parkedN), slog.Int(AttrAttempt, d.attempt))
+			slog.String(AttrObjectID, d.env.ObjectID), slog.String(AttrBatchID, d.env.BatchID), slog.Int("messages", t.messages),
+			slog.Int("accepted", t.accepted), slog.Int("parked", t.parked), slog.Int(AttrAttempt, d.attempt))
 		return
 	}
 	var evs []*premis.Event
-	if n := len(r.logged); n > 0 {
-		evs = r.logged[n-1:]
+	if n := len(t.logged); n > 0 {
+		evs = t.logged[n-1:]
 	}
 	w.observe(d.env.Kind, r.decision.Class, r.decision.Destination, r.decision.Code, d.start, evs...)
 }

@@ -2,8 +2,6 @@ package ingest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,50 +109,6 @@ type delivery struct {
 // recorded decision.
 func (d *delivery) routingSpent() int { return max(0, d.retried-d.retries) }
 
-// HandleValidate is the asynq handler for TypeValidate: read the delivery,
-// execute (or find the decision already made), commit, report.
-func (w *Worker) HandleValidate(ctx context.Context, t *asynq.Task) error {
-	d := &delivery{start: time.Now()}
-	d.retried, _ = asynq.GetRetryCount(ctx)
-	d.taskID, _ = asynq.GetTaskID(ctx)
-	env, derr := DecodeEnvelope(t.Payload())
-	if derr != nil {
-		return w.poison(ctx, t, d, derr)
-	}
-	d.env, d.attempt = env, env.Attempt
-	if err := w.readHistory(ctx, d); err != nil {
-		return w.routingFailed(ctx, d, nil, fmt.Errorf("ledger: %w", err))
-	}
-	if d.decided != nil {
-		return w.redo(ctx, d)
-	}
-	spent, err := w.budgetSpent(ctx, d)
-	if err != nil {
-		return w.routingFailed(ctx, d, nil, fmt.Errorf("ledger: %w", err))
-	}
-	var r *result
-	if spent {
-		r = w.spent(d)
-	} else {
-		r = w.execute(ctx, d)
-		if r.interrupted {
-			// Shutdown or task timeout, not a verdict on the data: nothing
-			// is recorded for an attempt that did not end.
-			return context.Cause(ctx)
-		}
-	}
-	if err := w.commit(ctx, r); err != nil {
-		if errors.Is(err, ErrDraining) {
-			w.Logger.LogAttrs(ctx, slog.LevelInfo, "stopped at a checkpoint for shutdown; the rest is done on redelivery",
-				slog.String(AttrObjectID, d.env.ObjectID), slog.String(AttrTaskID, d.taskID), slog.String("detail", err.Error()))
-			return &RoutingError{Try: d.routingSpent() + 1, Err: err}
-		}
-		return w.routingFailed(ctx, d, r, err)
-	}
-	w.report(ctx, r)
-	return r.broker()
-}
-
 // historyDestinations are the destinations readHistory looks at: a retry
 // Lazaret decided, and the decisions. The ledger leaves out, in SQL, the
 // rest of the item's events (the submission, with its envelope, above all),
@@ -181,26 +135,6 @@ func (w *Worker) readHistory(ctx context.Context, d *delivery) error {
 	d.retries, d.known = len(retried), true
 	d.attempt = d.env.Attempt + d.retries
 	return nil
-}
-
-// redo repeats only the broker action of a decision an earlier delivery
-// recorded: park again under the same task id, archive, or acknowledge.
-func (w *Worker) redo(ctx context.Context, d *delivery) error {
-	e := d.decided
-	if e.Destination.Parked() {
-		if err := park(ctx, w.Broker, heldOf(d.env, e)); err != nil {
-			return w.routingFailed(ctx, d, nil, err)
-		}
-	}
-	w.Logger.LogAttrs(ctx, slog.LevelInfo, "decision already recorded; broker action repeated",
-		slog.String(AttrCorrelationID, d.env.CorrelationID), slog.String(AttrObjectID, d.env.ObjectID),
-		slog.String(AttrTaskID, d.taskID), slog.String(AttrDestination, string(e.Destination)),
-		slog.String("event_id", e.ID), slog.Int("delivery", d.retried+1))
-	if w.Observe != nil {
-		w.Observe(Observation{Kind: d.env.Kind, Class: e.Class, Destination: e.Destination, Code: e.Code,
-			Duration: time.Since(d.start), Events: []*premis.Event{e}, Redone: true})
-	}
-	return toBroker(e.Destination, 0, &summarized{ev: e, err: errors.New(e.Message)})
 }
 
 // budgetSpent says whether the deliveries of this task that ended without
@@ -237,43 +171,6 @@ func (w *Worker) spent(d *delivery) *result {
 	r := &result{d: d, cause: err}
 	r.decision = Decision{Class: premis.Transient, Code: "routing.exhausted", Destination: premis.DeadLetter, Note: err.Error()}
 	return r
-}
-
-// routingFailed handles a decision that could not be read, recorded or
-// handed off. Within the routing budget the task is retried with backoff
-// (asynq counts the try). When the budget is spent the item is
-// dead-lettered with an event that keeps the original class and code, if
-// the ledger answers; if it does not, the archived task's last error
-// carries them for reconcile-broker.
-func (w *Worker) routingFailed(ctx context.Context, d *delivery, r *result, err error) error {
-	try := d.routingSpent() + 1
-	dest := premis.Destination("")
-	if r != nil {
-		dest = r.decision.Destination
-	}
-	attrs := []slog.Attr{slog.String(AttrTaskID, d.taskID), slog.Int("routing_try", try), slog.Int("routing_budget", w.Policy.RoutingBudget),
-		slog.String(AttrDestination, string(dest)), slog.String("error", err.Error())}
-	if d.env != nil {
-		attrs = append(attrs, slog.String(AttrCorrelationID, d.env.CorrelationID), slog.String(AttrObjectID, d.env.ObjectID),
-			slog.String(AttrBatchID, d.env.BatchID), slog.Int(AttrAttempt, d.attempt))
-	}
-	if r != nil {
-		attrs = append(attrs, slog.String(AttrClass, string(r.decision.Class)), slog.String(AttrCode, r.decision.Code))
-	}
-	if try < w.Policy.RoutingBudget && d.retried+1 < w.Policy.BrokerRetries() {
-		w.Logger.LogAttrs(ctx, slog.LevelWarn, "routing failed; the task will be retried", attrs...)
-		return &RoutingError{Destination: dest, Try: try, Err: err}
-	}
-	ev := w.exhaustedEvent(d, r, err, try)
-	if aerr := w.append(ctx, ev); aerr != nil {
-		attrs = append(attrs, slog.String("ledger_error", aerr.Error()))
-		w.Logger.LogAttrs(ctx, slog.LevelError, "routing budget spent and the ledger does not answer: archived unrecorded, reconcile-broker records it", attrs...)
-	} else {
-		attrs = append(attrs, slog.String("event_id", ev.ID))
-		w.Logger.LogAttrs(ctx, slog.LevelError, "routing budget spent: dead-lettered", attrs...)
-		w.observe(ev.Kind, ev.Class, premis.DeadLetter, ev.Code, d.start, ev)
-	}
-	return toBroker(premis.DeadLetter, 0, &summarized{ev: ev, err: err})
 }
 
 // exhaustedEvent records an item whose decision could not be routed: the
@@ -436,30 +333,6 @@ func heldOf(env *Envelope, e *premis.Event) Held {
 
 // HeldTaskID names the parked task of a failure event.
 func HeldTaskID(eventKey string) string { return "held-" + eventKey[:min(32, len(eventKey))] }
-
-// poison records an undecodable payload and dead-letters it. The event is
-// keyed by the payload, so a redelivery finds it instead of writing another.
-func (w *Worker) poison(ctx context.Context, t *asynq.Task, d *delivery, perr error) error {
-	sum := sha256.Sum256(t.Payload())
-	sha := hex.EncodeToString(sum[:])
-	id := d.taskID
-	if id == "" {
-		id = "task-" + sha[:16]
-	}
-	d.env = &Envelope{CorrelationID: id, ObjectID: id, Kind: "task", SHA256: sha, Size: int64(len(t.Payload())), Attempt: 1}
-	d.attempt = 1
-	ev := newEvent(d.env, premis.Validation, 1, d.taskID, w.Software)
-	ev.Outcome, ev.Destination, ev.Retries = premis.Failure, premis.DeadLetter, d.retried
-	ev.Class, ev.Code, ev.Message = Classify(perr), Code(perr), perr.Error()
-	ev.Detail, ev.Envelope, ev.Path = "task payload did not decode into a lazaret envelope", capped(t.Payload()), ""
-	r := &result{d: d, cause: perr, decision: Decision{Class: ev.Class, Code: ev.Code, Destination: premis.DeadLetter}}
-	if err := w.append(ctx, ev); err != nil {
-		return w.routingFailed(ctx, d, r, fmt.Errorf("ledger: %w", err))
-	}
-	r.logged = []*premis.Event{ev}
-	w.report(ctx, r)
-	return toBroker(premis.DeadLetter, 0, &summarized{ev: ev, err: perr})
-}
 
 func (w *Worker) observe(kind string, c premis.Class, d premis.Destination, code string, start time.Time, evs ...*premis.Event) {
 	if w.Observe != nil {
