@@ -351,11 +351,8 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 	unq := o.operatorEvent(f, replayType(f.Destination), opt.Operator)
 	unq.Destination, unq.Note, unq.Envelope, unq.Attempt = premis.Replayed, reason, envelopeJSON(env), env.Attempt
 	unq.Detail = fmt.Sprintf("replayed from %s as attempt %d, task %s (%s)", f.Destination, env.Attempt, env.TaskID(), o.Software.ID())
-	q, old := brokerTask(f)
 	res := &ActionResult{Action: "replay", DryRun: opt.DryRun, Failure: f, Event: unq, Replay: env, TaskID: env.TaskID(),
-		Steps: []string{"ledger: unq event (destination replayed) on failure " + f.ID,
-			fmt.Sprintf("broker: enqueue task %s in %s (attempt %d)", env.TaskID(), QueueIngest, env.Attempt),
-			fmt.Sprintf("broker: delete task %s from %s", old, q)}}
+		Steps: lines(replaySteps(f, unq, env))}
 	if opt.DryRun {
 		return res, nil
 	}
@@ -390,10 +387,22 @@ func (o *Operator) unfinishedReplay(ctx context.Context, f Failure, unq premis.E
 	return res, true
 }
 
+// replaySteps are a replay's steps: its event on failure f, the fresh
+// task env, and the broker's old copy removed.
+func replaySteps(f Failure, ev *premis.Event, env *Envelope) []step {
+	q, old := brokerTask(f)
+	return []step{{do: stepRecord, ev: ev, on: f.ID}, {do: stepEnqueue, env: env}, {do: stepDelete, queue: q, id: old}}
+}
+
 // finishReplay does a recorded replay's broker steps; on an enqueue
-// failure it rolls the item back to where it was.
+// failure it rolls the item back to where it was. The old copy is removed
+// only once the fresh task is in, and a copy left behind is harmless (a
+// worker finds the replay recorded): it is logged, not returned.
 func (o *Operator) finishReplay(ctx context.Context, f Failure, res *ActionResult) error {
-	if _, err := Enqueue(ctx, o.Enqueuer, res.Replay, o.SubmitOptions()); err != nil {
+	s, err := o.brokerSteps(ctx, replaySteps(f, res.Event, res.Replay))
+	if err != nil && s.do == stepDelete {
+		o.Logger.Warn("replayed, but the old broker copy could not be removed", slog.String(AttrTaskID, s.id), slog.String("error", err.Error()))
+	} else if err != nil {
 		if res.Already {
 			return fmt.Errorf("enqueue replay %s: %w (the replay stays recorded; reconcile-broker enqueues it)", res.TaskID, err)
 		}
@@ -407,10 +416,6 @@ func (o *Operator) finishReplay(ctx context.Context, f Failure, res *ActionResul
 			return fmt.Errorf("enqueue replay: %w; the rollback could not be recorded either (%v): reconcile-broker enqueues the replay", err, lerr)
 		}
 		return fmt.Errorf("enqueue replay: %w; rolled back: the item is open again as failure %s", err, back.ID)
-	}
-	q, old := brokerTask(f)
-	if err := o.Broker.DeleteTask(q, old); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
-		o.Logger.Warn("replayed, but the old broker copy could not be removed", slog.String(AttrTaskID, old), slog.String("error", err.Error()))
 	}
 	o.Logger.LogAttrs(ctx, slog.LevelInfo, "item replayed", slog.String(AttrCorrelationID, f.CorrelationID),
 		slog.String(AttrObjectID, f.ObjectID), slog.String("from", string(f.Destination)), slog.Int(AttrAttempt, res.Replay.Attempt),
@@ -482,16 +487,16 @@ func (o *Operator) Discard(ctx context.Context, id, operator, reason string, dry
 	del.Destination, del.Note, del.Envelope = premis.Discarded, reason, f.Envelope
 	del.Detail = fmt.Sprintf("discarded from %s by %s (%s)", f.Destination, operator, o.Software.ID())
 	q, tid := brokerTask(f)
-	res := &ActionResult{Action: "discard", DryRun: dryRun, Failure: f, Event: del,
-		Steps: []string{"ledger: del event (destination discarded) on failure " + f.ID, fmt.Sprintf("broker: delete task %s from %s", tid, q)}}
+	steps := []step{{do: stepRecord, ev: del, on: f.ID}, {do: stepDelete, queue: q, id: tid}}
+	res := &ActionResult{Action: "discard", DryRun: dryRun, Failure: f, Event: del, Steps: lines(steps)}
 	if dryRun {
 		return res, nil
 	}
 	if res.Already, err = o.record(ctx, del); err != nil {
 		return nil, err
 	}
-	if err := o.Broker.DeleteTask(q, tid); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
-		return res, fmt.Errorf("discarded in the ledger, but the broker task %s could not be deleted: %w (reconcile-broker removes it)", tid, err)
+	if s, err := o.brokerSteps(ctx, steps); err != nil {
+		return res, fmt.Errorf("discarded in the ledger, but the broker task %s could not be deleted: %w (reconcile-broker removes it)", s.id, err)
 	}
 	o.Logger.LogAttrs(ctx, slog.LevelInfo, "item discarded", slog.String(AttrCorrelationID, f.CorrelationID),
 		slog.String(AttrObjectID, f.ObjectID), slog.String("operator", operator), slog.String("reason", reason))
@@ -603,9 +608,8 @@ func (o *Operator) hold(ctx context.Context, f Failure, env *Envelope, operator,
 	ev.Envelope = f.Envelope
 	ev.Detail = "redrive refused at the attempt ceiling; held for a person (" + o.Software.ID() + ")"
 	ev.Note = why
-	res := &ActionResult{Action: "hold", DryRun: dryRun, Failure: f, Event: ev,
-		Steps: []string{"ledger: qua event (destination audit-hold) on failure " + f.ID, "broker: park in " + QueueAuditHold,
-			fmt.Sprintf("broker: delete task %s from %s", f.TaskID, QueueIngest)}}
+	steps := []step{{do: stepRecord, ev: ev, on: f.ID}, {do: stepPark, env: env, ev: ev}, {do: stepDelete, queue: QueueIngest, id: f.TaskID}}
+	res := &ActionResult{Action: "hold", DryRun: dryRun, Failure: f, Event: ev, Steps: lines(steps)}
 	if dryRun {
 		return res, nil
 	}
@@ -613,11 +617,11 @@ func (o *Operator) hold(ctx context.Context, f Failure, env *Envelope, operator,
 	if res.Already, err = o.record(ctx, ev); err != nil {
 		return nil, err
 	}
-	if err := park(ctx, o.Enqueuer, heldOf(env, ev)); err != nil {
+	switch s, err := o.brokerSteps(ctx, steps); {
+	case err != nil && s.do == stepPark:
 		return res, fmt.Errorf("held in the ledger, but parking failed: %w (reconcile-broker parks it)", err)
-	}
-	if err := o.Broker.DeleteTask(QueueIngest, f.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
-		return res, fmt.Errorf("held, but the archived task %s could not be deleted: %w", f.TaskID, err)
+	case err != nil:
+		return res, fmt.Errorf("held, but the archived task %s could not be deleted: %w", s.id, err)
 	}
 	return res, nil
 }

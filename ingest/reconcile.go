@@ -98,7 +98,7 @@ func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*Reconcile
 			if _, _, ferr := GetFailure(ctx, o.Ledger, p.Held.EventID); errors.Is(ferr, ErrNotOpen) {
 				rep.StaleParked = append(rep.StaleParked, p.TaskID)
 				if !dryRun {
-					if err := o.Broker.DeleteTask(q, p.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+					if err := o.take(ctx, step{do: stepDelete, queue: q, id: p.TaskID}); err != nil {
 						return rep, fmt.Errorf("remove stale parked task %s: %w", p.TaskID, err)
 					}
 				}
@@ -153,7 +153,7 @@ func (o *Operator) reconcileItem(ctx context.Context, e premis.Event, rep *Recon
 		if rep.DryRun {
 			return nil
 		}
-		if _, err := Enqueue(ctx, o.Enqueuer, env, o.SubmitOptions()); err != nil {
+		if err := o.take(ctx, step{do: stepEnqueue, env: env}); err != nil {
 			return fmt.Errorf("enqueue %s again: %w", env.ObjectID, err)
 		}
 	case premis.Quarantined, premis.AuditHold:
@@ -171,7 +171,7 @@ func (o *Operator) reconcileItem(ctx context.Context, e premis.Event, rep *Recon
 		if rep.DryRun {
 			return nil
 		}
-		if err := park(ctx, o.Enqueuer, heldOf(env, &e)); err != nil {
+		if err := o.take(ctx, step{do: stepPark, env: env, ev: &e}); err != nil {
 			return err
 		}
 	case premis.DeadLetter:
