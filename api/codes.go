@@ -1,8 +1,6 @@
 package api
 
 import (
-	"fmt"
-	"io"
 	"sort"
 	"strings"
 )
@@ -301,41 +299,4 @@ func anchor(code string) string {
 		return t + "-family"
 	}
 	return a
-}
-
-// WriteCodesDoc writes docs/codes.md from the catalogue.
-func WriteCodesDoc(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("# Failure and warning codes\n\n")
-	b.WriteString("Generated from the catalogue in `api/codes.go` by `go test ./api -run TestCodesDoc -update`; do not edit by hand.\n")
-	b.WriteString("Every code Lazaret records (the `code` of a failure in `dlq|quarantine|hold ls` and `show`, in the API and in the\n")
-	b.WriteString("PREMIS export) or warns with has a section: what it means, what likely caused it, what to do.\n")
-	b.WriteString("A family entry (a code ending in `.` or `-`) covers the codes built from it that have no entry of their own.\n\n")
-	groups := map[string][]CodeHelp{}
-	var order []string
-	for _, h := range Codes() {
-		g, _, dotted := strings.Cut(h.Code, ".")
-		if !dotted {
-			g = "other"
-		}
-		if _, ok := groups[g]; !ok {
-			order = append(order, g)
-		}
-		groups[g] = append(groups[g], h)
-	}
-	for _, g := range order {
-		fmt.Fprintf(&b, "- [%s](#group-%s)\n", g, g)
-	}
-	for _, g := range order {
-		fmt.Fprintf(&b, "\n<a id=\"group-%s\"></a>\n## %s\n", g, g)
-		for _, h := range groups[g] {
-			name := h.Code
-			if h.Family {
-				name += "…"
-			}
-			fmt.Fprintf(&b, "\n<a id=\"%s\"></a>\n### `%s`\n\n%s\n\n- **Likely cause:** %s\n- **What to do:** %s\n", anchor(h.Code), name, h.Meaning, h.Cause, h.Action)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

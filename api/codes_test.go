@@ -3,6 +3,8 @@ package api_test
 import (
 	"bytes"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -86,7 +88,7 @@ func TestCodesCatalogue(t *testing.T) {
 // TestCodesDoc: docs/codes.md is the catalogue, as generated.
 func TestCodesDoc(t *testing.T) {
 	var b bytes.Buffer
-	if err := api.WriteCodesDoc(&b); err != nil {
+	if err := writeCodesDoc(&b); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(testenv.RepoRoot(t), "docs", "codes.md")
@@ -103,4 +105,48 @@ func TestCodesDoc(t *testing.T) {
 	if diff := cmp.Diff(string(want), b.String()); diff != "" {
 		t.Errorf("docs/codes.md is not the catalogue (-file +catalogue); regenerate with go test ./api -run TestCodesDoc -update:\n%s", diff)
 	}
+}
+
+// writeCodesDoc writes docs/codes.md from the catalogue: a section per
+// code, under the anchor its Doc link names.
+func writeCodesDoc(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("# Failure and warning codes\n\n")
+	b.WriteString("Generated from the catalogue in `api/codes.go` by `go test ./api -run TestCodesDoc -update`; do not edit by hand.\n")
+	b.WriteString("Every code Lazaret records (the `code` of a failure in `dlq|quarantine|hold ls` and `show`, in the API and in the\n")
+	b.WriteString("PREMIS export) or warns with has a section: what it means, what likely caused it, what to do.\n")
+	b.WriteString("A family entry (a code ending in `.` or `-`) covers the codes built from it that have no entry of their own.\n\n")
+	groups := map[string][]api.CodeHelp{}
+	var order []string
+	for _, h := range api.Codes() {
+		g, _, dotted := strings.Cut(h.Code, ".")
+		if !dotted {
+			g = "other"
+		}
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], h)
+	}
+	for _, g := range order {
+		fmt.Fprintf(&b, "- [%s](#group-%s)\n", g, g)
+	}
+	for _, g := range order {
+		fmt.Fprintf(&b, "\n<a id=\"group-%s\"></a>\n## %s\n", g, g)
+		for _, h := range groups[g] {
+			name := h.Code
+			if h.Family {
+				name += "…"
+			}
+			fmt.Fprintf(&b, "\n<a id=\"%s\"></a>\n### `%s`\n\n%s\n\n- **Likely cause:** %s\n- **What to do:** %s\n", docAnchor(h), name, h.Meaning, h.Cause, h.Action)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// docAnchor is the id of h's section: what its Doc link points at.
+func docAnchor(h api.CodeHelp) string {
+	_, a, _ := strings.Cut(h.Doc, "#")
+	return a
 }

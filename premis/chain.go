@@ -26,7 +26,7 @@ import (
 // The chain is unkeyed: someone who can write the database, knows this
 // encoding and rewrites every later row and the head as well leaves a
 // consistent chain. Record the head elsewhere (lazaret ledger verify prints
-// it, WriteXMLWithHead exports it, and every exported event carries its own
+// it, an export with ExportOptions.Head records it, and every exported event carries its own
 // hash) and pass it back to Verify as an anchor to catch that too.
 
 // ChainGenesis is the prev_hash of the first event of every ledger: 64 zeros.

@@ -46,19 +46,14 @@ func WriteXML(w io.Writer, events []Event, sw Software) error {
 	return WriteXMLOptions(w, events, sw, ExportOptions{})
 }
 
-// WriteXMLWithHead is WriteXML, with the ledger's chain head at export time
-// recorded on the software agent that exports: an agentNote ("ledger chain
-// head: N events, last hash H") and a lazaret:ledgerHead element (events,
-// hash) in an agentExtension. Passed back to lazaret ledger verify --anchor
-// (as N:H), it shows whether the history exported was rewritten since.
-func WriteXMLWithHead(w io.Writer, events []Event, sw Software, head Head) error {
-	return WriteXMLOptions(w, events, sw, ExportOptions{Head: &head})
-}
-
 // ExportOptions are what an export may add to the events.
 type ExportOptions struct {
-	// Head, when set, is the ledger's chain head at export time (see
-	// WriteXMLWithHead).
+	// Head, when set, is the ledger's chain head at export time, recorded
+	// on the software agent that exports: an agentNote ("ledger chain
+	// head: N events, last hash H") and a lazaret:ledgerHead element
+	// (events, hash) in an agentExtension. Passed back to lazaret ledger
+	// verify --anchor (as N:H), it shows whether the history exported was
+	// rewritten since.
 	Head *Head
 	// LedgerHead makes ExportLedger record the ledger's own head (when it
 	// is an Auditor, and Head is nil), read once the events are: so every

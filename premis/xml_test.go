@@ -74,7 +74,7 @@ func TestWriteXMLWithChain(t *testing.T) {
 	head := premis.Head{Count: int64(len(evs)), Hash: prev}
 	path := filepath.Join(t.TempDir(), "premis.xml")
 	var buf bytes.Buffer
-	if err := premis.WriteXMLWithHead(&buf, evs, sw, head); err != nil {
+	if err := premis.WriteXMLOptions(&buf, evs, sw, premis.ExportOptions{Head: &head}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {

@@ -33,24 +33,11 @@ func (r *InterchangeResult) ContrlFor(env *edifact.Envelope, err error) edifact.
 	return rep
 }
 
-// MessageFaults is how CONTRL reports a message's rule failures: every
-// *RuleError in err (a join of them, as CheckMessage returns), each at its
-// segment (UNH = 1), element and component, with its 0085 code or, when the
-// rule names none, 12 (invalid value: a code, location, check digit or
-// mass the rule refused) for a value it read and 13 (missing) for one it did
-// not find (no element).
-func MessageFaults(err error) []*edifact.SyntaxError {
-	res := ruleErrors(err)
-	if len(res) == 0 {
-		return nil
-	}
-	out := make([]*edifact.SyntaxError, len(res))
-	for i, re := range res {
-		out[i] = ruleFault(re)
-	}
-	return out
-}
-
+// ruleFault is how CONTRL and APERAK report a rule failure: at its segment
+// (UNH = 1), element and component, with its 0085 code or, when the rule
+// names none, 12 (invalid value: a code, location, check digit or mass the
+// rule refused) for a value it read and 13 (missing) for one it did not
+// find (no element).
 func ruleFault(re *RuleError) *edifact.SyntaxError {
 	code := re.Syntax
 	if code == 0 {

@@ -16,7 +16,7 @@ func TestCodeList(t *testing.T) {
 			t.Errorf("%q found", v)
 		}
 	}
-	if err := LoadError(); err != nil {
+	if err := loadError(); err != nil {
 		t.Fatal(err)
 	}
 	n := 0

@@ -183,10 +183,6 @@ func tagKey(tag string) uint32 {
 	return uint32(tag[0])<<16 | uint32(tag[1])<<8 | uint32(tag[2])
 }
 
-// Trigger is the tag that opens the node: the segment's, or the group's
-// first segment's.
-func (n *Node) Trigger() string { return n.trigger }
-
 // Message is a message type's segment table in one release.
 type Message struct {
 	Version, Release, Type string // "D", "95B", "BAPLIE"
@@ -230,9 +226,9 @@ func Messages() []*Message {
 	return out
 }
 
-// LoadError is the error, if any, of reading the embedded tables (a bug in
+// loadError is the error, if any, of reading the embedded tables (a bug in
 // the generator; Lookup then finds nothing).
-func LoadError() error {
+func loadError() error {
 	loadOnce.Do(load)
 	return loadErr
 }
