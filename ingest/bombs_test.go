@@ -82,6 +82,7 @@ func fail(err error) int {
 // decision for every one — the refused ones named by their limit — and its
 // peak resident set stays under 1 GiB.
 func TestWorkerFedOnlyBombs(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("peak RSS is read from /proc/self/status (Linux)")
 	}
@@ -109,7 +110,7 @@ func TestWorkerFedOnlyBombs(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), bombWorkerEnv+"=redis://"+b.opt.Addr+"/"+strconv.Itoa(b.opt.DB),
+	cmd.Env = append(os.Environ(), bombWorkerEnv+"="+b.url,
 		"LAZARET_TEST_CHILD_LEDGER="+filepath.Join(b.dir, "ledger.db"), "LAZARET_TEST_BOMB_ITEMS="+strconv.Itoa(len(m.Items)))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()

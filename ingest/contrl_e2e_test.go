@@ -23,6 +23,7 @@ import (
 // element, component), no CONTRL rejecting them (its UNB asks for none),
 // and each message's failure event names the APERAK file.
 func TestParkedMessagesAreRejectedByAPERAK(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.worker.Outbox = filepath.Join(b.dir, "outbox")
 	env := fileEnvelope(t, b.dir, filepath.Join(testenv.RepoRoot(t), "validate", "testdata", "aperak", "input.edi"), "aperak-mix")
@@ -60,6 +61,7 @@ func TestParkedMessagesAreRejectedByAPERAK(t *testing.T) {
 // accepted messages), at its segment and element, and no APERAK is
 // written.
 func TestParkedMessageIsRejectedInCONTRLForContrlPartners(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.worker.Outbox = filepath.Join(b.dir, "outbox")
 	b.worker.Replies.Partners = map[string]validate.ReplyMode{"CARRIER1": validate.ReplyContrl}

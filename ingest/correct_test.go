@@ -19,6 +19,7 @@ import (
 // manifest's rules refuse, unknown fields and fields that name the item
 // are refused before anything is recorded.
 func TestReplayCorrectsManifestFields(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.start()
 	ctx := context.Background()
@@ -79,6 +80,7 @@ func TestReplayCorrectsManifestFields(t *testing.T) {
 // run that lists them and changes nothing; an item of another batch with
 // the same code is left alone.
 func TestBulkReplayByCode(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.start()
 	ctx := context.Background()
@@ -145,6 +147,7 @@ func TestBulkReplayByCode(t *testing.T) {
 // starting a second item for a changed digest; the batch keeps its count.
 // Without a replayer the changed items are reported, not dropped.
 func TestResubmittedChangedEntryIsReplayed(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.start()
 	ctx := context.Background()
@@ -216,6 +219,7 @@ func TestResubmittedChangedEntryIsReplayed(t *testing.T) {
 // (masters/m.tif) was looked for beneath the corrected file's folder, and
 // the replay always failed. The item keeps its name in the batch.
 func TestReplayWithFileAndCorrections(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.start()
 	ctx := context.Background()

@@ -2,10 +2,12 @@ package ingest_test
 
 import (
 	"context"
+	"flag"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,7 +19,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lazaret/lazaret/ingest"
-	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/premis/sqlite"
 	"github.com/lazaret/lazaret/validate"
@@ -25,6 +26,11 @@ import (
 
 // TestMain lets this test binary double as a worker process that a test can
 // kill with SIGKILL, or measure (bombWorker).
+//
+// It also runs more parallel tests at once than go test's default (one per
+// CPU): the tests here mostly wait on Redis, timers and asynq's polling,
+// each with a redis-server of its own (setup), so on two cores two at a
+// time left the machine idle. An explicit -parallel is kept.
 func TestMain(m *testing.M) {
 	if url := os.Getenv(bombWorkerEnv); url != "" {
 		os.Exit(bombWorker(url))
@@ -33,8 +39,18 @@ func TestMain(m *testing.M) {
 		childWorker(url, os.Getenv("LAZARET_TEST_CHILD_LEDGER"))
 		return
 	}
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", strconv.Itoa(max(parallelTests, runtime.GOMAXPROCS(0))))
+	}
 	os.Exit(m.Run())
 }
+
+// parallelTests is how many of this package's parallel tests run at once
+// unless -parallel says otherwise.
+const parallelTests = 8
 
 func childWorker(url, ledgerPath string) {
 	ro, err := asynq.ParseRedisURI(url)
@@ -87,18 +103,18 @@ func (h *hangingLedger) Append(ctx context.Context, evs ...*premis.Event) ([]boo
 // task (its validator hangs), kills it with SIGKILL, and ages the task's
 // lease so the next server's recoverer finds it at once (instead of 30-90 s
 // later).
-func killedMidTask(t *testing.T, b *bundle, env *ingest.Envelope, url string, childEnv ...string) {
+func killedMidTask(t *testing.T, b *bundle, env *ingest.Envelope, childEnv ...string) {
 	t.Helper()
-	killedWhen(t, b, env, url, nil, childEnv...)
+	killedWhen(t, b, env, nil, childEnv...)
 }
 
 // killedWhen is killedMidTask that, once the task is running, waits for
 // ready (if not nil) to say the child has got far enough.
-func killedWhen(t *testing.T, b *bundle, env *ingest.Envelope, url string, ready func() bool, childEnv ...string) {
+func killedWhen(t *testing.T, b *bundle, env *ingest.Envelope, ready func() bool, childEnv ...string) {
 	t.Helper()
 	b.enqueue(env)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "LAZARET_TEST_CHILD_WORKER="+url, "LAZARET_TEST_CHILD_LEDGER="+filepath.Join(b.dir, "ledger.db"))
+	cmd.Env = append(os.Environ(), "LAZARET_TEST_CHILD_WORKER="+b.url, "LAZARET_TEST_CHILD_LEDGER="+filepath.Join(b.dir, "ledger.db"))
 	cmd.Env = append(cmd.Env, childEnv...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -129,16 +145,16 @@ func killedWhen(t *testing.T, b *bundle, env *ingest.Envelope, url string, ready
 }
 
 func TestWorkerKilledMidTaskLosesNothing(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.Jitter = func(int64) int64 { return 0 }
 	b := setup(t, p)
-	url := testenv.Redis(t, redisDB)
 	data := master(t, goodPage)
 	env := b.envelope("killed-mid-task", filepath.Join(b.dir, "scan.tif"), "")
 	sumPath, sha := b.file("scan-ready.tif", data)
 	env.SHA256, env.Item.SHA256 = sha, sha
 	env.CorrelationID = ingest.CorrelationID(env.BatchID, env.ObjectID, sha)
-	killedMidTask(t, b, env, url)
+	killedMidTask(t, b, env)
 	// The storage comes back: the file is there now.
 	if err := os.Rename(sumPath, env.Path); err != nil {
 		t.Fatal(err)
@@ -158,13 +174,13 @@ func TestWorkerKilledMidTaskLosesNothing(t *testing.T) {
 // the next: every message ends in one place, accepted as a member once or
 // quarantined once, and the interchange's own ing comes last.
 func TestWorkerKilledMidInterchangeLosesNothing(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
-	url := testenv.Redis(t, redisDB)
 	env := bigInterchange(b, "killed")
 	// The first two chunks recorded (the second holds message 300's
 	// quarantine): the child is in its third append.
 	twoChunks := func() bool { where, _ := messageOutcomes(t, b.ledger, "killed"); return len(where) == 512 }
-	killedWhen(t, b, env, url, twoChunks, childHangAppendEnv+"=3")
+	killedWhen(t, b, env, twoChunks, childHangAppendEnv+"=3")
 	if parked, _ := ingest.ListParked(b.insp, ingest.QueueQuarantine); len(parked) != 1 {
 		t.Fatalf("%d parked before the kill, want message 300", len(parked))
 	}
@@ -186,13 +202,13 @@ func TestWorkerKilledMidInterchangeLosesNothing(t *testing.T) {
 // resumes it rather than dead-letter it, which left 512 messages accepted
 // under a dead-lettered interchange (and a replay accepted them again).
 func TestBudgetSpentMidInterchangeResumesIt(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.RoutingBudget = 1
 	b := setup(t, p)
-	url := testenv.Redis(t, redisDB)
 	env := bigInterchange(b, "budget")
 	twoChunks := func() bool { where, _ := messageOutcomes(t, b.ledger, "budget"); return len(where) == 512 }
-	killedWhen(t, b, env, url, twoChunks, childHangAppendEnv+"=3")
+	killedWhen(t, b, env, twoChunks, childHangAppendEnv+"=3")
 	b.start()
 	last := b.settled(env.CorrelationID, 30*time.Second)
 	if last.Type != premis.Ingestion || last.Destination != premis.Accepted || last.Retries != 1 {
@@ -208,12 +224,12 @@ func TestBudgetSpentMidInterchangeResumesIt(t *testing.T) {
 // reserve above the policy, so the task comes back to a handler, which
 // decides and records it.
 func TestLeaseExpiryOnTheLastTryIsDecidedByLazaret(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.MaxRetry = 0
 	b := setup(t, p)
-	url := testenv.Redis(t, redisDB)
 	env := b.envelope("killed-on-last-try", filepath.Join(b.dir, "hung.tif"), strings.Repeat("c", 64))
-	killedMidTask(t, b, env, url) // the storage is still not there: a transient failure, no retries left
+	killedMidTask(t, b, env) // the storage is still not there: a transient failure, no retries left
 	b.start()
 	ev := b.settled(env.CorrelationID, 15*time.Second)
 	if ev.Destination != premis.DeadLetter || ev.Code != "io.not-found" || ev.Attempt != 1 || ev.TaskID != env.TaskID() {
@@ -236,12 +252,12 @@ func TestLeaseExpiryOnTheLastTryIsDecidedByLazaret(t *testing.T) {
 // delivery dies (an OOM-killed worker) is not validated forever: once the
 // routing budget is spent, the next delivery dead-letters it unvalidated.
 func TestAFileThatKillsTheWorkerEndsWithinTheRoutingBudget(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.RoutingBudget = 1
 	b := setup(t, p)
-	url := testenv.Redis(t, redisDB)
 	env := b.envelope("kills-workers", filepath.Join(b.dir, "bomb.tif"), strings.Repeat("d", 64))
-	killedMidTask(t, b, env, url)
+	killedMidTask(t, b, env)
 	b.start()
 	ev := b.settled(env.CorrelationID, 15*time.Second)
 	if ev.Destination != premis.DeadLetter || ev.Code != "routing.exhausted" || ev.Class != premis.Transient {

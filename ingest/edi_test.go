@@ -112,6 +112,7 @@ func wantOnce(t *testing.T, env *ingest.Envelope, where map[string]premis.Destin
 }
 
 func TestBrokenEnvelopeIsArchivedOnceWithOffsetAndCONTRL(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.worker.Outbox = filepath.Join(b.dir, "outbox")
 	env := b.logistics("edi-unz-mismatch")
@@ -146,6 +147,7 @@ func TestBrokenEnvelopeIsArchivedOnceWithOffsetAndCONTRL(t *testing.T) {
 }
 
 func TestMixedInterchangeQuarantinesOnlyTheBadMessage(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	env := b.logistics("edi-mixed")
 	b.start()
@@ -176,6 +178,7 @@ func TestMixedInterchangeQuarantinesOnlyTheBadMessage(t *testing.T) {
 }
 
 func TestReconcileReplaysOnceTheRegistryKnowsTheCode(t *testing.T) {
+	t.Parallel()
 	part2 := filepath.Join(testenv.Corpus(t, "registries", "unlocode"), "2024-2_UNLOCODE_CodeListPart2.csv")
 	b := setup(t, fastPolicy())
 	env := b.logistics("edi-unknown-locode")
@@ -249,6 +252,7 @@ func toStrings(ts []premis.EventType) []string {
 // middle; events are written a chunk at a time and every message settles
 // exactly once.
 func TestLargeInterchangeIsRoutedInChunks(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	env := bigInterchange(b, "big")
 	b.start()
@@ -318,6 +322,7 @@ func bigInterchange(b *bundle, batch string) *ingest.Envelope {
 // interchange was cut off by the drain timeout and redone from scratch
 // with a new attempt number: 152,064 messages got two ing events.
 func TestDrainStopsAtACheckpointAndResumes(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	env := bigInterchange(b, "drain")
 	b.worker.Drain() // before the task starts: it stops after its first chunk
@@ -354,6 +359,7 @@ func TestDrainStopsAtACheckpointAndResumes(t *testing.T) {
 // partners agreed) is accepted, and its ingestion event says the
 // repertoire was not checked: an archive reading the ledger learns it.
 func TestUncheckedRepertoireIsRecorded(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	env := b.logistics("edi-iftmin-good")
 	data, err := os.ReadFile(env.Path)

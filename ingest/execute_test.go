@@ -19,6 +19,7 @@ import (
 // between the deliveries) is dropped, not parked beside the message's
 // recorded acceptance.
 func TestRecordedChunkStands(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {

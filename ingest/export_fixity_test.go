@@ -21,6 +21,7 @@ import (
 // dead-lettered) exports no fixity and no size, its manifest's digest only
 // as a declared value; both documents valid PREMIS 3.0.
 func TestExportStatesOnlyTheFixityRead(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	data := master(t, goodPage)
 	path, sha := b.file("good.tif", data)

@@ -27,11 +27,14 @@ import (
 	"github.com/lazaret/lazaret/validate"
 )
 
-// redisDB is this package's own Redis database: packages test in parallel.
+// redisDB is this package's own database on a LAZARET_TEST_REDIS server
+// (packages test in parallel, each in its own); there the tests take turns
+// on it. Otherwise each test has a redis-server of its own (see setup).
 const redisDB = 11
 
 type bundle struct {
 	t      *testing.T
+	url    string // the test's own Redis (testenv.OwnRedis)
 	opt    asynq.RedisClientOpt
 	client *asynq.Client
 	insp   *asynq.Inspector
@@ -61,9 +64,12 @@ func (b *bundle) next() <-chan struct{} {
 	return b.decided
 }
 
+// setup gives the test a Redis of its own (testenv.OwnRedis), so that it
+// may run in parallel with the others, and a SQLite ledger in its own
+// t.TempDir.
 func setup(t *testing.T, policy ingest.Policy) *bundle {
 	t.Helper()
-	url := testenv.Redis(t, redisDB)
+	url := testenv.OwnRedis(t, redisDB)
 	ro, err := asynq.ParseRedisURI(url)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +80,7 @@ func setup(t *testing.T, policy ingest.Policy) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{t: t, opt: opt, client: asynq.NewClient(opt), insp: asynq.NewInspector(opt), ledger: l, dir: dir, calls: map[string][]time.Time{},
+	b := &bundle{t: t, url: url, opt: opt, client: asynq.NewClient(opt), insp: asynq.NewInspector(opt), ledger: l, dir: dir, calls: map[string][]time.Time{},
 		decided: make(chan struct{})}
 	b.worker = &ingest.Worker{Ledger: l, Broker: b.client, Policy: policy, Master: validate.DefaultMasterPolicy(),
 		Software: premis.Software{Name: "lazaret", Version: "test"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Observe: b.observe}
@@ -195,6 +201,7 @@ func fastPolicy() ingest.Policy {
 }
 
 func TestCorruptMasterArchivedAfterOneAttempt(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	var buf bytes.Buffer
 	lay, _ := fixtures.WriteTIFF(&buf, []fixtures.Page{goodPage})
@@ -223,6 +230,9 @@ func TestCorruptMasterArchivedAfterOneAttempt(t *testing.T) {
 	b.waitState(ingest.QueueIngest, env.TaskID(), asynq.TaskStateArchived, 5*time.Second)
 }
 
+// Not parallel: it times asynq's retries, and a second's delay from the
+// other tests' load on a small machine (a first gap of 5 s, seen at -parallel
+// 8 beside the memory tests) makes the growing gaps look shrinking.
 func TestTransientRetriedWithGrowingDelaysThenArchived(t *testing.T) {
 	p := fastPolicy()
 	// asynq keeps retry times in whole seconds and polls an idle queue about
@@ -272,6 +282,7 @@ func TestTransientRetriedWithGrowingDelaysThenArchived(t *testing.T) {
 }
 
 func TestSemanticFailureIsQuarantinedNotArchived(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	path, sha := b.file("m.tif", master(t, goodPage))
 	env := b.envelope("no-profile", path, sha)
@@ -296,6 +307,7 @@ func TestSemanticFailureIsQuarantinedNotArchived(t *testing.T) {
 }
 
 func TestPoisonCapGoesToAuditHold(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	path, sha := b.file("m.tif", master(t, goodPage))
 	semantic := b.envelope("replayed-too-often", path, sha)
@@ -316,6 +328,7 @@ func TestPoisonCapGoesToAuditHold(t *testing.T) {
 }
 
 func TestRedeliveryDoesNotAddEvents(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	path, sha := b.file("m.tif", master(t, goodPage))
 	good := b.envelope("good", path, sha)
@@ -341,6 +354,7 @@ func TestRedeliveryDoesNotAddEvents(t *testing.T) {
 // failure on top of the acceptance) for one task. Both the accepted and
 // the quarantined item keep their one decision.
 func TestRedeliveryKeepsTheRecordedDecision(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	ctx := context.Background()
 	goodPath, goodSHA := b.file("good.tif", master(t, goodPage))
@@ -381,6 +395,7 @@ func TestRedeliveryKeepsTheRecordedDecision(t *testing.T) {
 }
 
 func TestUndecodablePayloadIsArchivedWithEvent(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.start()
 	payload := []byte(`{"v":1,"object_id":`)
@@ -401,6 +416,7 @@ func TestUndecodablePayloadIsArchivedWithEvent(t *testing.T) {
 }
 
 func TestPanicIsRecoveredAndQuarantined(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.worker.Validators = map[string]ingest.Validator{"boom": func(context.Context, *ingest.Envelope) (*validate.Report, error) {
 		var pages []int
@@ -443,6 +459,7 @@ func (f *flakyLedger) Append(ctx context.Context, evs ...*premis.Event) ([]bool,
 }
 
 func TestOutagesDuringRoutingLoseNothing(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.MaxRetry = 1 // outages must not spend this
 	b := setup(t, p)
@@ -480,6 +497,7 @@ func TestOutagesDuringRoutingLoseNothing(t *testing.T) {
 }
 
 func TestSubmitIsIdempotent(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	batch, err := fixtures.WriteArchiveBatch(filepath.Join(b.dir, "batch"))
 	if err != nil {

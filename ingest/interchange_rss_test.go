@@ -98,6 +98,7 @@ func routeChild(payload []byte, ledgerPath string) int {
 // peak stays under 64 MiB. Before, every message's header and verdict were
 // kept until the envelope's verdict was known: 226 MB.
 func TestWorkerRoutesLargeInterchangeInBoundedMemory(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("peak RSS is read from /proc/self/status (Linux)")
 	}

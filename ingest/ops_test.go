@@ -66,6 +66,7 @@ func (b *bundle) deadLetters(n int, attempt int, prefix string) []*ingest.Envelo
 }
 
 func TestFilteredListing(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.MaxRetry = 0
 	b := setup(t, p)
@@ -99,6 +100,7 @@ func TestFilteredListing(t *testing.T) {
 }
 
 func TestReplayAndDiscard(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.start()
 	ctx := context.Background()
@@ -162,6 +164,7 @@ func TestReplayAndDiscard(t *testing.T) {
 // deleting first would leave a failure the ledger still calls open with
 // no task behind it. Once the ledger is back, the discard goes through.
 func TestDiscardRecordsBeforeItDeletes(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.start()
 	ctx := context.Background()
@@ -203,6 +206,7 @@ func TestDiscardRecordsBeforeItDeletes(t *testing.T) {
 // archived task was deleted behind Lazaret's back is still listed (from the
 // ledger) and replayable (from the envelope in its event).
 func TestArchivedReplaySucceedsOnceEvenAfterRedisLostIt(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.MaxRetry = 0
 	b := setup(t, p)
@@ -269,6 +273,7 @@ func (b *bundle) settledAfter(corr string, want premis.Destination, timeout time
 }
 
 func TestRedriveIsThrottledAndRespectsTheCeiling(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.MaxRetry = 0
 	b := setup(t, p)

@@ -15,6 +15,7 @@ import (
 // rate; a mistyped batch id is an error, not an empty batch; submitting the
 // same manifest again records no second batch fact.
 func TestBatchProgress(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	ctx := context.Background()
 	if _, err := ingest.BatchProgress(ctx, b.ledger, "no-such-batch"); !errors.Is(err, ingest.ErrUnknownBatch) {

@@ -81,6 +81,7 @@ func (b *bundle) waitState(queue, id string, want asynq.TaskState, timeout time.
 // policy, a ledger busy once used to let asynq archive the task itself with
 // "routing to quarantine failed" and no event; the real class was lost.
 func TestRoutingFaultOnTheLastTryKeepsTheRealVerdict(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.MaxRetry = 0
 	b := setup(t, p)
@@ -109,6 +110,7 @@ func TestRoutingFaultOnTheLastTryKeepsTheRealVerdict(t *testing.T) {
 // (before: a loop without end, no event, nothing logged) ends within the
 // routing budget, dead-lettered with the verdict it could not route.
 func TestRoutingFaultThatNeverClearsEnds(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.RoutingBudget = 3
 	b := setup(t, p)
@@ -141,6 +143,7 @@ func TestRoutingFaultThatNeverClearsEnds(t *testing.T) {
 // cannot be recorded, the archived task carries class and code, and
 // reconcile-broker records them once the ledger is back.
 func TestLedgerDownForTheWholeBudgetIsReconciled(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.RoutingBudget = 2
 	b := setup(t, p)
@@ -173,6 +176,7 @@ func TestLedgerDownForTheWholeBudgetIsReconciled(t *testing.T) {
 // decision and write nothing new. Before, the attempt included asynq's
 // count, so it wrote a second terminal event and parked a second copy.
 func TestLostAckRedoesOnlyTheBrokerStep(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	var lost sync.Map
 	path, sha := b.file("m.tif", master(t, goodPage))
@@ -216,6 +220,7 @@ func (b *bundle) recordedOnce(good, bad *ingest.Envelope) {
 // once. Before, both succeeded (8 of 10): the item was reprocessed and open
 // again although "discarded". Exactly one must win, the other be told.
 func TestConcurrentReplayAndDiscard(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.start()
 	path, sha := b.file("m.tif", master(t, goodPage))
@@ -279,6 +284,7 @@ func replayTaskID(f premis.Event) string {
 // failed, so the item vanished from dlq ls and no command found it again.
 // Now a rollback puts it back, open; a later replay succeeds.
 func TestReplayWithRedisDownLosesNothing(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.MaxRetry = 0
 	b := setup(t, p)
@@ -313,6 +319,7 @@ func TestReplayWithRedisDownLosesNothing(t *testing.T) {
 // 2000 in a fault run); now the ledger knows them and reconcile-broker
 // enqueues them again.
 func TestSubmittedNeverSettledIsReenqueued(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	m, dir := b.manifest(20)
 	ctx := context.Background()
@@ -359,6 +366,7 @@ func TestSubmittedNeverSettledIsReenqueued(t *testing.T) {
 // TestResubmissionAfterReplayAndDiscardRevivesNothing: discarded items
 // came back into the quarantine when the manifest was submitted again.
 func TestResubmissionAfterReplayAndDiscardRevivesNothing(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	b.start()
 	m, dir := b.manifest(4)
@@ -433,6 +441,7 @@ func (b *bundle) flushRedis() {
 // timeout, and the hard link passed openat2 (it sees names, not inodes):
 // the secret was read and its SHA-256 printed in the failure.
 func TestSwappedFilesAreNotRead(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	m, dir := b.manifest(4)
 	ctx := context.Background()
@@ -497,6 +506,7 @@ func TestSwappedFilesAreNotRead(t *testing.T) {
 // restarts; the ledger's dead letter is put back into the archived set
 // under its own task id, and no worker runs it.
 func TestLostDeadLetterIsArchivedAgain(t *testing.T) {
+	t.Parallel()
 	p := fastPolicy()
 	p.MaxRetry = 0
 	b := setup(t, p)
@@ -534,6 +544,7 @@ func (f *brokerDownAfter) EnqueueContext(ctx context.Context, t *asynq.Task, opt
 // is recorded as submitted, and a second submission enqueues exactly the
 // rest (the others are duplicates of tasks already queued).
 func TestSubmitBrokerLostMidBatch(t *testing.T) {
+	t.Parallel()
 	b := setup(t, fastPolicy())
 	ctx := context.Background()
 	m, dir := b.manifest(200)

@@ -21,6 +21,7 @@ import (
 // exactly once, where its kind says, with nothing lost. LAZARET_SOAK_ITEMS
 // sets the size (make soak runs thousands; the default is a smoke run).
 func TestSoak(t *testing.T) {
+	t.Parallel()
 	n := 60
 	if v := os.Getenv("LAZARET_SOAK_ITEMS"); v != "" {
 		var err error

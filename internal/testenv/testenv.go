@@ -210,6 +210,43 @@ func leftover(owner, host string) bool {
 	return err == nil && n != os.Getpid() && !alive(n)
 }
 
+// OwnRedis returns redis://host:port/db of a Redis that the calling test
+// has to itself, so that tests which each take one may call t.Parallel():
+// asynq keeps every key under "asynq:", with no prefix of a test's own, so
+// two tests in one database would read each other's queues.
+//
+// Unless LAZARET_TEST_REDIS names a server, that is a fresh redis-server
+// of the test's own (RedisServer: a free loopback port, no persistence,
+// killed at the test's end), database 0. A server named by
+// LAZARET_TEST_REDIS is someone else's and no new database there is
+// known to be free: the test gets database db (see Redis) and holds it
+// until its end, so the tests of one binary that share db wait for each
+// other there, one at a time, even when parallel.
+func OwnRedis(t testing.TB, db int) string {
+	t.Helper()
+	if os.Getenv(EnvRedis) == "" {
+		addr, _ := RedisServer(t)
+		return "redis://" + addr + "/0"
+	}
+	heldMu.Lock()
+	slot, ok := held[db]
+	if !ok {
+		slot = make(chan struct{}, 1)
+		held[db] = slot
+	}
+	heldMu.Unlock()
+	slot <- struct{}{}
+	// Registered before anything the test adds: released after the
+	// test's own cleanups (its workers stopped) have run.
+	t.Cleanup(func() { <-slot })
+	return Redis(t, db)
+}
+
+var (
+	heldMu sync.Mutex
+	held   = map[int]chan struct{}{} // database of LAZARET_TEST_REDIS -> held by one test (OwnRedis)
+)
+
 // RedisServer starts a fresh redis-server for one test alone (fault tests
 // that kill or restart Redis), on a free loopback port with no persistence
 // and its own t.TempDir as --dir, then args: later arguments override
