@@ -32,9 +32,9 @@ const (
 // failure is.
 var failureDestinations = []premis.Destination{premis.DeadLetter, premis.Quarantined, premis.AuditHold}
 
-// failureKinds are the kind filter's values: the manifest's item kinds and
+// failureKinds are the kind filter's values: the registered item kinds and
 // "task", the kind of a delivery that never decoded into an item.
-var failureKinds = []string{"tiff", "edifact", "task"}
+var failureKinds = ingest.ItemKinds()
 
 // failureParams are the query parameters of GET /v1/failures.
 var failureParams = []string{"destination", "kind", "class", "code", "batch", "since", "until", "limit", "cursor"}

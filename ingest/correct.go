@@ -96,7 +96,7 @@ func correctItem(env *Envelope, set map[string]string, hardlinks validate.Hardli
 	if err := m.Check(dir, hardlinks.Allow(dir)); err != nil {
 		return "", fmt.Errorf("the corrected item breaks the manifest's rules: %w", err)
 	}
-	if it.Kind == "tiff" {
+	if it.Kind == validate.KindTIFF {
 		// The master's field rules that need no file (color_profile given,
 		// resolution_dpi a number), for the fields corrected; the rules
 		// against the file run when the replay is validated.

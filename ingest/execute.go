@@ -170,12 +170,8 @@ func (w *Worker) check(ctx context.Context, env *Envelope) (rep *validate.Report
 		it.SHA256, it.Size = env.SHA256, env.Size
 		item = &it
 	}
-	switch env.Kind {
-	case "tiff":
-		rep, err = validate.CheckMasterSource(ctx, w.source(env), item, w.Master)
-		return rep, nil, err
-	case "edifact":
-		return validate.CheckInterchangeSource(ctx, w.source(env), item, w.registries(), w.EDI, env.Message)
+	if k, ok := validate.KindNamed(env.Kind); ok {
+		return k.Check(ctx, w.source(env), item, validate.CheckOptions{Master: w.Master, Registries: w.registries(), EDI: w.EDI, Message: env.Message})
 	}
 	return nil, nil, &validate.PolicyError{Page: 0, Code: "kind.unsupported", Reason: fmt.Sprintf("kind %q has no validator in this build", env.Kind)}
 }

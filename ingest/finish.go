@@ -195,7 +195,7 @@ func (w *Worker) poisoned(t *asynq.Task, d *delivery, perr error) *result {
 	if id == "" {
 		id = "task-" + sha[:16]
 	}
-	d.env = &Envelope{CorrelationID: id, ObjectID: id, Kind: "task", SHA256: sha, Size: int64(len(t.Payload())), Attempt: 1}
+	d.env = &Envelope{CorrelationID: id, ObjectID: id, Kind: KindTask, SHA256: sha, Size: int64(len(t.Payload())), Attempt: 1}
 	d.attempt = 1
 	ev := newEvent(d.env, premis.Validation, 1, d.taskID, w.Software)
 	ev.Outcome, ev.Destination, ev.Retries = premis.Failure, premis.DeadLetter, d.retried

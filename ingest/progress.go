@@ -15,9 +15,20 @@ import (
 	"github.com/lazaret/lazaret/validate"
 )
 
-// KindBatch is the kind of a batch's own events: what was submitted, and
-// how many items to expect.
-const KindBatch = "batch"
+// The kinds of events that are not about an item of a registered kind
+// (validate.Kinds).
+const (
+	// KindBatch is the kind of a batch's own events: what was submitted,
+	// and how many items to expect.
+	KindBatch = "batch"
+	// KindTask is the kind of a delivery whose payload never decoded into
+	// an item (or whose item is unknown): the broker's task.
+	KindTask = "task"
+)
+
+// ItemKinds are the kinds a failure or an outcome can be of: the
+// registered item kinds, and KindTask.
+func ItemKinds() []string { return append(validate.KindNames(), KindTask) }
 
 // batchFact is the envelope of a batch's submission event.
 type batchFact struct {

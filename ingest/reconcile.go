@@ -318,7 +318,7 @@ func (o *Operator) reconcileOne(ctx context.Context, ti *asynq.TaskInfo, dryRun 
 	}
 	subject := env
 	if subject == nil {
-		subject = &Envelope{ObjectID: object, CorrelationID: corr, SHA256: sha, Kind: "task"}
+		subject = &Envelope{ObjectID: object, CorrelationID: corr, SHA256: sha, Kind: KindTask}
 	}
 	ev := newEvent(subject, premis.Validation, attempt, ti.ID, o.Software)
 	ev.Key = premis.EventKey(corr+"/broker-archived/"+ti.ID, sha, premis.Validation, attempt)

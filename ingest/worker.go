@@ -47,8 +47,8 @@ type Worker struct {
 	// Observe, when set, is told of every recorded decision (metrics,
 	// alerts, tests waiting for an outcome).
 	Observe func(Observation)
-	// Validators adds or overrides validators by item kind; "tiff" and
-	// "edifact" are built in.
+	// Validators overrides the registered kinds' checks (validate.Kind) by
+	// item kind: a test's, or a deployment's own.
 	Validators map[string]Validator
 	// Registries are the code lists the logistics rules check against
 	// (built-in when nil); EDI are those rules.
@@ -151,7 +151,7 @@ func (w *Worker) budgetSpent(ctx context.Context, d *delivery) (bool, error) {
 	if over < 0 {
 		return false, nil
 	}
-	if d.env.Kind != "edifact" {
+	if k, _ := validate.KindNamed(d.env.Kind); !k.Messages {
 		return true, nil
 	}
 	chunks, err := w.Ledger.Events(ctx, premis.Filter{CorrelationID: d.env.CorrelationID, TaskID: d.taskID,
@@ -179,7 +179,7 @@ func (w *Worker) spent(d *delivery) *result {
 func (w *Worker) exhaustedEvent(d *delivery, r *result, err error, try int) *premis.Event {
 	env := d.env
 	if env == nil {
-		env = &Envelope{CorrelationID: d.taskID, ObjectID: d.taskID, Kind: "task"}
+		env = &Envelope{CorrelationID: d.taskID, ObjectID: d.taskID, Kind: KindTask}
 	}
 	ev := newEvent(env, premis.Validation, d.attempt, d.taskID, w.Software)
 	ev.Key = premis.EventKey(env.CorrelationID+"/routing-exhausted/"+d.taskID, env.SHA256, premis.Validation, d.attempt)

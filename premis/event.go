@@ -41,7 +41,7 @@ type Event struct {
 	ObjectID      string `json:"object_id"`
 	BatchID       string `json:"batch_id,omitempty"`
 	CorrelationID string `json:"correlation_id"`
-	Kind          string `json:"kind"` // "tiff", "edifact", "task"
+	Kind          string `json:"kind"` // the item's kind ("tiff", "edifact"), or "task", "batch"
 	// SHA256 and Size are the payload's digest and size as the event was
 	// recorded under: the declared ones, or the ones read when the event
 	// read the file. Only a fixity check that passed says which

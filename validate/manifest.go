@@ -29,7 +29,7 @@ type Item struct {
 	// message references in message object ids (MessageObjectID), so an
 	// item "inv#1" could otherwise be message 1 of interchange "inv".
 	ObjectID      string  `json:"object_id" validate:"required,max=256,printascii,excludesall=#"`
-	Kind          string  `json:"kind" validate:"required,oneof=tiff edifact"`
+	Kind          string  `json:"kind" validate:"required,kind"`
 	Path          string  `json:"path" validate:"required,max=4096"`
 	SHA256        string  `json:"sha256" validate:"required,len=64,hexadecimal,lowercase"`
 	Size          int64   `json:"size,omitempty" validate:"gte=0"`
@@ -76,6 +76,11 @@ func newValidator() *validator.Validate {
 			return ""
 		}
 		return name
+	})
+	// kind: the name of a registered Kind.
+	_ = v.RegisterValidation("kind", func(fl validator.FieldLevel) bool {
+		_, ok := KindNamed(fl.Field().String())
+		return ok
 	})
 	return v
 }
@@ -540,7 +545,13 @@ func fieldErrors(root any, err error) []error {
 				}
 			}
 		}
-		out = append(out, &FieldError{ObjectID: objectID, Field: fe.Field(), Rule: fe.Tag(), Param: fe.Param(),
+		rule, param := fe.Tag(), fe.Param()
+		if rule == "kind" {
+			// The registered kinds, reported as the oneof rule they were
+			// written as (manifest.kind.oneof).
+			rule, param = "oneof", strings.Join(KindNames(), " ")
+		}
+		out = append(out, &FieldError{ObjectID: objectID, Field: fe.Field(), Rule: rule, Param: param,
 			Value: fmt.Sprint(fe.Value()), Message: ruleMessage(fe)})
 	}
 	return out
@@ -560,6 +571,8 @@ func ruleMessage(fe validator.FieldError) string {
 		return "must be lower case"
 	case "oneof":
 		return fmt.Sprintf("%q is not one of: %s", fe.Value(), fe.Param())
+	case "kind":
+		return fmt.Sprintf("%q is not one of: %s", fe.Value(), strings.Join(KindNames(), " "))
 	case "min":
 		return fmt.Sprintf("needs at least %s", fe.Param())
 	case "max":
