@@ -32,13 +32,12 @@ type result struct {
 
 // tally is what a commit of a result did.
 type tally struct {
-	sent     replies         // the replies written, for the failure events to name
-	logged   []*premis.Event // the events worth a log line (failures, the item's outcome)
-	accepted int             // an interchange's messages accepted, parked, and read
-	parked   int
-	messages int
-	chunks   int   // chunks of events recorded (or found recorded)
-	reread   error // the interchange's second read failed (see planMessages)
+	sent   replies         // the replies written, for the failure events to name
+	logged []*premis.Event // the events worth a log line (failures, the item's outcome)
+	// An interchange's messages: accepted, parked, and read in all.
+	accepted, parked, messages int
+	chunks                     int   // chunks of events recorded (or found recorded)
+	reread                     error // the interchange's second read failed (see planMessages)
 }
 
 // rereadFirst reports whether the commit of r stopped because the second

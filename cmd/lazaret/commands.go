@@ -16,6 +16,7 @@ import (
 	"github.com/lazaret/lazaret/api"
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/validate"
 )
 
 // runFunc is a command's run function: it declares its flags on a
@@ -556,7 +557,7 @@ func flagValues() map[string]func() []cobra.Completion {
 			}
 			return out
 		},
-		"kind":   func() []cobra.Completion { return []cobra.Completion{"tiff", "edifact"} },
+		"kind":   func() []cobra.Completion { return validate.KindNames() },
 		"format": func() []cobra.Completion { return []cobra.Completion{"premis-xml", "mets"} },
 	}
 }

@@ -2,12 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/lazaret/lazaret/ingest"
@@ -57,8 +57,8 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() == 0 && *batch == "" {
 		return usageErr("inspect: name at least one FILE or --batch MANIFEST")
 	}
-	if *kind != "" && *kind != "tiff" && *kind != "edifact" {
-		return usageErr("inspect: --kind %q: want tiff or edifact", *kind)
+	if _, ok := validate.KindNamed(*kind); *kind != "" && !ok {
+		return usageErr("inspect: --kind %q: want %s", *kind, strings.Join(validate.KindNames(), " or "))
 	}
 	type job struct {
 		path string
@@ -252,19 +252,16 @@ func where(r inspectResult) string {
 	return "-"
 }
 
-// detectKind tells a UN/EDIFACT interchange from anything else by its
-// first bytes (after a byte-order mark and blank lines).
+// detectKind names the kind a file's first bytes look like
+// (validate.SniffKind); a file that cannot be opened is read as TIFF,
+// whose checks then say why.
 func detectKind(path string) string {
 	f, _, err := validate.Open(validate.Source{Path: path}) // a FIFO is refused, never waited on
 	if err != nil {
-		return "tiff"
+		return validate.KindTIFF
 	}
 	defer f.Close()
-	head := make([]byte, 64)
+	head := make([]byte, validate.SniffLen)
 	n, _ := io.ReadFull(f, head)
-	h := bytes.TrimLeft(bytes.TrimPrefix(head[:n], []byte("\xef\xbb\xbf")), " \t\r\n")
-	if bytes.HasPrefix(h, []byte("UNA")) || bytes.HasPrefix(h, []byte("UNB")) || bytes.HasPrefix(h, []byte("UNH")) {
-		return "edifact"
-	}
-	return "tiff"
+	return validate.SniffKind(head[:n])
 }
