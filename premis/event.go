@@ -349,6 +349,10 @@ var (
 	// recorded chain head is not the last stored event. Not transient: a
 	// person must look (lazaret ledger verify) and restore a trusted copy.
 	ErrTampered = errors.New("premis: ledger tampered")
+	// ErrNotLedger: what a read was pointed at is not a ledger this program
+	// can read (another program's database, a ledger too old to read
+	// without upgrading it, which only Open does).
+	ErrNotLedger = errors.New("cannot be read as a lazaret ledger")
 )
 
 // pageSize is how many events EachEvent reads at a time.

@@ -20,8 +20,6 @@ import (
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
-	"github.com/lazaret/lazaret/premis/postgres"
-	"github.com/lazaret/lazaret/premis/sqlite"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -438,25 +436,29 @@ func (c *Config) connect(ctx context.Context) (asynq.RedisConnOpt, premis.Ledger
 	return opt, premis.NewGroupCommit(l, 0), nil
 }
 
-func (c *Config) isPostgres() bool {
-	return strings.HasPrefix(c.Ledger, "postgres://") || strings.HasPrefix(c.Ledger, "postgresql://")
+// backend is the ledger backend the setting's scheme names (see
+// premis.RegisterBackend; the packages imported in main.go register).
+func (c *Config) backend() (premis.Backend, error) {
+	b, err := premis.BackendFor(c.Ledger)
+	if err != nil {
+		return b, settingErr("ledger: %v", err)
+	}
+	return b, nil
 }
-
-// sqlitePath is the file of an SQLite ledger setting.
-func (c *Config) sqlitePath() string { return strings.TrimPrefix(c.Ledger, "sqlite://") }
 
 // ledgerExists refuses an SQLite ledger that is not there: a command that
 // reads or acts on what is recorded must not create an empty ledger and
 // report an empty dead-letter queue (a mistyped --ledger, or none in this
 // folder).
 func (c *Config) ledgerExists() error {
-	if c.isPostgres() {
-		return nil
-	}
 	if c.Ledger == "" {
 		return settingErr("no ledger: there is no data directory ($XDG_DATA_HOME or $HOME) for the default; say --ledger or LAZARET_LEDGER")
 	}
-	_, err := os.Stat(c.sqlitePath())
+	b, err := c.backend()
+	if err != nil || b.File == nil {
+		return err
+	}
+	_, err = os.Stat(b.File(c.Ledger))
 	switch {
 	case err == nil:
 		return nil
@@ -480,17 +482,20 @@ func (c *Config) connectExisting(ctx context.Context) (asynq.RedisConnOpt, premi
 // openLedger opens the ledger for writing: a postgres:// URL, or an SQLite
 // file path (created, with its folder, when missing).
 func (c *Config) openLedger(ctx context.Context) (premis.Ledger, error) {
-	if c.isPostgres() {
-		return postgres.Open(ctx, c.Ledger)
-	}
 	if c.Ledger == "" {
 		return nil, c.ledgerExists()
 	}
-	l, err := sqlite.Open(ctx, c.sqlitePath())
+	b, err := c.backend()
 	if err != nil {
 		return nil, err
 	}
-	l.SetReaders(c.Concurrency + 2) // the handlers, the API and metrics
+	l, err := b.Open(ctx, c.Ledger)
+	if err != nil {
+		return nil, err
+	}
+	if p, ok := l.(interface{ SetReaders(int) }); ok {
+		p.SetReaders(c.Concurrency + 2) // the handlers, the API and metrics
+	}
 	return l, nil
 }
 
@@ -503,33 +508,23 @@ func (c *Config) openExistingLedger(ctx context.Context) (premis.Ledger, error) 
 	return c.openLedger(ctx)
 }
 
-// openReadOnly opens an existing ledger for a read command: an SQLite
-// ledger query-only, so that reading never writes, migrates or creates.
-// A ledger whose append-only guards or head record are gone is refused,
-// as Open refuses it (premis.ErrTampered), rather than shown.
+// openReadOnly opens an existing ledger for a read command: one that
+// reading never writes, migrates or creates (see premis.Backend.OpenRead).
+// A ledger whose append-only guards or head record are gone is refused, as
+// Open refuses it (premis.ErrTampered), rather than shown.
 func (c *Config) openReadOnly(ctx context.Context) (premis.Ledger, error) {
 	if err := c.ledgerExists(); err != nil {
 		return nil, err
 	}
-	if c.isPostgres() {
-		return postgres.Open(ctx, c.Ledger)
-	}
-	l, err := sqlite.OpenAudit(ctx, c.sqlitePath())
+	b, err := c.backend()
 	if err != nil {
-		return nil, &exitError{code: 2, err: fmt.Errorf("ledger %s cannot be read as a lazaret ledger (a worker creates and upgrades ledgers; read commands change nothing): %w", c.Ledger, err)}
-	}
-	if err := l.Guards(ctx); err != nil {
-		l.Close()
 		return nil, err
 	}
-	if _, ok, err := l.RecordedHead(ctx); err != nil || !ok {
-		l.Close()
-		if err == nil {
-			err = fmt.Errorf("sqlite ledger %s: %w: the head record is gone (run lazaret ledger verify)", c.Ledger, premis.ErrTampered)
-		}
-		return nil, err
+	l, err := b.OpenRead(ctx, c.Ledger)
+	if errors.Is(err, premis.ErrNotLedger) {
+		return nil, &exitError{code: 2, err: err}
 	}
-	return l, nil
+	return l, err
 }
 
 // defaultLedger is $XDG_DATA_HOME/lazaret/ledger.db, or

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/lazaret/lazaret/premis"
-	"github.com/lazaret/lazaret/premis/postgres"
-	"github.com/lazaret/lazaret/premis/sqlite"
 )
 
 // runLedgerVerify walks the ledger's hash chain (premis.Verify). Exit 0 with
@@ -114,31 +112,20 @@ func openAuditor(ctx context.Context, cfg *Config) (premis.Auditor, func() error
 	if !errors.Is(err, premis.ErrTampered) {
 		return nil, nil, err
 	}
-	var (
-		audit    premis.Auditor
-		closer   func() error
-		auditErr error
-	)
-	if cfg.isPostgres() {
-		var pl *postgres.Ledger
-		if pl, auditErr = postgres.OpenAudit(ctx, cfg.Ledger); auditErr == nil {
-			audit, closer = pl, pl.Close
-		}
-	} else {
-		var sl *sqlite.Ledger
-		if sl, auditErr = sqlite.OpenAudit(ctx, strings.TrimPrefix(cfg.Ledger, "sqlite://")); auditErr == nil {
-			audit, closer = sl, sl.Close
-		}
+	b, berr := cfg.backend()
+	if berr != nil {
+		return nil, nil, berr
 	}
+	audit, auditErr := b.OpenAudit(ctx, cfg.Ledger)
 	if auditErr == nil {
-		return audit, closer, nil
+		return audit, audit.Close, nil
 	}
 	return nil, nil, errors.Join(err, auditErr)
 }
 
 // ledgerName is the ledger setting without a password.
 func ledgerName(cfg *Config) string {
-	if cfg.isPostgres() {
+	if premis.Scheme(cfg.Ledger) != "" {
 		if u, err := url.Parse(cfg.Ledger); err == nil {
 			return u.Redacted()
 		}

@@ -50,3 +50,20 @@ func TestReadCommandsWriteNothing(t *testing.T) {
 		t.Errorf("a read command wrote to the file: %v %v", st.Size(), err)
 	}
 }
+
+// TestUnknownLedgerScheme: a ledger URL whose scheme no backend answers is
+// a usage error naming the backends there are, for workers and read
+// commands alike, and nothing is created under a folder named after it.
+func TestUnknownLedgerScheme(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{{"dlq", "ls"}, {"events", "ls"}, {"ledger", "verify"}} {
+		out, stderr, code := runCmd(t, append(args, "--ledger", "mysql://u@h/lazaret")...)
+		if code != 2 || out != "" || !strings.Contains(stderr, `no ledger backend for "mysql://"`) || !strings.Contains(stderr, "postgres://") {
+			t.Errorf("%v on mysql://: exit %d %q %s", args, code, out, stderr)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("an unknown scheme created %v", entries)
+	}
+}

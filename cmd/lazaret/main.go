@@ -1,5 +1,5 @@
-// Command lazaret validates TIFF preservation masters (and, later, UN/EDIFACT
-// interchanges) on asynq workers, routes every failure to exactly one place,
+// Command lazaret validates TIFF preservation masters and UN/EDIFACT
+// interchanges on asynq workers, routes every failure to exactly one place,
 // and records it as a PREMIS event in a durable ledger.
 package main
 
@@ -19,6 +19,11 @@ import (
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/validate"
+
+	// The ledgers --ledger can name, each registered by its URL scheme
+	// (premis.RegisterBackend): a file path or sqlite://, postgres://.
+	_ "github.com/lazaret/lazaret/premis/postgres"
+	_ "github.com/lazaret/lazaret/premis/sqlite"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -1,6 +1,11 @@
-// Package ledgersql holds the SQL the SQLite and PostgreSQL ledgers share:
-// the column list and the translation of a premis.Filter into a WHERE
-// clause. Only the placeholder style and the time representation differ.
+// Package ledgersql is the SQL ledger the SQLite and PostgreSQL backends
+// share: the columns, the translation of a premis.Filter into a query, the
+// members encoding, the reads (Store: events, counts, the walk, the head and
+// read-model checks, the guard report) and the chaining of an append
+// (Chain). A backend gives a Backend (how to run a query, decode a row and
+// read its errors) and a Dialect (placeholders, times, substring tests),
+// and keeps what truly differs: its DDL, its locking and round trips for
+// an append, and its upgrades of older ledgers.
 package ledgersql
 
 import (

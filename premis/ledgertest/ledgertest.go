@@ -649,3 +649,267 @@ func BenchVerify(b *testing.B, l premis.Ledger, size, fresh int, full bool) {
 	}
 	b.ReportMetric(float64(read), "events/op")
 }
+
+// Forgery is one way of forging a seeded ledger (Seed's events) past its
+// Append, and what Open and Verify must make of it.
+type Forgery struct {
+	Name string
+	// Attack are the statements run against the database, in order.
+	Attack []string
+	// OpenErr is what Open's refusal names; "" when Open succeeds (the
+	// attacker put the guards back, so only the chain can show it).
+	OpenErr string
+	// Want are the problems Verify must find, each as WantProblem reads it.
+	Want []Problem
+	// Anchored: Verify is given the head recorded before the attack.
+	Anchored bool
+}
+
+// Problem is a problem Verify must report: its kind, at seq (0: any), with
+// every detail in its text.
+type Problem struct {
+	Kind   premis.ProblemKind
+	Seq    int64
+	Detail []string
+}
+
+// Forger is how a backend's tests make a ledger and forge it.
+type Forger struct {
+	// New is the setting of a new ledger (a file path, a postgres://
+	// URL) that nothing has opened yet.
+	New func(t *testing.T) string
+	// Attack runs statements against the ledger at where, past Append.
+	Attack func(t *testing.T, where string, stmts ...string)
+}
+
+// Forge runs each forgery on a freshly seeded ledger, in parallel, and
+// checks what Open and Verify say of it.
+func Forge(t *testing.T, f Forger, forgeries []Forgery) {
+	for _, tc := range forgeries {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			where := f.New(t)
+			evs := Seeded(t, where)
+			f.Attack(t, where, tc.Attack...)
+			var anchors []premis.Head
+			if tc.Anchored {
+				last := evs[len(evs)-1]
+				anchors = append(anchors, premis.Head{Count: int64(len(evs)), Hash: last.Hash})
+			}
+			v, openErr := VerifyAt(t, where, anchors...)
+			switch {
+			case tc.OpenErr == "" && openErr != nil:
+				t.Errorf("open: %v, want it to open", openErr)
+			case tc.OpenErr != "" && (openErr == nil || !strings.Contains(openErr.Error(), tc.OpenErr)):
+				t.Errorf("open: %v, want premis.ErrTampered naming %q", openErr, tc.OpenErr)
+			}
+			for _, p := range tc.Want {
+				WantProblem(t, v, p.Kind, p.Seq, p.Detail...)
+			}
+			if t.Failed() || testing.Verbose() {
+				t.Logf("open: %v\nverify: %s\n%s", openErr, v, Problems(v))
+			}
+		})
+	}
+}
+
+// Found is the Problem of kind at seq with detail.
+func Found(kind premis.ProblemKind, seq int64, detail ...string) Problem {
+	return Problem{Kind: kind, Seq: seq, Detail: detail}
+}
+
+// ConsistentForgery is a forgery that leaves a ledger consistent on its own
+// (guards, head and read model put back to agree): only the signed
+// checkpoint taken before it can show it, as the problem Want.
+type ConsistentForgery struct {
+	Name string
+	// Attack forges the ledger at where.
+	Attack func(t *testing.T, where string)
+	Want   Problem
+}
+
+// ForgeCheckpointed runs each forgery on a freshly seeded ledger that was
+// checkpointed first, in parallel: Verify alone finds it intact, Verify
+// against the checkpoint log finds Want.
+func ForgeCheckpointed(t *testing.T, f Forger, forgeries []ConsistentForgery) {
+	for _, tc := range forgeries {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			where := f.New(t)
+			Seeded(t, where)
+			log, key := Checkpointed(t, AuditAt(t, where))
+			tc.Attack(t, where)
+			if v, openErr := VerifyAt(t, where); openErr != nil || !v.Intact() {
+				t.Fatalf("without the checkpoint: open %v, %s\n%s: the attack left an inconsistent ledger", openErr, v, Problems(v))
+			}
+			v := VerifyCheckpointed(t, AuditAt(t, where), log, key.Public().(ed25519.PublicKey))
+			WantProblem(t, v, tc.Want.Kind, tc.Want.Seq, tc.Want.Detail...)
+			if t.Failed() || testing.Verbose() {
+				t.Logf("verify: %s\n%s", v, Problems(v))
+			}
+		})
+	}
+}
+
+// Benches are the append and verify benchmarks every ledger backend runs,
+// over its own ledgers, so that their figures compare.
+type Benches struct {
+	// Ledger opens a new, empty chained ledger, closed with the benchmark.
+	Ledger func(b *testing.B) premis.Ledger
+	// V0 appends as the version before the chain did: an INSERT and a
+	// commit an event, into a v0 ledger of its own.
+	V0 func(b *testing.B) AppendFunc
+}
+
+// Run runs them, as sub-benchmarks:
+//
+//   - AppendV0, AppendChained, AppendV0Writers4, AppendChainedWriters4:
+//     one event per transaction, as a worker appends, on the ledger before
+//     the chain and on the chained ledger, by one writer and by four.
+//   - AppendGroupWriters4, AppendGroupWriters16: four and sixteen writers
+//     through one group committer.
+//   - VerifyFull, VerifierIdle, VerifierFresh100: checking a ledger of
+//     20,000 events by a full walk, and by the incremental check a listing
+//     runs (premis.Verifier) when nothing and when 100 events were
+//     appended since the last.
+func (bs Benches) Run(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		writers int
+		append  func(b *testing.B) AppendFunc
+	}{
+		{"AppendV0", 1, bs.V0}, {"AppendChained", 1, bs.appender(false)},
+		{"AppendV0Writers4", 4, bs.V0}, {"AppendChainedWriters4", 4, bs.appender(false)},
+		{"AppendGroupWriters4", 4, bs.appender(true)}, {"AppendGroupWriters16", 16, bs.appender(true)},
+	} {
+		b.Run(c.name, func(b *testing.B) { BenchAppend(b, c.writers, c.append(b)) })
+	}
+	b.Run("VerifyFull", func(b *testing.B) { BenchVerify(b, bs.Ledger(b), 20000, 0, true) })
+	b.Run("VerifierIdle", func(b *testing.B) { BenchVerify(b, bs.Ledger(b), 20000, 0, false) })
+	b.Run("VerifierFresh100", func(b *testing.B) { BenchVerify(b, bs.Ledger(b), 20000, 100, false) })
+}
+
+// AcceptedItems is a worker's commit: an accepted master's events an
+// Append, through the group committer, from writers handlers.
+func (bs Benches) AcceptedItems(b *testing.B, writers int) {
+	g := premis.NewGroupCommit(bs.Ledger(b), 0)
+	defer g.Stop()
+	BenchAcceptedItems(b, writers, g)
+}
+
+func (bs Benches) appender(group bool) func(b *testing.B) AppendFunc {
+	return func(b *testing.B) AppendFunc {
+		l := bs.Ledger(b)
+		if group {
+			g := premis.NewGroupCommit(l, 0)
+			b.Cleanup(g.Stop)
+			l = g
+		}
+		return func(ctx context.Context, e *premis.Event) error {
+			_, err := l.Append(ctx, e)
+			return err
+		}
+	}
+}
+
+// Seeded writes Seed's events into a new ledger at setting (a file path, a
+// postgres:// URL: see premis.BackendFor), closes it, and returns them.
+func Seeded(t *testing.T, setting string) []*premis.Event {
+	t.Helper()
+	b := backend(t, setting)
+	l, err := b.Open(context.Background(), setting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return Seed(t, l)
+}
+
+// VerifyAt opens the ledger at setting as lazaret ledger verify does (its
+// backend's Open, and OpenAudit when Open reports tampering) and verifies
+// it; it returns the error of Open.
+func VerifyAt(t *testing.T, setting string, anchors ...premis.Head) (*premis.Verification, error) {
+	t.Helper()
+	ctx := context.Background()
+	b := backend(t, setting)
+	l, openErr := b.Open(ctx, setting)
+	if openErr == nil {
+		defer l.Close()
+		return Verify(t, l, anchors...), nil
+	}
+	if !errors.Is(openErr, premis.ErrTampered) {
+		t.Fatalf("open: %v, want nil or premis.ErrTampered", openErr)
+	}
+	a, err := b.OpenAudit(ctx, setting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	v, err := premis.Verify(ctx, a, anchors...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, openErr
+}
+
+// Conformance runs Run on new ledgers at the settings newLedger gives
+// (opened through their registered backend), directly and through a group
+// committer: batching concurrent appends must change nothing a caller sees.
+func Conformance(t *testing.T, newLedger func(t *testing.T) string) {
+	open := func(t *testing.T) premis.Ledger { return OpenAt(t, newLedger(t)) }
+	t.Run("direct", func(t *testing.T) { Run(t, open) })
+	t.Run("group-commit", func(t *testing.T) {
+		Run(t, func(t *testing.T) premis.Ledger {
+			g := premis.NewGroupCommit(open(t), 0)
+			t.Cleanup(g.Stop)
+			return g
+		})
+	})
+}
+
+// OpenAt opens the ledger at setting through its backend, as a worker
+// does, closed with the test.
+func OpenAt(t *testing.T, setting string) premis.Ledger {
+	t.Helper()
+	b := backend(t, setting)
+	l, err := b.Open(context.Background(), setting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// Audited is a ledger opened for audit: its events can be read and its
+// chain walked.
+type Audited interface {
+	premis.Ledger
+	premis.Auditor
+}
+
+// AuditAt opens the ledger at setting for audit only, through its
+// backend, closed with the test.
+func AuditAt(t *testing.T, setting string) Audited {
+	t.Helper()
+	b := backend(t, setting)
+	a, err := b.OpenAudit(context.Background(), setting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	l, ok := a.(Audited)
+	if !ok {
+		t.Fatalf("%T, opened for audit, is not a premis.Ledger", a)
+	}
+	return l
+}
+
+// backend is the registered backend of setting.
+func backend(t *testing.T, setting string) premis.Backend {
+	t.Helper()
+	b, err := premis.BackendFor(setting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -12,44 +12,14 @@ import (
 	"github.com/lazaret/lazaret/premis/postgres"
 )
 
-// The cost of the chain: one event per transaction, as a worker appends,
-// on the ledger before the chain (v0: INSERT and commit) and on the chained
-// ledger (row lock on the head, hash, INSERT, head UPDATE and its trigger),
-// by one writer and by four at once. Compare appends/s within one run.
+// The ledger benchmarks every backend runs (see ledgertest.Benches): the
+// cost of the chain and of group commit in appends/s, and of checking a
+// ledger. Compare within one run.
 //
-//	go test -run '^$' -bench Append -benchtime 2000x ./premis/postgres/
-
-func BenchmarkAppendV0(b *testing.B)              { ledgertest.BenchAppend(b, 1, v0Appender(b)) }
-func BenchmarkAppendChained(b *testing.B)         { ledgertest.BenchAppend(b, 1, chainedAppender(b)) }
-func BenchmarkAppendV0Writers4(b *testing.B)      { ledgertest.BenchAppend(b, 4, v0Appender(b)) }
-func BenchmarkAppendChainedWriters4(b *testing.B) { ledgertest.BenchAppend(b, 4, chainedAppender(b)) }
-
-// Group commit: the same four (and sixteen) writers through one committer.
-func BenchmarkAppendGroupWriters4(b *testing.B)  { ledgertest.BenchAppend(b, 4, groupAppender(b)) }
-func BenchmarkAppendGroupWriters16(b *testing.B) { ledgertest.BenchAppend(b, 16, groupAppender(b)) }
-
-// The cost of checking a ledger of 20,000 events: a full walk, and the
-// incremental check a listing or API read runs (premis.Verifier) when
-// nothing and when 100 events were appended since the last.
-//
-//	go test -run '^$' -bench Verif ./premis/postgres/
-
-func BenchmarkVerifyFull(b *testing.B) { ledgertest.BenchVerify(b, chainedLedger(b), 20000, 0, true) }
-func BenchmarkVerifierIdle(b *testing.B) {
-	ledgertest.BenchVerify(b, chainedLedger(b), 20000, 0, false)
-}
-func BenchmarkVerifierFresh100(b *testing.B) {
-	ledgertest.BenchVerify(b, chainedLedger(b), 20000, 100, false)
-}
-
-func groupAppender(b *testing.B) ledgertest.AppendFunc {
-	inner := chainedLedger(b)
-	g := premis.NewGroupCommit(inner, 0)
-	b.Cleanup(g.Stop)
-	return func(ctx context.Context, e *premis.Event) error {
-		_, err := g.Append(ctx, e)
-		return err
-	}
+//	go test -run '^$' -bench 'Ledger/Append' -benchtime 2000x ./premis/postgres/
+//	go test -run '^$' -bench 'Ledger/Verif' ./premis/postgres/
+func BenchmarkLedger(b *testing.B) {
+	ledgertest.Benches{Ledger: chainedLedger, V0: v0Appender}.Run(b)
 }
 
 func chainedLedger(b *testing.B) premis.Ledger {
@@ -59,14 +29,6 @@ func chainedLedger(b *testing.B) premis.Ledger {
 	}
 	b.Cleanup(func() { l.Close() })
 	return l
-}
-
-func chainedAppender(b *testing.B) ledgertest.AppendFunc {
-	l := chainedLedger(b)
-	return func(ctx context.Context, e *premis.Event) error {
-		_, err := l.Append(ctx, e)
-		return err
-	}
 }
 
 // v0Appender appends as the version before the chain did: Prepare, then
@@ -99,11 +61,9 @@ func v0Appender(b *testing.B) ledgertest.AppendFunc {
 // Append, through the group committer, from two and eight handlers.
 //
 //	go test -run '^$' -bench AcceptedItems -benchtime 3000x ./premis/postgres/
-func BenchmarkAcceptedItemsWriters2(b *testing.B) { benchAcceptedItems(b, 2) }
-func BenchmarkAcceptedItemsWriters8(b *testing.B) { benchAcceptedItems(b, 8) }
-
-func benchAcceptedItems(b *testing.B, writers int) {
-	g := premis.NewGroupCommit(chainedLedger(b), 0)
-	defer g.Stop()
-	ledgertest.BenchAcceptedItems(b, writers, g)
+func BenchmarkAcceptedItemsWriters2(b *testing.B) {
+	ledgertest.Benches{Ledger: chainedLedger}.AcceptedItems(b, 2)
+}
+func BenchmarkAcceptedItemsWriters8(b *testing.B) {
+	ledgertest.Benches{Ledger: chainedLedger}.AcceptedItems(b, 8)
 }

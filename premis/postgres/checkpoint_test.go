@@ -10,17 +10,6 @@ import (
 	"github.com/lazaret/lazaret/premis/postgres"
 )
 
-// openAudit opens the ledger at dsn for audit only, closed with the test.
-func openAudit(t *testing.T, dsn string) *postgres.Ledger {
-	t.Helper()
-	l, err := postgres.OpenAudit(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
 // TestCheckpointCatchesAConsistentForgery: a ledger wiped, cut short or
 // rewritten and recomputed, with its guards, head and read model put back
 // to agree, verifies as intact on its own; the signed checkpoint taken
@@ -30,29 +19,24 @@ func TestCheckpointCatchesAConsistentForgery(t *testing.T) {
 	restore := postgres.GuardSQL
 	dropEvents := "DROP TRIGGER lazaret_events_no_change ON lazaret_events"
 	dropHead := "DROP TRIGGER lazaret_ledger_head_forward ON lazaret_ledger_head"
-	cases := []struct {
-		name   string
-		attack func(t *testing.T, dsn string)
-		kind   premis.ProblemKind
-		detail []string
-	}{
-		{name: "wiped: events, head and read model",
-			attack: func(t *testing.T, dsn string) {
+	cases := []ledgertest.ConsistentForgery{
+		{Name: "wiped: events, head and read model",
+			Attack: func(t *testing.T, dsn string) {
 				attack(t, dsn, dropEvents, dropHead, "DELETE FROM lazaret_events", "DELETE FROM lazaret_latest",
 					"UPDATE lazaret_ledger_head SET event_count = 0, last_hash = '"+premis.ChainGenesis+"'",
 					restore("lazaret_events_no_change"), restore("lazaret_ledger_head_forward"))
 			},
-			kind: premis.ProblemTruncated, detail: []string{"0 events stored", "signed checkpoint", "counts 4"}},
-		{name: "newest cut, head moved back, read model mended",
-			attack: func(t *testing.T, dsn string) {
+			Want: ledgertest.Found(premis.ProblemTruncated, 0, "0 events stored", "signed checkpoint", "counts 4")},
+		{Name: "newest cut, head moved back, read model mended",
+			Attack: func(t *testing.T, dsn string) {
 				attack(t, dsn, dropEvents, dropHead, "DELETE FROM lazaret_events WHERE seq = (SELECT max(seq) FROM lazaret_events)",
 					"DELETE FROM lazaret_latest WHERE seq NOT IN (SELECT seq FROM lazaret_events)",
 					"UPDATE lazaret_ledger_head SET event_count = 3, last_hash = (SELECT hash FROM lazaret_events ORDER BY seq DESC LIMIT 1)",
 					restore("lazaret_events_no_change"), restore("lazaret_ledger_head_forward"))
 			},
-			kind: premis.ProblemTruncated, detail: []string{"3 events stored", "signed checkpoint", "counts 4"}},
-		{name: "rewritten and every hash after it recomputed",
-			attack: func(t *testing.T, dsn string) {
+			Want: ledgertest.Found(premis.ProblemTruncated, 0, "3 events stored", "signed checkpoint", "counts 4")},
+		{Name: "rewritten and every hash after it recomputed",
+			Attack: func(t *testing.T, dsn string) {
 				attack(t, dsn, dropEvents, dropHead, "UPDATE lazaret_events SET message = 'all fine' WHERE seq = (SELECT min(seq) FROM lazaret_events) + 1")
 				c := connect(t, dsn)
 				ctx := context.Background()
@@ -60,7 +44,7 @@ func TestCheckpointCatchesAConsistentForgery(t *testing.T) {
 				if err := c.QueryRow(ctx, "SELECT seq FROM lazaret_events ORDER BY seq OFFSET 1 LIMIT 1").Scan(&second); err != nil {
 					t.Fatal(err)
 				}
-				head := ledgertest.Recompute(t, openAudit(t, dsn), second, func(seq int64, prev, hash string) {
+				head := ledgertest.Recompute(t, ledgertest.AuditAt(t, dsn), second, func(seq int64, prev, hash string) {
 					if _, err := c.Exec(ctx, `UPDATE lazaret_events SET prev_hash = $1, hash = $2 WHERE seq = $3`, prev, hash, seq); err != nil {
 						t.Fatal(err)
 					}
@@ -70,24 +54,9 @@ func TestCheckpointCatchesAConsistentForgery(t *testing.T) {
 				}
 				attack(t, dsn, restore("lazaret_events_no_change"), restore("lazaret_ledger_head_forward"))
 			},
-			kind: premis.ProblemCheckpoint, detail: []string{"signed checkpoint", "says event 4 has hash", "recomputed"}},
+			Want: ledgertest.Found(premis.ProblemCheckpoint, 0, "signed checkpoint", "says event 4 has hash", "recomputed")},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			dsn, _ := seeded(t)
-			log, key := ledgertest.Checkpointed(t, openAudit(t, dsn))
-			tc.attack(t, dsn)
-			if v, openErr := verifyDSN(t, dsn); openErr != nil || !v.Intact() {
-				t.Fatalf("without the checkpoint: open %v, %s\n%s: the attack left an inconsistent ledger", openErr, v, ledgertest.Problems(v))
-			}
-			v := ledgertest.VerifyCheckpointed(t, openAudit(t, dsn), log, key.Public().(ed25519.PublicKey))
-			ledgertest.WantProblem(t, v, tc.kind, 0, tc.detail...)
-			if t.Failed() || testing.Verbose() {
-				t.Logf("verify: %s\n%s", v, ledgertest.Problems(v))
-			}
-		})
-	}
+	ledgertest.ForgeCheckpointed(t, ledgertest.Forger{New: newDSN, Attack: attack}, cases)
 }
 
 // TestVerifierIsIncremental: after a checkpoint, a Verifier walks from its
@@ -96,7 +65,7 @@ func TestVerifierIsIncremental(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dsn, _ := seeded(t)
-	log, key := ledgertest.Checkpointed(t, openAudit(t, dsn))
+	log, key := ledgertest.Checkpointed(t, ledgertest.AuditAt(t, dsn))
 	l, err := postgres.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +74,7 @@ func TestVerifierIsIncremental(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	v := &premis.Verifier{Auditor: openAudit(t, dsn), Log: log, Public: key.Public().(ed25519.PublicKey)}
+	v := &premis.Verifier{Auditor: ledgertest.AuditAt(t, dsn), Log: log, Public: key.Public().(ed25519.PublicKey)}
 	res, err := v.Check(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func GuardSQL(name string) string {
 // (EXPLAIN ANALYZE: the rows each step read), for tests that check what a
 // page costs.
 func Plan(ctx context.Context, l *Ledger, f premis.Filter) (string, error) {
-	q, args := l.eventsQuery(f)
+	q, args := l.EventsQuery(f)
 	rows, err := l.pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+q, args...)
 	if err != nil {
 		return "", err

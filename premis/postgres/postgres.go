@@ -79,15 +79,16 @@ var (
 
 // Ledger is a premis.Ledger in PostgreSQL.
 type Ledger struct {
+	// store is the reads every SQL ledger shares (Events, Walk, the
+	// head and read-model checks), over this database.
+	store
 	pool *pgxpool.Pool
 	name string // user@host:port/database, for messages (no password)
-	// syntax is how the ledger's SQL is spelled, and whether the members
-	// column exists (an audit open of an older ledger adds none).
-	syntax ledgersql.Dialect
-	// readModel: lazaret_latest exists (Open creates it); an audit open of
-	// an older ledger answers Latest from the events alone.
-	readModel bool
 }
+
+// store is embedded under this name so that its methods are the Ledger's
+// and its fields stay the package's.
+type store = ledgersql.Store
 
 const tables = `
 CREATE TABLE lazaret_events (
@@ -285,7 +286,7 @@ func Open(ctx context.Context, dsn string) (*Ledger, error) {
 		l.pool.Close()
 		return nil, fmt.Errorf("postgres ledger %s: indexes: %w", l.name, err)
 	}
-	l.readModel = true
+	l.ReadModel = true
 	return l, nil
 }
 
@@ -298,7 +299,7 @@ func OpenAudit(ctx context.Context, dsn string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.pool)
-	l.readModel, l.syntax.BeforeMembers = st.latest, !st.members
+	l.ReadModel, l.Syntax.BeforeMembers = st.latest, !st.members
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("no hash chain to audit (events table %v, chain columns %v)", st.events, st.chained)
 	}
@@ -323,7 +324,21 @@ func connect(ctx context.Context, dsn string) (*Ledger, error) {
 	if sp := c.RuntimeParams["search_path"]; sp != "" {
 		name += " (search_path " + sp + ")"
 	}
-	return &Ledger{pool: pool, name: name, syntax: dialect}, nil
+	l := &Ledger{pool: pool, name: name}
+	l.store = store{Syntax: dialect, B: ledgersql.Backend{
+		Name: "postgres ledger", Where: name,
+		Events: "lazaret_events", Latest: "lazaret_latest", Head: "lazaret_ledger_head",
+		Query: func(ctx context.Context, q string, args ...any) (ledgersql.Rows, error) {
+			return pool.Query(ctx, q, args...)
+		},
+		QueryRow: func(ctx context.Context, q string, args ...any) ledgersql.Row {
+			return pool.QueryRow(ctx, q, args...)
+		},
+		Scan:    func(r ledgersql.Row) (premis.Event, error) { return scanOne(r) },
+		Damaged: func(err error) bool { var me *membersError; return errors.As(err, &me) },
+		NoRows:  pgx.ErrNoRows, MapErr: mapErr,
+	}}
+	return l, nil
 }
 
 // state is what the database holds of the schema, on the search path.
@@ -484,7 +499,7 @@ const lockWait = "1s"
 // be the one it was created with; its rows are chained in seq order, a page
 // at a time; the head record and today's guards are created.
 func (l *Ledger) migrate(ctx context.Context, tx pgx.Tx) error {
-	if err := checkGuards(ctx, tx, l.name, legacyGuards, true); err != nil {
+	if err := l.checkGuards(ctx, tx, legacyGuards, true); err != nil {
 		return fmt.Errorf("not chaining a ledger written before the chain: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `DROP TRIGGER lazaret_events_no_change ON lazaret_events`); err != nil {
@@ -545,30 +560,12 @@ func (l *Ledger) check(ctx context.Context) error {
 	if err := l.Guards(ctx); err != nil {
 		return err
 	}
-	var h premis.Head
-	var last *string
-	err := l.pool.QueryRow(ctx, `SELECT h.event_count, h.last_hash, (SELECT hash FROM lazaret_events ORDER BY seq DESC LIMIT 1)
-		FROM lazaret_ledger_head h WHERE h.id = 1`).Scan(&h.Count, &h.Hash, &last)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("postgres ledger %s: %w: the head record is gone (run lazaret ledger verify)", l.name, premis.ErrTampered)
-	}
-	if err != nil {
-		return fmt.Errorf("postgres ledger %s: head: %w", l.name, mapErr(err))
-	}
-	lastHash := premis.ChainGenesis
-	if last != nil {
-		lastHash = *last
-	}
-	if lastHash != h.Hash {
-		return fmt.Errorf("postgres ledger %s: %w: the head record (%s) is not the last stored event (hash %q): events were removed or added past the ledger (run lazaret ledger verify)",
-			l.name, premis.ErrTampered, h, lastHash)
-	}
-	return nil
+	return l.CheckHead(ctx)
 }
 
 // Guards implements premis.Auditor.
 func (l *Ledger) Guards(ctx context.Context) error {
-	return checkGuards(ctx, l.pool, l.name, guards, false)
+	return l.checkGuards(ctx, l.pool, guards, false)
 }
 
 type querier interface {
@@ -579,7 +576,8 @@ type querier interface {
 // enabled ALWAYS (or, for a ledger written before the chain, ORIGIN too),
 // for the same events and level, calling the same function with the same
 // body.
-func checkGuards(ctx context.Context, q querier, name string, want []guard, legacy bool) error {
+func (l *Ledger) checkGuards(ctx context.Context, q querier, want []guard, legacy bool) error {
+	name := l.name
 	rows, err := q.Query(ctx, `SELECT c.relname::text, t.tgname::text, t.tgenabled::text, t.tgtype::int, p.proname::text, p.prosrc
 		FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid
 		WHERE t.tgrelid IN (to_regclass('lazaret_events'), to_regclass('lazaret_ledger_head')) AND NOT t.tgisinternal`)
@@ -604,28 +602,25 @@ func checkGuards(ctx context.Context, q querier, name string, want []guard, lega
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("postgres ledger %s: guards: %w", name, mapErr(err))
 	}
-	var bad []string
-	for _, g := range want {
+	names := make([]string, len(want))
+	found := map[string]string{}
+	for i, g := range want {
+		names[i] = g.name
 		t, ok := have[g.name]
 		switch {
 		case !ok:
-			bad = append(bad, g.name+": missing")
 		case t.enabled == "D":
-			bad = append(bad, g.name+": disabled")
+			found[g.name] = "disabled"
 		case t.enabled == "R" || (t.enabled == "O" && !legacy):
-			bad = append(bad, g.name+": not ENABLE ALWAYS (session_replication_role would switch it off)")
-		case t.table != g.table || t.tgtype != g.tgtype || t.function != g.function || squeeze(t.body) != squeeze(functionBody(g.function)):
-			bad = append(bad, g.name+": altered")
+			found[g.name] = "not ENABLE ALWAYS (session_replication_role would switch it off)"
+		case t.table != g.table || t.tgtype != g.tgtype || t.function != g.function || ledgersql.Squeeze(t.body) != ledgersql.Squeeze(functionBody(g.function)):
+			found[g.name] = "altered"
+		default:
+			found[g.name] = ""
 		}
 	}
-	if len(bad) > 0 {
-		return &premis.GuardError{Ledger: "postgres ledger " + name, Guards: bad}
-	}
-	return nil
+	return l.CheckGuards(names, found)
 }
-
-// squeeze collapses white space.
-func squeeze(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // RecordedHead implements premis.Auditor.
 func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
@@ -636,44 +631,7 @@ func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
 	if !st.head {
 		return premis.Head{}, false, nil
 	}
-	var h premis.Head
-	err = l.pool.QueryRow(ctx, `SELECT event_count, last_hash FROM lazaret_ledger_head WHERE id = 1`).Scan(&h.Count, &h.Hash)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return h, false, nil
-	}
-	if err != nil {
-		return h, false, fmt.Errorf("postgres ledger: head: %w", mapErr(err))
-	}
-	return h, true, nil
-}
-
-// Walk implements premis.Auditor. One statement: one snapshot.
-func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
-	return l.WalkFrom(ctx, 0, fn)
-}
-
-// WalkFrom implements premis.SeqWalker. One statement: one snapshot.
-func (l *Ledger) WalkFrom(ctx context.Context, seq int64, fn func(premis.Event, error) error) error {
-	sel := l.syntax.Select()
-	rows, err := l.pool.Query(ctx, `SELECT `+sel+` FROM lazaret_events WHERE seq >= $1 ORDER BY seq`, seq)
-	if err != nil {
-		return fmt.Errorf("postgres ledger: walk: %w", mapErr(err))
-	}
-	defer rows.Close()
-	for rows.Next() {
-		e, err := scanOne(rows)
-		var me *membersError
-		if err != nil && !errors.As(err, &me) {
-			return fmt.Errorf("postgres ledger: walk: %w", mapErr(err))
-		}
-		if err := fn(e, err); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("postgres ledger: walk: %w", mapErr(err))
-	}
-	return nil
+	return l.HeadRecord(ctx)
 }
 
 // rowsPerInsert bounds the events one INSERT writes (35 arguments each, of
@@ -697,8 +655,8 @@ var insertSQL = func() (f [rowsPerInsert + 1]func() string) {
 }()
 
 // readSeqs reads the seq of each of the events at ins from the result of
-// their insertRows, into links.
-func readSeqs(br pgx.BatchResults, events []*premis.Event, ins []int, links []premis.Event) error {
+// their insertRows, into chain.
+func readSeqs(br pgx.BatchResults, events []*premis.Event, ins []int, chain *ledgersql.Chain) error {
 	rows, err := br.Query()
 	if err != nil {
 		return fmt.Errorf("postgres ledger: append: %w", mapErr(err))
@@ -721,7 +679,7 @@ func readSeqs(br pgx.BatchResults, events []*premis.Event, ins []int, links []pr
 		if !ok {
 			return fmt.Errorf("postgres ledger: append %s: no seq returned for event %s", events[i].Type, events[i].ID)
 		}
-		links[i].Seq = seq
+		chain.SetSeq(i, seq)
 	}
 	return nil
 }
@@ -821,9 +779,8 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 		return nil, err
 	}
 
-	inserted := make([]bool, len(events))
-	links := make([]premis.Event, len(events)) // the chain fields of those inserted
-	first := map[string]int{}                  // key → the event of this call that inserts it
+	chain := ledgersql.NewChain(head, events)
+	first := map[string]int{} // key → the event of this call that inserts it
 	b = &pgx.Batch{}
 	var ins []int
 	var args []any // of the inserted events, in order
@@ -836,18 +793,11 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 			continue // filled in from the first once stored
 		}
 		first[e.Key] = i
-		hash := premis.ChainHash(head.Hash, e)
-		members, err := ledgersql.EncodeMembers(e.Members)
-		if err != nil {
-			return nil, fmt.Errorf("postgres ledger: append %s: %w", e.Type, err)
+		var hash string
+		if args, hash, err = chain.Row(args, i, dialect); err != nil {
+			return nil, fmt.Errorf("postgres ledger: %w", err)
 		}
-		args = append(args, e.ID, e.Key, string(e.Type), e.DateTime, e.Detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
-			e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, string(e.Destination), e.ObjectID, e.BatchID,
-			e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries, e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope,
-			members, head.Hash, hash)
-		inserted[i] = true
-		links[i] = premis.Event{PrevHash: head.Hash, Hash: hash}
-		head = premis.Head{Count: head.Count + 1, Hash: hash}
+		chain.Link(i, 0, hash) // its seq comes back from the insert
 		ins = append(ins, i)
 	}
 	const perRow = ledgersql.NumColumns + 2
@@ -856,7 +806,7 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 		b.Queue(insertRows(n), args[from*perRow:(from+n)*perRow]...)
 	}
 	if len(ins) > 0 {
-		b.Queue(`UPDATE lazaret_ledger_head SET event_count = $1, last_hash = $2 WHERE id = 1`, head.Count, head.Hash)
+		b.Queue(`UPDATE lazaret_ledger_head SET event_count = $1, last_hash = $2 WHERE id = 1`, chain.Head.Count, chain.Head.Hash)
 		newKeys := make([]string, 0, len(ins))
 		for _, i := range ins {
 			newKeys = append(newKeys, events[i].Key)
@@ -868,7 +818,7 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 		br := conn.SendBatch(ctx, b)
 		defer br.Close()
 		for from := 0; from < len(ins); from += rowsPerInsert {
-			if err := readSeqs(br, events, ins[from:min(from+rowsPerInsert, len(ins))], links); err != nil {
+			if err := readSeqs(br, events, ins[from:min(from+rowsPerInsert, len(ins))], chain); err != nil {
 				return err
 			}
 		}
@@ -891,10 +841,9 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 	if err != nil {
 		return nil, err
 	}
+	inserted := chain.Done()
 	for i, e := range events {
-		if inserted[i] {
-			e.Seq, e.PrevHash, e.Hash = links[i].Seq, links[i].PrevHash, links[i].Hash
-		} else if j, ok := first[e.Key]; ok {
+		if j, ok := first[e.Key]; ok && !inserted[i] {
 			*e = *events[j] // j < i: filled in already
 		}
 	}
@@ -910,64 +859,12 @@ var dialect = ledgersql.Dialect{
 	Contains:    func(col, arg string) string { return "strpos(" + col + ", " + arg + ") > 0" },
 }
 
-// Events implements premis.Ledger.
-func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, error) {
-	q, args := l.eventsQuery(f)
-	rows, err := l.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres ledger: query: %w", mapErr(err))
-	}
-	defer rows.Close()
-	var out []premis.Event
-	for rows.Next() {
-		e, err := scanOne(rows)
-		if err != nil {
-			return nil, fmt.Errorf("postgres ledger: scan: %w", mapErr(err))
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres ledger: query: %w", mapErr(err))
-	}
-	return out, nil
-}
-
-// eventsQuery is the SELECT that Events runs for f.
-func (l *Ledger) eventsQuery(f premis.Filter) (string, []any) {
-	latest := ""
-	if l.readModel {
-		latest = "lazaret_latest"
-	}
-	return ledgersql.QueryLatest("lazaret_events", latest, f, l.syntax)
-}
-
-// CountEvents implements premis.Counter.
-func (l *Ledger) CountEvents(ctx context.Context, f premis.Filter) (int64, error) {
-	latest := ""
-	if l.readModel {
-		latest = "lazaret_latest"
-	}
-	q, args := ledgersql.CountLatest("lazaret_events", latest, f, l.syntax)
-	var n int64
-	if err := l.pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres ledger: count: %w", mapErr(err))
-	}
-	return n, nil
-}
-
 // Event implements premis.Ledger.
 func (l *Ledger) Event(ctx context.Context, id string) (premis.Event, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
 	}
-	e, err := scanOne(l.pool.QueryRow(ctx, `SELECT `+l.syntax.Select()+` FROM lazaret_events WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
-	}
-	if err != nil {
-		return premis.Event{}, fmt.Errorf("postgres ledger: event %s: %w", id, mapErr(err))
-	}
-	return e, nil
+	return l.store.Event(ctx, id)
 }
 
 // Ping implements premis.Ledger.
@@ -1041,18 +938,4 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %v", premis.ErrBusy, err)
 	}
 	return err
-}
-
-// CheckReadModel implements premis.ReadModelAuditor: every item's latest
-// event with a destination must be its row in the read model, and the read
-// model must hold no other rows.
-func (l *Ledger) CheckReadModel(ctx context.Context) (string, error) {
-	if !l.readModel {
-		return "", nil // a ledger written before the read model; Open builds it
-	}
-	var wrong, extra int64
-	if err := l.pool.QueryRow(ctx, ledgersql.ReadModelCheck("lazaret_events", "lazaret_latest")).Scan(&wrong, &extra); err != nil {
-		return "", fmt.Errorf("postgres ledger: read model: %w", mapErr(err))
-	}
-	return ledgersql.ReadModelProblem(wrong, extra), nil
 }

@@ -15,27 +15,10 @@ import (
 	"github.com/lazaret/lazaret/premis/postgres"
 )
 
-func open(t *testing.T) premis.Ledger {
-	t.Helper()
-	l, err := postgres.Open(context.Background(), testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
+// newDSN is a new ledger: a schema of its own, dropped after the test.
+func newDSN(t *testing.T) string { return testenv.Postgres(t) }
 
-func TestConformance(t *testing.T) { ledgertest.Run(t, open) }
-
-// TestConformanceGroupCommit: batching concurrent appends changes nothing
-// a caller can see.
-func TestConformanceGroupCommit(t *testing.T) {
-	ledgertest.Run(t, func(t *testing.T) premis.Ledger {
-		g := premis.NewGroupCommit(open(t), 0)
-		t.Cleanup(g.Stop)
-		return g
-	})
-}
+func TestConformance(t *testing.T) { ledgertest.Conformance(t, newDSN) }
 
 func TestAppendOnly(t *testing.T) {
 	ctx := context.Background()

@@ -23,14 +23,8 @@ import (
 
 // seeded writes ledgertest.Seed into a fresh ledger in a schema of its own.
 func seeded(t *testing.T) (string, []*premis.Event) {
-	t.Helper()
 	dsn := testenv.Postgres(t)
-	l, err := postgres.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return dsn, ledgertest.Seed(t, l)
+	return dsn, ledgertest.Seeded(t, dsn)
 }
 
 // connect is a connection of its own, as someone with the owner's access
@@ -53,26 +47,6 @@ func attack(t *testing.T, dsn string, stmts ...string) {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
-}
-
-// verifyDSN opens the ledger as lazaret ledger verify does (Open, and
-// OpenAudit when Open reports tampering) and verifies it; it returns the
-// error of Open.
-func verifyDSN(t *testing.T, dsn string, anchors ...premis.Head) (*premis.Verification, error) {
-	t.Helper()
-	ctx := context.Background()
-	l, openErr := postgres.Open(ctx, dsn)
-	if openErr != nil {
-		if !errors.Is(openErr, premis.ErrTampered) {
-			t.Fatalf("open: %v, want nil or premis.ErrTampered", openErr)
-		}
-		var err error
-		if l, err = postgres.OpenAudit(ctx, dsn); err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer l.Close()
-	return ledgertest.Verify(t, l, anchors...), openErr
 }
 
 // TestGuardsRefuse: with the guards in place, even the owner (here a
@@ -113,7 +87,7 @@ func TestGuardsRefuse(t *testing.T) {
 			}
 		}
 	}
-	if v, err := verifyDSN(t, dsn); err != nil || !v.Intact() {
+	if v, err := ledgertest.VerifyAt(t, dsn); err != nil || !v.Intact() {
 		t.Fatalf("after the refusals: open %v, %s", err, v)
 	}
 }
@@ -124,101 +98,68 @@ func TestGuardsRefuse(t *testing.T) {
 func TestVerifyDetectsForgery(t *testing.T) {
 	t.Parallel()
 	restore := postgres.GuardSQL
-	type problem struct {
-		kind   premis.ProblemKind
-		seq    int64
-		detail []string
-	}
-	cases := []struct {
-		name     string
-		attack   []string
-		openErr  string // what Open's error names; "" = Open succeeds
-		want     []problem
-		anchored bool // verify with the head recorded before the attack as an anchor
-	}{
-		{name: "update with its trigger dropped",
-			attack:  []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "UPDATE lazaret_events SET type = 'ing', outcome = 'suc', destination = 'accept', class = '', code = '' WHERE seq = 2"},
-			openErr: "lazaret_events_no_change: missing",
-			want:    []problem{{premis.ProblemGuard, 0, []string{"lazaret_events_no_change: missing"}}, {premis.ProblemLink, 2, []string{"changed after it was written"}}}},
-		{name: "update, trigger put back",
-			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "UPDATE lazaret_events SET outcome = 'suc' WHERE seq = 2", restore("lazaret_events_no_change")},
-			want:   []problem{{premis.ProblemLink, 2, []string{"changed after it was written"}}}},
-		{name: "edited column, trigger put back",
-			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "UPDATE lazaret_events SET message = 'all fine' WHERE seq = 3", restore("lazaret_events_no_change")},
-			want:   []problem{{premis.ProblemLink, 3, []string{"changed after it was written"}}}},
-		{name: "a member removed, trigger put back",
-			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", `UPDATE lazaret_events SET members = replace(members, ',["m4#2",2,90,"IFTMIN"]', '') WHERE seq = 4`, restore("lazaret_events_no_change")},
-			want:   []problem{{premis.ProblemLink, 4, []string{"changed after it was written"}}}},
-		{name: "a member's id spelled otherwise, trigger put back",
-			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", `UPDATE lazaret_events SET members = replace(members, '"m4#2"', '"\u006d4#2"') WHERE seq = 4`, restore("lazaret_events_no_change")},
-			want:   []problem{{premis.ProblemLink, 4, []string{"does not decode", "not written as the ledger writes them"}}}},
-		{name: "members the ledger never writes, trigger put back",
-			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", `UPDATE lazaret_events SET members = '[["m4#1", 1' WHERE seq = 4`, restore("lazaret_events_no_change")},
-			want:   []problem{{premis.ProblemLink, 4, []string{"does not decode", "members"}}}},
-		{name: "edited time, trigger disabled",
-			attack:  []string{"ALTER TABLE lazaret_events DISABLE TRIGGER lazaret_events_no_change", "UPDATE lazaret_events SET datetime = datetime - interval '1 day' WHERE seq = 1"},
-			openErr: "lazaret_events_no_change: disabled",
-			want:    []problem{{premis.ProblemGuard, 0, []string{"disabled"}}, {premis.ProblemLink, 1, []string{"changed after it was written"}}}},
-		{name: "trigger no longer ENABLE ALWAYS",
-			attack:  []string{"ALTER TABLE lazaret_events ENABLE TRIGGER lazaret_events_no_truncate"},
-			openErr: "lazaret_events_no_truncate: not ENABLE ALWAYS",
-			want:    []problem{{premis.ProblemGuard, 0, []string{"lazaret_events_no_truncate: not ENABLE ALWAYS"}}}},
-		{name: "function replaced by one that lets everything through",
-			attack:  []string{"CREATE OR REPLACE FUNCTION lazaret_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN OLD; END $$"},
-			openErr: "lazaret_events_no_change: altered",
-			want:    []problem{{premis.ProblemGuard, 0, []string{"lazaret_events_no_change: altered"}}, {premis.ProblemGuard, 0, []string{"lazaret_events_no_truncate: altered"}}}},
-		{name: "truncate with its trigger dropped",
-			attack:  []string{"DROP TRIGGER lazaret_events_no_truncate ON lazaret_events", "TRUNCATE lazaret_events"},
-			openErr: "lazaret_events_no_truncate: missing",
-			want:    []problem{{premis.ProblemGuard, 0, []string{"lazaret_events_no_truncate: missing"}}, {premis.ProblemTruncated, 0, []string{"0 events stored", "counts 4"}}}},
-		{name: "truncate, trigger put back",
-			attack:  []string{"DROP TRIGGER lazaret_events_no_truncate ON lazaret_events", "TRUNCATE lazaret_events", restore("lazaret_events_no_truncate")},
-			openErr: "head record",
-			want:    []problem{{premis.ProblemTruncated, 0, []string{"0 events stored"}}}},
-		{name: "delete in the middle, trigger put back",
-			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "DELETE FROM lazaret_events WHERE seq = 2", restore("lazaret_events_no_change")},
-			want:   []problem{{premis.ProblemLink, 3, []string{"seq 1", "removed"}}}},
-		{name: "row inserted past Append",
-			attack:  []string{"INSERT INTO lazaret_events (id, key, type, datetime, outcome, object_id) VALUES (gen_random_uuid(), 'x', 'ing', now(), 'suc', 'm2')"},
-			openErr: "not the last stored event",
-			want:    []problem{{premis.ProblemLink, 5, []string{"no chain fields"}}, {premis.ProblemHead, 0, []string{"written past Append"}}}},
-		{name: "head dropped",
-			attack:  []string{"DROP TABLE lazaret_ledger_head"},
-			openErr: "no head record",
-			want:    []problem{{premis.ProblemGuard, 0, []string{"lazaret_ledger_head_forward: missing"}}, {premis.ProblemHead, 0, []string{"gone"}}}},
-		{name: "newest removed and the head moved back, triggers put back",
-			attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "DROP TRIGGER lazaret_ledger_head_forward ON lazaret_ledger_head",
+	problem := ledgertest.Found
+	cases := []ledgertest.Forgery{
+		{Name: "update with its trigger dropped",
+			Attack:  []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "UPDATE lazaret_events SET type = 'ing', outcome = 'suc', destination = 'accept', class = '', code = '' WHERE seq = 2"},
+			OpenErr: "lazaret_events_no_change: missing",
+			Want:    []ledgertest.Problem{problem(premis.ProblemGuard, 0, "lazaret_events_no_change: missing"), problem(premis.ProblemLink, 2, "changed after it was written")}},
+		{Name: "update, trigger put back",
+			Attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "UPDATE lazaret_events SET outcome = 'suc' WHERE seq = 2", restore("lazaret_events_no_change")},
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 2, "changed after it was written")}},
+		{Name: "edited column, trigger put back",
+			Attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "UPDATE lazaret_events SET message = 'all fine' WHERE seq = 3", restore("lazaret_events_no_change")},
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 3, "changed after it was written")}},
+		{Name: "a member removed, trigger put back",
+			Attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", `UPDATE lazaret_events SET members = replace(members, ',["m4#2",2,90,"IFTMIN"]', '') WHERE seq = 4`, restore("lazaret_events_no_change")},
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 4, "changed after it was written")}},
+		{Name: "a member's id spelled otherwise, trigger put back",
+			Attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", `UPDATE lazaret_events SET members = replace(members, '"m4#2"', '"\u006d4#2"') WHERE seq = 4`, restore("lazaret_events_no_change")},
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 4, "does not decode", "not written as the ledger writes them")}},
+		{Name: "members the ledger never writes, trigger put back",
+			Attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", `UPDATE lazaret_events SET members = '[["m4#1", 1' WHERE seq = 4`, restore("lazaret_events_no_change")},
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 4, "does not decode", "members")}},
+		{Name: "edited time, trigger disabled",
+			Attack:  []string{"ALTER TABLE lazaret_events DISABLE TRIGGER lazaret_events_no_change", "UPDATE lazaret_events SET datetime = datetime - interval '1 day' WHERE seq = 1"},
+			OpenErr: "lazaret_events_no_change: disabled",
+			Want:    []ledgertest.Problem{problem(premis.ProblemGuard, 0, "disabled"), problem(premis.ProblemLink, 1, "changed after it was written")}},
+		{Name: "trigger no longer ENABLE ALWAYS",
+			Attack:  []string{"ALTER TABLE lazaret_events ENABLE TRIGGER lazaret_events_no_truncate"},
+			OpenErr: "lazaret_events_no_truncate: not ENABLE ALWAYS",
+			Want:    []ledgertest.Problem{problem(premis.ProblemGuard, 0, "lazaret_events_no_truncate: not ENABLE ALWAYS")}},
+		{Name: "function replaced by one that lets everything through",
+			Attack:  []string{"CREATE OR REPLACE FUNCTION lazaret_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN OLD; END $$"},
+			OpenErr: "lazaret_events_no_change: altered",
+			Want:    []ledgertest.Problem{problem(premis.ProblemGuard, 0, "lazaret_events_no_change: altered"), problem(premis.ProblemGuard, 0, "lazaret_events_no_truncate: altered")}},
+		{Name: "truncate with its trigger dropped",
+			Attack:  []string{"DROP TRIGGER lazaret_events_no_truncate ON lazaret_events", "TRUNCATE lazaret_events"},
+			OpenErr: "lazaret_events_no_truncate: missing",
+			Want:    []ledgertest.Problem{problem(premis.ProblemGuard, 0, "lazaret_events_no_truncate: missing"), problem(premis.ProblemTruncated, 0, "0 events stored", "counts 4")}},
+		{Name: "truncate, trigger put back",
+			Attack:  []string{"DROP TRIGGER lazaret_events_no_truncate ON lazaret_events", "TRUNCATE lazaret_events", restore("lazaret_events_no_truncate")},
+			OpenErr: "head record",
+			Want:    []ledgertest.Problem{problem(premis.ProblemTruncated, 0, "0 events stored")}},
+		{Name: "delete in the middle, trigger put back",
+			Attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "DELETE FROM lazaret_events WHERE seq = 2", restore("lazaret_events_no_change")},
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 3, "seq 1", "removed")}},
+		{Name: "row inserted past Append",
+			Attack:  []string{"INSERT INTO lazaret_events (id, key, type, datetime, outcome, object_id) VALUES (gen_random_uuid(), 'x', 'ing', now(), 'suc', 'm2')"},
+			OpenErr: "not the last stored event",
+			Want:    []ledgertest.Problem{problem(premis.ProblemLink, 5, "no chain fields"), problem(premis.ProblemHead, 0, "written past Append")}},
+		{Name: "head dropped",
+			Attack:  []string{"DROP TABLE lazaret_ledger_head"},
+			OpenErr: "no head record",
+			Want:    []ledgertest.Problem{problem(premis.ProblemGuard, 0, "lazaret_ledger_head_forward: missing"), problem(premis.ProblemHead, 0, "gone")}},
+		{Name: "newest removed and the head moved back, triggers put back",
+			Attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", "DROP TRIGGER lazaret_ledger_head_forward ON lazaret_ledger_head",
 				"DELETE FROM lazaret_events WHERE seq = 4",
 				"UPDATE lazaret_ledger_head SET event_count = 3, last_hash = (SELECT hash FROM lazaret_events WHERE seq = 3)",
 				restore("lazaret_events_no_change"), restore("lazaret_ledger_head_forward")},
 			// A consistent chain: only a head recorded elsewhere shows it.
-			anchored: true,
-			want:     []problem{{premis.ProblemAnchor, 0, []string{"3 events stored", "counts 4"}}}},
+			Anchored: true,
+			Want:     []ledgertest.Problem{problem(premis.ProblemAnchor, 0, "3 events stored", "counts 4")}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			dsn, evs := seeded(t)
-			attack(t, dsn, tc.attack...)
-			var anchors []premis.Head
-			if tc.anchored {
-				anchors = append(anchors, premis.Head{Count: 4, Hash: evs[3].Hash})
-			}
-			v, openErr := verifyDSN(t, dsn, anchors...)
-			switch {
-			case tc.openErr == "" && openErr != nil:
-				t.Errorf("open: %v, want it to open", openErr)
-			case tc.openErr != "" && (openErr == nil || !strings.Contains(openErr.Error(), tc.openErr)):
-				t.Errorf("open: %v, want premis.ErrTampered naming %q", openErr, tc.openErr)
-			}
-			for _, p := range tc.want {
-				ledgertest.WantProblem(t, v, p.kind, p.seq, p.detail...)
-			}
-			if t.Failed() || testing.Verbose() {
-				t.Logf("open: %v\nverify: %s\n%s", openErr, v, ledgertest.Problems(v))
-			}
-		})
-	}
+	ledgertest.Forge(t, ledgertest.Forger{New: newDSN, Attack: attack}, cases)
 }
 
 // TestOpenNeverRecreatesGuards: a missing trigger stays missing, and the
@@ -478,7 +419,7 @@ func TestMigratesOnceWhenOpenedByManyAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	v, openErr := verifyDSN(t, dsn)
+	v, openErr := ledgertest.VerifyAt(t, dsn)
 	if openErr != nil || !v.Intact() || v.Events != 3 || v.Recorded.Count != 3 {
 		t.Fatalf("open %v: %s\n%s", openErr, v, ledgertest.Problems(v))
 	}

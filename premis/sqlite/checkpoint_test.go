@@ -14,17 +14,6 @@ import (
 	"github.com/lazaret/lazaret/premis/sqlite"
 )
 
-// openAudit opens the ledger at path for audit only, closed with the test.
-func openAudit(t *testing.T, path string) *sqlite.Ledger {
-	t.Helper()
-	l, err := sqlite.OpenAudit(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
 // TestCheckpointCatchesAConsistentForgery: a ledger wiped, cut short or
 // rewritten and recomputed, with its guards, head and read model put back
 // to agree, verifies as intact on its own; the signed checkpoint taken
@@ -45,28 +34,23 @@ func TestCheckpointCatchesAConsistentForgery(t *testing.T) {
 		}
 		return s
 	}
-	cases := []struct {
-		name   string
-		attack func(t *testing.T, path string)
-		kind   premis.ProblemKind
-		detail []string
-	}{
-		{name: "wiped: events, head and read model",
-			attack: func(t *testing.T, path string) {
+	cases := []ledgertest.ConsistentForgery{
+		{Name: "wiped: events, head and read model",
+			Attack: func(t *testing.T, path string) {
 				g := []string{"events_no_delete", "ledger_head_forward"}
 				attack(t, path, append(append(drop(g...), "DELETE FROM events", "DELETE FROM latest",
 					"UPDATE ledger_head SET event_count = 0, last_hash = '"+premis.ChainGenesis+"'"), restore(g...)...)...)
 			},
-			kind: premis.ProblemTruncated, detail: []string{"0 events stored", "signed checkpoint", "counts 4"}},
-		{name: "newest cut, head moved back, read model mended",
-			attack: func(t *testing.T, path string) {
+			Want: ledgertest.Found(premis.ProblemTruncated, 0, "0 events stored", "signed checkpoint", "counts 4")},
+		{Name: "newest cut, head moved back, read model mended",
+			Attack: func(t *testing.T, path string) {
 				g := []string{"events_no_delete", "ledger_head_forward"}
 				attack(t, path, append(append(drop(g...), "DELETE FROM events WHERE seq = 4", "DELETE FROM latest WHERE seq = 4",
 					"UPDATE ledger_head SET event_count = 3, last_hash = (SELECT hash FROM events WHERE seq = 3)"), restore(g...)...)...)
 			},
-			kind: premis.ProblemTruncated, detail: []string{"3 events stored", "signed checkpoint", "counts 4"}},
-		{name: "rewritten and every hash after it recomputed",
-			attack: func(t *testing.T, path string) {
+			Want: ledgertest.Found(premis.ProblemTruncated, 0, "3 events stored", "signed checkpoint", "counts 4")},
+		{Name: "rewritten and every hash after it recomputed",
+			Attack: func(t *testing.T, path string) {
 				g := []string{"events_no_update", "ledger_head_forward"}
 				attack(t, path, append(drop(g...), "UPDATE events SET message = 'all fine' WHERE seq = 2")...)
 				db, err := sql.Open("sqlite", "file:"+path)
@@ -74,7 +58,7 @@ func TestCheckpointCatchesAConsistentForgery(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer db.Close()
-				head := ledgertest.Recompute(t, openAudit(t, path), 2, func(seq int64, prev, hash string) {
+				head := ledgertest.Recompute(t, ledgertest.AuditAt(t, path), 2, func(seq int64, prev, hash string) {
 					if _, err := db.Exec(`UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?`, prev, hash, seq); err != nil {
 						t.Fatal(err)
 					}
@@ -84,24 +68,9 @@ func TestCheckpointCatchesAConsistentForgery(t *testing.T) {
 				}
 				attack(t, path, restore(g...)...)
 			},
-			kind: premis.ProblemCheckpoint, detail: []string{"signed checkpoint", "says event 4 has hash", "recomputed"}},
+			Want: ledgertest.Found(premis.ProblemCheckpoint, 0, "signed checkpoint", "says event 4 has hash", "recomputed")},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			path, _ := seeded(t)
-			log, key := ledgertest.Checkpointed(t, openAudit(t, path))
-			tc.attack(t, path)
-			if v, openErr := verifyFile(t, path); openErr != nil || !v.Intact() {
-				t.Fatalf("without the checkpoint: open %v, %s\n%s: the attack left an inconsistent ledger", openErr, v, ledgertest.Problems(v))
-			}
-			v := ledgertest.VerifyCheckpointed(t, openAudit(t, path), log, key.Public().(ed25519.PublicKey))
-			ledgertest.WantProblem(t, v, tc.kind, 0, tc.detail...)
-			if t.Failed() || testing.Verbose() {
-				t.Logf("verify: %s\n%s", v, ledgertest.Problems(v))
-			}
-		})
-	}
+	ledgertest.ForgeCheckpointed(t, ledgertest.Forger{New: newPath, Attack: attack}, cases)
 }
 
 // TestCheckpointLogForgeries: a line of the log that is not signed by the
@@ -109,7 +78,7 @@ func TestCheckpointCatchesAConsistentForgery(t *testing.T) {
 func TestCheckpointLogForgeries(t *testing.T) {
 	t.Parallel()
 	path, evs := seeded(t)
-	l := openAudit(t, path)
+	l := ledgertest.AuditAt(t, path)
 	log, key := ledgertest.Checkpointed(t, l)
 	other, err := premis.GenerateCheckpointKey()
 	if err != nil {
@@ -145,7 +114,7 @@ func TestVerifierIsIncremental(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path, _ := seeded(t)
-	log, key := ledgertest.Checkpointed(t, openAudit(t, path))
+	log, key := ledgertest.Checkpointed(t, ledgertest.AuditAt(t, path))
 	l, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +123,7 @@ func TestVerifierIsIncremental(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	v := &premis.Verifier{Auditor: openAudit(t, path), Log: log, Public: key.Public().(ed25519.PublicKey)}
+	v := &premis.Verifier{Auditor: ledgertest.AuditAt(t, path), Log: log, Public: key.Public().(ed25519.PublicKey)}
 	res, err := v.Check(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +133,7 @@ func TestVerifierIsIncremental(t *testing.T) {
 	}
 
 	attack(t, path, "DROP TRIGGER events_no_update", "UPDATE events SET message = 'all fine' WHERE seq = 4", sqlite.GuardSQL("events_no_update"))
-	v = &premis.Verifier{Auditor: openAudit(t, path), Log: log, Public: key.Public().(ed25519.PublicKey)}
+	v = &premis.Verifier{Auditor: ledgertest.AuditAt(t, path), Log: log, Public: key.Public().(ed25519.PublicKey)}
 	res, err = v.Check(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -183,8 +152,8 @@ func TestVerifierFullSeesWhatChecksCannot(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path, evs := seeded(t)
-	log, key := ledgertest.Checkpointed(t, openAudit(t, path))
-	v := &premis.Verifier{Auditor: openAudit(t, path), Log: log, Key: key}
+	log, key := ledgertest.Checkpointed(t, ledgertest.AuditAt(t, path))
+	v := &premis.Verifier{Auditor: ledgertest.AuditAt(t, path), Log: log, Key: key}
 	if res, err := v.Check(ctx); err != nil || !res.Intact() {
 		t.Fatalf("check: %v %s", err, res)
 	}
@@ -216,7 +185,7 @@ func TestCheckpointWritersShareALog(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path, _ := seeded(t)
-	log, key := ledgertest.Checkpointed(t, openAudit(t, path))
+	log, key := ledgertest.Checkpointed(t, ledgertest.AuditAt(t, path))
 	const writers, each = 4, 25
 	errs := make(chan error, writers)
 	for w := range writers {
@@ -253,7 +222,7 @@ func TestCheckpointWritersShareALog(t *testing.T) {
 	if len(cps.Problems) > 0 || len(cps.Entries) < writers*each/2 || cps.Newest().Count != 4+writers*each {
 		t.Fatalf("%d entries, newest %+v, problems %v", len(cps.Entries), cps.Newest(), cps.Problems)
 	}
-	l := openAudit(t, path)
+	l := ledgertest.AuditAt(t, path)
 	for _, e := range cps.Entries {
 		one := &premis.Checkpoints{Path: cps.Path, Entries: []premis.CheckpointEntry{e}}
 		if v, err := premis.VerifyCheckpointed(ctx, l, one); err != nil || !v.Intact() {

@@ -120,7 +120,7 @@ func TestMovesLedgerOntoItemIndex(t *testing.T) {
 		SELECT 'forged', key, correlation_id, 'ing', datetime, 'suc', object_id FROM events WHERE seq = 2`); err != nil {
 		t.Fatal(err)
 	}
-	if v, openErr := verifyFile(t, path); openErr != nil || !v.Intact() || v.Events != 4 {
+	if v, openErr := ledgertest.VerifyAt(t, path); openErr != nil || !v.Intact() || v.Events != 4 {
 		t.Errorf("a replace by item key changed the moved ledger: open %v, %s", openErr, v)
 	}
 }
@@ -148,7 +148,7 @@ func TestMovesOnceWhenOpenedByManyAtOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	writeV1(t, path, 3)
 	openAtOnce(t, path, 4)
-	v, openErr := verifyFile(t, path)
+	v, openErr := ledgertest.VerifyAt(t, path)
 	if openErr != nil || !v.Intact() || v.Events != 3 || v.Recorded.Count != 3 {
 		t.Fatalf("open %v: %s\n%s", openErr, v, ledgertest.Problems(v))
 	}

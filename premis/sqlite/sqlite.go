@@ -49,19 +49,20 @@ var (
 
 // Ledger is a premis.Ledger in an SQLite file.
 type Ledger struct {
+	// store is the reads every SQL ledger shares (Events, Walk, the
+	// head and read-model checks), over this file.
+	store
 	db   *sql.DB
 	path string
 	// The append's statements, prepared once (Open) rather than parsed
 	// again for every event; nil in a ledger opened for audit.
 	appendStmts *appendStmts
 	queries     queries
-	// readModel: the latest table exists (Open creates it); an audit open
-	// of an older ledger answers Latest from the events alone.
-	readModel bool
-	// syntax is how the ledger's SQL is spelled, and whether the members
-	// column exists (an audit open of an older ledger adds none).
-	syntax ledgersql.Dialect
 }
+
+// store is embedded under this name so that its methods are the Ledger's
+// and its fields stay the package's.
+type store = ledgersql.Store
 
 type appendStmts struct{ head, insert, byKey, move, latest *sql.Stmt }
 
@@ -81,7 +82,7 @@ const defaultReaders = 8
 // maxQueryShapes bounds the cache; past it, queries are parsed each time.
 const maxQueryShapes = 64
 
-func (l *Ledger) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+func (l *Ledger) query(ctx context.Context, q string, args ...any) (ledgersql.Rows, error) {
 	l.queries.mu.Lock()
 	s, ok := l.queries.stmts[q]
 	if !ok && len(l.queries.stmts) < maxQueryShapes {
@@ -96,11 +97,23 @@ func (l *Ledger) query(ctx context.Context, q string, args ...any) (*sql.Rows, e
 		l.queries.stmts[q] = s
 	}
 	l.queries.mu.Unlock()
+	var rows *sql.Rows
+	var err error
 	if s == nil {
-		return l.db.QueryContext(ctx, q, args...)
+		rows, err = l.db.QueryContext(ctx, q, args...)
+	} else {
+		rows, err = s.QueryContext(ctx, args...)
 	}
-	return s.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
 }
+
+// sqlRows are database/sql's rows as ledgersql reads them.
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { r.Rows.Close() }
 
 const (
 	headQuery  = `SELECT event_count, last_hash FROM ledger_head WHERE id = 1`
@@ -322,7 +335,7 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 		l.db.Close()
 		return nil, err
 	}
-	l.readModel = true
+	l.ReadModel = true
 	return l, nil
 }
 
@@ -341,7 +354,7 @@ func OpenAudit(ctx context.Context, path string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.db)
-	l.readModel, l.syntax.BeforeMembers = st.latest, !st.members
+	l.ReadModel, l.Syntax.BeforeMembers = st.latest, !st.members
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("sqlite ledger %s: no hash chain to audit (events table %v, chain columns %v)", path, st.events, st.chained)
 	}
@@ -362,7 +375,18 @@ func open(path string, pragmas ...string) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: open %s: %w", path, err)
 	}
-	l := &Ledger{db: db, path: path, syntax: dialect}
+	l := &Ledger{db: db, path: path}
+	l.store = store{Syntax: dialect, B: ledgersql.Backend{
+		Name: "sqlite ledger", Where: path,
+		Events: "events", Latest: "latest", Head: "ledger_head",
+		Query: l.query,
+		QueryRow: func(ctx context.Context, q string, args ...any) ledgersql.Row {
+			return db.QueryRowContext(ctx, q, args...)
+		},
+		Scan:    func(r ledgersql.Row) (premis.Event, error) { return scanOne(r) },
+		Damaged: func(err error) bool { var de *decodeError; return errors.As(err, &de) },
+		NoRows:  sql.ErrNoRows, MapErr: mapErr,
+	}}
 	l.SetReaders(defaultReaders)
 	// Idle ones go after a minute, so that a burst does not keep their
 	// page caches (up to 2 MiB each) and file descriptors.
@@ -438,7 +462,7 @@ func (l *Ledger) prepare(ctx context.Context) error {
 		// A ledger written before the read model, or before events_item,
 		// or both.
 		if !st.item {
-			if err := checkGuards(ctx, tx, l.path, keyGuards); err != nil {
+			if err := l.checkGuards(ctx, tx, keyGuards); err != nil {
 				return fmt.Errorf("not moving a ledger onto events_item: %w", err)
 			}
 			if _, err := tx.ExecContext(ctx, itemIndex+"DROP TRIGGER events_no_replace;\n"+noReplace.sql); err != nil {
@@ -497,7 +521,7 @@ func createGuards(ctx context.Context, tx *sql.Tx) error {
 // be those it was created with; its rows are chained in seq order, a page
 // at a time; the head record and the guards of today are created.
 func (l *Ledger) migrate(ctx context.Context, tx *sql.Tx) error {
-	if err := checkGuards(ctx, tx, l.path, legacyGuards); err != nil {
+	if err := l.checkGuards(ctx, tx, legacyGuards); err != nil {
 		return fmt.Errorf("not chaining a ledger written before the chain: %w", err)
 	}
 	for _, g := range legacyGuards {
@@ -559,24 +583,7 @@ func (l *Ledger) check(ctx context.Context) error {
 	if err := l.Guards(ctx); err != nil {
 		return err
 	}
-	var h premis.Head
-	var last sql.NullString
-	err := l.db.QueryRowContext(ctx, `SELECT h.event_count, h.last_hash, (SELECT hash FROM events ORDER BY seq DESC LIMIT 1)
-		FROM ledger_head h WHERE h.id = 1`).Scan(&h.Count, &h.Hash, &last)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlite ledger %s: %w: the head record is gone (run lazaret ledger verify)", l.path, premis.ErrTampered)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite ledger %s: head: %w", l.path, mapErr(err))
-	}
-	if !last.Valid {
-		last.String = premis.ChainGenesis
-	}
-	if last.String != h.Hash {
-		return fmt.Errorf("sqlite ledger %s: %w: the head record (%s) is not the last stored event (hash %q): events were removed or added past the ledger (run lazaret ledger verify)",
-			l.path, premis.ErrTampered, h, last.String)
-	}
-	return nil
+	return l.CheckHead(ctx)
 }
 
 // Guards implements premis.Auditor. A ledger written before events_item
@@ -588,19 +595,19 @@ func (l *Ledger) Guards(ctx context.Context) error {
 		return fmt.Errorf("sqlite ledger %s: guards: %w", l.path, mapErr(err))
 	}
 	if !st.item {
-		return checkGuards(ctx, l.db, l.path, keyGuards)
+		return l.checkGuards(ctx, l.db, keyGuards)
 	}
-	return checkGuards(ctx, l.db, l.path, guards)
+	return l.checkGuards(ctx, l.db, guards)
 }
 
 type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func checkGuards(ctx context.Context, q queryer, path string, want []guard) error {
+func (l *Ledger) checkGuards(ctx context.Context, q queryer, want []guard) error {
 	rows, err := q.QueryContext(ctx, `SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'`)
 	if err != nil {
-		return fmt.Errorf("sqlite ledger %s: guards: %w", path, mapErr(err))
+		return fmt.Errorf("sqlite ledger %s: guards: %w", l.path, mapErr(err))
 	}
 	defer rows.Close()
 	type trigger struct{ table, sql string }
@@ -609,31 +616,26 @@ func checkGuards(ctx context.Context, q queryer, path string, want []guard) erro
 		var name, table string
 		var text sql.NullString
 		if err := rows.Scan(&name, &table, &text); err != nil {
-			return fmt.Errorf("sqlite ledger %s: guards: %w", path, mapErr(err))
+			return fmt.Errorf("sqlite ledger %s: guards: %w", l.path, mapErr(err))
 		}
 		have[name] = trigger{table, text.String}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlite ledger %s: guards: %w", path, mapErr(err))
+		return fmt.Errorf("sqlite ledger %s: guards: %w", l.path, mapErr(err))
 	}
-	var bad []string
-	for _, g := range want {
-		t, ok := have[g.name]
-		switch {
-		case !ok:
-			bad = append(bad, g.name+": missing")
-		case t.table != g.table || squeeze(t.sql) != squeeze(g.sql):
-			bad = append(bad, g.name+": altered")
+	names := make([]string, len(want))
+	found := map[string]string{}
+	for i, g := range want {
+		names[i] = g.name
+		if t, ok := have[g.name]; ok {
+			found[g.name] = ""
+			if t.table != g.table || ledgersql.Squeeze(t.sql) != ledgersql.Squeeze(g.sql) {
+				found[g.name] = "altered"
+			}
 		}
 	}
-	if len(bad) > 0 {
-		return &premis.GuardError{Ledger: "sqlite ledger " + path, Guards: bad}
-	}
-	return nil
+	return l.CheckGuards(names, found)
 }
-
-// squeeze collapses white space, as SQLite may when it stores a statement.
-func squeeze(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // RecordedHead implements premis.Auditor.
 func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
@@ -644,44 +646,7 @@ func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
 	if !st.head {
 		return premis.Head{}, false, nil
 	}
-	var h premis.Head
-	err = l.db.QueryRowContext(ctx, `SELECT event_count, last_hash FROM ledger_head WHERE id = 1`).Scan(&h.Count, &h.Hash)
-	if errors.Is(err, sql.ErrNoRows) {
-		return h, false, nil
-	}
-	if err != nil {
-		return h, false, fmt.Errorf("sqlite ledger: head: %w", mapErr(err))
-	}
-	return h, true, nil
-}
-
-// Walk implements premis.Auditor.
-func (l *Ledger) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
-	return l.WalkFrom(ctx, 0, fn)
-}
-
-// WalkFrom implements premis.SeqWalker.
-func (l *Ledger) WalkFrom(ctx context.Context, seq int64, fn func(premis.Event, error) error) error {
-	sel := l.syntax.Select()
-	rows, err := l.db.QueryContext(ctx, `SELECT `+sel+` FROM events WHERE seq >= ? ORDER BY seq`, seq)
-	if err != nil {
-		return fmt.Errorf("sqlite ledger: walk: %w", mapErr(err))
-	}
-	defer rows.Close()
-	for rows.Next() {
-		e, err := scanOne(rows)
-		var de *decodeError
-		if err != nil && !errors.As(err, &de) {
-			return fmt.Errorf("sqlite ledger: walk: %w", mapErr(err))
-		}
-		if err := fn(e, err); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlite ledger: walk: %w", mapErr(err))
-	}
-	return nil
+	return l.HeadRecord(ctx)
 }
 
 var insert = ledgersql.Insert("events", sqlitePlaceholder)
@@ -714,19 +679,14 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: head: %w", mapErr(err))
 	}
-	start := head.Count
-	inserted := make([]bool, len(events))
-	links := make([]premis.Event, len(events)) // the chain fields of those inserted
+	chain := ledgersql.NewChain(head, events)
+	row := make([]any, 0, ledgersql.NumColumns+2)
 	for i, e := range events {
-		hash := premis.ChainHash(head.Hash, e)
-		members, err := ledgersql.EncodeMembers(e.Members)
+		args, hash, err := chain.Row(row[:0], i, dialect)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite ledger: append %s: %w", e.Type, err)
+			return nil, fmt.Errorf("sqlite ledger: %w", err)
 		}
-		res, err := ins.ExecContext(ctx, e.ID, e.Key, e.Type, e.DateTime.Format(time.RFC3339Nano), e.Detail, e.Outcome,
-			e.Note, e.Class, e.Code, e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, e.Destination,
-			e.ObjectID, e.BatchID, e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries,
-			e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope, members, head.Hash, hash)
+		res, err := ins.ExecContext(ctx, args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite ledger: append %s: %w", e.Type, mapErr(err))
 		}
@@ -735,14 +695,12 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 			if err != nil {
 				return nil, fmt.Errorf("sqlite ledger: append %s: %w", e.Type, mapErr(err))
 			}
-			inserted[i] = true
-			links[i] = premis.Event{Seq: seq, PrevHash: head.Hash, Hash: hash}
+			chain.Link(i, seq, hash)
 			if e.Destination != "" {
 				if _, err := latest.ExecContext(ctx, e.CorrelationID, seq, e.Destination, e.BatchID); err != nil {
 					return nil, fmt.Errorf("sqlite ledger: read model: %w", mapErr(err))
 				}
 			}
-			head = premis.Head{Count: head.Count + 1, Hash: hash}
 			continue
 		}
 		stored, err := scanOne(tx.StmtContext(ctx, st.byKey).QueryRowContext(ctx, e.CorrelationID, e.Key))
@@ -754,20 +712,15 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 		}
 		*e = stored
 	}
-	if head.Count > start {
-		if _, err := tx.StmtContext(ctx, st.move).ExecContext(ctx, head.Count, head.Hash); err != nil {
+	if chain.Moved() {
+		if _, err := tx.StmtContext(ctx, st.move).ExecContext(ctx, chain.Head.Count, chain.Head.Hash); err != nil {
 			return nil, fmt.Errorf("sqlite ledger: head: %w", mapErr(err))
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("sqlite ledger: commit: %w", mapErr(err))
 	}
-	for i, e := range events {
-		if inserted[i] {
-			e.Seq, e.PrevHash, e.Hash = links[i].Seq, links[i].PrevHash, links[i].Hash
-		}
-	}
-	return inserted, nil
+	return chain.Done(), nil
 }
 
 func sqlitePlaceholder(int) string { return "?" }
@@ -777,58 +730,6 @@ var dialect = ledgersql.Dialect{
 	Placeholder: sqlitePlaceholder,
 	Time:        func(t time.Time) any { return t.Format(time.RFC3339Nano) },
 	Contains:    func(col, arg string) string { return "instr(" + col + ", " + arg + ") > 0" },
-}
-
-// Events implements premis.Ledger.
-func (l *Ledger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, error) {
-	latest := ""
-	if l.readModel {
-		latest = "latest"
-	}
-	q, args := ledgersql.QueryLatest("events", latest, f, l.syntax)
-	rows, err := l.query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite ledger: query: %w", mapErr(err))
-	}
-	defer rows.Close()
-	var out []premis.Event
-	for rows.Next() {
-		e, err := scanOne(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite ledger: scan: %w", mapErr(err))
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite ledger: query: %w", mapErr(err))
-	}
-	return out, nil
-}
-
-// CountEvents implements premis.Counter.
-func (l *Ledger) CountEvents(ctx context.Context, f premis.Filter) (int64, error) {
-	latest := ""
-	if l.readModel {
-		latest = "latest"
-	}
-	q, args := ledgersql.CountLatest("events", latest, f, l.syntax)
-	var n int64
-	if err := l.db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("sqlite ledger: count: %w", mapErr(err))
-	}
-	return n, nil
-}
-
-// Event implements premis.Ledger.
-func (l *Ledger) Event(ctx context.Context, id string) (premis.Event, error) {
-	e, err := scanOne(l.db.QueryRowContext(ctx, `SELECT `+l.syntax.Select()+` FROM events WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
-	}
-	if err != nil {
-		return premis.Event{}, fmt.Errorf("sqlite ledger: event %s: %w", id, mapErr(err))
-	}
-	return e, nil
 }
 
 // Ping implements premis.Ledger.
@@ -1020,18 +921,4 @@ func mapErr(err error) error {
 		}
 	}
 	return err
-}
-
-// CheckReadModel implements premis.ReadModelAuditor: every item's latest
-// event with a destination must be its row in the read model, and the read
-// model must hold no other rows.
-func (l *Ledger) CheckReadModel(ctx context.Context) (string, error) {
-	if !l.readModel {
-		return "", nil // a ledger written before the read model; Open builds it
-	}
-	var wrong, extra int64
-	if err := l.db.QueryRowContext(ctx, ledgersql.ReadModelCheck("events", "latest")).Scan(&wrong, &extra); err != nil {
-		return "", fmt.Errorf("sqlite ledger: read model: %w", mapErr(err))
-	}
-	return ledgersql.ReadModelProblem(wrong, extra), nil
 }

@@ -13,27 +13,7 @@ import (
 	"github.com/lazaret/lazaret/premis/sqlite"
 )
 
-func open(t *testing.T) premis.Ledger {
-	t.Helper()
-	l, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
-func TestConformance(t *testing.T) { ledgertest.Run(t, open) }
-
-// TestConformanceGroupCommit: batching concurrent appends changes nothing
-// a caller can see.
-func TestConformanceGroupCommit(t *testing.T) {
-	ledgertest.Run(t, func(t *testing.T) premis.Ledger {
-		g := premis.NewGroupCommit(open(t), 0)
-		t.Cleanup(g.Stop)
-		return g
-	})
-}
+func TestConformance(t *testing.T) { ledgertest.Conformance(t, newPath) }
 
 func TestAppendOnly(t *testing.T) {
 	ctx := context.Background()

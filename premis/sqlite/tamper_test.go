@@ -16,16 +16,13 @@ import (
 	"github.com/lazaret/lazaret/premis/sqlite"
 )
 
+// newPath is the path of a new ledger file.
+func newPath(t *testing.T) string { return filepath.Join(t.TempDir(), "ledger.db") }
+
 // seeded writes ledgertest.Seed into a fresh ledger file and closes it.
 func seeded(t *testing.T) (string, []*premis.Event) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return path, ledgertest.Seed(t, l)
+	path := newPath(t)
+	return path, ledgertest.Seeded(t, path)
 }
 
 // attack runs statements against the file with a connection of its own,
@@ -42,26 +39,6 @@ func attack(t *testing.T, path string, stmts ...string) {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
-}
-
-// verifyFile opens the ledger as lazaret ledger verify does (Open, and
-// OpenAudit when Open reports tampering) and verifies it; it returns the
-// error of Open.
-func verifyFile(t *testing.T, path string, anchors ...premis.Head) (*premis.Verification, error) {
-	t.Helper()
-	ctx := context.Background()
-	l, openErr := sqlite.Open(ctx, path)
-	if openErr != nil {
-		if !errors.Is(openErr, premis.ErrTampered) {
-			t.Fatalf("open: %v, want nil or premis.ErrTampered", openErr)
-		}
-		var err error
-		if l, err = sqlite.OpenAudit(ctx, path); err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer l.Close()
-	return ledgertest.Verify(t, l, anchors...), openErr
 }
 
 // replaceSeq2 is the forgery of the issue: the fixity failure at seq 2
@@ -91,7 +68,7 @@ func TestReplaceCannotOverwrite(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "append-only") {
 			t.Errorf("%s: %v", stmt, err)
 		}
-		v, openErr := verifyFile(t, path)
+		v, openErr := ledgertest.VerifyAt(t, path)
 		if openErr != nil || !v.Intact() || v.Events != 4 {
 			t.Errorf("%s\nchanged the ledger: open %v, %s\n%s", stmt, openErr, v, ledgertest.Problems(v))
 		}
@@ -126,109 +103,76 @@ func TestVerifyDetectsForgery(t *testing.T) {
 		}
 		return s
 	}
-	type problem struct {
-		kind   premis.ProblemKind
-		seq    int64
-		detail []string
-	}
-	cases := []struct {
-		name     string
-		attack   []string
-		openErr  string // what Open's error names; "" = Open succeeds
-		want     []problem
-		anchored bool // verify with the head recorded before the attack as an anchor
-	}{
-		{name: "replace with its guard dropped",
-			attack:  []string{"DROP TRIGGER events_no_replace", replaceSeq2},
-			openErr: "events_no_replace: missing",
-			want:    []problem{{premis.ProblemGuard, 0, []string{"events_no_replace: missing"}}, {premis.ProblemLink, 2, []string{"changed after it was written"}}}},
-		{name: "replace, guard put back",
-			attack: join([]string{"DROP TRIGGER events_no_replace", replaceSeq2}, restore("events_no_replace")),
-			want:   []problem{{premis.ProblemLink, 2, []string{"changed after it was written"}}}},
-		{name: "update with its trigger dropped",
-			attack:  []string{"DROP TRIGGER events_no_update", `UPDATE events SET type = 'ing', outcome = 'suc', destination = 'accept', class = '', code = '' WHERE seq = 2`},
-			openErr: "events_no_update: missing",
-			want:    []problem{{premis.ProblemGuard, 0, []string{"events_no_update"}}, {premis.ProblemLink, 2, []string{"changed after it was written"}}}},
-		{name: "update, trigger put back",
-			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET outcome = 'suc' WHERE seq = 2`}, restore("events_no_update")),
-			want:   []problem{{premis.ProblemLink, 2, []string{"changed after it was written"}}}},
-		{name: "edited column, trigger put back",
-			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET message = 'all fine' WHERE seq = 3`}, restore("events_no_update")),
-			want:   []problem{{premis.ProblemLink, 3, []string{"changed after it was written"}}}},
-		{name: "chain fields rewritten with the row",
-			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET outcome = 'suc', hash = prev_hash WHERE seq = 2`}, restore("events_no_update")),
-			want:   []problem{{premis.ProblemLink, 2, nil}}},
-		{name: "a member removed, trigger put back",
-			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = json_remove(members, '$[1]') WHERE seq = 4`}, restore("events_no_update")),
-			want:   []problem{{premis.ProblemLink, 4, []string{"changed after it was written"}}}},
-		{name: "a member's id spelled otherwise, trigger put back",
+	problem := ledgertest.Found
+	cases := []ledgertest.Forgery{
+		{Name: "replace with its guard dropped",
+			Attack:  []string{"DROP TRIGGER events_no_replace", replaceSeq2},
+			OpenErr: "events_no_replace: missing",
+			Want:    []ledgertest.Problem{problem(premis.ProblemGuard, 0, "events_no_replace: missing"), problem(premis.ProblemLink, 2, "changed after it was written")}},
+		{Name: "replace, guard put back",
+			Attack: join([]string{"DROP TRIGGER events_no_replace", replaceSeq2}, restore("events_no_replace")),
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 2, "changed after it was written")}},
+		{Name: "update with its trigger dropped",
+			Attack:  []string{"DROP TRIGGER events_no_update", `UPDATE events SET type = 'ing', outcome = 'suc', destination = 'accept', class = '', code = '' WHERE seq = 2`},
+			OpenErr: "events_no_update: missing",
+			Want:    []ledgertest.Problem{problem(premis.ProblemGuard, 0, "events_no_update"), problem(premis.ProblemLink, 2, "changed after it was written")}},
+		{Name: "update, trigger put back",
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET outcome = 'suc' WHERE seq = 2`}, restore("events_no_update")),
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 2, "changed after it was written")}},
+		{Name: "edited column, trigger put back",
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET message = 'all fine' WHERE seq = 3`}, restore("events_no_update")),
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 3, "changed after it was written")}},
+		{Name: "chain fields rewritten with the row",
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET outcome = 'suc', hash = prev_hash WHERE seq = 2`}, restore("events_no_update")),
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 2)}},
+		{Name: "a member removed, trigger put back",
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = json_remove(members, '$[1]') WHERE seq = 4`}, restore("events_no_update")),
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 4, "changed after it was written")}},
+		{Name: "a member's id spelled otherwise, trigger put back",
 			// The same members to the chain, but a lookup would miss m4#2.
-			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = replace(members, '"m4#2"', '"\u006d4#2"') WHERE seq = 4`}, restore("events_no_update")),
-			want:   []problem{{premis.ProblemLink, 4, []string{"does not decode", "not written as the ledger writes them"}}}},
-		{name: "members the ledger never writes",
-			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = '[["m4#1", 1' WHERE seq = 4`}, restore("events_no_update")),
-			want:   []problem{{premis.ProblemLink, 4, []string{"does not decode", "members"}}}},
-		{name: "a value the ledger never writes",
-			attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET attempt = 'two' WHERE seq = 1`}, restore("events_no_update")),
-			want:   []problem{{premis.ProblemLink, 1, []string{"does not decode", "attempt"}}}},
-		{name: "delete with the triggers dropped",
-			attack:  []string{"DROP TRIGGER events_no_delete", "DROP TRIGGER events_no_update", "DELETE FROM events WHERE seq >= 3"},
-			openErr: "events_no_delete: missing",
-			want:    []problem{{premis.ProblemGuard, 0, []string{"events_no_delete"}}, {premis.ProblemTruncated, 0, []string{"2 events stored", "counts 4"}}}},
-		{name: "delete everything, trigger put back",
-			attack:  join([]string{"DROP TRIGGER events_no_delete", "DELETE FROM events"}, restore("events_no_delete")),
-			openErr: "head record",
-			want:    []problem{{premis.ProblemTruncated, 0, []string{"0 events stored"}}}},
-		{name: "delete in the middle, trigger put back",
-			attack: join([]string{"DROP TRIGGER events_no_delete", "DELETE FROM events WHERE seq = 2"}, restore("events_no_delete")),
-			want:   []problem{{premis.ProblemLink, 3, []string{"seq 1", "removed"}}}},
-		{name: "delete the first, trigger put back",
-			attack: join([]string{"DROP TRIGGER events_no_delete", "DELETE FROM events WHERE seq = 1"}, restore("events_no_delete")),
-			want:   []problem{{premis.ProblemLink, 2, []string{"genesis"}}}},
-		{name: "row inserted past Append",
-			attack: []string{`INSERT INTO events (id, key, type, datetime, outcome, object_id) VALUES ('x', 'x', 'ing', '2026-01-01T00:00:00Z', 'suc', 'm2')`},
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = replace(members, '"m4#2"', '"\u006d4#2"') WHERE seq = 4`}, restore("events_no_update")),
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 4, "does not decode", "not written as the ledger writes them")}},
+		{Name: "members the ledger never writes",
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = '[["m4#1", 1' WHERE seq = 4`}, restore("events_no_update")),
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 4, "does not decode", "members")}},
+		{Name: "a value the ledger never writes",
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET attempt = 'two' WHERE seq = 1`}, restore("events_no_update")),
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 1, "does not decode", "attempt")}},
+		{Name: "delete with the triggers dropped",
+			Attack:  []string{"DROP TRIGGER events_no_delete", "DROP TRIGGER events_no_update", "DELETE FROM events WHERE seq >= 3"},
+			OpenErr: "events_no_delete: missing",
+			Want:    []ledgertest.Problem{problem(premis.ProblemGuard, 0, "events_no_delete"), problem(premis.ProblemTruncated, 0, "2 events stored", "counts 4")}},
+		{Name: "delete everything, trigger put back",
+			Attack:  join([]string{"DROP TRIGGER events_no_delete", "DELETE FROM events"}, restore("events_no_delete")),
+			OpenErr: "head record",
+			Want:    []ledgertest.Problem{problem(premis.ProblemTruncated, 0, "0 events stored")}},
+		{Name: "delete in the middle, trigger put back",
+			Attack: join([]string{"DROP TRIGGER events_no_delete", "DELETE FROM events WHERE seq = 2"}, restore("events_no_delete")),
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 3, "seq 1", "removed")}},
+		{Name: "delete the first, trigger put back",
+			Attack: join([]string{"DROP TRIGGER events_no_delete", "DELETE FROM events WHERE seq = 1"}, restore("events_no_delete")),
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 2, "genesis")}},
+		{Name: "row inserted past Append",
+			Attack: []string{`INSERT INTO events (id, key, type, datetime, outcome, object_id) VALUES ('x', 'x', 'ing', '2026-01-01T00:00:00Z', 'suc', 'm2')`},
 			// The head is not the last event any more.
-			openErr: "not the last stored event",
-			want:    []problem{{premis.ProblemLink, 5, []string{"no chain fields"}}, {premis.ProblemHead, 0, []string{"written past Append"}}}},
-		{name: "trigger replaced by one that does nothing",
-			attack:  []string{"DROP TRIGGER events_no_update", "CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT 1; END"},
-			openErr: "events_no_update: altered",
-			want:    []problem{{premis.ProblemGuard, 0, []string{"events_no_update: altered"}}}},
-		{name: "head dropped",
-			attack:  []string{"DROP TABLE ledger_head"},
-			openErr: "no head record",
-			want:    []problem{{premis.ProblemGuard, 0, []string{"ledger_head_forward: missing"}}, {premis.ProblemHead, 0, []string{"gone"}}}},
-		{name: "newest removed and the head moved back, triggers put back",
-			attack: join([]string{"DROP TRIGGER events_no_delete", "DROP TRIGGER ledger_head_forward", "DELETE FROM events WHERE seq = 4",
+			OpenErr: "not the last stored event",
+			Want:    []ledgertest.Problem{problem(premis.ProblemLink, 5, "no chain fields"), problem(premis.ProblemHead, 0, "written past Append")}},
+		{Name: "trigger replaced by one that does nothing",
+			Attack:  []string{"DROP TRIGGER events_no_update", "CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT 1; END"},
+			OpenErr: "events_no_update: altered",
+			Want:    []ledgertest.Problem{problem(premis.ProblemGuard, 0, "events_no_update: altered")}},
+		{Name: "head dropped",
+			Attack:  []string{"DROP TABLE ledger_head"},
+			OpenErr: "no head record",
+			Want:    []ledgertest.Problem{problem(premis.ProblemGuard, 0, "ledger_head_forward: missing"), problem(premis.ProblemHead, 0, "gone")}},
+		{Name: "newest removed and the head moved back, triggers put back",
+			Attack: join([]string{"DROP TRIGGER events_no_delete", "DROP TRIGGER ledger_head_forward", "DELETE FROM events WHERE seq = 4",
 				"UPDATE ledger_head SET event_count = 3, last_hash = (SELECT hash FROM events WHERE seq = 3)"}, restore("events_no_delete", "ledger_head_forward")),
 			// A consistent chain: only a head recorded elsewhere shows it.
-			anchored: true,
-			want:     []problem{{premis.ProblemAnchor, 0, []string{"3 events stored", "counts 4"}}}},
+			Anchored: true,
+			Want:     []ledgertest.Problem{problem(premis.ProblemAnchor, 0, "3 events stored", "counts 4")}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			path, evs := seeded(t)
-			attack(t, path, tc.attack...)
-			var anchors []premis.Head
-			if tc.anchored {
-				anchors = append(anchors, premis.Head{Count: 4, Hash: evs[3].Hash})
-			}
-			v, openErr := verifyFile(t, path, anchors...)
-			switch {
-			case tc.openErr == "" && openErr != nil:
-				t.Errorf("open: %v, want it to open", openErr)
-			case tc.openErr != "" && (openErr == nil || !strings.Contains(openErr.Error(), tc.openErr)):
-				t.Errorf("open: %v, want premis.ErrTampered naming %q", openErr, tc.openErr)
-			}
-			for _, p := range tc.want {
-				ledgertest.WantProblem(t, v, p.kind, p.seq, p.detail...)
-			}
-			if t.Failed() || testing.Verbose() {
-				t.Logf("open: %v\nverify: %s\n%s", openErr, v, ledgertest.Problems(v))
-			}
-		})
-	}
+	ledgertest.Forge(t, ledgertest.Forger{New: newPath, Attack: attack}, cases)
 }
 
 // TestOpenNeverRecreatesGuards: a missing trigger stays missing, and the
@@ -392,7 +336,7 @@ func TestMigratesOnceWhenOpenedByManyAtOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	writeV0(t, path, 3)
 	openAtOnce(t, path, 4)
-	v, openErr := verifyFile(t, path)
+	v, openErr := ledgertest.VerifyAt(t, path)
 	if openErr != nil || !v.Intact() || v.Events != 3 || v.Recorded.Count != 3 {
 		t.Fatalf("open %v: %s\n%s", openErr, v, ledgertest.Problems(v))
 	}
