@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
 )
 
@@ -52,7 +53,10 @@ func newLedgerSeries(l premis.Ledger) *ledgerSeries {
 		errs: map[string]float64{"routing.exhausted": 0}}
 	// Every series from the start, at 0: a counter born at 1 shows no
 	// increase, and an alert on increase() would miss the first arrival.
-	for _, kind := range seriesKinds {
+	// The kinds a task can have (a registered item kind, or "task": one
+	// that never decoded), asked for now: every kind has registered by the
+	// time a ledger is served.
+	for _, kind := range ingest.ItemKinds() {
 		for _, d := range premis.Destinations() {
 			s.outcomes[[2]string{string(d), kind}] = 0
 		}

@@ -73,10 +73,6 @@ func NewMetrics(ops *ingest.Operator) *Metrics {
 	return m
 }
 
-// seriesKinds are the kinds a task can have: a master, an interchange, or
-// an undecodable task.
-var seriesKinds = ingest.ItemKinds()
-
 // Observe is the ingest.Worker Observe hook of the workers serve runs
 // itself: their processing time. What they decided is counted from the
 // ledger, like every other worker's.

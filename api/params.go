@@ -32,9 +32,10 @@ const (
 // failure is.
 var failureDestinations = []premis.Destination{premis.DeadLetter, premis.Quarantined, premis.AuditHold}
 
-// failureKinds are the kind filter's values: the registered item kinds and
-// "task", the kind of a delivery that never decoded into an item.
-var failureKinds = ingest.ItemKinds()
+// The kind filter's values are ingest.ItemKinds(): the registered item
+// kinds and "task", the kind of a delivery that never decoded into an
+// item. They are asked for when a request needs them, not at init, when a
+// kind whose package this one does not import may not be registered yet.
 
 // failureParams are the query parameters of GET /v1/failures.
 var failureParams = []string{"destination", "kind", "class", "code", "batch", "since", "until", "limit", "cursor"}
@@ -138,7 +139,7 @@ func parseFailures(r *http.Request, now time.Time) (failureRequest, error) {
 		}
 	}
 	if v := q.Get("kind"); q.Has("kind") {
-		if f.Kind, err = oneOf("kind", v, failureKinds); err != nil {
+		if f.Kind, err = oneOf("kind", v, ingest.ItemKinds()); err != nil {
 			return fr, err
 		}
 	}

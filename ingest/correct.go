@@ -96,12 +96,13 @@ func correctItem(env *Envelope, set map[string]string, hardlinks validate.Hardli
 	if err := m.Check(dir, hardlinks.Allow(dir)); err != nil {
 		return "", fmt.Errorf("the corrected item breaks the manifest's rules: %w", err)
 	}
-	if it.Kind == validate.KindTIFF {
-		// The master's field rules that need no file (color_profile given,
-		// resolution_dpi a number), for the fields corrected; the rules
-		// against the file run when the replay is validated.
+	if k, ok := validate.KindNamed(it.Kind); ok && k.Fields != nil {
+		// The kind's field rules that need no file (a master's
+		// color_profile given, resolution_dpi a number), for the fields
+		// corrected; the rules against the file run when the replay is
+		// validated.
 		var bad []error
-		for _, err := range unjoin(validate.CheckItemRules(it, nil, nil, validate.MasterRules{})) {
+		for _, err := range unjoin(k.Fields(it)) {
 			var fe *validate.FieldError
 			if errors.As(err, &fe) {
 				if _, corrected := set[fe.Field]; corrected {

@@ -34,6 +34,11 @@ type Kind struct {
 	// Messages: an item is a container of messages, each decided on its
 	// own and recorded in chunks (an interchange).
 	Messages bool
+	// Fields, when set, checks the kind's manifest fields that need no
+	// file (a master's color_profile given, its resolution_dpi a number),
+	// as *FieldError values joined with errors.Join: what an operator's
+	// correction of an item is held to before its replay reads the file.
+	Fields func(it Item) error
 }
 
 // CheckOptions are the rules a Kind's Check applies; each kind reads the
@@ -117,7 +122,8 @@ func init() {
 		Check: func(ctx context.Context, src Source, item *Item, opt CheckOptions) (*Report, *InterchangeResult, error) {
 			rep, err := CheckMasterSource(ctx, src, item, opt.Master)
 			return rep, nil, err
-		}})
+		},
+		Fields: func(it Item) error { return CheckItemRules(it, nil, nil, MasterRules{}) }})
 	RegisterKind(Kind{Name: KindEDIFACT, Sniff: sniffEDIFACT, Messages: true,
 		Check: func(ctx context.Context, src Source, item *Item, opt CheckOptions) (*Report, *InterchangeResult, error) {
 			regs := opt.Registries
