@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,32 +55,50 @@ type ReconcileReport struct {
 // workers do when they see Redis restart) or from the CLI, not on a timer;
 // ReconcileArchived is the cheap, broker-driven part.
 func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*ReconcileReport, error) {
+	rep, _, err := o.ReconcileBrokerSince(ctx, 0, dryRun)
+	return rep, err
+}
+
+// ReconcileBrokerSince is ReconcileBroker for the items whose latest event
+// was stored after seq: what changed since a pass that read through seq,
+// against the same broker data (see ReconciledThrough). It returns the seq
+// to start the next such pass after. Appends are ordered (the ledger's
+// write lock, PostgreSQL's head row lock), so an item changed while the
+// pass runs either is read by it or is stored after every seq it saw.
+func (o *Operator) ReconcileBrokerSince(ctx context.Context, seq int64, dryRun bool) (*ReconcileReport, int64, error) {
 	rep := newReconcileReport(dryRun)
+	through, err := o.reconcileBroker(ctx, rep, seq)
+	return rep, through, err
+}
+
+func (o *Operator) reconcileBroker(ctx context.Context, rep *ReconcileReport, since int64) (int64, error) {
+	dryRun := rep.DryRun
 	if o.PublishQueues != nil && !dryRun {
 		if err := o.PublishQueues(ctx); err != nil {
-			return rep, err
+			return since, err
 		}
 	}
 	if err := o.reconcileArchived(ctx, rep); err != nil {
-		return rep, err
+		return since, err
 	}
 	// Only items the broker must hold are read (accepted and discarded
 	// ones need nothing of it), a page at a time: memory follows the page,
 	// not the ledger.
 	page := premis.Filter{Latest: true, Limit: reconcilePage, Destinations: []premis.Destination{premis.Submitted, premis.Retry,
-		premis.Replayed, premis.Quarantined, premis.AuditHold, premis.DeadLetter}}
+		premis.Replayed, premis.Quarantined, premis.AuditHold, premis.DeadLetter}, AfterSeq: since}
 	for {
 		latest, err := o.Ledger.Events(ctx, page)
 		if err != nil {
-			return rep, err
+			return since, err
 		}
 		for _, e := range latest {
 			if err := ctx.Err(); err != nil {
-				return rep, context.Cause(ctx)
+				return since, context.Cause(ctx)
 			}
 			if err := o.reconcileItem(ctx, e, rep); err != nil {
-				return rep, err
+				return since, err
 			}
+			since = max(since, e.Seq)
 		}
 		if len(latest) < page.Limit {
 			break
@@ -89,7 +108,7 @@ func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*Reconcile
 	for _, q := range []string{QueueQuarantine, QueueAuditHold} {
 		parked, err := ListParked(o.Broker, q)
 		if err != nil && len(parked) == 0 {
-			return rep, err
+			return since, err
 		}
 		for _, p := range parked {
 			if p.Held.EventID == "" {
@@ -99,14 +118,14 @@ func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*Reconcile
 				rep.StaleParked = append(rep.StaleParked, p.TaskID)
 				if !dryRun {
 					if err := o.take(ctx, step{do: stepDelete, queue: q, id: p.TaskID}); err != nil {
-						return rep, fmt.Errorf("remove stale parked task %s: %w", p.TaskID, err)
+						return since, fmt.Errorf("remove stale parked task %s: %w", p.TaskID, err)
 					}
 				}
 			}
 		}
 	}
 	o.logReport(ctx, rep)
-	return rep, nil
+	return since, nil
 }
 
 // reconcilePage is how many items reconcile-broker reads at once.
@@ -337,4 +356,69 @@ func (o *Operator) reconcileOne(ctx context.Context, ti *asynq.TaskInfo, dryRun 
 			slog.String(AttrDestination, string(premis.DeadLetter)), slog.String(AttrCode, code))
 	}
 	return ins[0], nil
+}
+
+// reconciledKey is where the broker keeps the mark of the last
+// reconciliation against its data: "<data id> <seq>" (see MarkReconciled).
+const reconciledKey = "lazaret:reconciled"
+
+// BrokerDataID names the Redis data rc talks to: the server's run_id, which
+// changes at every restart, and its master_replid, which changes at every
+// promotion and full resync. Behind Sentinel the primary can move away and
+// back (A -> B -> A): A keeps its run_id, but it dropped its data to resync
+// from B and took a new replication id when promoted again. "?" when it
+// cannot be read, which names no data (a pass is tried again next time).
+func BrokerDataID(ctx context.Context, rc redis.UniversalClient) string {
+	if rc == nil {
+		return "?"
+	}
+	info, err := rc.Info(ctx, "server", "replication").Result()
+	if err != nil {
+		return "?"
+	}
+	var run, repl string
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+			run = v
+		} else if v, ok := strings.CutPrefix(line, "master_replid:"); ok {
+			repl = v
+		}
+	}
+	if run == "" {
+		return "?"
+	}
+	return run + "/" + repl
+}
+
+// ReconciledThrough is the seq a reconciliation against the broker data
+// called id read through, as MarkReconciled left it in that broker: a
+// worker starting against the same data reconciles only what changed
+// after it (ReconcileBrokerSince). 0 — a whole pass — when the mark names
+// other data or is gone: Redis restarted (a Redis that keeps nothing on
+// disk lost its queues), the primary changed, or the keys were flushed.
+func ReconciledThrough(ctx context.Context, rc redis.UniversalClient, id string) int64 {
+	if rc == nil || id == "?" {
+		return 0
+	}
+	v, err := rc.Get(ctx, reconciledKey).Result()
+	if err != nil {
+		return 0
+	}
+	markID, seqText, ok := strings.Cut(v, " ")
+	seq, err := strconv.ParseInt(seqText, 10, 64)
+	if !ok || markID != id || err != nil || seq < 0 {
+		return 0
+	}
+	return seq
+}
+
+// MarkReconciled records in the broker that a reconciliation against its
+// data called id read the ledger through seq. Any worker's mark is true of
+// what it read; a lower one only makes the next start read more.
+func MarkReconciled(ctx context.Context, rc redis.UniversalClient, id string, seq int64) error {
+	if rc == nil || id == "?" {
+		return nil
+	}
+	return rc.Set(ctx, reconciledKey, id+" "+strconv.FormatInt(seq, 10), 0).Err()
 }

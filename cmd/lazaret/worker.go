@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -159,17 +158,27 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 				}
 			}
 			// The whole-ledger pass (lost submissions, lost parked copies)
-			// runs at start and whenever Redis restarted or the primary
-			// changed (a new run_id or replication id): a Redis that keeps
-			// nothing on disk loses its queues then, and a failover loses
-			// what the old primary had not replicated.
-			// Otherwise only the archived set is checked.
-			if id := redisRunID(rctx, rc); id != runID {
-				if _, err := op.ReconcileBroker(rctx, false); err != nil && rctx.Err() == nil {
+			// runs whenever Redis restarted or the primary changed (a new
+			// run_id or replication id): a Redis that keeps nothing on disk
+			// loses its queues then, and a failover loses what the old
+			// primary had not replicated. At start it reads on from the
+			// mark the last pass against the same data left (a restarted
+			// worker, its Redis as it was, has only what was submitted or
+			// moved since to look at), or the whole ledger when there is
+			// none. Otherwise only the archived set is checked.
+			if id := ingest.BrokerDataID(rctx, rc); id != runID {
+				since := int64(0)
+				if runID == "" {
+					since = ingest.ReconciledThrough(rctx, rc, id)
+				}
+				if _, through, err := op.ReconcileBrokerSince(rctx, since, false); err != nil && rctx.Err() == nil {
 					log.Warn("broker reconciliation failed", slog.String("error", err.Error()))
 				} else if err == nil {
 					if runID != "" {
 						log.Warn("redis restarted or its primary changed: broker reconciled against the ledger", slog.String("run_id", id))
+					}
+					if err := ingest.MarkReconciled(rctx, rc, id, through); err != nil && rctx.Err() == nil {
+						log.Warn("could not mark the broker reconciled", slog.String("error", err.Error()))
 					}
 					runID = id
 				}
@@ -189,36 +198,6 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 		w.Drain()
 		srv.Shutdown()
 	}, nil
-}
-
-// redisRunID names the Redis data the worker talks to: the server's run_id,
-// which changes at every restart, and its master_replid, which changes at
-// every promotion and full resync. Behind Sentinel the primary can move
-// away and back (A -> B -> A) within one reconcile tick: A keeps its run_id,
-// but it dropped its data to resync from B and took a new replication id
-// when promoted again. "?" when it cannot be read (so a pass is tried again
-// next time).
-func redisRunID(ctx context.Context, rc redis.UniversalClient) string {
-	if rc == nil {
-		return "?"
-	}
-	info, err := rc.Info(ctx, "server", "replication").Result()
-	if err != nil {
-		return "?"
-	}
-	var run, repl string
-	for _, line := range strings.Split(info, "\n") {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
-			run = v
-		} else if v, ok := strings.CutPrefix(line, "master_replid:"); ok {
-			repl = v
-		}
-	}
-	if run == "" {
-		return "?"
-	}
-	return run + "/" + repl
 }
 
 // redactURL hides a password in a Redis URL for logs and messages.
