@@ -119,6 +119,9 @@ var historyDestinations = []premis.Destination{premis.Retry, premis.Accepted, pr
 // readHistory fills in what the ledger knows of this task: the retries
 // Lazaret decided, and an outcome already recorded by an earlier delivery.
 func (w *Worker) readHistory(ctx context.Context, d *delivery) error {
+	if first, err := w.firstDelivery(ctx, d); err != nil || first {
+		return err
+	}
 	evs, err := w.Ledger.Events(ctx, premis.Filter{CorrelationID: d.env.CorrelationID, TaskID: d.taskID, Destinations: historyDestinations})
 	if err != nil {
 		return err
@@ -135,6 +138,25 @@ func (w *Worker) readHistory(ctx context.Context, d *delivery) error {
 	d.retries, d.known = len(retried), true
 	d.attempt = d.env.Attempt + d.retries
 	return nil
+}
+
+// firstDelivery fills in a task's history without reading it when the
+// ledger's read model says the item's latest outcome is this task's
+// submission: every event of a task follows its submission, so nothing is
+// recorded for it yet (no retry, no decision). That is every first
+// delivery of a submitted item, the common case; a point lookup in place
+// of an index range over the item's events.
+func (w *Worker) firstDelivery(ctx context.Context, d *delivery) (bool, error) {
+	ll, ok := w.Ledger.(premis.LatestLookup)
+	if !ok {
+		return false, nil
+	}
+	lt, found, err := ll.LatestOf(ctx, d.env.CorrelationID)
+	if err != nil || !found || lt.Destination != premis.Submitted || lt.TaskID != d.taskID {
+		return false, err
+	}
+	d.retries, d.known, d.attempt = 0, true, d.env.Attempt
+	return true, nil
 }
 
 // budgetSpent says whether the deliveries of this task that ended without

@@ -313,13 +313,29 @@ type Filter struct {
 	Limit    int // 0 = no limit
 }
 
-// Ledger stores PREMIS events durably and append-only.
 // Counter is a Ledger that counts the events of a filter in the database
 // (its Limit and AfterSeq ignored) instead of reading them back.
 type Counter interface {
 	CountEvents(ctx context.Context, f Filter) (int64, error)
 }
 
+// Latest is an item's latest event with a destination, as a ledger's read
+// model holds it: enough to tell a first delivery from a redelivery
+// without reading the item's history.
+type Latest struct {
+	Seq         int64
+	Destination Destination
+	TaskID      string
+}
+
+// LatestLookup is a Ledger that finds an item's Latest by its correlation
+// id in its read model, one point lookup; false when the item has no
+// event with a destination, or the ledger has no read model to ask.
+type LatestLookup interface {
+	LatestOf(ctx context.Context, correlationID string) (Latest, bool, error)
+}
+
+// Ledger stores PREMIS events durably and append-only.
 type Ledger interface {
 	// Append stores events in one transaction. An event whose Key is
 	// already stored for its item (CorrelationID; EventKey hashes the

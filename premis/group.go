@@ -251,3 +251,12 @@ func (g *GroupCommit) WalkFrom(ctx context.Context, seq int64, fn func(e Event, 
 		return fn(e, err)
 	})
 }
+
+// LatestOf implements LatestLookup when its ledger does; otherwise it
+// finds nothing, and the caller reads the history.
+func (g *GroupCommit) LatestOf(ctx context.Context, correlationID string) (Latest, bool, error) {
+	if ll, ok := g.Ledger.(LatestLookup); ok {
+		return ll.LatestOf(ctx, correlationID)
+	}
+	return Latest{}, false, nil
+}

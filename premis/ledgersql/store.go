@@ -117,6 +117,34 @@ func (s *Store) Event(ctx context.Context, id string) (premis.Event, error) {
 	return e, nil
 }
 
+// LatestOf implements premis.LatestLookup: the read model's row for the
+// item and its event's task, two primary-key lookups, through Query (whose
+// statements a backend may keep prepared: a worker asks it for every task).
+func (s *Store) LatestOf(ctx context.Context, correlationID string) (premis.Latest, bool, error) {
+	if !s.ReadModel {
+		return premis.Latest{}, false, nil
+	}
+	rows, err := s.B.Query(ctx, `SELECT l.seq, l.destination, e.task_id FROM `+s.B.Latest+` l JOIN `+s.B.Events+` e ON e.seq = l.seq
+		WHERE l.correlation_id = `+s.Syntax.Placeholder(1), correlationID)
+	if err != nil {
+		return premis.Latest{}, false, s.fail("latest", err)
+	}
+	defer rows.Close()
+	var lt premis.Latest
+	var dest string
+	found := rows.Next()
+	if found {
+		if err := rows.Scan(&lt.Seq, &dest, &lt.TaskID); err != nil {
+			return premis.Latest{}, false, s.fail("latest", err)
+		}
+		lt.Destination = premis.Destination(dest)
+	}
+	if err := rows.Err(); err != nil {
+		return premis.Latest{}, false, s.fail("latest", err)
+	}
+	return lt, found, nil
+}
+
 // Walk implements premis.Auditor.
 func (s *Store) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
 	return s.WalkFrom(ctx, 0, fn)

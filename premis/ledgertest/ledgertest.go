@@ -66,6 +66,40 @@ func Run(t *testing.T, open Open) {
 			t.Fatalf("got %d events, want 1", len(evs))
 		}
 	})
+	t.Run("LatestOfFollowsTheItem", func(t *testing.T) {
+		l := open(t)
+		ll, ok := l.(premis.LatestLookup)
+		if !ok {
+			t.Skipf("%T has no read-model lookup", l)
+		}
+		if _, found, err := ll.LatestOf(ctx, "corr-none"); err != nil || found {
+			t.Fatalf("an unknown item: found %v, %v", found, err)
+		}
+		steps := []struct {
+			typ  premis.EventType
+			dest premis.Destination
+			task string
+		}{{premis.IngestionStart, premis.Submitted, "task-1"}, {premis.Validation, premis.Retry, "task-1"}, {premis.FixityCheck, "", "task-1"},
+			{premis.Validation, premis.DeadLetter, "task-1"}, {premis.IngestionStart, premis.Replayed, "task-2"}}
+		for i, st := range steps {
+			e := Event("obj-latest", st.typ, i+1)
+			e.CorrelationID, e.Destination, e.TaskID = "corr-latest", st.dest, st.task
+			if _, err := l.Append(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			lt, found, err := ll.LatestOf(ctx, "corr-latest")
+			if err != nil || !found {
+				t.Fatalf("after %s: found %v, %v", st.typ, found, err)
+			}
+			want := st
+			if st.dest == "" { // no destination: the latest stays the retry
+				want = steps[i-1]
+			}
+			if lt.Destination != want.dest || lt.TaskID != want.task || lt.Seq == 0 {
+				t.Errorf("after %s/%s: latest %+v, want %s of %s", st.typ, st.dest, lt, want.dest, want.task)
+			}
+		}
+	})
 	t.Run("RoundTripsEveryField", func(t *testing.T) {
 		l := open(t)
 		e := Event("obj-rt", premis.Quarantine, 2)
@@ -787,6 +821,46 @@ func (bs Benches) Run(b *testing.B) {
 	b.Run("VerifyFull", func(b *testing.B) { BenchVerify(b, bs.Ledger(b), 20000, 0, true) })
 	b.Run("VerifierIdle", func(b *testing.B) { BenchVerify(b, bs.Ledger(b), 20000, 0, false) })
 	b.Run("VerifierFresh100", func(b *testing.B) { BenchVerify(b, bs.Ledger(b), 20000, 100, false) })
+	b.Run("FirstDelivery", func(b *testing.B) { benchFirstDelivery(b, bs.Ledger(b)) })
+}
+
+// benchFirstDelivery is what a worker asks the ledger of a task's first
+// delivery, among 5,000 submitted items: the read model's point lookup
+// (premis.LatestLookup, lookup/op) and the history read it spares
+// (history/op, an item's retries and decisions by correlation and task).
+func benchFirstDelivery(b *testing.B, l premis.Ledger) {
+	ctx := context.Background()
+	ll, ok := l.(premis.LatestLookup)
+	if !ok {
+		b.Skipf("%T has no read-model lookup", l)
+	}
+	corrs := make([]string, 0, 5000)
+	for n := range int64(5000) {
+		ins := sample.AcceptedMaster(n)[0]
+		ins.Type, ins.Destination, ins.Key, ins.Envelope = premis.IngestionStart, premis.Submitted, ins.Key+"-ins", make([]byte, 600)
+		if _, err := l.Append(ctx, ins); err != nil {
+			b.Fatal(err)
+		}
+		corrs = append(corrs, ins.CorrelationID)
+	}
+	history := []premis.Destination{premis.Retry, premis.Accepted, premis.DeadLetter, premis.Quarantined, premis.AuditHold, premis.Discarded, premis.Replayed}
+	b.ResetTimer()
+	var lookup, read time.Duration
+	for i := range b.N {
+		corr := corrs[i%len(corrs)]
+		start := time.Now()
+		if _, _, err := ll.LatestOf(ctx, corr); err != nil {
+			b.Fatal(err)
+		}
+		lookup += time.Since(start)
+		start = time.Now()
+		if _, err := l.Events(ctx, premis.Filter{CorrelationID: corr, TaskID: "task", Destinations: history}); err != nil {
+			b.Fatal(err)
+		}
+		read += time.Since(start)
+	}
+	b.ReportMetric(float64(lookup.Nanoseconds())/float64(b.N), "lookup-ns/op")
+	b.ReportMetric(float64(read.Nanoseconds())/float64(b.N), "history-ns/op")
 }
 
 // AcceptedItems is a worker's commit: an accepted master's events an
