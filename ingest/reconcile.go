@@ -29,7 +29,9 @@ type ReconcileReport struct {
 	// Reparked: quarantined or held items whose parked copy was lost,
 	// parked again from the ledger.
 	Reparked []string `json:"reparked"`
-	// StaleParked: parked copies of failures already resolved, removed.
+	// StaleParked: parked copies of failures already resolved, removed:
+	// quarantine and audit-hold tasks, and the archived tasks of dead
+	// letters discarded or replayed since.
 	StaleParked []string `json:"stale_parked"`
 	// Rearchived: dead letters whose archived task the broker lost, put
 	// back into the archived set.
@@ -78,7 +80,7 @@ func (o *Operator) reconcileBroker(ctx context.Context, rep *ReconcileReport, si
 			return since, err
 		}
 	}
-	if err := o.reconcileArchived(ctx, rep); err != nil {
+	if err := o.reconcileArchived(ctx, rep, true); err != nil {
 		return since, err
 	}
 	// Only items the broker must hold are read (accepted and discarded
@@ -139,7 +141,7 @@ func newReconcileReport(dryRun bool) *ReconcileReport {
 // that have no outcome in the ledger. It reads only the archived set.
 func (o *Operator) ReconcileArchived(ctx context.Context, dryRun bool) (*ReconcileReport, error) {
 	rep := newReconcileReport(dryRun)
-	err := o.reconcileArchived(ctx, rep)
+	err := o.reconcileArchived(ctx, rep, false)
 	o.logReport(ctx, rep)
 	return rep, err
 }
@@ -261,8 +263,11 @@ func brokerLost(err error) bool {
 }
 
 // reconcileArchived records archived tasks in the ingest queue that have
-// no outcome in the ledger.
-func (o *Operator) reconcileArchived(ctx context.Context, rep *ReconcileReport) error {
+// no outcome in the ledger. With stale, it also removes the archived task
+// of a dead letter already resolved (discarded, or replayed as a new
+// task), as the whole pass removes parked copies of resolved failures: a
+// discard whose broker step failed leaves one behind.
+func (o *Operator) reconcileArchived(ctx context.Context, rep *ReconcileReport, stale bool) error {
 	const pageSize = 500
 	for page := 1; ; page++ {
 		if err := ctx.Err(); err != nil {
@@ -275,7 +280,18 @@ func (o *Operator) reconcileArchived(ctx context.Context, rep *ReconcileReport) 
 		if err != nil {
 			return fmt.Errorf("list archived: %w", err)
 		}
+		removed := 0
 		for _, ti := range tasks {
+			if stale {
+				gone, err := o.removeResolved(ctx, ti, rep)
+				if err != nil {
+					return err
+				}
+				if gone {
+					removed++
+					continue
+				}
+			}
 			ok, err := o.reconcileOne(ctx, ti, rep.DryRun)
 			if err != nil {
 				return err
@@ -287,7 +303,34 @@ func (o *Operator) reconcileArchived(ctx context.Context, rep *ReconcileReport) 
 		if len(tasks) < pageSize {
 			return nil
 		}
+		if removed > 0 && !rep.DryRun {
+			page-- // the rest moved up into this page: read it again
+		}
 	}
+}
+
+// removeResolved removes ti, an archived task, when the dead letter it
+// records is no longer open (see GetFailure), and says whether it did (or,
+// in a dry run, would).
+func (o *Operator) removeResolved(ctx context.Context, ti *asynq.TaskInfo, rep *ReconcileReport) (bool, error) {
+	_, _, eventID, summarized := parseSummary(ti.LastErr)
+	if !summarized || eventID == "" {
+		return false, nil
+	}
+	if _, _, err := GetFailure(ctx, o.Ledger, eventID); !errors.Is(err, ErrNotOpen) {
+		if errors.Is(err, premis.ErrNotFound) {
+			err = nil // not recorded: reconcileOne records it
+		}
+		return false, err
+	}
+	rep.StaleParked = append(rep.StaleParked, ti.ID)
+	if rep.DryRun {
+		return true, nil
+	}
+	if err := o.take(ctx, step{do: stepDelete, queue: QueueIngest, id: ti.ID}); err != nil {
+		return false, fmt.Errorf("remove the archived task %s of a resolved dead letter: %w", ti.ID, err)
+	}
+	return true, nil
 }
 
 func (o *Operator) reconcileOne(ctx context.Context, ti *asynq.TaskInfo, dryRun bool) (bool, error) {

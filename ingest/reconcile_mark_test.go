@@ -2,6 +2,9 @@ package ingest_test
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -92,5 +95,56 @@ func TestWorkerStartReadsOnFromTheMark(t *testing.T) {
 	b.flushRedis()
 	if got := ingest.ReconciledThrough(ctx, rc, id); got != 0 {
 		t.Errorf("after a flush the mark reads as %d, want a whole pass", got)
+	}
+}
+
+// noDelete is a broker that refuses deletions, as Redis out of memory or
+// cut off between the discard's record and its broker step.
+type noDelete struct{ ingest.Broker }
+
+func (noDelete) DeleteTask(string, string) error { return errors.New("redis: connection refused") }
+
+// TestReconcileRemovesADiscardedDeadLettersTask: a discard whose broker
+// step failed says reconcile-broker removes the archived task it left;
+// reconcile-broker does (after a dry run that only lists it), and leaves
+// the archived task of a dead letter still open alone.
+func TestReconcileRemovesADiscardedDeadLettersTask(t *testing.T) {
+	t.Parallel()
+	p := fastPolicy()
+	p.MaxRetry = 0
+	b := setup(t, p)
+	b.start()
+	b.deadLetters(2, 1, "stale")
+	ctx := context.Background()
+	fs, err := ingest.Failures(ctx, b.ledger, ingest.FailureFilter{Destination: premis.DeadLetter})
+	if err != nil || len(fs) != 2 {
+		t.Fatalf("dead letters: %d, %v", len(fs), err)
+	}
+	gone := fs[0]
+	ops := b.ops()
+	ops.Broker = noDelete{b.insp}
+	_, err = ops.Discard(ctx, gone.ID, "ana", "a duplicate", false)
+	if err == nil || !strings.Contains(err.Error(), "reconcile-broker removes it") {
+		t.Fatalf("discard with deletions refused: %v", err)
+	}
+	if _, err := b.insp.GetTaskInfo(ingest.QueueIngest, gone.TaskID); err != nil {
+		t.Fatalf("the archived task should still be there: %v", err)
+	}
+	dry, err := b.ops().ReconcileBroker(ctx, true)
+	if err != nil || !slices.Equal(dry.StaleParked, []string{gone.TaskID}) {
+		t.Fatalf("dry run: stale %v, %v", dry.StaleParked, err)
+	}
+	if _, err := b.insp.GetTaskInfo(ingest.QueueIngest, gone.TaskID); err != nil {
+		t.Fatalf("a dry run removed the archived task: %v", err)
+	}
+	rep, err := b.ops().ReconcileBroker(ctx, false)
+	if err != nil || !slices.Equal(rep.StaleParked, []string{gone.TaskID}) || len(rep.ArchivedRecorded) != 0 {
+		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
+	if _, err := b.insp.GetTaskInfo(ingest.QueueIngest, gone.TaskID); err == nil {
+		t.Error("the discarded dead letter's archived task is still there")
+	}
+	if _, err := b.insp.GetTaskInfo(ingest.QueueIngest, fs[1].TaskID); err != nil {
+		t.Errorf("the open dead letter's archived task was removed: %v", err)
 	}
 }
