@@ -124,7 +124,9 @@ func TestWorkerFedOnlyBombs(t *testing.T) {
 		t.Fatalf("bomb worker said %q: %v", out, err)
 	}
 	t.Logf("worker at concurrency 4, %d bombs: peak RSS %.0f MiB", len(m.Items), float64(rep.VmHWM)/(1<<20))
-	if rep.VmHWM >= 1<<30 {
+	if testenv.Race {
+		t.Logf("race detector on: the RSS bound is not checked")
+	} else if rep.VmHWM >= 1<<30 {
 		t.Errorf("peak RSS %.0f MiB, want under 1024 MiB", float64(rep.VmHWM)/(1<<20))
 	}
 	latest, err := b.ledger.Events(ctx, premis.Filter{BatchID: m.BatchID, Latest: true})

@@ -207,7 +207,9 @@ func TestWorkerRoutesLargeInterchangeInBoundedMemory(t *testing.T) {
 		got[0].Type != premis.Validation || got[1].Type != premis.Ingestion {
 		t.Errorf("last message %s: %d events %v, want its chunk's val and ing", last, len(got), err)
 	}
-	if rep.VmHWM >= workerRSSBound {
+	if testenv.Race {
+		t.Logf("race detector on: the RSS bound is not checked")
+	} else if rep.VmHWM >= workerRSSBound {
 		t.Errorf("peak RSS %d bytes (%.0f MiB), want under %d MiB", rep.VmHWM, float64(rep.VmHWM)/(1<<20), workerRSSBound>>20)
 	}
 }
