@@ -108,26 +108,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // runVersion serves lazaret version.
-func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func declareVersion(fs *flag.FlagSet, cfg *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "print {\"version\": ...}")
-	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args); err != nil {
-		return err
+	return []string{}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+		if len(args) > 0 {
+			return usageErr("version: unexpected arguments %q", args)
+		}
+		if *asJSON {
+			return writeJSON(stdout, struct {
+				Version string `json:"version"`
+				Inflate string `json:"inflate"`
+			}{version, validate.InflateBackend()})
+		}
+		fmt.Fprintln(stdout, "lazaret", version)
+		fmt.Fprintln(stdout, "inflate:", validate.InflateBackend())
+		return nil
 	}
-	if fs.NArg() > 0 {
-		return usageErr("version: unexpected arguments %q", fs.Args())
-	}
-	if *asJSON {
-		return writeJSON(stdout, struct {
-			Version string `json:"version"`
-			Inflate string `json:"inflate"`
-		}{version, validate.InflateBackend()})
-	}
-	fmt.Fprintln(stdout, "lazaret", version)
-	fmt.Fprintln(stdout, "inflate:", validate.InflateBackend())
-	return nil
 }
 
 // asAny reports whether err matches any of the targets (errors.As).
