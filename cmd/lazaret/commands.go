@@ -61,6 +61,11 @@ type leaf struct {
 
 const settingAnnotation = "lazaret_setting"
 
+// command builds the cobra command of l: its declaration's flags and the
+// setting flags of the fields it names go on the command's flag set, for
+// cobra to parse, show in help and complete. When it runs, Config.load
+// layers the file, the environment and the setting flags given over the
+// defaults, and the action gets the result.
 func (l leaf) command() *cobra.Command {
 	own := flag.NewFlagSet(l.use, flag.ContinueOnError)
 	base := defaultConfig()

@@ -719,7 +719,17 @@ func observeAppends(l premis.Ledger, observe func(time.Duration, error)) premis.
 // suggestFlag adds "did you mean --X?" to pflag's error for an unknown
 // flag, when a declared one is close: an edit or two away, or one it
 // begins.
+// A long flag written with one dash (-ledger), which pflag reads as
+// shorthands, is pointed at its two-dash form.
 func suggestFlag(fs *pflag.FlagSet, err error) error {
+	if rest, ok := strings.CutPrefix(err.Error(), "unknown shorthand flag: "); ok {
+		if _, word, ok := strings.Cut(rest, " in -"); ok {
+			if name, _, _ := strings.Cut(word, "="); len(name) > 1 && fs.Lookup(name) != nil {
+				return fmt.Errorf("unknown flag -%s: did you mean --%s?", name, name)
+			}
+		}
+		return err
+	}
 	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
 	if !ok {
 		return err
