@@ -29,10 +29,11 @@ import (
 	"github.com/lazaret/lazaret/validate"
 )
 
-// runBench measures, on this machine, validation throughput against a
-// plain read of the same bytes: a large uncompressed TIFF master and a
-// large UN/EDIFACT interchange, generated once into a folder.
-func declareBench(fs *flag.FlagSet, cfg *Config) ([]string, action) {
+// declareBench declares lazaret bench, which measures, on this machine,
+// validation throughput against a plain read of the same bytes: a large
+// uncompressed TIFF master and a large UN/EDIFACT interchange, generated
+// once into a folder.
+func declareBench(fs *flag.FlagSet, _ *Config) ([]string, action) {
 	dir := fs.String("dir", filepath.Join(os.TempDir(), "lazaret-bench"), "folder for the generated inputs (reused between runs)")
 	width := fs.Int("width", 8000, "master width in pixels (RGB)")
 	height := fs.Int("height", 6000, "master height in pixels")

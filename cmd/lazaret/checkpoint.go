@@ -167,11 +167,12 @@ func warnUnverified(ctx context.Context, cfg *Config, l premis.Ledger, stderr io
 	return nil
 }
 
-// runLedgerKeygen writes a new checkpoint signing key (mode 0600, never
-// over an existing file) and prints its public key.
-func declareLedgerKeygen(fs *flag.FlagSet, cfg *Config) ([]string, action) {
+// declareLedgerKeygen declares lazaret ledger keygen, which writes a new
+// checkpoint signing key (mode 0600, never over an existing file) and prints
+// its public key.
+func declareLedgerKeygen(fs *flag.FlagSet, _ *Config) ([]string, action) {
 	out := fs.String("o", "", "write the private key to this `FILE` (mode 0600; an existing file is not replaced)")
-	return []string{}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+	return nil, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 0 {
 			return usageErr("ledger keygen: unexpected arguments %q", args)
 		}

@@ -63,11 +63,11 @@ func checkReplies(ctx context.Context, name string, args []string, cfg *Config) 
 	return rc, nil
 }
 
-// runContrl prints the CONTRL syntax and service report Lazaret would send
-// back for an interchange: rejected (action 4) with the fault's position and
-// 0085 code, or acknowledged (action 7). With --json it exits 1 when the
-// report rejects anything.
-func declareContrl(fs *flag.FlagSet, cfg *Config) ([]string, action) {
+// declareContrl declares lazaret contrl, which prints the CONTRL syntax and
+// service report Lazaret would send back for an interchange: rejected
+// (action 4) with the fault's position and 0085 code, or acknowledged
+// (action 7). With --json it exits 1 when the report rejects anything.
+func declareContrl(fs *flag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "one JSON object: every action and error code of the report with its position, and the CONTRL text; exit 1 when it rejects anything")
 	return []string{"edi"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		rc, err := checkReplies(ctx, "contrl", args, cfg)
@@ -106,12 +106,12 @@ func declareContrl(fs *flag.FlagSet, cfg *Config) ([]string, action) {
 	}
 }
 
-// runAperak prints the APERAK (application error and acknowledgement)
-// Lazaret would send back for the messages of an interchange that broke
-// business rules or registries. With --json it exits 1 when the report
-// rejects anything, or the interchange was rejected whole (its CONTRL
-// answers it).
-func declareAperak(fs *flag.FlagSet, cfg *Config) ([]string, action) {
+// declareAperak declares lazaret aperak, which prints the APERAK
+// (application error and acknowledgement) Lazaret would send back for the
+// messages of an interchange that broke business rules or registries. With
+// --json it exits 1 when the report rejects anything, or the interchange was
+// rejected whole (its CONTRL answers it).
+func declareAperak(fs *flag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "one JSON object: every message rejected, each error code with its position, and the APERAK text; exit 1 when it rejects anything")
 	return []string{"edi"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		rc, err := checkReplies(ctx, "aperak", args, cfg)

@@ -30,17 +30,17 @@ import (
 	"github.com/lazaret/lazaret/validate"
 )
 
-// runDemo runs the whole archive lane in one process on the embedded
-// default: Redis in-process (miniredis) and an SQLite ledger in a data
-// folder. It submits the generated fixture batch, waits until every item has
-// settled, prints where each went, writes the PREMIS XML, and exits 0 only if
-// every fixture landed where it must.
-func declareDemo(fs *flag.FlagSet, cfg *Config) ([]string, action) {
+// declareDemo declares lazaret demo, which runs the whole archive lane in
+// one process on the embedded default: Redis in-process (miniredis) and an
+// SQLite ledger in a data folder. It submits the generated fixture batch,
+// waits until every item has settled, prints where each went, writes the
+// PREMIS XML, and exits 0 only if every fixture landed where it must.
+func declareDemo(fs *flag.FlagSet, defaults *Config) ([]string, action) {
 	data := fs.String("data", "", "data folder, kept (default: a new temporary folder, removed at the end unless --keep)")
 	keep := fs.Bool("keep", false, "keep the temporary data folder (ledger, batches, PREMIS XML, CONTRL, log) and print where it is")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up if items have not settled by then")
 	asJSON := fs.Bool("json", false, "one JSON object per outcome on standard output (item, check, event); the narrative goes to standard error")
-	cfg.RetryBase, cfg.LogLevel = 200*time.Millisecond, "warn"
+	defaults.RetryBase, defaults.LogLevel = 200*time.Millisecond, "warn"
 	return []string{"worker", "policy", "master", "edi"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 0 {
 			return usageErr("demo: unexpected arguments %q", args)

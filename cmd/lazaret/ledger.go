@@ -13,11 +13,12 @@ import (
 	"github.com/lazaret/lazaret/premis"
 )
 
-// runLedgerVerify walks the ledger's hash chain (premis.Verify). Exit 0 with
-// a one-line summary when it is intact; exit 1 with every problem, one a
-// line (the first broken link by seq, event id and what differs; missing
-// guards; truncation; a head that does not match), when it is not.
-func declareLedgerVerify(fs *flag.FlagSet, cfg *Config) ([]string, action) {
+// declareLedgerVerify declares lazaret ledger verify, which walks the
+// ledger's hash chain (premis.Verify). Exit 0 with a one-line summary when
+// it is intact; exit 1 with every problem, one a line (the first broken link
+// by seq, event id and what differs; missing guards; truncation; a head that
+// does not match), when it is not.
+func declareLedgerVerify(fs *flag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "the verification as one JSON object")
 	var anchors headsFlag
 	fs.Var(&anchors, "anchor", "a head recorded earlier, `COUNT:HASH` (from an export or an earlier verify), that must be on the chain; repeat for several")

@@ -107,10 +107,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return ee
 }
 
-// runVersion serves lazaret version.
-func declareVersion(fs *flag.FlagSet, cfg *Config) ([]string, action) {
+// declareVersion declares lazaret version.
+func declareVersion(fs *flag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "print {\"version\": ...}")
-	return []string{}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+	return nil, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 0 {
 			return usageErr("version: unexpected arguments %q", args)
 		}

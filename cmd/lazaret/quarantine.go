@@ -143,7 +143,7 @@ func classNames() []string {
 
 // declareFailure declares one lazaret dlq|quarantine|hold subcommand.
 func declareFailure(fc failureCommand, sub string) declaration {
-	return func(fs *flag.FlagSet, cfg *Config) ([]string, action) {
+	return func(fs *flag.FlagSet, defaults *Config) ([]string, action) {
 		asJSON := fs.Bool("json", false, "JSON: one object per line for a listing, one object otherwise")
 		var filters failureFlags
 		var operator, reason, file string
@@ -186,7 +186,7 @@ func declareFailure(fc failureCommand, sub string) declaration {
 		}
 		// One action, printed for a person: the log says only what went wrong
 		// (a flag, LAZARET_LOG_LEVEL or the file still choose another level).
-		cfg.LogLevel = "warn"
+		defaults.LogLevel = "warn"
 		return fields, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 			if operator == "" {
 				operator = defaultOperator()
@@ -581,16 +581,16 @@ func declareBatch(sub string) declaration {
 	}
 }
 
-// runReconcileBroker serves `lazaret reconcile-broker`: archived tasks with
-// no ledger event are recorded; items the ledger expects in the broker but
-// the broker lost are enqueued or parked again; dead letters the broker no
-// longer holds are reported (they stay listable and replayable).
-func declareReconcileBroker(fs *flag.FlagSet, cfg *Config) ([]string, action) {
+// declareReconcileBroker declares `lazaret reconcile-broker`: archived tasks
+// with no ledger event are recorded; items the ledger expects in the broker
+// but the broker lost are enqueued or parked again; dead letters the broker
+// no longer holds are reported (they stay listable and replayable).
+func declareReconcileBroker(fs *flag.FlagSet, defaults *Config) ([]string, action) {
 	dry := fs.Bool("dry-run", false, "say what would be repaired, change nothing")
 	asJSON := fs.Bool("json", false, "the report as one JSON object")
 	// One action, printed for a person: the log says only what went wrong
 	// (a flag, LAZARET_LOG_LEVEL or the file still choose another level).
-	cfg.LogLevel = "warn"
+	defaults.LogLevel = "warn"
 	return []string{"redis", "ledger", "policy"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		opt, ledger, err := cfg.connectExisting(ctx)
 		if err != nil {

@@ -12,8 +12,8 @@ import (
 	"github.com/lazaret/lazaret/ingest"
 )
 
-// runStats serves lazaret stats: the queues as /v1/queues serves them.
-func declareStats(fs *flag.FlagSet, cfg *Config) ([]string, action) {
+// declareStats declares lazaret stats: the queues as /v1/queues serves them.
+func declareStats(fs *flag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "one JSON object per queue per line (what GET /v1/queues serves, as a list)")
 	return []string{"redis"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 0 {

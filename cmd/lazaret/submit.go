@@ -16,14 +16,14 @@ import (
 	"github.com/lazaret/lazaret/validate"
 )
 
-func declareSubmit(fs *flag.FlagSet, cfg *Config) ([]string, action) {
+func declareSubmit(fs *flag.FlagSet, defaults *Config) ([]string, action) {
 	dry := fs.Bool("dry-run", false, "check the manifest against the ledger and say what would be enqueued; record and enqueue nothing")
 	asJSON := fs.Bool("json", false, "the result as one JSON object")
 	wait := fs.Bool("wait", false, "follow the batch until every item has an outcome; exit 1 if any failed")
 	waitTimeout := fs.Duration("wait-timeout", 0, "with --wait: give up after `DURATION` (0: never)")
 	// One action, printed for a person: the log says only what went wrong
 	// (a flag, LAZARET_LOG_LEVEL or the file still choose another level).
-	cfg.LogLevel = "warn"
+	defaults.LogLevel = "warn"
 	return []string{"redis", "ledger", "policy", "roots", "links"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 1 {
 			return usageErr("submit: want exactly one MANIFEST")
