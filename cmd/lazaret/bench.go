@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/fixtures"
@@ -33,7 +33,7 @@ import (
 // validation throughput against a plain read of the same bytes: a large
 // uncompressed TIFF master and a large UN/EDIFACT interchange, generated
 // once into a folder.
-func declareBench(fs *flag.FlagSet, _ *Config) ([]string, action) {
+func declareBench(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	dir := fs.String("dir", filepath.Join(os.TempDir(), "lazaret-bench"), "folder for the generated inputs (reused between runs)")
 	width := fs.Int("width", 8000, "master width in pixels (RGB)")
 	height := fs.Int("height", 6000, "master height in pixels")

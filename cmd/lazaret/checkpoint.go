@@ -4,12 +4,13 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/premis"
 )
@@ -170,8 +171,8 @@ func warnUnverified(ctx context.Context, cfg *Config, l premis.Ledger, stderr io
 // declareLedgerKeygen declares lazaret ledger keygen, which writes a new
 // checkpoint signing key (mode 0600, never over an existing file) and prints
 // its public key.
-func declareLedgerKeygen(fs *flag.FlagSet, _ *Config) ([]string, action) {
-	out := fs.String("o", "", "write the private key to this `FILE` (mode 0600; an existing file is not replaced)")
+func declareLedgerKeygen(fs *pflag.FlagSet, _ *Config) ([]string, action) {
+	out := fs.StringP("o", "o", "", "write the private key to this `FILE` (mode 0600; an existing file is not replaced)")
 	return nil, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 0 {
 			return usageErr("ledger keygen: unexpected arguments %q", args)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -24,7 +23,7 @@ import (
 // which help shows), and returns the settings fields it reads ("redis",
 // "ledger", "checkpoint", ...: see Config.declareSettings) and its action.
 // Nothing of the command runs at declaration.
-type declaration func(fs *flag.FlagSet, c *Config) (settings []string, run action)
+type declaration func(fs *pflag.FlagSet, c *Config) (settings []string, run action)
 
 // action does a command's work, with cfg loaded (defaults, file,
 // environment, flags) and args the positional arguments.
@@ -67,10 +66,10 @@ const settingAnnotation = "lazaret_setting"
 // layers the file, the environment and the setting flags given over the
 // defaults, and the action gets the result.
 func (l leaf) command() *cobra.Command {
-	own := flag.NewFlagSet(l.use, flag.ContinueOnError)
+	own := pflag.NewFlagSet(l.use, pflag.ContinueOnError)
 	base := defaultConfig()
 	fields, run := l.declare(own, &base)
-	settings := flag.NewFlagSet(l.use, flag.ContinueOnError)
+	settings := pflag.NewFlagSet(l.use, pflag.ContinueOnError)
 	parsed := base // what cobra parses the setting flags into; load reads what was given
 	parsed.declareSettings(settings, fields)
 	cmd := &cobra.Command{
@@ -92,9 +91,8 @@ func (l leaf) command() *cobra.Command {
 			return err
 		},
 	}
-	add := func(fs *flag.FlagSet, setting bool) {
-		fs.VisitAll(func(f *flag.Flag) {
-			pf := pflag.PFlagFromGoFlag(f)
+	add := func(fs *pflag.FlagSet, setting bool) {
+		fs.VisitAll(func(pf *pflag.Flag) {
 			if setting {
 				pf.Value = &recorded{Value: pf.Value}
 				pf.Annotations = map[string][]string{settingAnnotation: {"true"}}

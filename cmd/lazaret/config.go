@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -104,7 +103,7 @@ const (
 // declareSettings declares, on fs, the flags of the settings fields name
 // ("redis", "ledger", "checkpoint", ...) and the ones every command has
 // (--config, --log-level), bound to c: their defaults, in help, are c's.
-func (c *Config) declareSettings(fs *flag.FlagSet, fields []string) {
+func (c *Config) declareSettings(fs *pflag.FlagSet, fields []string) {
 	fs.String("config", "", "JSON config `FILE` (env LAZARET_CONFIG); its keys are the snake_case names of the settings")
 	for _, f := range fields {
 		switch f {
@@ -187,7 +186,7 @@ func (c *Config) load(flags *pflag.FlagSet, fields []string) error {
 	}
 	c.applyEnv(fields)
 	// The flags given: their values, as written, set again over c.
-	fs := flag.NewFlagSet("settings", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("settings", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c.declareSettings(fs, fields)
 	var errs []error
@@ -593,6 +592,8 @@ func (m *replyModeFlag) Set(v string) error {
 	return fmt.Errorf("%q: want both, contrl or aperak", v)
 }
 
+func (m *replyModeFlag) Type() string { return "mode" }
+
 // partnerFlag is --reply-partner SENDER=MODE, repeatable.
 type partnerFlag map[string]validate.ReplyMode
 
@@ -607,6 +608,8 @@ func (p *partnerFlag) String() string {
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
 }
+
+func (p *partnerFlag) Type() string { return "partner" }
 
 func (p *partnerFlag) Set(v string) error {
 	sender, mode, ok := strings.Cut(v, "=")
@@ -664,6 +667,8 @@ func (d *directoryFlag) String() string {
 	return fmt.Sprintf("segments=%s,elements=%s,representation=%s,length=%s,codes=%s,unknown=%s", p.Segments, p.Elements, p.Representation, p.Length, p.Codes, p.Unknown)
 }
 
+func (d *directoryFlag) Type() string { return "checks" }
+
 func (d *directoryFlag) Set(v string) error {
 	p := (*validate.DirectoryPolicy)(d)
 	checks := map[string]*validate.Action{"segments": &p.Segments, "elements": &p.Elements, "representation": &p.Representation,
@@ -687,6 +692,7 @@ func (c *Config) registryStore() *validate.RegistryStore {
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Type() string   { return "strings" }
 func (l *listFlag) Set(v string) error {
 	*l = append(*l, v)
 	return nil

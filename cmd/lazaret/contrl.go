@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/validate"
@@ -67,7 +68,7 @@ func checkReplies(ctx context.Context, name string, args []string, cfg *Config) 
 // service report Lazaret would send back for an interchange: rejected
 // (action 4) with the fault's position and 0085 code, or acknowledged
 // (action 7). With --json it exits 1 when the report rejects anything.
-func declareContrl(fs *flag.FlagSet, _ *Config) ([]string, action) {
+func declareContrl(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "one JSON object: every action and error code of the report with its position, and the CONTRL text; exit 1 when it rejects anything")
 	return []string{"edi"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		rc, err := checkReplies(ctx, "contrl", args, cfg)
@@ -111,7 +112,7 @@ func declareContrl(fs *flag.FlagSet, _ *Config) ([]string, action) {
 // messages of an interchange that broke business rules or registries. With
 // --json it exits 1 when the report rejects anything, or the interchange was
 // rejected whole (its CONTRL answers it).
-func declareAperak(fs *flag.FlagSet, _ *Config) ([]string, action) {
+func declareAperak(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "one JSON object: every message rejected, each error code with its position, and the APERAK text; exit 1 when it rejects anything")
 	return []string{"edi"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		rc, err := checkReplies(ctx, "aperak", args, cfg)

@@ -10,7 +10,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/api"
 	"github.com/lazaret/lazaret/fixtures"
@@ -35,7 +35,7 @@ import (
 // SQLite ledger in a data folder. It submits the generated fixture batch,
 // waits until every item has settled, prints where each went, writes the
 // PREMIS XML, and exits 0 only if every fixture landed where it must.
-func declareDemo(fs *flag.FlagSet, defaults *Config) ([]string, action) {
+func declareDemo(fs *pflag.FlagSet, defaults *Config) ([]string, action) {
 	data := fs.String("data", "", "data folder, kept (default: a new temporary folder, removed at the end unless --keep)")
 	keep := fs.Bool("keep", false, "keep the temporary data folder (ledger, batches, PREMIS XML, CONTRL, log) and print where it is")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up if items have not settled by then")

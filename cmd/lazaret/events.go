@@ -3,19 +3,20 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/spf13/pflag"
+
 	"github.com/lazaret/lazaret/premis"
 )
 
 // declareEvents declares lazaret events export|ls.
 func declareEvents(sub string) declaration {
-	return func(fs *flag.FlagSet, _ *Config) ([]string, action) {
+	return func(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 		object := fs.String("object", "", "only this object `ID`")
 		batch := fs.String("batch", "", "only this batch `ID`")
 		correlation := fs.String("correlation", "", "only this correlation `ID` (one item's history)")
@@ -25,7 +26,7 @@ func declareEvents(sub string) declaration {
 		switch sub {
 		case "export":
 			format := fs.String("format", "premis-xml", "output `FORMAT`: premis-xml, or mets (PREMIS wrapped as Archivematica's METS holds it; needs --organisation)")
-			out := fs.String("o", "", "write to this `FILE` instead of standard output")
+			out := fs.StringP("o", "o", "", "write to this `FILE` instead of standard output")
 			org := fs.String("organisation", "", "the `ORGANISATION` running lazaret: exported as an agent every event links")
 			am := fs.Bool("archivematica", false, "shape the document for Archivematica's metadata/premis.xml import (docs/archivematica.md)")
 			unverified := fs.Bool("unverified", false, "export a ledger that does not verify anyway, marked so in the document")

@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
@@ -44,7 +45,7 @@ type inspectResult struct {
 	whole bool
 }
 
-func declareInspect(fs *flag.FlagSet, _ *Config) ([]string, action) {
+func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "one JSON object per file per line")
 	batch := fs.String("batch", "", "a batch manifest: inspect its items with fixity and manifest rules")
 	kind := fs.String("kind", "", "force the kind (tiff or edifact) instead of detecting it from the content")

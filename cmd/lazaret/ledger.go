@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/premis"
 )
@@ -18,7 +19,7 @@ import (
 // it is intact; exit 1 with every problem, one a line (the first broken link
 // by seq, event id and what differs; missing guards; truncation; a head that
 // does not match), when it is not.
-func declareLedgerVerify(fs *flag.FlagSet, _ *Config) ([]string, action) {
+func declareLedgerVerify(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "the verification as one JSON object")
 	var anchors headsFlag
 	fs.Var(&anchors, "anchor", "a head recorded earlier, `COUNT:HASH` (from an export or an earlier verify), that must be on the chain; repeat for several")
@@ -140,6 +141,8 @@ func (h *headsFlag) String() string {
 	}
 	return strings.Join(s, ",")
 }
+
+func (h *headsFlag) Type() string { return "anchor" }
 
 func (h *headsFlag) Set(v string) error {
 	x, err := premis.ParseHead(v)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os/user"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/api"
 	"github.com/lazaret/lazaret/ingest"
@@ -115,7 +115,7 @@ type failureFlags struct {
 	limit                    int
 }
 
-func (f *failureFlags) declare(fs *flag.FlagSet) {
+func (f *failureFlags) declare(fs *pflag.FlagSet) {
 	fs.StringVar(&f.class, "class", "", "only this `CLASS` ("+strings.Join(classNames(), ", ")+")")
 	fs.StringVar(&f.code, "code", "", "only this failure `CODE` (e.g. tiff.ifd-loop)")
 	fs.StringVar(&f.kind, "kind", "", "only this `KIND`: tiff or edifact")
@@ -143,7 +143,7 @@ func classNames() []string {
 
 // declareFailure declares one lazaret dlq|quarantine|hold subcommand.
 func declareFailure(fc failureCommand, sub string) declaration {
-	return func(fs *flag.FlagSet, defaults *Config) ([]string, action) {
+	return func(fs *pflag.FlagSet, defaults *Config) ([]string, action) {
 		asJSON := fs.Bool("json", false, "JSON: one object per line for a listing, one object otherwise")
 		var filters failureFlags
 		var operator, reason, file string
@@ -412,7 +412,7 @@ func declareFailure(fc failureCommand, sub string) declaration {
 
 // bulk declares the flags of an action over every failure a filter
 // selects (--all).
-func bulk(fs *flag.FlagSet, filters *failureFlags, all *bool, rate *float64) {
+func bulk(fs *pflag.FlagSet, filters *failureFlags, all *bool, rate *float64) {
 	filters.declare(fs)
 	fs.BoolVar(all, "all", false, "act on every failure the filters select (--class, --code, --kind, --batch, --since, --until, --limit) instead of one ID")
 	fs.Float64Var(rate, "rate", 10, "with --all: at most `N` actions a second")
@@ -518,7 +518,7 @@ func printAction(stdout io.Writer, res *ingest.ActionResult, asJSON bool) error 
 
 // declareBatch declares lazaret batch status|watch ID.
 func declareBatch(sub string) declaration {
-	return func(fs *flag.FlagSet, _ *Config) ([]string, action) {
+	return func(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 		var asJSON *bool
 		var timeout *time.Duration
 		if sub == "status" {
@@ -585,7 +585,7 @@ func declareBatch(sub string) declaration {
 // with no ledger event are recorded; items the ledger expects in the broker
 // but the broker lost are enqueued or parked again; dead letters the broker
 // no longer holds are reported (they stay listable and replayable).
-func declareReconcileBroker(fs *flag.FlagSet, defaults *Config) ([]string, action) {
+func declareReconcileBroker(fs *pflag.FlagSet, defaults *Config) ([]string, action) {
 	dry := fs.Bool("dry-run", false, "say what would be repaired, change nothing")
 	asJSON := fs.Bool("json", false, "the report as one JSON object")
 	// One action, printed for a person: the log says only what went wrong

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/api"
 	"github.com/lazaret/lazaret/ingest"
@@ -24,7 +24,7 @@ import (
 // declareServe declares lazaret serve, which runs the workers (unless
 // --no-worker) and the HTTP server: asynqmon at /monitoring/, /metrics,
 // /healthz, /readyz and the /v1/ API.
-func declareServe(fs *flag.FlagSet, _ *Config) ([]string, action) {
+func declareServe(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	listen := fs.String("listen", "127.0.0.1:8080", "`ADDRESS` to serve on (loopback unless told otherwise)")
 	noWorker := fs.Bool("no-worker", false, "serve the API and monitoring only")
 	// Secrets come from the environment after parsing, so that --help

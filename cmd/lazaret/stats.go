@@ -2,18 +2,18 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
 	"github.com/hibiken/asynq"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/ingest"
 )
 
 // declareStats declares lazaret stats: the queues as /v1/queues serves them.
-func declareStats(fs *flag.FlagSet, _ *Config) ([]string, action) {
+func declareStats(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "one JSON object per queue per line (what GET /v1/queues serves, as a list)")
 	return []string{"redis"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 0 {

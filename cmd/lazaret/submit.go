@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -10,13 +9,14 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/validate"
 )
 
-func declareSubmit(fs *flag.FlagSet, defaults *Config) ([]string, action) {
+func declareSubmit(fs *pflag.FlagSet, defaults *Config) ([]string, action) {
 	dry := fs.Bool("dry-run", false, "check the manifest against the ledger and say what would be enqueued; record and enqueue nothing")
 	asJSON := fs.Bool("json", false, "the result as one JSON object")
 	wait := fs.Bool("wait", false, "follow the batch until every item has an outcome; exit 1 if any failed")

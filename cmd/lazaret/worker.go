@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,12 +15,13 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/api"
 	"github.com/lazaret/lazaret/ingest"
 )
 
-func declareWorker(fs *flag.FlagSet, _ *Config) ([]string, action) {
+func declareWorker(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	metricsAddr := fs.String("metrics-listen", "", "serve this process's own series (ledger appends and their time, processing time, reconcile repairs, Go runtime) at http://`ADDR`/metrics; what the workers decide is counted from the ledger by serve's /metrics")
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
 	return []string{"redis", "ledger", "worker", "policy", "master", "edi", "links", "checkpoint"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
