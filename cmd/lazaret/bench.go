@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/fixtures"
@@ -29,12 +29,11 @@ import (
 	"github.com/lazaret/lazaret/validate"
 )
 
-// runBench measures, on this machine, validation throughput against a
-// plain read of the same bytes: a large uncompressed TIFF master and a
-// large UN/EDIFACT interchange, generated once into a folder.
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// declareBench declares lazaret bench, which measures, on this machine,
+// validation throughput against a plain read of the same bytes: a large
+// uncompressed TIFF master and a large UN/EDIFACT interchange, generated
+// once into a folder.
+func declareBench(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	dir := fs.String("dir", filepath.Join(os.TempDir(), "lazaret-bench"), "folder for the generated inputs (reused between runs)")
 	width := fs.Int("width", 8000, "master width in pixels (RGB)")
 	height := fs.Int("height", 6000, "master height in pixels")
@@ -47,135 +46,133 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	river := fs.String("river", "", "riverbench `BINARY` (make riverbench builds bin/riverbench from ../shared/tools/riverbench): River's no-op drain measured in the same rounds as the pipeline, each pipeline row given its ratio to it")
 	riverPostgres := fs.String("river-postgres", "", "PostgreSQL URL of a database of River's own (River migrates it and truncates river_job), for River's row beside the PostgreSQL pipeline")
 	benchPostgres := fs.String("pipeline-postgres", "", "PostgreSQL URL: drain the pipeline into a PostgreSQL ledger too, in a schema of its own created and dropped each run (the role needs CREATE on the database)")
-	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "master"); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		return err
-	}
-	master := filepath.Join(*dir, fmt.Sprintf("master-%dx%d.tif", *width, *height))
-	if err := generate(master, func(w io.Writer) error {
-		_, err := fixtures.WriteTIFF(w, []fixtures.Page{{Width: *width, Height: *height, Samples: 3, RowsPerStrip: 16}})
-		return err
-	}); err != nil {
-		return err
-	}
-	// A noisy Deflate master compresses as scanned masters do (about 1.2:1),
-	// so that its row measures the inflater, not a 50:1 synthetic file.
-	noisy := filepath.Join(*dir, fmt.Sprintf("master-%dx%d-noisy-deflate.tif", *width, *height))
-	if err := generate(noisy, func(w io.Writer) error {
-		data, err := fixtures.NoisyTIFF(fixtures.Noisy{Width: *width, Height: *height, Samples: 3, Compression: 8, Seed: 1})
-		if err != nil {
+	return []string{"master"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+		if err := os.MkdirAll(*dir, 0o755); err != nil {
 			return err
 		}
-		_, err = w.Write(data)
-		return err
-	}); err != nil {
-		return err
-	}
-	edi := filepath.Join(*dir, fmt.Sprintf("interchange-%dmb.edi", *ediMB))
-	if err := generate(edi, func(w io.Writer) error { return fixtures.LargeInterchange(w, *ediMB<<20) }); err != nil {
-		return err
-	}
-	pol := cfg.master()
-	pol.PixelBudget = max(pol.PixelBudget, int64(*width)*int64(*height))
-	cases := []struct {
-		name, path string
-		run        func(string) error
-	}{
-		{"sha256 read (baseline)", master, sha256File},
-		{"TIFF validation with fixity", master, func(p string) error {
-			_, err := validate.CheckMaster(ctx, p, nil, pol)
+		master := filepath.Join(*dir, fmt.Sprintf("master-%dx%d.tif", *width, *height))
+		if err := generate(master, func(w io.Writer) error {
+			_, err := fixtures.WriteTIFF(w, []fixtures.Page{{Width: *width, Height: *height, Samples: 3, RowsPerStrip: 16}})
 			return err
-		}},
-		{"TIFF validation with fixity, noisy Deflate", noisy, func(p string) error {
-			_, err := validate.CheckMaster(ctx, p, nil, pol)
+		}); err != nil {
 			return err
-		}},
-		{"segment split (baseline)", edi, func(p string) error {
-			f, err := os.Open(p)
+		}
+		// A noisy Deflate master compresses as scanned masters do (about 1.2:1),
+		// so that its row measures the inflater, not a 50:1 synthetic file.
+		noisy := filepath.Join(*dir, fmt.Sprintf("master-%dx%d-noisy-deflate.tif", *width, *height))
+		if err := generate(noisy, func(w io.Writer) error {
+			data, err := fixtures.NoisyTIFF(fixtures.Noisy{Width: *width, Height: *height, Samples: 3, Compression: 8, Seed: 1})
 			if err != nil {
 				return err
 			}
-			defer f.Close()
-			br := bufio.NewReaderSize(f, 64<<10)
-			for {
-				if _, err := br.ReadSlice('\''); err == io.EOF {
-					return nil
-				} else if err != nil && err != bufio.ErrBufferFull {
-					return err
-				}
-			}
-		}},
-		{"EDIFACT parse with offsets and envelope checks", edi, func(p string) error {
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			_, err = edifact.Parse(f, edifact.Limits{}, nil)
+			_, err = w.Write(data)
 			return err
-		}},
-	}
-	// libtiff's tiffinfo -D, which decodes every strip (through libdeflate
-	// on Debian), is the anchor of the noisy Deflate row, when installed.
-	if tiffinfo, err := exec.LookPath("tiffinfo"); err == nil {
-		cases = append(cases[:3], append([]struct {
+		}); err != nil {
+			return err
+		}
+		edi := filepath.Join(*dir, fmt.Sprintf("interchange-%dmb.edi", *ediMB))
+		if err := generate(edi, func(w io.Writer) error { return fixtures.LargeInterchange(w, *ediMB<<20) }); err != nil {
+			return err
+		}
+		pol := cfg.master()
+		pol.PixelBudget = max(pol.PixelBudget, int64(*width)*int64(*height))
+		cases := []struct {
 			name, path string
 			run        func(string) error
-		}{{"tiffinfo -D (libtiff, baseline)", noisy, func(p string) error {
-			var stderr strings.Builder
-			cmd := exec.CommandContext(ctx, tiffinfo, "-D", p)
-			cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-			if err := cmd.Run(); err != nil || stderr.Len() > 0 {
-				return fmt.Errorf("tiffinfo -D: %v: %s", err, stderr.String())
+		}{
+			{"sha256 read (baseline)", master, sha256File},
+			{"TIFF validation with fixity", master, func(p string) error {
+				_, err := validate.CheckMaster(ctx, p, nil, pol)
+				return err
+			}},
+			{"TIFF validation with fixity, noisy Deflate", noisy, func(p string) error {
+				_, err := validate.CheckMaster(ctx, p, nil, pol)
+				return err
+			}},
+			{"segment split (baseline)", edi, func(p string) error {
+				f, err := os.Open(p)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				br := bufio.NewReaderSize(f, 64<<10)
+				for {
+					if _, err := br.ReadSlice('\''); err == io.EOF {
+						return nil
+					} else if err != nil && err != bufio.ErrBufferFull {
+						return err
+					}
+				}
+			}},
+			{"EDIFACT parse with offsets and envelope checks", edi, func(p string) error {
+				f, err := os.Open(p)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				_, err = edifact.Parse(f, edifact.Limits{}, nil)
+				return err
+			}},
+		}
+		// libtiff's tiffinfo -D, which decodes every strip (through libdeflate
+		// on Debian), is the anchor of the noisy Deflate row, when installed.
+		if tiffinfo, err := exec.LookPath("tiffinfo"); err == nil {
+			cases = append(cases[:3], append([]struct {
+				name, path string
+				run        func(string) error
+			}{{"tiffinfo -D (libtiff, baseline)", noisy, func(p string) error {
+				var stderr strings.Builder
+				cmd := exec.CommandContext(ctx, tiffinfo, "-D", p)
+				cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+				if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+					return fmt.Errorf("tiffinfo -D: %v: %s", err, stderr.String())
+				}
+				return nil
+			}}}, cases[3:]...)...)
+		}
+		// Figures depend on the build: say which inflater and how many cores.
+		fmt.Fprintf(stdout, "lazaret %s, inflate: %s, GOMAXPROCS %d\n\n", version, validate.InflateBackend(), runtime.GOMAXPROCS(0))
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "MEASUREMENT\tINPUT\tMB\tMB/s\tPEAK HEAP MB\n")
+		for _, c := range cases {
+			st, err := os.Stat(c.path)
+			if err != nil {
+				return err
 			}
-			return nil
-		}}}, cases[3:]...)...)
-	}
-	// Figures depend on the build: say which inflater and how many cores.
-	fmt.Fprintf(stdout, "lazaret %s, inflate: %s, GOMAXPROCS %d\n\n", version, validate.InflateBackend(), runtime.GOMAXPROCS(0))
-	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "MEASUREMENT\tINPUT\tMB\tMB/s\tPEAK HEAP MB\n")
-	for _, c := range cases {
-		st, err := os.Stat(c.path)
-		if err != nil {
+			best := time.Duration(1 << 62)
+			var peak uint64
+			for r := 0; r < *rounds; r++ {
+				runtime.GC()
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				start := time.Now()
+				stop := sampleHeap(&peak)
+				err := c.run(c.path)
+				stop()
+				if err != nil {
+					return fmt.Errorf("%s: %w", c.name, err)
+				}
+				best = min(best, time.Since(start))
+			}
+			mb := float64(st.Size()) / (1 << 20)
+			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.0f\t%.1f\n", c.name, filepath.Base(c.path), mb, mb/best.Seconds(), float64(peak)/(1<<20))
+		}
+		if err := tw.Flush(); err != nil {
 			return err
 		}
-		best := time.Duration(1 << 62)
-		var peak uint64
-		for r := 0; r < *rounds; r++ {
-			runtime.GC()
-			var before runtime.MemStats
-			runtime.ReadMemStats(&before)
-			start := time.Now()
-			stop := sampleHeap(&peak)
-			err := c.run(c.path)
-			stop()
-			if err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
+		if *pipeItems > 0 {
+			rv := riverBench{bin: *river, postgres: *riverPostgres}
+			if err := benchPipeline(ctx, stdout, *dir, *benchRedis, *benchPostgres, rv, *pipeItems, *concurrency, *rounds, *cfg); err != nil {
+				return fmt.Errorf("pipeline: %w", err)
 			}
-			best = min(best, time.Since(start))
 		}
-		mb := float64(st.Size()) / (1 << 20)
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.0f\t%.1f\n", c.name, filepath.Base(c.path), mb, mb/best.Seconds(), float64(peak)/(1<<20))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if *pipeItems > 0 {
-		rv := riverBench{bin: *river, postgres: *riverPostgres}
-		if err := benchPipeline(ctx, stdout, *dir, *benchRedis, *benchPostgres, rv, *pipeItems, *concurrency, *rounds, cfg); err != nil {
-			return fmt.Errorf("pipeline: %w", err)
+		if *ledgerItems != "" {
+			if err := benchReadModel(ctx, stdout, *dir, *ledgerItems, *rounds); err != nil {
+				return fmt.Errorf("read model: %w", err)
+			}
 		}
+		return nil
 	}
-	if *ledgerItems != "" {
-		if err := benchReadModel(ctx, stdout, *dir, *ledgerItems, *rounds); err != nil {
-			return fmt.Errorf("read model: %w", err)
-		}
-	}
-	return nil
 }
 
 // benchPipeline drains small masters through the workers (SQLite ledger,

@@ -4,12 +4,13 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/premis"
 )
@@ -167,49 +168,46 @@ func warnUnverified(ctx context.Context, cfg *Config, l premis.Ledger, stderr io
 	return nil
 }
 
-// runLedgerKeygen writes a new checkpoint signing key (mode 0600, never
-// over an existing file) and prints its public key.
-func runLedgerKeygen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ledger keygen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("o", "", "write the private key to this `FILE` (mode 0600; an existing file is not replaced)")
-	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("ledger keygen: unexpected arguments %q", fs.Args())
-	}
-	if *out == "" {
-		return usageErr("ledger keygen: say -o FILE for the private key")
-	}
-	key, err := premis.GenerateCheckpointKey()
-	if err != nil {
-		return err
-	}
-	b, err := premis.MarshalCheckpointKey(key)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return usageErr("ledger keygen: %s exists: a key is never replaced (checkpoints signed with it would no longer verify)", *out)
+// declareLedgerKeygen declares lazaret ledger keygen, which writes a new
+// checkpoint signing key (mode 0600, never over an existing file) and prints
+// its public key.
+func declareLedgerKeygen(fs *pflag.FlagSet, _ *Config) ([]string, action) {
+	out := fs.StringP("o", "o", "", "write the private key to this `FILE` (mode 0600; an existing file is not replaced)")
+	return nil, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+		if len(args) > 0 {
+			return usageErr("ledger keygen: unexpected arguments %q", args)
 		}
-		return err
+		if *out == "" {
+			return usageErr("ledger keygen: say -o FILE for the private key")
+		}
+		key, err := premis.GenerateCheckpointKey()
+		if err != nil {
+			return err
+		}
+		b, err := premis.MarshalCheckpointKey(key)
+		if err != nil {
+			return err
+		}
+		f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			if errors.Is(err, os.ErrExist) {
+				return usageErr("ledger keygen: %s exists: a key is never replaced (checkpoints signed with it would no longer verify)", *out)
+			}
+			return err
+		}
+		_, err = f.Write(b)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(*out)
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote the checkpoint signing key to %s; its public key (for --checkpoint-pubkey) is:\n", *out)
+		fmt.Fprintln(stdout, premis.EncodeCheckpointPublicKey(key.Public().(ed25519.PublicKey)))
+		return nil
 	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(*out)
-		return err
-	}
-	fmt.Fprintf(stderr, "wrote the checkpoint signing key to %s; its public key (for --checkpoint-pubkey) is:\n", *out)
-	fmt.Fprintln(stdout, premis.EncodeCheckpointPublicKey(key.Public().(ed25519.PublicKey)))
-	return nil
 }

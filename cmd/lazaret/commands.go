@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -19,12 +17,17 @@ import (
 	"github.com/lazaret/lazaret/validate"
 )
 
-// runFunc is a command's run function: it declares its flags on a
-// flag.FlagSet, lets Config.bind parse them (file, environment, flags), and
-// does the work. The command tree below reuses these functions as they
-// are: cobra gives the help, completion, suggestions and the help command;
-// bind stays the one place where arguments are parsed.
-type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+// A command is declared when the tree is built and run once cobra has
+// parsed its flags. Its declaration puts its own flags on fs, bound to the
+// variables its action reads, may adjust c (the defaults of its settings,
+// which help shows), and returns the settings fields it reads ("redis",
+// "ledger", "checkpoint", ...: see Config.declareSettings) and its action.
+// Nothing of the command runs at declaration.
+type declaration func(fs *pflag.FlagSet, c *Config) (settings []string, run action)
+
+// action does a command's work, with cfg loaded (defaults, file,
+// environment, flags) and args the positional arguments.
+type action func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error
 
 // exitStatus is the same for every command.
 const exitStatus = `Exit status:
@@ -46,63 +49,37 @@ type leaf struct {
 	args string
 	// exit says what exit status 1 means here, when more than a failure.
 	exit string
-	run  runFunc
-	// prefix are the arguments the run function expects before the
-	// user's: the subcommand name of a function that serves several.
-	prefix []string
+	// declare declares the command's flags and returns its action.
+	declare declaration
 	// files: positional arguments are files (shell completion offers them).
 	files bool
 	// ids, when set, offers the first positional argument: the open
 	// failures of a queue (failureIDs).
-	ids func(args []string, toComplete string) []cobra.Completion
-}
-
-// errHelp: bind saw -h or --help; the command prints its help, exit 0.
-var errHelp = errors.New("help requested")
-
-// errDescribed: bind declared the flags and stopped (see describe).
-var errDescribed = errors.New("flags described")
-
-type describeKey struct{}
-
-// flagDescription is what a run function declares, captured by bind.
-type flagDescription struct {
-	fs       *flag.FlagSet
-	settings map[string]bool // flags bind added: the Config layer, shared by commands
-}
-
-// describe calls run in describe mode: it runs up to bind, which records
-// the flag set and returns errDescribed before reading any file, the
-// environment or the arguments. Nothing of the command runs.
-func describe(run runFunc, prefix []string) (*flagDescription, error) {
-	d := &flagDescription{}
-	ctx := context.WithValue(context.Background(), describeKey{}, d)
-	err := run(ctx, slices.Clone(prefix), io.Discard, io.Discard)
-	if !errors.Is(err, errDescribed) {
-		return nil, fmt.Errorf("describe %v: the run function returned %v before declaring its flags", prefix, err)
-	}
-	return d, nil
-}
-
-// describing is the description bind fills in, when ctx asks for one.
-func describing(ctx context.Context) *flagDescription {
-	d, _ := ctx.Value(describeKey{}).(*flagDescription)
-	return d
+	ids func(cmd *cobra.Command, toComplete string) []cobra.Completion
 }
 
 const settingAnnotation = "lazaret_setting"
 
+// command builds the cobra command of l: its declaration's flags and the
+// setting flags of the fields it names go on the command's flag set, for
+// cobra to parse, show in help and complete. When it runs, Config.load
+// layers the file, the environment and the setting flags given over the
+// defaults, and the action gets the result.
 func (l leaf) command() *cobra.Command {
+	own := pflag.NewFlagSet(l.use, pflag.ContinueOnError)
+	base := defaultConfig()
+	fields, run := l.declare(own, &base)
+	settings := pflag.NewFlagSet(l.use, pflag.ContinueOnError)
+	parsed := base // what cobra parses the setting flags into; load reads what was given
+	parsed.declareSettings(settings, fields)
 	cmd := &cobra.Command{
 		Use: l.use, Short: l.short, Long: l.long, Example: l.example,
 		Annotations: map[string]string{argsAnnotation: l.args, exitAnnotation: l.exit},
-		// bind parses (flags anywhere, "--" ends them, -flag and --flag);
-		// cobra knows the flags for help and completion only.
-		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := l.run(cmd.Context(), append(slices.Clone(l.prefix), args...), cmd.OutOrStdout(), cmd.ErrOrStderr())
-			if errors.Is(err, errHelp) {
-				return cmd.Help()
+			cfg := base
+			err := cfg.load(cmd.Flags(), fields)
+			if err == nil {
+				err = run(cmd.Context(), &cfg, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			var ee *exitError
 			if err != nil && !errors.As(err, &ee) {
@@ -114,49 +91,47 @@ func (l leaf) command() *cobra.Command {
 			return err
 		},
 	}
-	d, err := describe(l.run, l.prefix)
-	if err != nil {
-		panic(err) // a programming error, caught by every test that builds the tree
-	}
-	d.fs.VisitAll(func(f *flag.Flag) {
-		pf := pflag.PFlagFromGoFlag(f)
-		// The back-quoted word of a usage names the value (--ledger
-		// LEDGER); help shows it, completion shows the usage without it.
-		if name, usage := pflag.UnquoteUsage(pf); name != "" && strings.Contains(pf.Usage, "`") {
-			pf.Value, pf.Usage = namedValue{pf.Value, name}, usage
-		}
-		if d.settings[f.Name] {
-			pf.Annotations = map[string][]string{settingAnnotation: {"true"}}
-		}
-		cmd.Flags().AddFlag(pf)
-	})
-	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		// Flags are parsed by bind (DisableFlagParsing), so cobra hands
-		// a flag's value here too: --code <TAB>, --code=<TAB>.
-		flagName, prefix := "", ""
-		if len(args) > 0 && strings.HasPrefix(args[len(args)-1], "-") && !strings.Contains(args[len(args)-1], "=") {
-			flagName = strings.TrimLeft(args[len(args)-1], "-")
-		}
-		if name, value, ok := strings.Cut(toComplete, "="); ok && strings.HasPrefix(name, "-") {
-			flagName, prefix = strings.TrimLeft(name, "-"), name+"="
-			toComplete = value
-		}
-		if values, ok := flagValues()[flagName]; ok && cmd.Flags().Lookup(flagName) != nil {
-			var out []cobra.Completion
-			for _, v := range values() {
-				if strings.HasPrefix(v, toComplete) {
-					out = append(out, prefix+v)
-				}
+	add := func(fs *pflag.FlagSet, setting bool) {
+		fs.VisitAll(func(pf *pflag.Flag) {
+			if setting {
+				pf.Value = &recorded{Value: pf.Value}
+				pf.Annotations = map[string][]string{settingAnnotation: {"true"}}
 			}
-			return out, cobra.ShellCompDirectiveNoFileComp
+			// The back-quoted word of a usage names the value (--ledger
+			// LEDGER); help shows it, completion shows the usage without it.
+			if name, usage := pflag.UnquoteUsage(pf); name != "" && strings.Contains(pf.Usage, "`") {
+				pf.Value, pf.Usage = namedValue{pf.Value, name}, usage
+			}
+			cmd.Flags().AddFlag(pf)
+		})
+	}
+	add(own, false)
+	add(settings, true)
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if strings.HasPrefix(toComplete, "-") {
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		if l.ids != nil && flagName == "" && !strings.HasPrefix(toComplete, "-") && positionals(cmd, args) == 0 {
-			return l.ids(args, toComplete), cobra.ShellCompDirectiveNoFileComp
+		if l.ids != nil && len(args) == 0 {
+			return l.ids(cmd, toComplete), cobra.ShellCompDirectiveNoFileComp
 		}
-		if l.files && !strings.HasPrefix(toComplete, "-") {
+		if l.files {
 			return nil, cobra.ShellCompDirectiveDefault
 		}
 		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	for name, values := range flagValues() {
+		if cmd.Flags().Lookup(name) == nil {
+			continue
+		}
+		cmd.RegisterFlagCompletionFunc(name, func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var out []cobra.Completion
+			for _, v := range values() {
+				if strings.HasPrefix(v, toComplete) {
+					out = append(out, v)
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		})
 	}
 	return cmd
 }
@@ -220,7 +195,7 @@ $XDG_DATA_HOME/lazaret/ledger.db (~/.local/share/lazaret/ledger.db).`,
 	root.SetVersionTemplate("lazaret {{.Version}}\n")
 	root.SetUsageTemplate(usageTemplate)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &exitError{code: 2, err: err, cmd: cmd}
+		return &exitError{code: 2, err: suggestFlag(cmd.Flags(), err), cmd: cmd}
 	})
 	root.CompletionOptions.HiddenDefaultCmd = false
 	root.AddGroup(
@@ -308,7 +283,7 @@ func flagUsages(c *cobra.Command, settings bool) string {
 }
 
 func commandInspect() *cobra.Command {
-	return leaf{use: "inspect [flags] [FILE...]", run: runInspect, files: true,
+	return leaf{use: "inspect [flags] [FILE...]", declare: declareInspect, files: true,
 		args:  "  FILE  a TIFF master or a UN/EDIFACT interchange (with --batch, none are needed)",
 		short: "validate files locally, no queue and no ledger",
 		long: `Validate each FILE (a TIFF master or a UN/EDIFACT interchange, told apart by
@@ -321,7 +296,7 @@ routed. Nothing is enqueued or recorded.`, exit: "1: at least one file would not
 }
 
 func commandSubmit() *cobra.Command {
-	return leaf{use: "submit [flags] MANIFEST", run: runSubmit, files: true,
+	return leaf{use: "submit [flags] MANIFEST", declare: declareSubmit, files: true,
 		args:  "  MANIFEST  the batch manifest (JSON); its items' paths are relative to its folder",
 		short: "check a batch manifest and enqueue its items",
 		long: `Read MANIFEST (JSON: batch_id, submitter, items with object_id, path, sha256,
@@ -338,7 +313,7 @@ outcome: a progress bar on a terminal, a line per change otherwise.`,
 }
 
 func commandWorker() *cobra.Command {
-	return leaf{use: "worker [flags]", run: runWorker,
+	return leaf{use: "worker [flags]", declare: declareWorker,
 		short: "run workers until SIGINT or SIGTERM",
 		long: `Process queued items: validate, classify, record the PREMIS events, route.
 SIGTERM drains running tasks (--drain-timeout). Archived tasks are
@@ -349,7 +324,7 @@ reloaded.`,
 }
 
 func commandServe() *cobra.Command {
-	return leaf{use: "serve [flags]", run: runServe,
+	return leaf{use: "serve [flags]", declare: declareServe,
 		short: "workers, the /v1/ API, /metrics and read-only asynqmon",
 		long: `Serve the HTTP API (/v1/), Prometheus metrics (/metrics), health checks
 (/healthz, /readyz) and asynqmon (read-only, at /monitoring/), and run the
@@ -359,7 +334,7 @@ workers unless --no-worker. Loopback only unless a read token is set.`,
 }
 
 func commandDemo() *cobra.Command {
-	return leaf{use: "demo [flags]", run: runDemo,
+	return leaf{use: "demo [flags]", declare: declareDemo,
 		short: "everything in one process: embedded Redis, SQLite ledger, generated batches",
 		long: `Generate the fixture batches (TIFF masters and EDIFACT interchanges, good and
 bad), submit them to workers on an embedded Redis, wait until every item has
@@ -370,7 +345,7 @@ must.`,
 }
 
 func commandBench() *cobra.Command {
-	return leaf{use: "bench [flags]", run: runBench,
+	return leaf{use: "bench [flags]", declare: declareBench,
 		short: "measure validation, the pipeline and the ledger's queries on this machine",
 		long: `Generate a large TIFF master and a large interchange once (in --dir) and
 measure validation throughput against a plain read of the same bytes; drain
@@ -388,7 +363,7 @@ of the group committer held.`,
 }
 
 func commandReconcileBroker() *cobra.Command {
-	return leaf{use: "reconcile-broker [flags]", run: runReconcileBroker,
+	return leaf{use: "reconcile-broker [flags]", declare: declareReconcileBroker,
 		short: "compare the ledger with the broker; record and repair the gaps",
 		long: `Archived tasks with no ledger event are recorded; items the ledger expects in
 the broker but the broker lost are enqueued or parked again; dead letters the
@@ -400,7 +375,7 @@ Workers do this on their own at start and after a Redis restart.`,
 
 func commandBatch() *cobra.Command {
 	return group("batch", "a batch's items and where each stands", "",
-		leaf{use: "status [flags] BATCH_ID", run: runBatch, prefix: []string{"status"},
+		leaf{use: "status [flags] BATCH_ID", declare: declareBatch("status"),
 			args:  "  BATCH_ID  the manifest's batch_id",
 			short: "every item's latest outcome, and the counts",
 			long: `List every item of the batch with its latest outcome in the ledger (submitted,
@@ -409,7 +384,7 @@ and how far the batch has come: done of the items it was submitted with,
 pending, retrying, the rate and the time left.`, exit: "1: the ledger knows nothing of the batch",
 			example: `  lazaret batch status batch-17
   lazaret batch status batch-17 --json`}.command(),
-		leaf{use: "watch [flags] BATCH_ID", run: runBatch, prefix: []string{"watch"},
+		leaf{use: "watch [flags] BATCH_ID", declare: declareBatch("watch"),
 			args:  "  BATCH_ID  the manifest's batch_id",
 			short: "follow a batch until every item has an outcome",
 			long: `Follow the batch in the ledger until every item it was submitted with has
@@ -421,12 +396,12 @@ summary.`, exit: "1: an item failed (dead-letter, quarantine, audit-hold), or --
 
 func commandEvents() *cobra.Command {
 	return group("events", "PREMIS events in the ledger", "",
-		leaf{use: "ls [flags]", run: runEvents, prefix: []string{"ls"},
+		leaf{use: "ls [flags]", declare: declareEvents("ls"),
 			short: "list events, oldest first",
 			long:  "List the ledger's PREMIS events, oldest first, optionally for one object,\nbatch or correlation. The ledger is read a page of 1,000 events at a time,\nand the table's columns are aligned a page at a time (use --json in scripts).",
 			example: `  lazaret events ls --object scan-0001
   lazaret events ls --batch batch-17 --since 24h --json`}.command(),
-		leaf{use: "export [flags]", run: runEvents, prefix: []string{"export"},
+		leaf{use: "export [flags]", declare: declareEvents("export"),
 			short: "write events as PREMIS 3.0 XML",
 			long: `Write the ledger's events as a PREMIS 3.0 XML document, with the chain head
 the export was taken at (check it later with ledger verify --anchor).
@@ -444,7 +419,7 @@ the document.`,
 
 func commandLedger() *cobra.Command {
 	return group("ledger", "the ledger itself", "",
-		leaf{use: "verify [flags]", run: runLedgerVerify,
+		leaf{use: "verify [flags]", declare: declareLedgerVerify,
 			short: "check the ledger's hash chain and guards",
 			long: `Walk the ledger's hash chain: every event chains to the one before, the
 guards against updates and deletes are in place, the recorded head is the
@@ -456,7 +431,7 @@ A ledger wiped, cut short or rewritten and recomputed since fails. With
 			example: `  lazaret ledger verify
   lazaret ledger verify --checkpoint-dir /srv/lazaret-checkpoints --checkpoint-pubkey KEY
   lazaret ledger verify --anchor 1200:9f86d081884c7d65... --json`}.command(),
-		leaf{use: "keygen -o FILE", run: runLedgerKeygen,
+		leaf{use: "keygen -o FILE", declare: declareLedgerKeygen,
 			short: "write a new checkpoint signing key",
 			long: `Write a new ed25519 key that signs checkpoints of the ledger's head to FILE
 (mode 0600; an existing file is never replaced) and print its public key,
@@ -465,7 +440,7 @@ which checks them (--checkpoint-pubkey) without the power to sign.`,
 }
 
 func commandContrl() *cobra.Command {
-	return leaf{use: "contrl [flags] FILE.edi", run: runContrl, files: true,
+	return leaf{use: "contrl [flags] FILE.edi", declare: declareContrl, files: true,
 		args:  "  FILE.edi  a UN/EDIFACT interchange",
 		short: "print the CONTRL report for an interchange",
 		long: `Print the UN/EDIFACT CONTRL syntax and service report Lazaret would send back
@@ -480,7 +455,7 @@ goes byte for byte to a file or a pipe, escaped on a terminal.`,
 }
 
 func commandAperak() *cobra.Command {
-	return leaf{use: "aperak [flags] FILE.edi", run: runAperak, files: true,
+	return leaf{use: "aperak [flags] FILE.edi", declare: declareAperak, files: true,
 		args:  "  FILE.edi  a UN/EDIFACT interchange",
 		short: "print the APERAK for an interchange's business-rule rejections",
 		long: `Print the UN/EDIFACT APERAK (application error and acknowledgement, D.01B)
@@ -497,7 +472,7 @@ byte for byte to a file or a pipe, escaped on a terminal.`,
 }
 
 func commandStats() *cobra.Command {
-	return leaf{use: "stats [flags]", run: runStats,
+	return leaf{use: "stats [flags]", declare: declareStats,
 		short: "queue sizes and latency, as asynq counts them",
 		long:  "Per queue: pending, active, scheduled, retry, archived and completed tasks,\nand the age of the oldest pending task (what /v1/queues serves).",
 		example: `  lazaret stats
@@ -505,7 +480,7 @@ func commandStats() *cobra.Command {
 }
 
 func commandVersion() *cobra.Command {
-	return leaf{use: "version [flags]", run: runVersion, short: "print the version", long: "Print the version.",
+	return leaf{use: "version [flags]", declare: declareVersion, short: "print the version", long: "Print the version.",
 		example: "  lazaret version\n  lazaret --version"}.command()
 }
 
@@ -515,13 +490,11 @@ func failureGroup(fc failureCommand) *cobra.Command {
 	for _, sub := range fc.subcommands {
 		s := failureHelp(fc, sub)
 		l := leaf{use: s.use, short: s.short, long: s.long, example: s.example, args: s.args,
-			run: func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-				return runFailure(ctx, fc, sub, args, stdout, stderr)
-			}}
+			declare: declareFailure(fc, sub)}
 		switch sub {
 		case "show", "replay", "discard", "release", "reject":
-			l.ids = func(args []string, toComplete string) []cobra.Completion {
-				return failureIDs(fc.destination, args, toComplete)
+			l.ids = func(cmd *cobra.Command, toComplete string) []cobra.Completion {
+				return failureIDs(fc.destination, cmd, toComplete)
 			}
 		}
 		children = append(children, l.command())
@@ -562,54 +535,16 @@ func flagValues() map[string]func() []cobra.Completion {
 	}
 }
 
-// positionals counts the positional arguments among args, cobra's view of
-// a command line whose flags it does not parse: a flag that takes a value
-// consumes the next argument unless written --flag=value.
-func positionals(cmd *cobra.Command, args []string) int {
-	n := 0
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return n + len(args) - i - 1
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			n++
-			continue
-		}
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		if f := cmd.Flags().Lookup(name); f != nil && f.Value.Type() != "bool" {
-			i++
-		}
-	}
-	return n
-}
-
 // failureIDs offers the open failures of the queue at dest whose object id
 // (or event id) begins with toComplete, each with its code: read from the
-// ledger args name (--ledger, --config, else LAZARET_LEDGER or the
+// ledger cmd's flags name (--ledger, --config, else LAZARET_LEDGER or the
 // default), query-only, within two seconds; nothing when it cannot be read.
 // An id a terminal would not show as itself is left out.
-func failureIDs(dest premis.Destination, args []string, toComplete string) []cobra.Completion {
-	var pass []string
-	for i, a := range args {
-		for _, name := range []string{"ledger", "config"} {
-			switch {
-			case (a == "--"+name || a == "-"+name) && i+1 < len(args):
-				pass = append(pass, "--"+name, args[i+1])
-			case strings.HasPrefix(a, "--"+name+"="):
-				pass = append(pass, a)
-			}
-		}
-	}
+func failureIDs(dest premis.Destination, cmd *cobra.Command, toComplete string) []cobra.Completion {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	cfg := defaultConfig()
-	fs := flag.NewFlagSet("complete", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	if err := cfg.bind(ctx, fs, pass, "ledger"); err != nil {
+	if err := cfg.load(cmd.Flags(), []string{"ledger"}); err != nil {
 		return nil
 	}
 	l, err := cfg.openReadOnly(ctx)

@@ -4,19 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
@@ -99,74 +100,18 @@ const (
 	separatorsStandard = "standard"
 )
 
-// bind loads the file and environment layers into c, registers flags for
-// the fields a command uses, and parses args. In describe mode (see
-// describe) it registers the flags and returns errDescribed, reading
-// nothing; with -h or --help among the arguments it returns errHelp.
-func (c *Config) bind(ctx context.Context, fs *flag.FlagSet, args []string, fields ...string) error {
-	d := describing(ctx)
-	own := map[string]bool{}
-	fs.VisitAll(func(f *flag.Flag) { own[f.Name] = true })
-	if d == nil && wantsHelp(args) {
-		return errHelp
-	}
-	cfgFile := ""
-	if d == nil {
-		cfgFile = os.Getenv("LAZARET_CONFIG")
-		for i, a := range args {
-			if (a == "--config" || a == "-config") && i+1 < len(args) {
-				cfgFile = args[i+1]
-			} else if v, ok := strings.CutPrefix(a, "--config="); ok {
-				cfgFile = v
-			}
-		}
-	}
-	fs.String("config", cfgFile, "JSON config `FILE` (env LAZARET_CONFIG); its keys are the snake_case names of the settings")
-	if cfgFile != "" {
-		b, err := os.ReadFile(cfgFile)
-		if err != nil {
-			return usageErr("config: %v", err)
-		}
-		var raw map[string]json.RawMessage
-		if err := json.Unmarshal(b, &raw); err != nil {
-			return usageErr("config %s: %v", cfgFile, err)
-		}
-		if err := c.applyJSON(raw); err != nil {
-			return usageErr("config %s: %v", cfgFile, err)
-		}
-	}
-	env := func(name string, set func(string) error) error {
-		if d != nil {
-			return nil // help shows the built-in defaults, not this shell's
-		}
-		if v, ok := os.LookupEnv(name); ok && v != "" {
-			if err := set(v); err != nil {
-				return usageErr("%s: %v", name, err)
-			}
-		}
-		return nil
-	}
+// declareSettings declares, on fs, the flags of the settings fields name
+// ("redis", "ledger", "checkpoint", ...) and the ones every command has
+// (--config, --log-level), bound to c: their defaults, in help, are c's.
+func (c *Config) declareSettings(fs *pflag.FlagSet, fields []string) {
+	fs.String("config", "", "JSON config `FILE` (env LAZARET_CONFIG); its keys are the snake_case names of the settings")
 	for _, f := range fields {
 		switch f {
 		case "redis":
-			if err := env("LAZARET_REDIS_URL", func(v string) error { c.RedisURL = v; return nil }); err != nil {
-				return err
-			}
 			fs.StringVar(&c.RedisURL, "redis", c.RedisURL, "Redis `URL` (redis://[:password@]host:port/db); env LAZARET_REDIS_URL")
 		case "ledger":
-			if err := env("LAZARET_LEDGER", func(v string) error { c.Ledger = v; return nil }); err != nil {
-				return err
-			}
 			fs.StringVar(&c.Ledger, "ledger", c.Ledger, "the `LEDGER`: an SQLite file, or postgres://user@host/db for several machines (default $XDG_DATA_HOME/lazaret/ledger.db); env LAZARET_LEDGER")
 		case "checkpoint":
-			for _, e := range []struct {
-				name string
-				dst  *string
-			}{{"LAZARET_CHECKPOINT_DIR", &c.CheckpointDir}, {"LAZARET_CHECKPOINT_KEY", &c.CheckpointKey}, {"LAZARET_CHECKPOINT_PUBKEY", &c.CheckpointPubkey}} {
-				if err := env(e.name, func(v string) error { *e.dst = v; return nil }); err != nil {
-					return err
-				}
-			}
 			fs.StringVar(&c.CheckpointDir, "checkpoint-dir", c.CheckpointDir, "`DIR` of the checkpoint log: the ledger's head, signed, outside the database (env LAZARET_CHECKPOINT_DIR)")
 			fs.StringVar(&c.CheckpointKey, "checkpoint-key", c.CheckpointKey, "private key `FILE` that signs checkpoints (lazaret ledger keygen; env LAZARET_CHECKPOINT_KEY)")
 			fs.StringVar(&c.CheckpointPubkey, "checkpoint-pubkey", c.CheckpointPubkey, "public `KEY` (base64, or a file holding it) that checks checkpoints, without the signing key (env LAZARET_CHECKPOINT_PUBKEY)")
@@ -214,25 +159,49 @@ func (c *Config) bind(ctx context.Context, fs *flag.FlagSet, args []string, fiel
 			fs.BoolVar(&c.DecodeAll, "decode-uncompressed", c.DecodeAll, "run the image decoder over uncompressed pages too (slower; the walk already proves them)")
 		}
 	}
-	if err := env("LAZARET_LOG_LEVEL", func(v string) error { c.LogLevel = v; return nil }); err != nil {
-		return err
-	}
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "`LEVEL` of the JSON log on standard error: debug, info, warn or error")
-	if d != nil {
-		d.fs, d.settings = fs, map[string]bool{}
-		fs.VisitAll(func(f *flag.Flag) {
-			if !own[f.Name] {
-				d.settings[f.Name] = true
-			}
-		})
-		return errDescribed
+}
+
+// load applies the settings layers over c, the command's defaults: the
+// config file (--config, else LAZARET_CONFIG), the environment, then the
+// setting flags given on the command line (those flags has Changed), so
+// that a flag the user gave wins. Then it validates the result.
+func (c *Config) load(flags *pflag.FlagSet, fields []string) error {
+	cfgFile := os.Getenv("LAZARET_CONFIG")
+	if f := flags.Lookup("config"); f != nil && f.Changed {
+		cfgFile = f.Value.String()
 	}
-	fs.SetOutput(io.Discard) // the error is printed once, by main
-	fs.Usage = func() {}
-	if err := parseInterspersed(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
+	if cfgFile != "" {
+		b, err := os.ReadFile(cfgFile)
+		if err != nil {
+			return usageErr("config: %v", err)
 		}
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(b, &raw); err != nil {
+			return usageErr("config %s: %v", cfgFile, err)
+		}
+		if err := c.applyJSON(raw); err != nil {
+			return usageErr("config %s: %v", cfgFile, err)
+		}
+	}
+	c.applyEnv(fields)
+	// The flags given: their values, as written, set again over c.
+	fs := pflag.NewFlagSet("settings", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.declareSettings(fs, fields)
+	var errs []error
+	flags.Visit(func(f *pflag.Flag) {
+		r := recordedOf(f.Value)
+		if r == nil || fs.Lookup(f.Name) == nil {
+			return
+		}
+		for _, v := range r.given {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("--%s: %w", f.Name, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	if err := c.Validate(); err != nil {
@@ -244,39 +213,56 @@ func (c *Config) bind(ctx context.Context, fs *flag.FlagSet, args []string, fiel
 	return nil
 }
 
-// wantsHelp reports whether -h or --help stands among the flags.
-func wantsHelp(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-h", "-help", "--help":
-			return true
+// applyEnv applies the LAZARET_* variables of the settings fields name.
+func (c *Config) applyEnv(fields []string) {
+	vars := []struct {
+		field, name string
+		dst         *string
+	}{
+		{"redis", "LAZARET_REDIS_URL", &c.RedisURL},
+		{"ledger", "LAZARET_LEDGER", &c.Ledger},
+		{"checkpoint", "LAZARET_CHECKPOINT_DIR", &c.CheckpointDir},
+		{"checkpoint", "LAZARET_CHECKPOINT_KEY", &c.CheckpointKey},
+		{"checkpoint", "LAZARET_CHECKPOINT_PUBKEY", &c.CheckpointPubkey},
+		{"", "LAZARET_LOG_LEVEL", &c.LogLevel},
+	}
+	for _, v := range vars {
+		if v.field != "" && !slices.Contains(fields, v.field) {
+			continue
+		}
+		if s, ok := os.LookupEnv(v.name); ok && s != "" {
+			*v.dst = s
 		}
 	}
-	return false
 }
 
-// parseInterspersed parses flags wherever they stand among the arguments
-// (lazaret dlq discard ID --reason R, submit MANIFEST --redis URL); "--"
-// ends the flags, and everything after it is an argument.
-func parseInterspersed(fs *flag.FlagSet, args []string) error {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return suggestFlag(fs, err)
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			positional = append(positional, rest...)
-			break
-		}
-		positional, args = append(positional, rest[0]), rest[1:]
+// recorded is a setting flag's value that keeps what the command line
+// said, so that load can set it again over the file and the environment.
+type recorded struct {
+	pflag.Value
+	given []string
+}
+
+func (r *recorded) Set(v string) error {
+	if err := r.Value.Set(v); err != nil {
+		return err
 	}
-	return fs.Parse(append([]string{"--"}, positional...))
+	r.given = append(r.given, v)
+	return nil
+}
+
+// recordedOf is the recorded value inside v, or nil.
+func recordedOf(v pflag.Value) *recorded {
+	for {
+		switch x := v.(type) {
+		case *recorded:
+			return x
+		case namedValue:
+			v = x.Value
+		default:
+			return nil
+		}
+	}
 }
 
 // jsonSettings are the settings a config file may set, by key: the
@@ -606,6 +592,8 @@ func (m *replyModeFlag) Set(v string) error {
 	return fmt.Errorf("%q: want both, contrl or aperak", v)
 }
 
+func (m *replyModeFlag) Type() string { return "mode" }
+
 // partnerFlag is --reply-partner SENDER=MODE, repeatable.
 type partnerFlag map[string]validate.ReplyMode
 
@@ -620,6 +608,8 @@ func (p *partnerFlag) String() string {
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
 }
+
+func (p *partnerFlag) Type() string { return "partner" }
 
 func (p *partnerFlag) Set(v string) error {
 	sender, mode, ok := strings.Cut(v, "=")
@@ -677,6 +667,8 @@ func (d *directoryFlag) String() string {
 	return fmt.Sprintf("segments=%s,elements=%s,representation=%s,length=%s,codes=%s,unknown=%s", p.Segments, p.Elements, p.Representation, p.Length, p.Codes, p.Unknown)
 }
 
+func (d *directoryFlag) Type() string { return "checks" }
+
 func (d *directoryFlag) Set(v string) error {
 	p := (*validate.DirectoryPolicy)(d)
 	checks := map[string]*validate.Action{"segments": &p.Segments, "elements": &p.Elements, "representation": &p.Representation,
@@ -700,6 +692,7 @@ func (c *Config) registryStore() *validate.RegistryStore {
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Type() string   { return "strings" }
 func (l *listFlag) Set(v string) error {
 	*l = append(*l, v)
 	return nil
@@ -729,23 +722,32 @@ func observeAppends(l premis.Ledger, observe func(time.Duration, error)) premis.
 	return l
 }
 
-// suggestFlag adds "did you mean --X?" to the flag package's error for an
-// unknown flag, when a declared one is close: an edit or two away, or one
-// it begins.
-func suggestFlag(fs *flag.FlagSet, err error) error {
-	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+// suggestFlag adds "did you mean --X?" to pflag's error for an unknown
+// flag, when a declared one is close: an edit or two away, or one it
+// begins.
+// A long flag written with one dash (-ledger), which pflag reads as
+// shorthands, is pointed at its two-dash form.
+func suggestFlag(fs *pflag.FlagSet, err error) error {
+	if rest, ok := strings.CutPrefix(err.Error(), "unknown shorthand flag: "); ok {
+		if _, word, ok := strings.Cut(rest, " in -"); ok {
+			if name, _, _ := strings.Cut(word, "="); len(name) > 1 && fs.Lookup(name) != nil {
+				return fmt.Errorf("unknown flag -%s: did you mean --%s?", name, name)
+			}
+		}
+		return err
+	}
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
 	if !ok {
 		return err
 	}
-	name = strings.TrimPrefix(name, "-")
 	best, bestD := "", 3 // at most two edits away
-	fs.VisitAll(func(f *flag.Flag) {
+	fs.VisitAll(func(f *pflag.Flag) {
 		if d := editDistance(name, f.Name); d < bestD {
 			best, bestD = f.Name, d
 		}
 	})
 	if best == "" { // --pipeline for --pipeline-items
-		fs.VisitAll(func(f *flag.Flag) {
+		fs.VisitAll(func(f *pflag.Flag) {
 			if best == "" && len(name) >= 3 && strings.HasPrefix(f.Name, name) {
 				best = f.Name
 			}

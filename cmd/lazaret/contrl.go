@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/validate"
@@ -27,16 +28,16 @@ type replyCheck struct {
 	rejected bool
 }
 
-// checkReplies checks the interchange named by the one argument fs holds.
-func checkReplies(ctx context.Context, name string, fs *flag.FlagSet, cfg *Config) (*replyCheck, error) {
-	if fs.NArg() != 1 {
+// checkReplies checks the interchange named by the one argument args holds.
+func checkReplies(ctx context.Context, name string, args []string, cfg *Config) (*replyCheck, error) {
+	if len(args) != 1 {
 		return nil, usageErr("%s: want exactly one FILE.edi", name)
 	}
 	store := cfg.registryStore()
 	if _, err := store.Refresh(); err != nil {
 		return nil, err
 	}
-	file := fs.Arg(0)
+	file := args[0]
 	report, res, err := validate.CheckInterchange(ctx, file, nil, store.Current(), cfg.ediRules(), "")
 	var stage *validate.StageError
 	if res == nil || asAny(err, &stage) && stage.Stage == validate.StageOpen {
@@ -63,108 +64,100 @@ func checkReplies(ctx context.Context, name string, fs *flag.FlagSet, cfg *Confi
 	return rc, nil
 }
 
-// runContrl prints the CONTRL syntax and service report Lazaret would send
-// back for an interchange: rejected (action 4) with the fault's position and
-// 0085 code, or acknowledged (action 7). With --json it exits 1 when the
-// report rejects anything.
-func runContrl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("contrl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// declareContrl declares lazaret contrl, which prints the CONTRL syntax and
+// service report Lazaret would send back for an interchange: rejected
+// (action 4) with the fault's position and 0085 code, or acknowledged
+// (action 7). With --json it exits 1 when the report rejects anything.
+func declareContrl(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "one JSON object: every action and error code of the report with its position, and the CONTRL text; exit 1 when it rejects anything")
-	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "edi"); err != nil {
-		return err
-	}
-	rc, err := checkReplies(ctx, "contrl", fs, &cfg)
-	if err != nil {
-		return err
-	}
-	var text bytes.Buffer
-	err = edifact.WriteCONTRL(&text, rc.contrl)
-	if errors.Is(err, edifact.ErrUnencodable) {
-		// As the worker does: the sender's separators cannot carry it.
-		text.Reset()
-		d := edifact.DefaultDelimiters
-		rc.contrl.Delimiters = &d
-		err = edifact.WriteCONTRL(&text, rc.contrl)
-	}
-	if err != nil {
-		return err
-	}
-	if !*asJSON {
-		if !rc.mode.Contrl() {
-			fmt.Fprintf(stderr, "lazaret contrl: sender %s reads APERAK only (reply mode %s): the worker sends it no CONTRL\n", rc.sender, rc.mode)
+	return []string{"edi"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+		rc, err := checkReplies(ctx, "contrl", args, cfg)
+		if err != nil {
+			return err
 		}
-		// A document: byte for byte to a file or a pipe, escaped on a
-		// terminal (exact).
-		_, err := io.Copy(exact(stdout), &text)
-		return err
-	}
-	out := newContrlJSON(rc, text.String())
-	if err := writeJSON(stdout, out); err != nil {
-		return err
-	}
-	if out.Rejected {
-		return &exitError{code: 1}
-	}
-	return nil
-}
-
-// runAperak prints the APERAK (application error and acknowledgement)
-// Lazaret would send back for the messages of an interchange that broke
-// business rules or registries. With --json it exits 1 when the report
-// rejects anything, or the interchange was rejected whole (its CONTRL
-// answers it).
-func runAperak(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("aperak", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "one JSON object: every message rejected, each error code with its position, and the APERAK text; exit 1 when it rejects anything")
-	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "edi"); err != nil {
-		return err
-	}
-	rc, err := checkReplies(ctx, "aperak", fs, &cfg)
-	if err != nil {
-		return err
-	}
-	rep := rc.aperak
-	var text bytes.Buffer
-	if len(rep.Messages) > 0 {
-		err := edifact.WriteAPERAK(&text, rep)
+		var text bytes.Buffer
+		err = edifact.WriteCONTRL(&text, rc.contrl)
 		if errors.Is(err, edifact.ErrUnencodable) {
+			// As the worker does: the sender's separators cannot carry it.
 			text.Reset()
 			d := edifact.DefaultDelimiters
-			rep.Delimiters = &d
-			err = edifact.WriteAPERAK(&text, rep)
+			rc.contrl.Delimiters = &d
+			err = edifact.WriteCONTRL(&text, rc.contrl)
 		}
 		if err != nil {
 			return err
 		}
-	}
-	why := ""
-	switch {
-	case rc.rejected:
-		why = "the interchange is rejected whole (its envelope or syntax): its CONTRL answers it (lazaret contrl)"
-	case !rc.mode.Aperak():
-		why = fmt.Sprintf("sender %s reads CONTRL only (reply mode %s): its CONTRL rejects the parked messages", rc.sender, rc.mode)
-	case len(rep.Messages) == 0:
-		why = "no message broke a business rule: there is nothing for an APERAK to answer"
-	}
-	if !*asJSON {
-		if why != "" {
-			fmt.Fprintln(stderr, "lazaret aperak: "+why)
+		if !*asJSON {
+			if !rc.mode.Contrl() {
+				fmt.Fprintf(stderr, "lazaret contrl: sender %s reads APERAK only (reply mode %s): the worker sends it no CONTRL\n", rc.sender, rc.mode)
+			}
+			// A document: byte for byte to a file or a pipe, escaped on a
+			// terminal (exact).
+			_, err := io.Copy(exact(stdout), &text)
+			return err
 		}
-		_, err := io.Copy(exact(stdout), &text)
-		return err
+		out := newContrlJSON(rc, text.String())
+		if err := writeJSON(stdout, out); err != nil {
+			return err
+		}
+		if out.Rejected {
+			return &exitError{code: 1}
+		}
+		return nil
 	}
-	out := newAperakJSON(rc, text.String(), why)
-	if err := writeJSON(stdout, out); err != nil {
-		return err
+}
+
+// declareAperak declares lazaret aperak, which prints the APERAK
+// (application error and acknowledgement) Lazaret would send back for the
+// messages of an interchange that broke business rules or registries. With
+// --json it exits 1 when the report rejects anything, or the interchange was
+// rejected whole (its CONTRL answers it).
+func declareAperak(fs *pflag.FlagSet, _ *Config) ([]string, action) {
+	asJSON := fs.Bool("json", false, "one JSON object: every message rejected, each error code with its position, and the APERAK text; exit 1 when it rejects anything")
+	return []string{"edi"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+		rc, err := checkReplies(ctx, "aperak", args, cfg)
+		if err != nil {
+			return err
+		}
+		rep := rc.aperak
+		var text bytes.Buffer
+		if len(rep.Messages) > 0 {
+			err := edifact.WriteAPERAK(&text, rep)
+			if errors.Is(err, edifact.ErrUnencodable) {
+				text.Reset()
+				d := edifact.DefaultDelimiters
+				rep.Delimiters = &d
+				err = edifact.WriteAPERAK(&text, rep)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		why := ""
+		switch {
+		case rc.rejected:
+			why = "the interchange is rejected whole (its envelope or syntax): its CONTRL answers it (lazaret contrl)"
+		case !rc.mode.Aperak():
+			why = fmt.Sprintf("sender %s reads CONTRL only (reply mode %s): its CONTRL rejects the parked messages", rc.sender, rc.mode)
+		case len(rep.Messages) == 0:
+			why = "no message broke a business rule: there is nothing for an APERAK to answer"
+		}
+		if !*asJSON {
+			if why != "" {
+				fmt.Fprintln(stderr, "lazaret aperak: "+why)
+			}
+			_, err := io.Copy(exact(stdout), &text)
+			return err
+		}
+		out := newAperakJSON(rc, text.String(), why)
+		if err := writeJSON(stdout, out); err != nil {
+			return err
+		}
+		if out.Rejected || out.InterchangeRejected {
+			return &exitError{code: 1}
+		}
+		return nil
 	}
-	if out.Rejected || out.InterchangeRejected {
-		return &exitError{code: 1}
-	}
-	return nil
 }
 
 // contrlJSON is lazaret contrl --json.

@@ -3,152 +3,147 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/spf13/pflag"
+
 	"github.com/lazaret/lazaret/premis"
 )
 
-func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageErr("events: want a subcommand: export or ls")
-	}
-	fs := flag.NewFlagSet("events "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	object := fs.String("object", "", "only this object `ID`")
-	batch := fs.String("batch", "", "only this batch `ID`")
-	correlation := fs.String("correlation", "", "only this correlation `ID` (one item's history)")
-	var since, until timeFlag
-	fs.Var(&since, "since", "only events at or after `TIME`: RFC 3339, a date, or a duration back from now (24h, 7d)")
-	fs.Var(&until, "until", "only events before `TIME` (same forms as --since)")
-	cfg := defaultConfig()
-	switch args[0] {
-	case "export":
-		format := fs.String("format", "premis-xml", "output `FORMAT`: premis-xml, or mets (PREMIS wrapped as Archivematica's METS holds it; needs --organisation)")
-		out := fs.String("o", "", "write to this `FILE` instead of standard output")
-		org := fs.String("organisation", "", "the `ORGANISATION` running lazaret: exported as an agent every event links")
-		am := fs.Bool("archivematica", false, "shape the document for Archivematica's metadata/premis.xml import (docs/archivematica.md)")
-		unverified := fs.Bool("unverified", false, "export a ledger that does not verify anyway, marked so in the document")
-		if err := cfg.bind(ctx, fs, args[1:], "ledger", "checkpoint"); err != nil {
-			return err
-		}
-		switch *format {
-		case "premis-xml":
-		case "mets":
-			if *org == "" {
-				// Archivematica's METS names three agents for every file:
-				// the software, the organisation and the person.
-				return usageErr("events export: --format mets needs --organisation (the organisation is one of the three agents of each file in Archivematica's METS)")
-			}
-		default:
-			return usageErr("events export: --format %q: want premis-xml or mets", *format)
-		}
-		if fs.NArg() > 0 {
-			return usageErr("events export: unexpected arguments %q (select with --object, --batch or --correlation)", fs.Args())
-		}
-		l, err := cfg.openReadOnly(ctx)
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		// The chain head the export was taken at, so a preservation system
-		// can later check the ledger against it (lazaret ledger verify --anchor).
-		opt := premis.ExportOptions{Organisation: *org, Archivematica: *am, METS: *format == "mets", LedgerHead: true}
-		// What leaves Lazaret stands on a verified ledger.
-		problem, err := exportVerify(ctx, &cfg, l)
-		if err != nil {
-			return err
-		}
-		if problem != "" {
-			if !*unverified {
-				return &exitError{code: 1, err: fmt.Errorf("events export: ledger %s is not intact, nothing exported (run lazaret ledger verify; --unverified exports it marked): %s", ledgerName(&cfg), problem)}
-			}
-			fmt.Fprintf(stderr, "warning: exporting a ledger that is not intact, marked unverified: %s\n", problem)
-			opt.Unverified = problem
-		}
-		sel := premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t}
-		if *out == "" {
-			_, err := premis.ExportLedger(ctx, exact(stdout), l, sel, software, opt)
-			return err
-		}
-		n, err := exportFile(ctx, *out, l, sel, opt)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "wrote %d events to %s\n", n, *out)
-		return nil
-	case "ls":
-		asJSON := fs.Bool("json", false, "one JSON object per event per line (a PREMIS event as the API serves it)")
-		limit := fs.Int("limit", 0, "at most `N` events (0: all)")
-		if err := cfg.bind(ctx, fs, args[1:], "ledger", "checkpoint"); err != nil {
-			return err
-		}
-		if fs.NArg() > 0 {
-			return usageErr("events ls: unexpected arguments %q (select with --object, --batch or --correlation)", fs.Args())
-		}
-		l, err := cfg.openReadOnly(ctx)
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		if err := warnUnverified(ctx, &cfg, l, stderr); err != nil {
-			return err
-		}
-		sel := premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t, Limit: *limit}
-		// A page at a time: a listing of the whole ledger holds one page.
-		// The table's columns are aligned a page of rows at a time (a
-		// wider cell further down widens its page only); --json is for
-		// scripts.
-		bw := bufio.NewWriterSize(stdout, 64<<10)
-		if *asJSON {
-			err := premis.EachEvent(ctx, l, sel, func(e premis.Event) error {
-				e.Envelope = nil
-				return writeJSON(bw, e)
-			})
-			if ferr := bw.Flush(); err == nil {
-				err = ferr
-			}
-			return err
-		}
-		tw := tabwriter.NewWriter(bw, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TIME\tOBJECT\tTYPE\tOUTCOME\tCLASS\tDESTINATION\tCODE\tWHERE\tOFFSET\tATTEMPT")
-		rows := 0
-		err = premis.EachEvent(ctx, l, sel, func(e premis.Event) error {
-			obj, dest, off := e.ObjectID, string(e.Destination), e.Offset
-			if len(e.Members) > 0 {
-				// An event of a chunk of accepted messages: the message
-				// asked for, or how many it holds; an ing event of a chunk
-				// accepts them.
-				obj = fmt.Sprintf("%s (%d messages)", e.ObjectID, len(e.Members))
-				for _, m := range e.Members {
-					if m.ObjectID == *object {
-						obj, off = m.ObjectID+" (member)", &m.Offset
+// declareEvents declares lazaret events export|ls.
+func declareEvents(sub string) declaration {
+	return func(fs *pflag.FlagSet, _ *Config) ([]string, action) {
+		object := fs.String("object", "", "only this object `ID`")
+		batch := fs.String("batch", "", "only this batch `ID`")
+		correlation := fs.String("correlation", "", "only this correlation `ID` (one item's history)")
+		var since, until timeFlag
+		fs.Var(&since, "since", "only events at or after `TIME`: RFC 3339, a date, or a duration back from now (24h, 7d)")
+		fs.Var(&until, "until", "only events before `TIME` (same forms as --since)")
+		switch sub {
+		case "export":
+			format := fs.String("format", "premis-xml", "output `FORMAT`: premis-xml, or mets (PREMIS wrapped as Archivematica's METS holds it; needs --organisation)")
+			out := fs.StringP("o", "o", "", "write to this `FILE` instead of standard output")
+			org := fs.String("organisation", "", "the `ORGANISATION` running lazaret: exported as an agent every event links")
+			am := fs.Bool("archivematica", false, "shape the document for Archivematica's metadata/premis.xml import (docs/archivematica.md)")
+			unverified := fs.Bool("unverified", false, "export a ledger that does not verify anyway, marked so in the document")
+			return []string{"ledger", "checkpoint"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+				switch *format {
+				case "premis-xml":
+				case "mets":
+					if *org == "" {
+						// Archivematica's METS names three agents for every file:
+						// the software, the organisation and the person.
+						return usageErr("events export: --format mets needs --organisation (the organisation is one of the three agents of each file in Archivematica's METS)")
 					}
+				default:
+					return usageErr("events export: --format %q: want premis-xml or mets", *format)
 				}
-				if e.Type == premis.Ingestion {
-					dest = string(premis.Accepted) + " (members)"
+				if len(args) > 0 {
+					return usageErr("events export: unexpected arguments %q (select with --object, --batch or --correlation)", args)
 				}
+				l, err := cfg.openReadOnly(ctx)
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				// The chain head the export was taken at, so a preservation system
+				// can later check the ledger against it (lazaret ledger verify --anchor).
+				opt := premis.ExportOptions{Organisation: *org, Archivematica: *am, METS: *format == "mets", LedgerHead: true}
+				// What leaves Lazaret stands on a verified ledger.
+				problem, err := exportVerify(ctx, cfg, l)
+				if err != nil {
+					return err
+				}
+				if problem != "" {
+					if !*unverified {
+						return &exitError{code: 1, err: fmt.Errorf("events export: ledger %s is not intact, nothing exported (run lazaret ledger verify; --unverified exports it marked): %s", ledgerName(cfg), problem)}
+					}
+					fmt.Fprintf(stderr, "warning: exporting a ledger that is not intact, marked unverified: %s\n", problem)
+					opt.Unverified = problem
+				}
+				sel := premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t}
+				if *out == "" {
+					_, err := premis.ExportLedger(ctx, exact(stdout), l, sel, software, opt)
+					return err
+				}
+				n, err := exportFile(ctx, *out, l, sel, opt)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stderr, "wrote %d events to %s\n", n, *out)
+				return nil
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", e.DateTime.Format("2006-01-02T15:04:05.000Z"), cell(obj), e.Type,
-				e.Outcome, dash(string(e.Class)), dash(dest), dash(cell(e.Code)), position(e.Position), int64OrDash(off), e.Attempt)
-			if rows++; rows%pageRows == 0 {
-				return tw.Flush()
+		default: // ls
+			asJSON := fs.Bool("json", false, "one JSON object per event per line (a PREMIS event as the API serves it)")
+			limit := fs.Int("limit", 0, "at most `N` events (0: all)")
+			return []string{"ledger", "checkpoint"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+				if len(args) > 0 {
+					return usageErr("events ls: unexpected arguments %q (select with --object, --batch or --correlation)", args)
+				}
+				l, err := cfg.openReadOnly(ctx)
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				if err := warnUnverified(ctx, cfg, l, stderr); err != nil {
+					return err
+				}
+				sel := premis.Filter{ObjectID: *object, BatchID: *batch, CorrelationID: *correlation, Since: since.t, Until: until.t, Limit: *limit}
+				// A page at a time: a listing of the whole ledger holds one page.
+				// The table's columns are aligned a page of rows at a time (a
+				// wider cell further down widens its page only); --json is for
+				// scripts.
+				bw := bufio.NewWriterSize(stdout, 64<<10)
+				if *asJSON {
+					err := premis.EachEvent(ctx, l, sel, func(e premis.Event) error {
+						e.Envelope = nil
+						return writeJSON(bw, e)
+					})
+					if ferr := bw.Flush(); err == nil {
+						err = ferr
+					}
+					return err
+				}
+				tw := tabwriter.NewWriter(bw, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "TIME\tOBJECT\tTYPE\tOUTCOME\tCLASS\tDESTINATION\tCODE\tWHERE\tOFFSET\tATTEMPT")
+				rows := 0
+				err = premis.EachEvent(ctx, l, sel, func(e premis.Event) error {
+					obj, dest, off := e.ObjectID, string(e.Destination), e.Offset
+					if len(e.Members) > 0 {
+						// An event of a chunk of accepted messages: the message
+						// asked for, or how many it holds; an ing event of a chunk
+						// accepts them.
+						obj = fmt.Sprintf("%s (%d messages)", e.ObjectID, len(e.Members))
+						for _, m := range e.Members {
+							if m.ObjectID == *object {
+								obj, off = m.ObjectID+" (member)", &m.Offset
+							}
+						}
+						if e.Type == premis.Ingestion {
+							dest = string(premis.Accepted) + " (members)"
+						}
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", e.DateTime.Format("2006-01-02T15:04:05.000Z"), cell(obj), e.Type,
+						e.Outcome, dash(string(e.Class)), dash(dest), dash(cell(e.Code)), position(e.Position), int64OrDash(off), e.Attempt)
+					if rows++; rows%pageRows == 0 {
+						return tw.Flush()
+					}
+					return nil
+				})
+				if ferr := tw.Flush(); err == nil {
+					err = ferr
+				}
+				if ferr := bw.Flush(); err == nil {
+					err = ferr
+				}
+				return err
 			}
-			return nil
-		})
-		if ferr := tw.Flush(); err == nil {
-			err = ferr
 		}
-		if ferr := bw.Flush(); err == nil {
-			err = ferr
-		}
-		return err
 	}
-	return usageErr("events: unknown subcommand %q", args[0])
 }
 
 // pageRows is how many rows of events ls are aligned together (and held).

@@ -126,7 +126,7 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("completion %s: exit %d", shell, code)
 		}
 	}
-	// Flag names complete, though bind parses them.
+	// Flag names complete.
 	if out, _, _ := runCmd(t, "__complete", "dlq", "ls", "--cl"); !strings.Contains(out, "--class") {
 		t.Errorf("completion of dlq ls --cl:\n%s", out)
 	}

@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
@@ -44,118 +45,114 @@ type inspectResult struct {
 	whole bool
 }
 
-func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "one JSON object per file per line")
 	batch := fs.String("batch", "", "a batch manifest: inspect its items with fixity and manifest rules")
 	kind := fs.String("kind", "", "force the kind (tiff or edifact) instead of detecting it from the content")
-	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "master", "policy", "edi", "links"); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 && *batch == "" {
-		return usageErr("inspect: name at least one FILE or --batch MANIFEST")
-	}
-	if _, ok := validate.KindNamed(*kind); *kind != "" && !ok {
-		return usageErr("inspect: --kind %q: want %s", *kind, strings.Join(validate.KindNames(), " or "))
-	}
-	type job struct {
-		path string
-		item *validate.Item
-	}
-	var jobs []job
-	if *batch != "" {
-		m, dir, err := cfg.readManifest(*batch)
-		if err != nil {
-			return &exitError{code: 1, err: fmt.Errorf("manifest %s:\n%w", *batch, err)}
+	return []string{"master", "policy", "edi", "links"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+		if len(args) == 0 && *batch == "" {
+			return usageErr("inspect: name at least one FILE or --batch MANIFEST")
 		}
-		for i := range m.Items {
-			it := m.Items[i]
-			p, err := validate.ResolvePath(dir, it.Path)
+		if _, ok := validate.KindNamed(*kind); *kind != "" && !ok {
+			return usageErr("inspect: --kind %q: want %s", *kind, strings.Join(validate.KindNames(), " or "))
+		}
+		type job struct {
+			path string
+			item *validate.Item
+		}
+		var jobs []job
+		if *batch != "" {
+			m, dir, err := cfg.readManifest(*batch)
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return &exitError{code: 1, err: fmt.Errorf("manifest %s:\n%w", *batch, err)}
 			}
-			jobs = append(jobs, job{p, &it})
+			for i := range m.Items {
+				it := m.Items[i]
+				p, err := validate.ResolvePath(dir, it.Path)
+				if err != nil {
+					return &exitError{code: 1, err: err}
+				}
+				jobs = append(jobs, job{p, &it})
+			}
 		}
-	}
-	for _, f := range fs.Args() {
-		jobs = append(jobs, job{path: f})
-	}
-	// The same worker execute that routes a task, minus the queue and the
-	// ledger: the verdict is where a first attempt would be routed.
-	w := cfg.worker(nil, nil, cfg.logger(stderr))
-	out := bufio.NewWriterSize(stdout, 64<<10)
-	defer out.Flush()
-	var tw *tabwriter.Writer
-	if !*asJSON {
-		tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "FILE\tVERDICT\tCLASS\tCODE\tWHERE\tOFFSET\tPUID\tMESSAGE")
-	}
-	enc := json.NewEncoder(out)
-	failed, rows := 0, 0
-	emit := func(r inspectResult) error {
-		if r.Verdict != string(premis.Accepted) {
-			failed++
+		for _, f := range args {
+			jobs = append(jobs, job{path: f})
 		}
-		if *asJSON {
-			return enc.Encode(r)
+		// The same worker execute that routes a task, minus the queue and the
+		// ledger: the verdict is where a first attempt would be routed.
+		w := cfg.worker(nil, nil, cfg.logger(stderr))
+		out := bufio.NewWriterSize(stdout, 64<<10)
+		defer out.Flush()
+		var tw *tabwriter.Writer
+		if !*asJSON {
+			tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "FILE\tVERDICT\tCLASS\tCODE\tWHERE\tOFFSET\tPUID\tMESSAGE")
 		}
-		msg := r.Message
-		if msg == "" && len(r.Warnings) > 0 {
-			msg = fmt.Sprintf("%d warning(s): %s", len(r.Warnings), r.Warnings[0].Message)
+		enc := json.NewEncoder(out)
+		failed, rows := 0, 0
+		emit := func(r inspectResult) error {
+			if r.Verdict != string(premis.Accepted) {
+				failed++
+			}
+			if *asJSON {
+				return enc.Encode(r)
+			}
+			msg := r.Message
+			if msg == "" && len(r.Warnings) > 0 {
+				msg = fmt.Sprintf("%d warning(s): %s", len(r.Warnings), r.Warnings[0].Message)
+			}
+			file := r.File
+			if r.MessageRef != "" {
+				file += "#" + r.MessageRef
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(file), r.Verdict, dash(r.Class), dash(r.Code), where(r), int64OrDash(r.Offset), dash(r.PUID), cell(msg))
+			// A tabwriter holds its rows until it is flushed: an interchange
+			// of any size is printed in blocks, each aligned on its own.
+			if rows++; rows%tableBlock == 0 {
+				return tw.Flush()
+			}
+			return nil
 		}
-		file := r.File
-		if r.MessageRef != "" {
-			file += "#" + r.MessageRef
+		regsLoaded, regErr := false, error(nil) // registries load on the first interchange, once
+		for _, j := range jobs {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			k := *kind
+			if k == "" && j.item != nil {
+				k = j.item.Kind
+			}
+			if k == "" {
+				k = detectKind(j.path)
+			}
+			if k == "edifact" && !regsLoaded {
+				regsLoaded = true
+				_, regErr = w.Registries.Refresh()
+			}
+			var err error
+			if k == "edifact" && regErr != nil {
+				err = emit(inspectResult{File: j.path, Kind: "edifact", Verdict: string(premis.Quarantined), Class: string(premis.Unknown),
+					Code: "registry.unavailable", Message: regErr.Error(), Warnings: []validate.Warning{}})
+			} else {
+				err = inspect(ctx, w, j.path, k, j.item, emit)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(file), r.Verdict, dash(r.Class), dash(r.Code), where(r), int64OrDash(r.Offset), dash(r.PUID), cell(msg))
-		// A tabwriter holds its rows until it is flushed: an interchange
-		// of any size is printed in blocks, each aligned on its own.
-		if rows++; rows%tableBlock == 0 {
-			return tw.Flush()
+		if tw != nil {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		if failed > 0 {
+			return &exitError{code: 1}
 		}
 		return nil
 	}
-	regsLoaded, regErr := false, error(nil) // registries load on the first interchange, once
-	for _, j := range jobs {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		k := *kind
-		if k == "" && j.item != nil {
-			k = j.item.Kind
-		}
-		if k == "" {
-			k = detectKind(j.path)
-		}
-		if k == "edifact" && !regsLoaded {
-			regsLoaded = true
-			_, regErr = w.Registries.Refresh()
-		}
-		var err error
-		if k == "edifact" && regErr != nil {
-			err = emit(inspectResult{File: j.path, Kind: "edifact", Verdict: string(premis.Quarantined), Class: string(premis.Unknown),
-				Code: "registry.unavailable", Message: regErr.Error(), Warnings: []validate.Warning{}})
-		} else {
-			err = inspect(ctx, w, j.path, k, j.item, emit)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if tw != nil {
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	if err := out.Flush(); err != nil {
-		return err
-	}
-	if failed > 0 {
-		return &exitError{code: 1}
-	}
-	return nil
 }
 
 // tableBlock is how many rows the text output aligns at a time.

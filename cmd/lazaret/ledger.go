@@ -3,88 +3,86 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/lazaret/lazaret/premis"
 )
 
-// runLedgerVerify walks the ledger's hash chain (premis.Verify). Exit 0 with
-// a one-line summary when it is intact; exit 1 with every problem, one a
-// line (the first broken link by seq, event id and what differs; missing
-// guards; truncation; a head that does not match), when it is not.
-func runLedgerVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ledger verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// declareLedgerVerify declares lazaret ledger verify, which walks the
+// ledger's hash chain (premis.Verify). Exit 0 with a one-line summary when
+// it is intact; exit 1 with every problem, one a line (the first broken link
+// by seq, event id and what differs; missing guards; truncation; a head that
+// does not match), when it is not.
+func declareLedgerVerify(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "the verification as one JSON object")
 	var anchors headsFlag
 	fs.Var(&anchors, "anchor", "a head recorded earlier, `COUNT:HASH` (from an export or an earlier verify), that must be on the chain; repeat for several")
 	noCheckpoints := fs.Bool("no-checkpoints", false, "do not hold the chain to the checkpoint log, and record nothing in it")
-	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "ledger", "checkpoint"); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("ledger verify: unexpected arguments %q", fs.Args())
-	}
-	cp, err := cfg.checkpoints()
-	if err != nil {
-		return err
-	}
-	if *noCheckpoints {
-		cp = checkpointing{}
-	}
-	cps, err := cp.read()
-	if err != nil {
-		return err
-	}
-	a, closeLedger, err := openAuditor(ctx, &cfg)
-	if err != nil {
-		return err
-	}
-	defer closeLedger()
-	v, err := verifyLedger(ctx, a, cps, anchors...)
-	if err != nil {
-		return err
-	}
-	name := ledgerName(&cfg)
-	// The result is recorded (signed) when the key is at hand: listings
-	// then say a ledger failed without walking it.
-	if _, err := premis.Record(cp.log, cp.key, v, time.Now()); err != nil {
-		return err
-	}
-	if cp.log == nil && !*noCheckpoints {
-		fmt.Fprintln(stderr, "note: no checkpoint log (--checkpoint-dir): a ledger wiped, cut short or recomputed by someone who can write the database would verify")
-	}
-	if *asJSON {
-		out := struct {
-			Ledger string `json:"ledger"`
-			Intact bool   `json:"intact"`
-			*premis.Verification
-		}{name, v.Intact(), v}
-		if err := writeJSON(stdout, out); err != nil {
+	return []string{"ledger", "checkpoint"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+		if len(args) > 0 {
+			return usageErr("ledger verify: unexpected arguments %q", args)
+		}
+		cp, err := cfg.checkpoints()
+		if err != nil {
 			return err
 		}
-		if !v.Intact() {
-			return &exitError{code: 1}
+		if *noCheckpoints {
+			cp = checkpointing{}
 		}
-		return nil
+		cps, err := cp.read()
+		if err != nil {
+			return err
+		}
+		a, closeLedger, err := openAuditor(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer closeLedger()
+		v, err := verifyLedger(ctx, a, cps, anchors...)
+		if err != nil {
+			return err
+		}
+		name := ledgerName(cfg)
+		// The result is recorded (signed) when the key is at hand: listings
+		// then say a ledger failed without walking it.
+		if _, err := premis.Record(cp.log, cp.key, v, time.Now()); err != nil {
+			return err
+		}
+		if cp.log == nil && !*noCheckpoints {
+			fmt.Fprintln(stderr, "note: no checkpoint log (--checkpoint-dir): a ledger wiped, cut short or recomputed by someone who can write the database would verify")
+		}
+		if *asJSON {
+			out := struct {
+				Ledger string `json:"ledger"`
+				Intact bool   `json:"intact"`
+				*premis.Verification
+			}{name, v.Intact(), v}
+			if err := writeJSON(stdout, out); err != nil {
+				return err
+			}
+			if !v.Intact() {
+				return &exitError{code: 1}
+			}
+			return nil
+		}
+		if v.Intact() {
+			fmt.Fprintln(stdout, v)
+			return nil
+		}
+		for _, p := range v.Problems {
+			fmt.Fprintln(stdout, p)
+		}
+		if v.BrokenLinks > 1 {
+			fmt.Fprintf(stdout, "link: %d rows in all do not chain; the first is above\n", v.BrokenLinks)
+		}
+		return &exitError{code: 1, err: fmt.Errorf("ledger %s is not intact: %s", name, v)}
 	}
-	if v.Intact() {
-		fmt.Fprintln(stdout, v)
-		return nil
-	}
-	for _, p := range v.Problems {
-		fmt.Fprintln(stdout, p)
-	}
-	if v.BrokenLinks > 1 {
-		fmt.Fprintf(stdout, "link: %d rows in all do not chain; the first is above\n", v.BrokenLinks)
-	}
-	return &exitError{code: 1, err: fmt.Errorf("ledger %s is not intact: %s", name, v)}
 }
 
 // verifyLedger is premis.Verify, against the checkpoints when there is a
@@ -143,6 +141,8 @@ func (h *headsFlag) String() string {
 	}
 	return strings.Join(s, ",")
 }
+
+func (h *headsFlag) Type() string { return "anchor" }
 
 func (h *headsFlag) Set(v string) error {
 	x, err := premis.ParseHead(v)

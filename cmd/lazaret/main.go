@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/validate"
@@ -107,27 +107,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return ee
 }
 
-// runVersion serves lazaret version.
-func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// declareVersion declares lazaret version.
+func declareVersion(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	asJSON := fs.Bool("json", false, "print {\"version\": ...}")
-	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args); err != nil {
-		return err
+	return nil, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+		if len(args) > 0 {
+			return usageErr("version: unexpected arguments %q", args)
+		}
+		if *asJSON {
+			return writeJSON(stdout, struct {
+				Version string `json:"version"`
+				Inflate string `json:"inflate"`
+			}{version, validate.InflateBackend()})
+		}
+		fmt.Fprintln(stdout, "lazaret", version)
+		fmt.Fprintln(stdout, "inflate:", validate.InflateBackend())
+		return nil
 	}
-	if fs.NArg() > 0 {
-		return usageErr("version: unexpected arguments %q", fs.Args())
-	}
-	if *asJSON {
-		return writeJSON(stdout, struct {
-			Version string `json:"version"`
-			Inflate string `json:"inflate"`
-		}{version, validate.InflateBackend()})
-	}
-	fmt.Fprintln(stdout, "lazaret", version)
-	fmt.Fprintln(stdout, "inflate:", validate.InflateBackend())
-	return nil
 }
 
 // asAny reports whether err matches any of the targets (errors.As).

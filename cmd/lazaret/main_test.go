@@ -787,3 +787,29 @@ func TestSubmitDryRunRunsTheContentRules(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsPrecedence: defaults < config file < environment < a flag
+// given on the command line, wherever it stands among the arguments.
+func TestSettingsPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "lazaret.json")
+	if err := os.WriteFile(file, []byte(`{"ledger": "`+filepath.Join(dir, "file.db")+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env  string // LAZARET_LEDGER
+		args []string
+		want string
+	}{
+		{"", []string{"dlq", "ls", "--config", file}, "file.db"},
+		{filepath.Join(dir, "env.db"), []string{"dlq", "ls", "--config", file}, "env.db"},
+		{filepath.Join(dir, "env.db"), []string{"dlq", "ls", "--config", file, "--ledger", filepath.Join(dir, "flag.db")}, "flag.db"},
+		{filepath.Join(dir, "env.db"), []string{"dlq", "show", "ID", "--ledger=" + filepath.Join(dir, "flag.db")}, "flag.db"},
+	} {
+		t.Setenv("LAZARET_LEDGER", tc.env)
+		_, stderr, code := runCmd(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, "no ledger at "+filepath.Join(dir, tc.want)) {
+			t.Errorf("LAZARET_LEDGER=%q %q: exit %d, want no ledger at %s:\n%s", tc.env, tc.args, code, tc.want, stderr)
+		}
+	}
+}

@@ -349,12 +349,13 @@ func TestUnknownFlagsSuggest(t *testing.T) {
 }
 
 // TestCompletionOffersValues: shell completion offers the values of the
-// flags that take one of a known set.
+// flags that take one of a known set. After --class=, the value alone:
+// cobra's completion scripts take the "--class=" off the word themselves.
 func TestCompletionOffersValues(t *testing.T) {
 	t.Parallel()
 	for args, want := range map[string]string{
 		"__complete dlq ls --code tiff.ifd-l":  "tiff.ifd-loop\t",
-		"__complete quarantine ls --class=sem": "--class=semantic",
+		"__complete quarantine ls --class=sem": "semantic\n",
 		"__complete hold ls --kind ":           "edifact",
 		"__complete events export --format ":   "mets",
 	} {

@@ -67,6 +67,7 @@ type timeFlag struct {
 }
 
 func (f *timeFlag) String() string { return f.raw }
+func (f *timeFlag) Type() string   { return "time" }
 func (f *timeFlag) Set(v string) error {
 	t, err := api.ParseTime(v, time.Now())
 	if err != nil {

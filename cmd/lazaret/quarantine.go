@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os/user"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/api"
 	"github.com/lazaret/lazaret/ingest"
@@ -115,7 +115,7 @@ type failureFlags struct {
 	limit                    int
 }
 
-func (f *failureFlags) declare(fs *flag.FlagSet) {
+func (f *failureFlags) declare(fs *pflag.FlagSet) {
 	fs.StringVar(&f.class, "class", "", "only this `CLASS` ("+strings.Join(classNames(), ", ")+")")
 	fs.StringVar(&f.code, "code", "", "only this failure `CODE` (e.g. tiff.ifd-loop)")
 	fs.StringVar(&f.kind, "kind", "", "only this `KIND`: tiff or edifact")
@@ -141,280 +141,278 @@ func classNames() []string {
 	return out
 }
 
-// runFailure serves one lazaret dlq|quarantine|hold subcommand.
-func runFailure(ctx context.Context, fc failureCommand, sub string, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(fc.name+" "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "JSON: one object per line for a listing, one object otherwise")
-	var filters failureFlags
-	var operator, reason, file string
-	var rate float64
-	var force, dry, all, everyItem bool
-	var fleetWait time.Duration
-	var sets listFlag
-	actor := func() {
-		fs.StringVar(&operator, "operator", "", "who acts, recorded in the PREMIS event (default: your login name)")
-		fs.StringVar(&reason, "reason", "", "why, recorded in the PREMIS event")
-		fs.BoolVar(&dry, "dry-run", false, "say what would happen; change nothing")
-	}
-	fields := []string{"redis", "ledger"}
-	switch sub {
-	case "ls":
-		filters.declare(fs)
-		fields = append(fields, "checkpoint")
-	case "replay", "release":
-		actor()
-		fs.StringVar(&file, "file", "", "replay with this corrected `FILE` (beneath an --ingest-root, or beside the original)")
-		fs.Var(&sets, "set", "correct a manifest field, `FIELD=VALUE` (repeatable; e.g. color_profile=sRGB), checked by the manifest's rules")
-		bulk(fs, &filters, &all, &rate)
-		fields = append(fields, "policy", "roots", "links")
-	case "discard", "reject":
-		actor()
-		bulk(fs, &filters, &all, &rate)
-	case "redrive":
-		filters.declare(fs)
-		actor()
-		fs.Float64Var(&rate, "rate", 10, "items per second")
-		fs.BoolVar(&force, "force", false, "replay even items whose re-check fails the same way")
-		fields = append(fields, "policy", "master", "edi")
-	case "reconcile":
-		fs.BoolVar(&dry, "dry-run", false, "say what would be replayed; change nothing")
-		fs.StringVar(&filters.batch, "batch", "", "only this batch `ID`")
-		fs.StringVar(&filters.code, "code", "", "only items parked with this `CODE` (e.g. edifact.locode.unknown)")
-		fs.DurationVar(&fleetWait, "wait", 0, "while live workers validate with other registry versions, wait up to `DURATION` for them (0: refuse at once)")
-		fs.BoolVar(&everyItem, "every-item", false, "list every parked item, also those the registry change does not concern")
-		fields = append(fields, "policy", "master", "edi")
-	}
-	cfg := defaultConfig()
-	// One action, printed for a person: the log says only what went wrong
-	// (a flag, LAZARET_LOG_LEVEL or the file still choose another level).
-	cfg.LogLevel = "warn"
-	if err := cfg.bind(ctx, fs, args, fields...); err != nil {
-		return err
-	}
-	if operator == "" {
-		operator = defaultOperator()
-	}
-	needID := func() (string, error) {
-		if fs.NArg() != 1 {
-			return "", usageErr("%s %s: want exactly one ID (an event, object or correlation id from %s ls)", fc.name, sub, fc.name)
+// declareFailure declares one lazaret dlq|quarantine|hold subcommand.
+func declareFailure(fc failureCommand, sub string) declaration {
+	return func(fs *pflag.FlagSet, defaults *Config) ([]string, action) {
+		asJSON := fs.Bool("json", false, "JSON: one object per line for a listing, one object otherwise")
+		var filters failureFlags
+		var operator, reason, file string
+		var rate float64
+		var force, dry, all, everyItem bool
+		var fleetWait time.Duration
+		var sets listFlag
+		actor := func() {
+			fs.StringVar(&operator, "operator", "", "who acts, recorded in the PREMIS event (default: your login name)")
+			fs.StringVar(&reason, "reason", "", "why, recorded in the PREMIS event")
+			fs.BoolVar(&dry, "dry-run", false, "say what would happen; change nothing")
 		}
-		return fs.Arg(0), nil
-	}
-	if sub == "ls" {
-		if fs.NArg() > 0 {
-			return usageErr("%s ls: unexpected arguments %q (filters are flags: --class, --code, --batch...)", fc.name, fs.Args())
+		fields := []string{"redis", "ledger"}
+		switch sub {
+		case "ls":
+			filters.declare(fs)
+			fields = append(fields, "checkpoint")
+		case "replay", "release":
+			actor()
+			fs.StringVar(&file, "file", "", "replay with this corrected `FILE` (beneath an --ingest-root, or beside the original)")
+			fs.Var(&sets, "set", "correct a manifest field, `FIELD=VALUE` (repeatable; e.g. color_profile=sRGB), checked by the manifest's rules")
+			bulk(fs, &filters, &all, &rate)
+			fields = append(fields, "policy", "roots", "links")
+		case "discard", "reject":
+			actor()
+			bulk(fs, &filters, &all, &rate)
+		case "redrive":
+			filters.declare(fs)
+			actor()
+			fs.Float64Var(&rate, "rate", 10, "items per second")
+			fs.BoolVar(&force, "force", false, "replay even items whose re-check fails the same way")
+			fields = append(fields, "policy", "master", "edi")
+		case "reconcile":
+			fs.BoolVar(&dry, "dry-run", false, "say what would be replayed; change nothing")
+			fs.StringVar(&filters.batch, "batch", "", "only this batch `ID`")
+			fs.StringVar(&filters.code, "code", "", "only items parked with this `CODE` (e.g. edifact.locode.unknown)")
+			fs.DurationVar(&fleetWait, "wait", 0, "while live workers validate with other registry versions, wait up to `DURATION` for them (0: refuse at once)")
+			fs.BoolVar(&everyItem, "every-item", false, "list every parked item, also those the registry change does not concern")
+			fields = append(fields, "policy", "master", "edi")
 		}
-		filter, err := filters.filter(fc.destination)
-		if err != nil {
-			return err
-		}
-		ledger, err := cfg.openReadOnly(ctx)
-		if err != nil {
-			return err
-		}
-		defer ledger.Close()
-		if err := warnUnverified(ctx, &cfg, ledger, stderr); err != nil {
-			return err
-		}
-		list, err := ingest.Failures(ctx, ledger, filter)
-		if err != nil {
-			return err
-		}
-		if err := printFailures(stdout, list, *asJSON); err != nil {
-			return err
-		}
-		if len(list) == 0 && !*asJSON {
-			fmt.Fprintf(stdout, "(nothing in %s matches)\n", fc.destination)
-		}
-		return nil
-	}
-	set := map[string]string{}
-	for _, kv := range sets {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return usageErr("%s %s: --set %q: want FIELD=VALUE", fc.name, sub, kv)
-		}
-		set[k] = v
-	}
-	var id string
-	switch {
-	case all:
-		if fs.NArg() > 0 {
-			return usageErr("%s %s --all: no ID (the filters select: --class, --code, --batch...)", fc.name, sub)
-		}
-		if file != "" {
-			return usageErr("%s %s --all: --file corrects one item; give its ID", fc.name, sub)
-		}
-	case sub != "redrive" && sub != "reconcile":
-		var err error
-		if id, err = needID(); err != nil {
-			return err
-		}
-	}
-	if (sub == "discard" || sub == "reject") && reason == "" {
-		return usageErr("%s %s: --reason is required (it is recorded in the PREMIS event)", fc.name, sub)
-	}
-	var (
-		opt    asynq.RedisConnOpt
-		ledger premis.Ledger
-		err    error
-	)
-	if sub == "show" {
-		if opt, err = cfg.redis(); err == nil {
-			ledger, err = cfg.openReadOnly(ctx)
-		}
-	} else {
-		opt, ledger, err = cfg.connectExisting(ctx)
-	}
-	if err != nil {
-		return err
-	}
-	defer ledger.Close()
-	insp := asynq.NewInspector(opt)
-	defer insp.Close()
-	client := asynq.NewClient(opt)
-	defer client.Close()
-	w := cfg.worker(ledger, client, cfg.logger(stderr))
-	ops := cfg.operator(w, client, insp, opt)
-	if id != "" && sub != "show" {
-		// Actions take the same ids as show, and act only on a failure
-		// that is where the command says: dlq discard does not discard a
-		// quarantined item by its object id.
-		if f, history, ferr := api.FindFailure(ctx, ledger, id); history != nil {
-			if ferr == nil && f.Destination != fc.destination {
-				return &exitError{code: 1, err: fmt.Errorf("%s %s: %s's open failure (%s) is in %s, not %s: use lazaret %s %s", fc.name, sub, f.ObjectID, f.ID,
-					f.Destination, fc.destination, commandFor(f.Destination), verbFor(f.Destination, sub))}
+		// One action, printed for a person: the log says only what went wrong
+		// (a flag, LAZARET_LOG_LEVEL or the file still choose another level).
+		defaults.LogLevel = "warn"
+		return fields, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+			if operator == "" {
+				operator = defaultOperator()
 			}
-			id = f.ID
-		}
-	}
-	if all {
-		filter, err := filters.filter(fc.destination)
-		if err != nil {
-			return err
-		}
-		action := "replay"
-		if sub == "discard" || sub == "reject" {
-			action = "discard"
-		}
-		counts := map[string]int{}
-		_, err = ops.Bulk(ctx, ingest.BulkOptions{Filter: filter, Action: action, Operator: operator, Reason: reason, Set: set,
-			Rate: rate, Limit: filter.Limit, DryRun: dry, Progress: func(d ingest.BulkDecision) {
-				counts[d.Action]++
-				if *asJSON {
-					api.EncodeJSON(stdout, redriveLine{d.Failure.ID, d.Failure.ObjectID, d.Action, d.Detail, dry})
-				} else {
-					fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\n", d.Failure.ID, cell(d.Failure.ObjectID), d.Action, cell(d.Detail))
+			needID := func() (string, error) {
+				if len(args) != 1 {
+					return "", usageErr("%s %s: want exactly one ID (an event, object or correlation id from %s ls)", fc.name, sub, fc.name)
 				}
-			}})
-		if !*asJSON {
-			prefix := ""
-			if dry {
-				prefix = "dry run, nothing changed; would have: "
+				return args[0], nil
 			}
-			fmt.Fprintf(stdout, "%s%s %d, errors %d\n", prefix, action, counts[action], counts["error"])
-		}
-		if err == nil && counts["error"] > 0 {
-			err = &exitError{code: 1, err: fmt.Errorf("%s %s --all: %d of %d failed", fc.name, sub, counts["error"], counts[action]+counts["error"])}
-		}
-		return err
-	}
-	switch sub {
-	case "show":
-		f, history, ferr := api.FindFailure(ctx, ledger, id)
-		if history == nil {
-			return &exitError{code: 1, err: ferr}
-		}
-		d := api.Detail(ops, f, history, ferr)
-		if *asJSON {
-			return api.EncodeJSON(stdout, d)
-		}
-		return printDetail(stdout, d)
-	case "replay", "release":
-		res, err := ops.Replay(ctx, id, ingest.ReplayOptions{Operator: operator, Reason: reason, File: file, Set: set, DryRun: dry})
-		if err != nil {
-			return &exitError{code: 1, err: err}
-		}
-		return printAction(stdout, res, *asJSON)
-	case "discard", "reject":
-		res, err := ops.Discard(ctx, id, operator, reason, dry)
-		if err != nil {
-			return &exitError{code: 1, err: err}
-		}
-		return printAction(stdout, res, *asJSON)
-	case "redrive":
-		filter, err := filters.filter(premis.DeadLetter)
-		if err != nil {
-			return err
-		}
-		counts := map[string]int{}
-		_, err = ops.Redrive(ctx, ingest.RedriveOptions{Filter: filter, Rate: rate, Limit: filter.Limit, Force: force, Operator: operator, DryRun: dry,
-			Progress: func(d ingest.RedriveDecision) {
-				counts[d.Action]++
-				if *asJSON {
-					api.EncodeJSON(stdout, redriveLine{d.Failure.ID, d.Failure.ObjectID, d.Action, d.Detail, dry})
-				} else {
-					fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\n", d.Failure.ID, d.Failure.ObjectID, d.Action, cell(d.Detail))
+			if sub == "ls" {
+				if len(args) > 0 {
+					return usageErr("%s ls: unexpected arguments %q (filters are flags: --class, --code, --batch...)", fc.name, args)
 				}
-			}})
-		if !*asJSON {
-			prefix := ""
-			if dry {
-				prefix = "dry run, nothing changed; would have: "
+				filter, err := filters.filter(fc.destination)
+				if err != nil {
+					return err
+				}
+				ledger, err := cfg.openReadOnly(ctx)
+				if err != nil {
+					return err
+				}
+				defer ledger.Close()
+				if err := warnUnverified(ctx, cfg, ledger, stderr); err != nil {
+					return err
+				}
+				list, err := ingest.Failures(ctx, ledger, filter)
+				if err != nil {
+					return err
+				}
+				if err := printFailures(stdout, list, *asJSON); err != nil {
+					return err
+				}
+				if len(list) == 0 && !*asJSON {
+					fmt.Fprintf(stdout, "(nothing in %s matches)\n", fc.destination)
+				}
+				return nil
 			}
-			fmt.Fprintf(stdout, "%sredriven %d, held at the ceiling %d, unchanged %d, errors %d\n", prefix, counts["redriven"], counts["held"], counts["unchanged"], counts["error"])
-		}
-		return err
-	case "reconcile":
-		ropt := ingest.ReconcileOptions{DryRun: dry, BatchID: filters.batch, Code: filters.code}
-		ds, err := ops.ReconcileQuarantine(ctx, ropt)
-		for deadline := time.Now().Add(fleetWait); fleetWait > 0 && errors.As(err, new(*ingest.FleetBehindError)) && time.Now().Before(deadline); {
-			fmt.Fprintf(stderr, "waiting for the workers' registries: %v\n", err)
-			select {
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			case <-time.After(2 * time.Second):
+			set := map[string]string{}
+			for _, kv := range sets {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usageErr("%s %s: --set %q: want FIELD=VALUE", fc.name, sub, kv)
+				}
+				set[k] = v
 			}
-			ds, err = ops.ReconcileQuarantine(ctx, ropt)
-		}
-		replayed, untouched := 0, 0
-		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		for _, d := range ds {
-			if d.Action == "replayed" || d.Action == "would-replay" {
-				replayed++
+			var id string
+			switch {
+			case all:
+				if len(args) > 0 {
+					return usageErr("%s %s --all: no ID (the filters select: --class, --code, --batch...)", fc.name, sub)
+				}
+				if file != "" {
+					return usageErr("%s %s --all: --file corrects one item; give its ID", fc.name, sub)
+				}
+			case sub != "redrive" && sub != "reconcile":
+				var err error
+				if id, err = needID(); err != nil {
+					return err
+				}
 			}
-			if *asJSON {
-				api.EncodeJSON(stdout, reconcileLine{d.Parked.Held.EventID, d.Parked.TaskID, d.Parked.Held.Envelope.ObjectID,
-					d.Parked.Held.Code, d.Action, d.Detail, dry})
-				continue
+			if (sub == "discard" || sub == "reject") && reason == "" {
+				return usageErr("%s %s: --reason is required (it is recorded in the PREMIS event)", fc.name, sub)
 			}
-			if !everyItem && (d.Action == "unchanged-registry" || d.Action == "not-registry-dependent") {
-				untouched++
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Parked.Held.EventID, cell(d.Parked.Held.Envelope.ObjectID), d.Parked.Held.Code, d.Action, cell(d.Detail))
-		}
-		tw.Flush()
-		if !*asJSON {
-			rest := ""
-			if untouched > 0 {
-				rest = fmt.Sprintf(" (%d the registry change does not concern, not listed: --every-item)", untouched)
-			}
-			if dry {
-				fmt.Fprintf(stdout, "dry run, nothing changed: %d parked, %d would be replayed%s\n", len(ds), replayed, rest)
+			var (
+				opt    asynq.RedisConnOpt
+				ledger premis.Ledger
+				err    error
+			)
+			if sub == "show" {
+				if opt, err = cfg.redis(); err == nil {
+					ledger, err = cfg.openReadOnly(ctx)
+				}
 			} else {
-				fmt.Fprintf(stdout, "%d parked, %d replayed%s\n", len(ds), replayed, rest)
+				opt, ledger, err = cfg.connectExisting(ctx)
 			}
+			if err != nil {
+				return err
+			}
+			defer ledger.Close()
+			insp := asynq.NewInspector(opt)
+			defer insp.Close()
+			client := asynq.NewClient(opt)
+			defer client.Close()
+			w := cfg.worker(ledger, client, cfg.logger(stderr))
+			ops := cfg.operator(w, client, insp, opt)
+			if id != "" && sub != "show" {
+				// Actions take the same ids as show, and act only on a failure
+				// that is where the command says: dlq discard does not discard a
+				// quarantined item by its object id.
+				if f, history, ferr := api.FindFailure(ctx, ledger, id); history != nil {
+					if ferr == nil && f.Destination != fc.destination {
+						return &exitError{code: 1, err: fmt.Errorf("%s %s: %s's open failure (%s) is in %s, not %s: use lazaret %s %s", fc.name, sub, f.ObjectID, f.ID,
+							f.Destination, fc.destination, commandFor(f.Destination), verbFor(f.Destination, sub))}
+					}
+					id = f.ID
+				}
+			}
+			if all {
+				filter, err := filters.filter(fc.destination)
+				if err != nil {
+					return err
+				}
+				action := "replay"
+				if sub == "discard" || sub == "reject" {
+					action = "discard"
+				}
+				counts := map[string]int{}
+				_, err = ops.Bulk(ctx, ingest.BulkOptions{Filter: filter, Action: action, Operator: operator, Reason: reason, Set: set,
+					Rate: rate, Limit: filter.Limit, DryRun: dry, Progress: func(d ingest.BulkDecision) {
+						counts[d.Action]++
+						if *asJSON {
+							api.EncodeJSON(stdout, redriveLine{d.Failure.ID, d.Failure.ObjectID, d.Action, d.Detail, dry})
+						} else {
+							fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\n", d.Failure.ID, cell(d.Failure.ObjectID), d.Action, cell(d.Detail))
+						}
+					}})
+				if !*asJSON {
+					prefix := ""
+					if dry {
+						prefix = "dry run, nothing changed; would have: "
+					}
+					fmt.Fprintf(stdout, "%s%s %d, errors %d\n", prefix, action, counts[action], counts["error"])
+				}
+				if err == nil && counts["error"] > 0 {
+					err = &exitError{code: 1, err: fmt.Errorf("%s %s --all: %d of %d failed", fc.name, sub, counts["error"], counts[action]+counts["error"])}
+				}
+				return err
+			}
+			switch sub {
+			case "show":
+				f, history, ferr := api.FindFailure(ctx, ledger, id)
+				if history == nil {
+					return &exitError{code: 1, err: ferr}
+				}
+				d := api.Detail(ops, f, history, ferr)
+				if *asJSON {
+					return api.EncodeJSON(stdout, d)
+				}
+				return printDetail(stdout, d)
+			case "replay", "release":
+				res, err := ops.Replay(ctx, id, ingest.ReplayOptions{Operator: operator, Reason: reason, File: file, Set: set, DryRun: dry})
+				if err != nil {
+					return &exitError{code: 1, err: err}
+				}
+				return printAction(stdout, res, *asJSON)
+			case "discard", "reject":
+				res, err := ops.Discard(ctx, id, operator, reason, dry)
+				if err != nil {
+					return &exitError{code: 1, err: err}
+				}
+				return printAction(stdout, res, *asJSON)
+			case "redrive":
+				filter, err := filters.filter(premis.DeadLetter)
+				if err != nil {
+					return err
+				}
+				counts := map[string]int{}
+				_, err = ops.Redrive(ctx, ingest.RedriveOptions{Filter: filter, Rate: rate, Limit: filter.Limit, Force: force, Operator: operator, DryRun: dry,
+					Progress: func(d ingest.RedriveDecision) {
+						counts[d.Action]++
+						if *asJSON {
+							api.EncodeJSON(stdout, redriveLine{d.Failure.ID, d.Failure.ObjectID, d.Action, d.Detail, dry})
+						} else {
+							fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\n", d.Failure.ID, d.Failure.ObjectID, d.Action, cell(d.Detail))
+						}
+					}})
+				if !*asJSON {
+					prefix := ""
+					if dry {
+						prefix = "dry run, nothing changed; would have: "
+					}
+					fmt.Fprintf(stdout, "%sredriven %d, held at the ceiling %d, unchanged %d, errors %d\n", prefix, counts["redriven"], counts["held"], counts["unchanged"], counts["error"])
+				}
+				return err
+			case "reconcile":
+				ropt := ingest.ReconcileOptions{DryRun: dry, BatchID: filters.batch, Code: filters.code}
+				ds, err := ops.ReconcileQuarantine(ctx, ropt)
+				for deadline := time.Now().Add(fleetWait); fleetWait > 0 && errors.As(err, new(*ingest.FleetBehindError)) && time.Now().Before(deadline); {
+					fmt.Fprintf(stderr, "waiting for the workers' registries: %v\n", err)
+					select {
+					case <-ctx.Done():
+						return context.Cause(ctx)
+					case <-time.After(2 * time.Second):
+					}
+					ds, err = ops.ReconcileQuarantine(ctx, ropt)
+				}
+				replayed, untouched := 0, 0
+				tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+				for _, d := range ds {
+					if d.Action == "replayed" || d.Action == "would-replay" {
+						replayed++
+					}
+					if *asJSON {
+						api.EncodeJSON(stdout, reconcileLine{d.Parked.Held.EventID, d.Parked.TaskID, d.Parked.Held.Envelope.ObjectID,
+							d.Parked.Held.Code, d.Action, d.Detail, dry})
+						continue
+					}
+					if !everyItem && (d.Action == "unchanged-registry" || d.Action == "not-registry-dependent") {
+						untouched++
+						continue
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Parked.Held.EventID, cell(d.Parked.Held.Envelope.ObjectID), d.Parked.Held.Code, d.Action, cell(d.Detail))
+				}
+				tw.Flush()
+				if !*asJSON {
+					rest := ""
+					if untouched > 0 {
+						rest = fmt.Sprintf(" (%d the registry change does not concern, not listed: --every-item)", untouched)
+					}
+					if dry {
+						fmt.Fprintf(stdout, "dry run, nothing changed: %d parked, %d would be replayed%s\n", len(ds), replayed, rest)
+					} else {
+						fmt.Fprintf(stdout, "%d parked, %d replayed%s\n", len(ds), replayed, rest)
+					}
+				}
+				return err
+			}
+			return nil
 		}
-		return err
 	}
-	return nil
 }
 
 // bulk declares the flags of an action over every failure a filter
 // selects (--all).
-func bulk(fs *flag.FlagSet, filters *failureFlags, all *bool, rate *float64) {
+func bulk(fs *pflag.FlagSet, filters *failureFlags, all *bool, rate *float64) {
 	filters.declare(fs)
 	fs.BoolVar(all, "all", false, "act on every failure the filters select (--class, --code, --kind, --batch, --since, --until, --limit) instead of one ID")
 	fs.Float64Var(rate, "rate", 10, "with --all: at most `N` actions a second")
@@ -518,127 +516,117 @@ func printAction(stdout io.Writer, res *ingest.ActionResult, asJSON bool) error 
 	return nil
 }
 
-// runBatch serves lazaret batch status ID.
-func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "status" && args[0] != "watch") {
-		return usageErr("batch: want: batch status ID, or batch watch ID")
-	}
-	sub := args[0]
-	fs := flag.NewFlagSet("batch "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var asJSON *bool
-	var timeout *time.Duration
-	if sub == "status" {
-		asJSON = fs.Bool("json", false, "one JSON object: batch_id, items, counts, progress (what GET /v1/batches/{id} serves)")
-	} else {
-		timeout = fs.Duration("timeout", 0, "give up after `DURATION` (0: never)")
-		asJSON = fs.Bool("json", false, "one JSON object of the batch's progress a line, whenever it changes, the last when it is finished")
-	}
-	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args[1:], "ledger", "checkpoint"); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usageErr("batch %s: want exactly one batch ID", sub)
-	}
-	l, err := cfg.openReadOnly(ctx)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	if err := warnUnverified(ctx, &cfg, l, stderr); err != nil {
-		return err
-	}
-	if sub == "watch" {
-		if _, err := ingest.BatchProgress(ctx, l, fs.Arg(0)); err != nil {
-			return &exitError{code: 1, err: err}
+// declareBatch declares lazaret batch status|watch ID.
+func declareBatch(sub string) declaration {
+	return func(fs *pflag.FlagSet, _ *Config) ([]string, action) {
+		var asJSON *bool
+		var timeout *time.Duration
+		if sub == "status" {
+			asJSON = fs.Bool("json", false, "one JSON object: batch_id, items, counts, progress (what GET /v1/batches/{id} serves)")
+		} else {
+			timeout = fs.Duration("timeout", 0, "give up after `DURATION` (0: never)")
+			asJSON = fs.Bool("json", false, "one JSON object of the batch's progress a line, whenever it changes, the last when it is finished")
 		}
-		if *asJSON {
-			p, err := watchJSON(ctx, l, fs.Arg(0), stdout, 500*time.Millisecond, *timeout)
+		return []string{"ledger", "checkpoint"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+			if len(args) != 1 {
+				return usageErr("batch %s: want exactly one batch ID", sub)
+			}
+			l, err := cfg.openReadOnly(ctx)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			if err := warnUnverified(ctx, cfg, l, stderr); err != nil {
+				return err
+			}
+			if sub == "watch" {
+				if _, err := ingest.BatchProgress(ctx, l, args[0]); err != nil {
+					return &exitError{code: 1, err: err}
+				}
+				if *asJSON {
+					p, err := watchJSON(ctx, l, args[0], stdout, 500*time.Millisecond, *timeout)
+					if err != nil {
+						return &exitError{code: 1, err: err}
+					}
+					return waitVerdict(p)
+				}
+				p, err := watchBatch(ctx, l, args[0], stdout, 500*time.Millisecond, *timeout)
+				if err != nil {
+					return &exitError{code: 1, err: err}
+				}
+				fmt.Fprintln(stdout, progressLine(p))
+				return waitVerdict(p)
+			}
+			items, progress, err := ingest.BatchReport(ctx, l, args[0])
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			return waitVerdict(p)
+			b := api.NewBatchStatus(args[0], items)
+			b.Progress = progress
+			if *asJSON {
+				return api.EncodeJSON(stdout, b)
+			}
+			tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "OBJECT\tKIND\tDESTINATION\tCLASS\tCODE\tATTEMPT\tEVENT")
+			for _, it := range items {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(it.ObjectID), it.Kind, it.Destination, dash(string(it.Class)), dash(cell(it.Code)), it.Attempt, it.EventID)
+			}
+			tw.Flush()
+			c := b.Counts
+			fmt.Fprintf(stdout, "%d items: %d accepted, %d retrying, %d dead-letter, %d quarantine, %d audit-hold, %d replayed, %d discarded, %d submitted and not yet processed\n", len(items),
+				c.Accepted, c.Retrying, c.DeadLetter, c.Quarantine, c.AuditHold, c.Replayed, c.Discarded, c.Submitted)
+			fmt.Fprintln(stdout, progressLine(progress))
+			return nil
 		}
-		p, err := watchBatch(ctx, l, fs.Arg(0), stdout, 500*time.Millisecond, *timeout)
-		if err != nil {
-			return &exitError{code: 1, err: err}
-		}
-		fmt.Fprintln(stdout, progressLine(p))
-		return waitVerdict(p)
 	}
-	items, progress, err := ingest.BatchReport(ctx, l, fs.Arg(0))
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	b := api.NewBatchStatus(fs.Arg(0), items)
-	b.Progress = progress
-	if *asJSON {
-		return api.EncodeJSON(stdout, b)
-	}
-	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "OBJECT\tKIND\tDESTINATION\tCLASS\tCODE\tATTEMPT\tEVENT")
-	for _, it := range items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(it.ObjectID), it.Kind, it.Destination, dash(string(it.Class)), dash(cell(it.Code)), it.Attempt, it.EventID)
-	}
-	tw.Flush()
-	c := b.Counts
-	fmt.Fprintf(stdout, "%d items: %d accepted, %d retrying, %d dead-letter, %d quarantine, %d audit-hold, %d replayed, %d discarded, %d submitted and not yet processed\n", len(items),
-		c.Accepted, c.Retrying, c.DeadLetter, c.Quarantine, c.AuditHold, c.Replayed, c.Discarded, c.Submitted)
-	fmt.Fprintln(stdout, progressLine(progress))
-	return nil
 }
 
-// runReconcileBroker serves `lazaret reconcile-broker`: archived tasks with
-// no ledger event are recorded; items the ledger expects in the broker but
-// the broker lost are enqueued or parked again; dead letters the broker no
-// longer holds are reported (they stay listable and replayable).
-func runReconcileBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("reconcile-broker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// declareReconcileBroker declares `lazaret reconcile-broker`: archived tasks
+// with no ledger event are recorded; items the ledger expects in the broker
+// but the broker lost are enqueued or parked again; dead letters the broker
+// no longer holds are reported (they stay listable and replayable).
+func declareReconcileBroker(fs *pflag.FlagSet, defaults *Config) ([]string, action) {
 	dry := fs.Bool("dry-run", false, "say what would be repaired, change nothing")
 	asJSON := fs.Bool("json", false, "the report as one JSON object")
-	cfg := defaultConfig()
 	// One action, printed for a person: the log says only what went wrong
 	// (a flag, LAZARET_LOG_LEVEL or the file still choose another level).
-	cfg.LogLevel = "warn"
-	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "policy"); err != nil {
-		return err
+	defaults.LogLevel = "warn"
+	return []string{"redis", "ledger", "policy"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+		opt, ledger, err := cfg.connectExisting(ctx)
+		if err != nil {
+			return err
+		}
+		defer ledger.Close()
+		insp := asynq.NewInspector(opt)
+		defer insp.Close()
+		client := asynq.NewClient(opt)
+		defer client.Close()
+		w := cfg.worker(ledger, client, cfg.logger(stderr))
+		rep, err := cfg.operator(w, client, insp, opt).ReconcileBroker(ctx, *dry)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return api.EncodeJSON(stdout, rep)
+		}
+		for _, id := range rep.Missing {
+			fmt.Fprintf(stdout, "%s\tnot in the broker: replayable from the ledger\n", id)
+		}
+		for _, id := range rep.Reenqueued {
+			fmt.Fprintf(stdout, "%s\tsubmitted or replayed, but lost by the broker: enqueued again\n", id)
+		}
+		for _, id := range rep.Reparked {
+			fmt.Fprintf(stdout, "%s\tparked copy lost by the broker: parked again\n", id)
+		}
+		for _, id := range rep.Rearchived {
+			fmt.Fprintf(stdout, "%s\tdead letter lost by the broker: archived again\n", id)
+		}
+		prefix := ""
+		if *dry {
+			prefix = "dry run, nothing changed: "
+		}
+		fmt.Fprintf(stdout, "%s%d archived task(s) recorded in the ledger; %d item(s) enqueued again; %d parked again; %d archived again; %d stale parked copies removed; %d open failure(s) no longer in the broker\n",
+			prefix, len(rep.ArchivedRecorded), len(rep.Reenqueued), len(rep.Reparked), len(rep.Rearchived), len(rep.StaleParked), len(rep.Missing))
+		return nil
 	}
-	opt, ledger, err := cfg.connectExisting(ctx)
-	if err != nil {
-		return err
-	}
-	defer ledger.Close()
-	insp := asynq.NewInspector(opt)
-	defer insp.Close()
-	client := asynq.NewClient(opt)
-	defer client.Close()
-	w := cfg.worker(ledger, client, cfg.logger(stderr))
-	rep, err := cfg.operator(w, client, insp, opt).ReconcileBroker(ctx, *dry)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return api.EncodeJSON(stdout, rep)
-	}
-	for _, id := range rep.Missing {
-		fmt.Fprintf(stdout, "%s\tnot in the broker: replayable from the ledger\n", id)
-	}
-	for _, id := range rep.Reenqueued {
-		fmt.Fprintf(stdout, "%s\tsubmitted or replayed, but lost by the broker: enqueued again\n", id)
-	}
-	for _, id := range rep.Reparked {
-		fmt.Fprintf(stdout, "%s\tparked copy lost by the broker: parked again\n", id)
-	}
-	for _, id := range rep.Rearchived {
-		fmt.Fprintf(stdout, "%s\tdead letter lost by the broker: archived again\n", id)
-	}
-	prefix := ""
-	if *dry {
-		prefix = "dry run, nothing changed: "
-	}
-	fmt.Fprintf(stdout, "%s%d archived task(s) recorded in the ledger; %d item(s) enqueued again; %d parked again; %d archived again; %d stale parked copies removed; %d open failure(s) no longer in the broker\n",
-		prefix, len(rep.ArchivedRecorded), len(rep.Reenqueued), len(rep.Reparked), len(rep.Rearchived), len(rep.StaleParked), len(rep.Missing))
-	return nil
 }

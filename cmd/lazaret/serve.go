@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,17 +14,17 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/api"
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
 )
 
-// runServe runs the workers (unless --no-worker) and the HTTP server:
-// asynqmon at /monitoring/, /metrics, /healthz, /readyz and the /v1/ API.
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// declareServe declares lazaret serve, which runs the workers (unless
+// --no-worker) and the HTTP server: asynqmon at /monitoring/, /metrics,
+// /healthz, /readyz and the /v1/ API.
+func declareServe(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	listen := fs.String("listen", "127.0.0.1:8080", "`ADDRESS` to serve on (loopback unless told otherwise)")
 	noWorker := fs.Bool("no-worker", false, "serve the API and monitoring only")
 	// Secrets come from the environment after parsing, so that --help
@@ -39,77 +38,75 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	insecure := fs.Bool("insecure-listen", false, "serve beyond loopback without a read token (failures, paths and digests are then public)")
 	var hosts listFlag
 	fs.Var(&hosts, "allowed-host", "`HOST` name requests may carry in Host (repeatable); default: localhost and the listen address's")
-	cfg := defaultConfig()
-	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "roots", "links", "checkpoint", "verify"); err != nil {
-		return err
-	}
-	for _, v := range []struct {
-		dst *string
-		env string
-	}{{token, "LAZARET_API_TOKEN"}, {webhook, "LAZARET_WEBHOOK_URL"}, {secret, "LAZARET_WEBHOOK_SECRET"}, {readToken, "LAZARET_READ_TOKEN"}} {
-		if *v.dst == "" {
-			*v.dst = os.Getenv(v.env)
+	return []string{"redis", "ledger", "worker", "policy", "master", "edi", "roots", "links", "checkpoint", "verify"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+		for _, v := range []struct {
+			dst *string
+			env string
+		}{{token, "LAZARET_API_TOKEN"}, {webhook, "LAZARET_WEBHOOK_URL"}, {secret, "LAZARET_WEBHOOK_SECRET"}, {readToken, "LAZARET_READ_TOKEN"}} {
+			if *v.dst == "" {
+				*v.dst = os.Getenv(v.env)
+			}
 		}
-	}
-	if *writable {
-		return usageErr("serve: --monitoring-writable is refused: asynqmon would run, delete and archive tasks with no ledger event and no operator; act with lazaret dlq|quarantine|hold or the /v1/ API, which record who did what")
-	}
-	lhost, _, err := net.SplitHostPort(*listen)
-	if err != nil {
-		return usageErr("serve: --listen %q: %v", *listen, err)
-	}
-	loopback := lhost == "localhost"
-	if ip := net.ParseIP(lhost); ip != nil {
-		loopback = ip.IsLoopback()
-	}
-	if !loopback && *readToken == "" && !*insecure {
-		return usageErr("serve: --listen %s is reachable beyond this machine: set --read-token (and --api-token for changes), or say --insecure-listen", *listen)
-	}
-	if len(hosts) == 0 {
-		hosts = listFlag{"localhost", "127.0.0.1", "::1"}
-		if lhost != "" && !slices.Contains(hosts, lhost) {
-			hosts = append(hosts, lhost)
+		if *writable {
+			return usageErr("serve: --monitoring-writable is refused: asynqmon would run, delete and archive tasks with no ledger event and no operator; act with lazaret dlq|quarantine|hold or the /v1/ API, which record who did what")
 		}
-		if !loopback {
-			hosts = nil // beyond loopback the names are the operator's to give
+		lhost, _, err := net.SplitHostPort(*listen)
+		if err != nil {
+			return usageErr("serve: --listen %q: %v", *listen, err)
 		}
-	}
-	log := cfg.logger(stderr)
-	if _, err := cfg.checkpoints(); err != nil {
-		return err
-	}
-	opt, ledger, err := cfg.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer ledger.Close()
-	srv, stop, err := newServer(ctx, &cfg, opt, ledger, log, serveOptions{token: *token, webhook: *webhook, secret: *secret, writable: *writable,
-		worker: !*noWorker, reconcileEvery: *reconcileEvery, readToken: *readToken, hosts: hosts})
-	if err != nil {
-		return err
-	}
-	defer stop()
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10}
-	log.Info("serving", slog.String("listen", ln.Addr().String()), slog.Bool("worker", !*noWorker), slog.Bool("api_writable", *token != ""),
-		slog.String("version", version))
-	fmt.Fprintf(stdout, "lazaret serving on http://%s (monitoring at /monitoring/)\n", ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
+		loopback := lhost == "localhost"
+		if ip := net.ParseIP(lhost); ip != nil {
+			loopback = ip.IsLoopback()
+		}
+		if !loopback && *readToken == "" && !*insecure {
+			return usageErr("serve: --listen %s is reachable beyond this machine: set --read-token (and --api-token for changes), or say --insecure-listen", *listen)
+		}
+		if len(hosts) == 0 {
+			hosts = listFlag{"localhost", "127.0.0.1", "::1"}
+			if lhost != "" && !slices.Contains(hosts, lhost) {
+				hosts = append(hosts, lhost)
+			}
+			if !loopback {
+				hosts = nil // beyond loopback the names are the operator's to give
+			}
+		}
+		log := cfg.logger(stderr)
+		if _, err := cfg.checkpoints(); err != nil {
 			return err
 		}
+		opt, ledger, err := cfg.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer ledger.Close()
+		srv, stop, err := newServer(ctx, cfg, opt, ledger, log, serveOptions{token: *token, webhook: *webhook, secret: *secret, writable: *writable,
+			worker: !*noWorker, reconcileEvery: *reconcileEvery, readToken: *readToken, hosts: hosts})
+		if err != nil {
+			return err
+		}
+		defer stop()
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			return err
+		}
+		hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+			MaxHeaderBytes: 64 << 10}
+		log.Info("serving", slog.String("listen", ln.Addr().String()), slog.Bool("worker", !*noWorker), slog.Bool("api_writable", *token != ""),
+			slog.String("version", version))
+		fmt.Fprintf(stdout, "lazaret serving on http://%s (monitoring at /monitoring/)\n", ln.Addr())
+		errc := make(chan error, 1)
+		go func() { errc <- hs.Serve(ln) }()
+		select {
+		case <-ctx.Done():
+		case err := <-errc:
+			if !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return hs.Shutdown(sctx)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return hs.Shutdown(sctx)
 }
 
 type serveOptions struct {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,76 +15,73 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/api"
 	"github.com/lazaret/lazaret/ingest"
 )
 
-func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg := defaultConfig()
+func declareWorker(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	metricsAddr := fs.String("metrics-listen", "", "serve this process's own series (ledger appends and their time, processing time, reconcile repairs, Go runtime) at http://`ADDR`/metrics; what the workers decide is counted from the ledger by serve's /metrics")
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
-	if err := cfg.bind(ctx, fs, args, "redis", "ledger", "worker", "policy", "master", "edi", "links", "checkpoint"); err != nil {
-		return err
-	}
-	log := cfg.logger(stderr)
-	if _, err := cfg.checkpoints(); err != nil {
-		return err
-	}
-	opt, ledger, err := cfg.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer ledger.Close()
-	client := asynq.NewClient(opt)
-	defer client.Close()
-	insp := asynq.NewInspector(opt)
-	defer insp.Close()
-	w := cfg.worker(ledger, client, log)
-	op := cfg.operator(w, client, insp, opt)
-	if *metricsAddr != "" {
-		m := api.NewMetrics(nil)
-		w.Ledger = observeAppends(ledger, m.ObserveAppend)
-		w.Observe = m.Observe
-		op.Repaired = m.ObserveReconcile
-		ln, err := net.Listen("tcp", *metricsAddr)
-		if err != nil {
-			return usageErr("--metrics-listen %s: %v", *metricsAddr, err)
+	return []string{"redis", "ledger", "worker", "policy", "master", "edi", "links", "checkpoint"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+		log := cfg.logger(stderr)
+		if _, err := cfg.checkpoints(); err != nil {
+			return err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go hs.Serve(ln)
-		defer hs.Close()
-		log.Info("worker metrics", slog.String("listen", ln.Addr().String()))
-	}
-	stop, err := startWorkers(ctx, w, op, opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, *reconcileEvery)
-	if err != nil {
-		return err
-	}
-	// The head is checkpointed as the workers move it, outside the
-	// database; stopped after the workers, so the last head is in the log.
-	_, stopCheckpoints, err := startCheckpoints(ctx, &cfg, ledger, log, false)
-	if err != nil {
+		opt, ledger, err := cfg.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer ledger.Close()
+		client := asynq.NewClient(opt)
+		defer client.Close()
+		insp := asynq.NewInspector(opt)
+		defer insp.Close()
+		w := cfg.worker(ledger, client, log)
+		op := cfg.operator(w, client, insp, opt)
+		if *metricsAddr != "" {
+			m := api.NewMetrics(nil)
+			w.Ledger = observeAppends(ledger, m.ObserveAppend)
+			w.Observe = m.Observe
+			op.Repaired = m.ObserveReconcile
+			ln, err := net.Listen("tcp", *metricsAddr)
+			if err != nil {
+				return usageErr("--metrics-listen %s: %v", *metricsAddr, err)
+			}
+			mux := http.NewServeMux()
+			mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+			hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+			go hs.Serve(ln)
+			defer hs.Close()
+			log.Info("worker metrics", slog.String("listen", ln.Addr().String()))
+		}
+		stop, err := startWorkers(ctx, w, op, opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, *reconcileEvery)
+		if err != nil {
+			return err
+		}
+		// The head is checkpointed as the workers move it, outside the
+		// database; stopped after the workers, so the last head is in the log.
+		_, stopCheckpoints, err := startCheckpoints(ctx, cfg, ledger, log, false)
+		if err != nil {
+			stop()
+			return err
+		}
+		defer stopCheckpoints()
+		if cfg.CheckpointDir != "" && cfg.CheckpointKey == "" {
+			log.Warn("no --checkpoint-key: this worker checkpoints nothing", slog.String("checkpoint_dir", cfg.CheckpointDir))
+		}
+		if os.Geteuid() == 0 {
+			log.Warn("running as root: a worker needs only read access to the ingest roots and write access to its ledger; see deploy/systemd")
+		}
+		log.Info("worker running", slog.String("redis", redactURL(cfg.RedisURL)), slog.String("ledger", cfg.Ledger),
+			slog.Int("concurrency", cfg.Concurrency), slog.String("version", version))
+		<-ctx.Done()
+		log.Info("shutting down: draining running tasks")
 		stop()
-		return err
+		log.Info("worker stopped")
+		return nil
 	}
-	defer stopCheckpoints()
-	if cfg.CheckpointDir != "" && cfg.CheckpointKey == "" {
-		log.Warn("no --checkpoint-key: this worker checkpoints nothing", slog.String("checkpoint_dir", cfg.CheckpointDir))
-	}
-	if os.Geteuid() == 0 {
-		log.Warn("running as root: a worker needs only read access to the ingest roots and write access to its ledger; see deploy/systemd")
-	}
-	log.Info("worker running", slog.String("redis", redactURL(cfg.RedisURL)), slog.String("ledger", cfg.Ledger),
-		slog.Int("concurrency", cfg.Concurrency), slog.String("version", version))
-	<-ctx.Done()
-	log.Info("shutting down: draining running tasks")
-	stop()
-	log.Info("worker stopped")
-	return nil
 }
 
 // startWorkers starts the asynq server for w and the reconciler that op
