@@ -19,6 +19,7 @@ import (
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/fixtures"
 	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -100,8 +101,8 @@ func bombChild(kind string, paths []string) int {
 				rep.Outcomes[i].Pages, rep.Outcomes[i].Decoded, rep.Outcomes[i].SubDecoded = mr.Pages, mr.Decoded, mr.SubDecoded
 			}
 			o := &rep.Outcomes[i]
-			var le *validate.LimitError
-			var te *validate.TIFFError
+			var le *tiff.LimitError
+			var te *tiff.FormatError
 			var se *edifact.SyntaxError
 			var re *validate.RuleError
 			switch {

@@ -3,6 +3,7 @@ package validate
 import (
 	"bytes"
 	"errors"
+	"github.com/lazaret/lazaret/tiff"
 	"io"
 	"sync/atomic"
 	"testing"
@@ -66,11 +67,11 @@ func TestSmallMasterReadsOnce(t *testing.T) {
 		}
 		file := &countReads{r: bytes.NewReader(data)}
 		c := newReadCache(file, int64(len(data)))
-		info, err := WalkTIFF(c, int64(len(data)), DefaultLimits)
+		info, err := tiff.WalkTIFF(c, int64(len(data)), tiff.DefaultLimits)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := DecodePages(c, info, DecodeOptions{PixelBudget: 1 << 20, DecodeUncompressed: true}); err != nil {
+		if _, err := tiff.DecodePages(c, info, tiff.DecodeOptions{PixelBudget: 1 << 20, DecodeUncompressed: true}); err != nil {
 			t.Fatal(err)
 		}
 		c.release()

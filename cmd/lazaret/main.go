@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lazaret/lazaret/ingest"
-	"github.com/lazaret/lazaret/validate"
+	"github.com/lazaret/lazaret/tiff"
 
 	// The ledgers --ledger can name, each registered by its URL scheme
 	// (premis.RegisterBackend): a file path or sqlite://, postgres://.
@@ -123,10 +123,10 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return writeJSON(stdout, struct {
 			Version string `json:"version"`
 			Inflate string `json:"inflate"`
-		}{version, validate.InflateBackend()})
+		}{version, tiff.InflateBackend()})
 	}
 	fmt.Fprintln(stdout, "lazaret", version)
-	fmt.Fprintln(stdout, "inflate:", validate.InflateBackend())
+	fmt.Fprintln(stdout, "inflate:", tiff.InflateBackend())
 	return nil
 }
 
