@@ -55,7 +55,7 @@ type bombOutcome struct {
 	Page   int    `json:"page,omitempty"`
 	Tag    uint16 `json:"tag,omitempty"`
 	Offset int64  `json:"offset"`
-	Code   string `json:"code,omitempty"` // *TIFFError, or *edifact.SyntaxError's Name
+	Code   string `json:"code,omitempty"` // *tiff.FormatError, or *edifact.SyntaxError's Name
 	// Messages is how many verdicts an accepted interchange handed over.
 	Messages int `json:"messages,omitempty"`
 	// Pages and Decoded are a master's page counts (Report.Pages, Decoded).

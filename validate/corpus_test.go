@@ -72,7 +72,7 @@ func TestCorpusBadIsRefusedWithOffset(t *testing.T) {
 		_, err := validate.CheckMaster(context.Background(), f, nil, validate.DefaultMasterPolicy())
 		var te *tiff.FormatError
 		if !errors.As(err, &te) {
-			t.Errorf("%s: want a structural *TIFFError, got %v", filepath.Base(f), err)
+			t.Errorf("%s: want a structural *tiff.FormatError, got %v", filepath.Base(f), err)
 			continue
 		}
 		if te.Offset < 0 || te.Offset > st.Size() {

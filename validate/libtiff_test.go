@@ -119,7 +119,7 @@ var libtiffVerdictGaps = map[string]string{
 }
 
 // lazaretVerdict is CheckMaster's verdict in a word: "broken" for a
-// structural failure (*TIFFError), "over a limit" (*LimitError), "refused"
+// structural failure (*tiff.FormatError), "over a limit" (*LimitError), "refused"
 // for any other error (policy, format), "reads it" with every page
 // decoded, "reads it, N of M pages decoded" otherwise.
 func lazaretVerdict(rep *validate.Report, err error) string {
