@@ -196,14 +196,3 @@ func atPath(err error, p *Page) error {
 	}
 	return err
 }
-
-// mainSkipped counts the pages of the main chain among skipped.
-func mainSkipped(skipped []*UnsupportedError) int {
-	n := 0
-	for _, u := range skipped {
-		if u.Path == "" {
-			n++
-		}
-	}
-	return n
-}
