@@ -33,14 +33,18 @@ func NewDecoder(r io.ReaderAt, info *TIFFInfo, lim Limits, opt DecodeOptions) *D
 func (d *Decoder) Decode(sub func(p *Page) error) error {
 	err := eachPage(d.r, d.info, d.lim, d.dec.decode)
 	if err == nil {
+		var refused error
 		err = eachSubImage(d.r, d.info, d.lim, func(p *Page) error {
 			if sub != nil {
-				if err := sub(p); err != nil {
-					return err
+				if refused = sub(p); refused != nil {
+					return refused
 				}
 			}
 			return d.dec.decode(p)
 		})
+		if refused != nil && err == refused {
+			return err // sub's verdict: decoding did not finish, nothing to summarise
+		}
 	}
 	d.info.Warnings = d.info.decodeCap.summarise(d.info.Warnings)
 	return err
