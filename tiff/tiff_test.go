@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/lazaret/lazaret/internal/testenv"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )

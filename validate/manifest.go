@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lazaret/lazaret/tiff"
 	"io"
 	"path/filepath"
 	"reflect"
@@ -15,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
+	"github.com/lazaret/lazaret/tiff"
 )
 
 // Manifest is a submitted batch: who sent it and the items in it.

@@ -6,13 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/lazaret/lazaret/tiff"
 	"io"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lazaret/lazaret/tiff"
 )
 
 // Stage names the step of master validation an error came from; it picks the

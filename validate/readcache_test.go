@@ -3,12 +3,12 @@ package validate
 import (
 	"bytes"
 	"errors"
-	"github.com/lazaret/lazaret/tiff"
 	"io"
 	"sync/atomic"
 	"testing"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/tiff"
 )
 
 type countReads struct {
