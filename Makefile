@@ -54,15 +54,15 @@ lint:
 # (golang/go#75804, fixed in go1.27).
 FUZZCOUNT ?= 40000x
 fuzz-smoke:
-	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZCOUNT) ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZCOUNT) ./tiff
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZCOUNT) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZCOUNT) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=20000x ./validate
-	$(GO) test -run='^$$' -fuzz='^FuzzReadICC$$' -fuzztime=20000x ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzReadICC$$' -fuzztime=20000x ./tiff
 	$(GO) test -run='^$$' -fuzz='^FuzzRegistryFiles$$' -fuzztime=2000x ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeEnvelope$$' -fuzztime=20000x ./ingest
-	$(GO) test -run='^$$' -fuzz='^FuzzTIFFDepth$$' -fuzztime=5000x ./validate
-	$(GO) test -run='^$$' -fuzz='^FuzzFastCountAsDecoder$$' -fuzztime=5000x ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzTIFFDepth$$' -fuzztime=5000x ./tiff
+	$(GO) test -run='^$$' -fuzz='^FuzzFastCountAsDecoder$$' -fuzztime=5000x ./tiff
 	$(GO) test -run='^$$' -fuzz='^FuzzContrl$$' -fuzztime=5000x ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzAperak$$' -fuzztime=5000x ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=5000x ./edifact/directory
@@ -74,27 +74,27 @@ fuzz-smoke:
 # seeds Lazaret makes itself (fixtures, hand-written cases), written from
 # each target's own seed list; inputs from ../shared/corpus are read at run
 # time, never copied in.
-FUZZPKGS := ./validate ./edifact ./edifact/directory ./ingest ./premis ./premis/ledgersql
+FUZZPKGS := ./tiff ./validate ./edifact ./edifact/directory ./ingest ./premis ./premis/ledgersql
 fuzz-seeds:
 	LAZARET_WRITE_SEEDS=1 $(GO) test -count=1 -run='^Fuzz' $(FUZZPKGS)
 
 fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZTIME) ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZTIME) ./tiff
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=$(FUZZTIME) ./validate
-	$(GO) test -run='^$$' -fuzz='^FuzzReadICC$$' -fuzztime=$(FUZZTIME) ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzReadICC$$' -fuzztime=$(FUZZTIME) ./tiff
 	$(GO) test -run='^$$' -fuzz='^FuzzRegistryFiles$$' -fuzztime=$(FUZZTIME) ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeEnvelope$$' -fuzztime=$(FUZZTIME) ./ingest
-	$(GO) test -run='^$$' -fuzz='^FuzzTIFFDepth$$' -fuzztime=$(FUZZTIME) ./validate
-	$(GO) test -run='^$$' -fuzz='^FuzzFastCountAsDecoder$$' -fuzztime=$(FUZZTIME) ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzTIFFDepth$$' -fuzztime=$(FUZZTIME) ./tiff
+	$(GO) test -run='^$$' -fuzz='^FuzzFastCountAsDecoder$$' -fuzztime=$(FUZZTIME) ./tiff
 	$(GO) test -run='^$$' -fuzz='^FuzzContrl$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzAperak$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) ./edifact/directory
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=$(FUZZTIME) ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=$(FUZZTIME) ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzReadCheckpoints$$' -fuzztime=$(FUZZTIME) ./premis
-	$(GO) test -run='^$$' -fuzz='^FuzzInflateBackends$$' -fuzztime=$(FUZZTIME) -tags zlib ./validate
+	$(GO) test -run='^$$' -fuzz='^FuzzInflateBackends$$' -fuzztime=$(FUZZTIME) -tags zlib ./tiff
 
 soak:
 	LAZARET_SOAK_ITEMS=$(SOAKITEMS) $(GO) test -count=1 -run='^TestSoak$$' -v ./ingest
@@ -122,10 +122,10 @@ riverbench:
 INFLATETAGS ?= zlib
 test-inflate:
 	for t in $(INFLATETAGS); do \
-		$(GO) vet -tags $$t ./validate ./cmd/lazaret && \
-		$(GO) test -count=1 -tags $$t ./validate ./cmd/lazaret && \
-		$(GO) test -run='^$$' -fuzz='^FuzzInflateBackends$$' -fuzztime=5000x -tags $$t ./validate && \
-		$(GO) test -run='^$$' -fuzz='^FuzzFastCountAsDecoder$$' -fuzztime=5000x -tags $$t ./validate || exit 1; \
+		$(GO) vet -tags $$t ./tiff ./validate ./cmd/lazaret && \
+		$(GO) test -count=1 -tags $$t ./tiff ./validate ./cmd/lazaret && \
+		$(GO) test -run='^$$' -fuzz='^FuzzInflateBackends$$' -fuzztime=5000x -tags $$t ./tiff && \
+		$(GO) test -run='^$$' -fuzz='^FuzzFastCountAsDecoder$$' -fuzztime=5000x -tags $$t ./tiff || exit 1; \
 	done
 
 # The noisy Deflate master against tiffinfo -D in each build, one and two cores.

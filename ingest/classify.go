@@ -11,6 +11,7 @@ import (
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -62,12 +63,12 @@ func classify(err error) (premis.Class, string) {
 		poison   *PoisonError
 		panicErr *PanicError
 		routing  *RoutingError
-		tiffErr  *validate.TIFFError
+		tiffErr  *tiff.FormatError
 		fixity   *validate.FixityError
 		format   *validate.FormatError
 		field    *validate.FieldError
 		policy   *validate.PolicyError
-		limit    *validate.LimitError
+		limit    *tiff.LimitError
 		openErr  *validate.OpenError
 		rule     *validate.RuleError
 		syntax   *edifact.SyntaxError
@@ -145,9 +146,9 @@ type Location struct {
 func Locate(err error) Location {
 	var (
 		l       Location
-		tiffErr *validate.TIFFError
+		tiffErr *tiff.FormatError
 		policy  *validate.PolicyError
-		limit   *validate.LimitError
+		limit   *tiff.LimitError
 		rule    *validate.RuleError
 		syntax  *edifact.SyntaxError
 	)
@@ -164,14 +165,14 @@ func Locate(err error) Location {
 			l.Page = ptr(tiffErr.Page)
 		}
 		if tiffErr.Tag != 0 {
-			l.Tag = validate.TagName(tiffErr.Tag)
+			l.Tag = tiff.TagName(tiffErr.Tag)
 		}
 	case errors.As(err, &policy):
 		l.Offset, l.Page = ptr64(policy.Offset), ptr(policy.Page)
 	case errors.As(err, &limit):
 		l.Offset, l.Page = ptr64(limit.Offset), ptr(limit.Page)
 		if limit.Tag != 0 {
-			l.Tag = validate.TagName(limit.Tag)
+			l.Tag = tiff.TagName(limit.Tag)
 		}
 	}
 	return l

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -30,14 +31,14 @@ func TestClassify(t *testing.T) {
 	}{
 		{"nil", nil, "", premis.Accepted, ""},
 		{"poison", fmt.Errorf("decode: %w", &PoisonError{errors.New("bad json")}), premis.Structural, premis.DeadLetter, "task.undecodable"},
-		{"tiff structure", stage(validate.StageStructure, &validate.TIFFError{Page: 3, Offset: 2916, Code: "tiff.ifd-loop", Err: validate.ErrIFDLoop}),
+		{"tiff structure", stage(validate.StageStructure, &tiff.FormatError{Page: 3, Offset: 2916, Code: "tiff.ifd-loop", Err: tiff.ErrIFDLoop}),
 			premis.Structural, premis.DeadLetter, "tiff.ifd-loop"},
 		{"fixity", stage(validate.StageFixity, &validate.FixityError{Field: "sha256"}), premis.Structural, premis.DeadLetter, "fixity.sha256-mismatch"},
 		{"format", stage(validate.StageFormat, &validate.FormatError{Source: "extension"}), premis.Semantic, premis.Quarantined, "format.conflict-extension"},
 		{"manifest rules", stage(validate.StageRules, errors.Join(&validate.FieldError{Field: "color_profile", Rule: "required"}, &validate.FieldError{Field: "resolution_dpi", Rule: "numeric"})),
 			premis.Semantic, premis.Quarantined, "manifest.color_profile.required"},
 		{"policy", stage(validate.StageRules, &validate.PolicyError{Code: "policy.private-tag"}), premis.Semantic, premis.Quarantined, "policy.private-tag"},
-		{"pixel budget", stage(validate.StageDecode, &validate.LimitError{What: "pixels"}), premis.Semantic, premis.Quarantined, "limit.pixels"},
+		{"pixel budget", stage(validate.StageDecode, &tiff.LimitError{What: "pixels"}), premis.Semantic, premis.Quarantined, "limit.pixels"},
 		{"file missing", stage(validate.StageOpen, &fs.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}), premis.Transient, premis.Retry, "io.not-found"},
 		{"permission", stage(validate.StageOpen, &fs.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}), premis.Transient, premis.Retry, "io.permission"},
 		{"EIO", stage(validate.StageFixity, &fs.PathError{Op: "read", Path: "/x", Err: syscall.EIO}), premis.Transient, premis.Retry, "io.unavailable"},
@@ -95,7 +96,7 @@ func TestClassify(t *testing.T) {
 	if got := p.RetryDelay(7, &RoutingError{Try: 1, Err: errors.New("x")}, nil); got < p.RoutingBase/2 || got > p.RoutingBase {
 		t.Errorf("first routing retry waits %s, want within [%s, %s]", got, p.RoutingBase/2, p.RoutingBase)
 	}
-	l := Locate(&validate.StageError{Err: &validate.TIFFError{Page: 3, Offset: 77}})
+	l := Locate(&validate.StageError{Err: &tiff.FormatError{Page: 3, Offset: 77}})
 	if l.Offset == nil || *l.Offset != 77 || l.Page == nil || *l.Page != 3 {
 		t.Errorf("Locate = %v %v", l.Offset, l.Page)
 	}
@@ -144,7 +145,7 @@ func TestDecideNotes(t *testing.T) {
 		{timeout, 1, 0, premis.Retry, "retry 1 of 3 in 2s (backoff ceiling 2s): read: context deadline exceeded"},
 		{timeout, 4, 3, premis.DeadLetter, "retries exhausted after 3 retries: read: context deadline exceeded"},
 		{errors.New("x"), 5, 0, premis.AuditHold, "poison cap reached at attempt 5 (cap 5): x"},
-		{&validate.TIFFError{Code: "tiff.ifd-loop"}, 1, 0, premis.DeadLetter, ""},
+		{&tiff.FormatError{Code: "tiff.ifd-loop"}, 1, 0, premis.DeadLetter, ""},
 	}
 	for _, tc := range cases {
 		d := p.Decide(tc.err, tc.attempt, tc.retries)

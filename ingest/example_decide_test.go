@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -21,7 +22,7 @@ func ExamplePolicy_Decide() {
 		attempt, retries int
 	}{
 		{"a sound master", nil, 1, 0},
-		{"a corrupt IFD", &validate.TIFFError{Page: 1, Offset: 8, Code: "tiff.ifd-loop", Err: validate.ErrBadEntry}, 1, 0},
+		{"a corrupt IFD", &tiff.FormatError{Page: 1, Offset: 8, Code: "tiff.ifd-loop", Err: tiff.ErrBadEntry}, 1, 0},
 		{"a policy refusal", &validate.PolicyError{Page: 2, Offset: 4096, Code: "policy.sample-format", Reason: "complex-float"}, 1, 0},
 		{"an unreadable file, first try", denied, 1, 0},
 		{"the same, retries spent", denied, 1, p.MaxRetry},

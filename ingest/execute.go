@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -360,7 +361,7 @@ func (w *Worker) acceptEvents(r *result) []*premis.Event {
 
 // warningText is how an event's note gives warnings: "code: message",
 // joined by "; " ("" for none).
-func warningText(ws []validate.Warning) string {
+func warningText(ws []tiff.Warning) string {
 	parts := make([]string, len(ws))
 	for i, wr := range ws {
 		parts[i] = wr.Code + ": " + wr.Message

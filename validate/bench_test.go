@@ -21,6 +21,7 @@ import (
 
 	kzlib "github.com/klauspost/compress/zlib"
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -247,9 +248,9 @@ func BenchmarkNoisy(b *testing.B) {
 // the ratio per core (CheckMaster's pixels per CPU-second over tiffinfo's,
 // which uses one core) and check-cores how many cores CheckMaster kept
 // busy; on an idle machine x-tiffinfo is about their product. The inflate
-// backend (validate.InflateBackend) is in the benchmark's log.
+// backend (tiff.InflateBackend) is in the benchmark's log.
 func BenchmarkNoisyVsAnchors(b *testing.B) {
-	b.Logf("inflate: %s", validate.InflateBackend())
+	b.Logf("inflate: %s", tiff.InflateBackend())
 	tiffinfo, _ := exec.LookPath("tiffinfo")
 	for _, name := range []string{"none", "lzw", "deflate", "packbits"} {
 		m := noisyMasters[name]
@@ -345,7 +346,7 @@ func BenchmarkInflateNoisy(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	info, err := validate.WalkTIFF(bytes.NewReader(data), int64(len(data)), validate.DefaultLimits)
+	info, err := tiff.WalkTIFF(bytes.NewReader(data), int64(len(data)), tiff.DefaultLimits)
 	if err != nil {
 		b.Fatal(err)
 	}

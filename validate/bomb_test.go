@@ -19,6 +19,7 @@ import (
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/fixtures"
 	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -54,7 +55,7 @@ type bombOutcome struct {
 	Page   int    `json:"page,omitempty"`
 	Tag    uint16 `json:"tag,omitempty"`
 	Offset int64  `json:"offset"`
-	Code   string `json:"code,omitempty"` // *TIFFError, or *edifact.SyntaxError's Name
+	Code   string `json:"code,omitempty"` // *tiff.FormatError, or *edifact.SyntaxError's Name
 	// Messages is how many verdicts an accepted interchange handed over.
 	Messages int `json:"messages,omitempty"`
 	// Pages and Decoded are a master's page counts (Report.Pages, Decoded).
@@ -100,8 +101,8 @@ func bombChild(kind string, paths []string) int {
 				rep.Outcomes[i].Pages, rep.Outcomes[i].Decoded, rep.Outcomes[i].SubDecoded = mr.Pages, mr.Decoded, mr.SubDecoded
 			}
 			o := &rep.Outcomes[i]
-			var le *validate.LimitError
-			var te *validate.TIFFError
+			var le *tiff.LimitError
+			var te *tiff.FormatError
 			var se *edifact.SyntaxError
 			var re *validate.RuleError
 			switch {

@@ -1,7 +1,6 @@
 package validate_test
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -29,20 +28,6 @@ func FuzzParseManifest(f *testing.F) {
 			return
 		}
 		_ = m.Check(dir, false) // every problem is reported, none panics
-	})
-}
-
-func FuzzReadICC(f *testing.F) {
-	seeds := testenv.NewSeeds(f)
-	valid := make([]byte, 132)
-	copy(valid[36:], "acsp")
-	seeds.Add(valid)
-	seeds.Add(append(bytes.Repeat([]byte{0xff}, 128), 0, 0, 0, 1))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := validate.ReadICC(bytes.NewReader(data), 0, int64(len(data)))
-		if err == nil && p == nil {
-			t.Fatal("no profile and no error")
-		}
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -46,20 +47,20 @@ func TestInflateBoundNamesStrip(t *testing.T) {
 	}
 	for _, tc := range cases {
 		data, at := fixtures.DeflateStrips(w, h, rps, tc.sizes)
-		for _, budget := range []int64{validate.DefaultMemoryBudget, 0} {
-			info, err := validate.WalkTIFF(bytes.NewReader(data), int64(len(data)), validate.DefaultLimits)
+		for _, budget := range []int64{tiff.DefaultMemoryBudget, 0} {
+			info, err := tiff.WalkTIFF(bytes.NewReader(data), int64(len(data)), tiff.DefaultLimits)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
 			}
 			if budget == 0 {
 				budget = info.Held + 1
 			}
-			_, err = validate.DecodePages(bytes.NewReader(data), info, validate.DecodeOptions{PixelBudget: 1 << 20, MemoryBudget: budget})
+			_, err = tiff.DecodePages(bytes.NewReader(data), info, tiff.DecodeOptions{PixelBudget: 1 << 20, MemoryBudget: budget})
 			if tc.bad < 0 {
 				if err != nil {
 					t.Errorf("%s, budget %d: %v", tc.name, budget, err)
 				}
-				var overruns []validate.Warning
+				var overruns []tiff.Warning
 				for _, wr := range info.Warnings {
 					if wr.Code == "tiff.block-overrun" {
 						overruns = append(overruns, wr)
@@ -76,12 +77,12 @@ func TestInflateBoundNamesStrip(t *testing.T) {
 				}
 				continue
 			}
-			var le *validate.LimitError
+			var le *tiff.LimitError
 			if !errors.As(err, &le) {
 				t.Errorf("%s, budget %d: got %v, want a LimitError", tc.name, budget, err)
 				continue
 			}
-			want := validate.LimitError{Page: 1, Tag: 273, Offset: at[tc.bad], What: "inflate", Have: tc.limit + 1, Limit: tc.limit}
+			want := tiff.LimitError{Page: 1, Tag: 273, Offset: at[tc.bad], What: "inflate", Have: tc.limit + 1, Limit: tc.limit}
 			if *le != want {
 				t.Errorf("%s, budget %d: got %+v, want %+v", tc.name, budget, *le, want)
 			}
@@ -103,17 +104,17 @@ func TestStripArrayBudgetSumsPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	perPage := info.Held / 3
-	lim := validate.DefaultLimits
+	lim := tiff.DefaultLimits
 	lim.MemoryBudget = 2*perPage + perPage/2
-	_, err = validate.WalkTIFF(bytes.NewReader(data), int64(len(data)), lim)
-	var le *validate.LimitError
+	_, err = tiff.WalkTIFF(bytes.NewReader(data), int64(len(data)), lim)
+	var le *tiff.LimitError
 	// StripOffsets is entry 5 of the writer's IFDs (256 257 258 259 262 273 ...).
 	entry := lay.IFDOffsets[2] + 2 + 12*5
 	if !errors.As(err, &le) || le.What != "strip-array" || le.Page != 3 || le.Tag != 273 || le.Offset != entry || le.Limit != lim.MemoryBudget {
 		t.Fatalf("got %v, want a strip-array LimitError on page 3 at byte %d", err, entry)
 	}
 	lim.MemoryBudget = info.Held
-	if _, err := validate.WalkTIFF(bytes.NewReader(data), int64(len(data)), lim); err != nil {
+	if _, err := tiff.WalkTIFF(bytes.NewReader(data), int64(len(data)), lim); err != nil {
 		t.Fatalf("a budget of exactly what the walk holds: %v", err)
 	}
 }
@@ -123,7 +124,7 @@ func TestStripArrayBudgetSumsPages(t *testing.T) {
 func TestMemoryBudgetPolicy(t *testing.T) {
 	t.Parallel()
 	pol := validate.DefaultMasterPolicy()
-	if pol.MemoryBudget != validate.DefaultMemoryBudget || pol.Validate() != nil {
+	if pol.MemoryBudget != tiff.DefaultMemoryBudget || pol.Validate() != nil {
 		t.Fatalf("default policy: budget %d, %v", pol.MemoryBudget, pol.Validate())
 	}
 	pol.MemoryBudget = 0
@@ -137,7 +138,7 @@ func TestMemoryBudgetPolicy(t *testing.T) {
 	}
 	pol.MemoryBudget = 1500 // one page's arrays, not two
 	_, err := validate.CheckMaster(context.Background(), path, nil, pol)
-	var le *validate.LimitError
+	var le *tiff.LimitError
 	var se *validate.StageError
 	if !errors.As(err, &le) || le.What != "strip-array" || le.Page != 2 || !errors.As(err, &se) || se.Stage != validate.StageStructure {
 		t.Fatalf("got %v, want a strip-array LimitError on page 2 at the structure stage", err)
@@ -156,7 +157,7 @@ func TestUncountableOverBudgetIsRefused(t *testing.T) {
 	}
 	pol.MemoryBudget = 64 << 10
 	_, err := validate.CheckMaster(context.Background(), path, nil, pol)
-	var le *validate.LimitError
+	var le *tiff.LimitError
 	st, _ := os.Stat(path)
 	if !errors.As(err, &le) || le.What != "memory" || le.Page != 1 || le.Tag != 273 || le.Offset <= 0 || le.Offset >= st.Size() || le.Have <= le.Limit {
 		t.Fatalf("got %v, want a memory LimitError on page 1 naming its first strip", err)
@@ -227,17 +228,17 @@ func TestCountingKeepsStorageErrors(t *testing.T) {
 	t.Parallel()
 	const w, h, rps = 64, 64, 16
 	data, at := fixtures.DeflateStrips(w, h, rps, []int64{w * rps, w * rps, w * rps, w * rps})
-	info, err := validate.WalkTIFF(bytes.NewReader(data), int64(len(data)), validate.DefaultLimits)
+	info, err := tiff.WalkTIFF(bytes.NewReader(data), int64(len(data)), tiff.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := failingAt{bytes.NewReader(data), at[2], at[3]} // the third strip
-	for _, budget := range []int64{validate.DefaultMemoryBudget, info.Held + 1} {
-		_, err := validate.DecodePages(r, info, validate.DecodeOptions{PixelBudget: 1 << 20, MemoryBudget: budget})
+	for _, budget := range []int64{tiff.DefaultMemoryBudget, info.Held + 1} {
+		_, err := tiff.DecodePages(r, info, tiff.DecodeOptions{PixelBudget: 1 << 20, MemoryBudget: budget})
 		if !errors.Is(err, errStorage) {
 			t.Errorf("budget %d: got %v, want the storage error", budget, err)
 		}
-		var te *validate.TIFFError
+		var te *tiff.FormatError
 		if errors.As(err, &te) {
 			t.Errorf("budget %d: a storage failure became %v", budget, te)
 		}

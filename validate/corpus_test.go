@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -69,9 +70,9 @@ func TestCorpusBadIsRefusedWithOffset(t *testing.T) {
 	for _, f := range corpusFiles(t, "bad") {
 		st, _ := os.Stat(f)
 		_, err := validate.CheckMaster(context.Background(), f, nil, validate.DefaultMasterPolicy())
-		var te *validate.TIFFError
+		var te *tiff.FormatError
 		if !errors.As(err, &te) {
-			t.Errorf("%s: want a structural *TIFFError, got %v", filepath.Base(f), err)
+			t.Errorf("%s: want a structural *tiff.FormatError, got %v", filepath.Base(f), err)
 			continue
 		}
 		if te.Offset < 0 || te.Offset > st.Size() {
@@ -98,7 +99,7 @@ func TestCorpusEdgeDecisions(t *testing.T) {
 		case d.accept && err != nil:
 			t.Errorf("%s: refused (%v); decided: accept, %s", name, err, d.why)
 		case !d.accept:
-			var te *validate.TIFFError
+			var te *tiff.FormatError
 			if !errors.As(err, &te) {
 				t.Errorf("%s: got %v; decided: refuse as structural, %s", name, err, d.why)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/fixtures"
 	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -142,7 +143,7 @@ func TestRegistriesLoadAndRefresh(t *testing.T) {
 // verdict sums up what CheckInterchange decided for a file: the
 // interchange dead-lettered (with the code), or per message accepted or
 // quarantined (with the first code), and the directory warnings.
-func verdict(t *testing.T, path string, rules validate.EDIRules) (string, []validate.Warning) {
+func verdict(t *testing.T, path string, rules validate.EDIRules) (string, []tiff.Warning) {
 	t.Helper()
 	rep, res, err := validate.CheckInterchange(context.Background(), path, nil, validate.Builtin(), rules, "")
 	if err != nil {
@@ -160,7 +161,7 @@ func verdict(t *testing.T, path string, rules validate.EDIRules) (string, []vali
 		return "error " + err.Error(), nil
 	}
 	var parts []string
-	var warns []validate.Warning
+	var warns []tiff.Warning
 	if err := res.EachMessage(context.Background(), func(m validate.MessageResult) error {
 		warns = append(warns, m.Warnings...)
 		var re *validate.RuleError
@@ -373,7 +374,7 @@ func TestDirectoryPolicy(t *testing.T) {
 		}
 		return out
 	}
-	warned := func(ws []validate.Warning) []string {
+	warned := func(ws []tiff.Warning) []string {
 		var out []string
 		for _, w := range ws {
 			if strings.HasPrefix(w.Code, "edifact.directory.") {

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -51,7 +52,7 @@ func TestDecodedPagesVersusLibtiff(t *testing.T) {
 				continue
 			}
 			rep, err := validate.CheckMaster(context.Background(), f, nil, validate.DefaultMasterPolicy())
-			var te *validate.TIFFError
+			var te *tiff.FormatError
 			if errors.As(err, &te) && exec.Command(bin, "-D", f).Run() != nil {
 				// Both refuse the file as a whole (libtiff may still read
 				// single pages of it, one at a time).
@@ -66,7 +67,7 @@ func TestDecodedPagesVersusLibtiff(t *testing.T) {
 			// CheckMaster's report counts SubIFD images without holding
 			// them: WalkTIFF lists them, with their offsets for libtiff.
 			if data, rerr := os.ReadFile(f); rerr == nil && rep.Info != nil {
-				info, _ := validate.WalkTIFF(bytes.NewReader(data), int64(len(data)), validate.DefaultLimits)
+				info, _ := tiff.WalkTIFF(bytes.NewReader(data), int64(len(data)), tiff.DefaultLimits)
 				for _, p := range info.SubImages {
 					if testenv.LibtiffDecodes(bin, f, "-o", strconv.FormatInt(p.Offset, 10)) {
 						libSub++
@@ -118,12 +119,12 @@ var libtiffVerdictGaps = map[string]string{
 }
 
 // lazaretVerdict is CheckMaster's verdict in a word: "broken" for a
-// structural failure (*TIFFError), "over a limit" (*LimitError), "refused"
+// structural failure (*tiff.FormatError), "over a limit" (*LimitError), "refused"
 // for any other error (policy, format), "reads it" with every page
 // decoded, "reads it, N of M pages decoded" otherwise.
 func lazaretVerdict(rep *validate.Report, err error) string {
-	var te *validate.TIFFError
-	var le *validate.LimitError
+	var te *tiff.FormatError
+	var le *tiff.LimitError
 	switch {
 	case errors.As(err, &te):
 		return "broken"

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
+	"github.com/lazaret/lazaret/tiff"
 )
 
 // Manifest is a submitted batch: who sent it and the items in it.
@@ -475,7 +476,7 @@ type masterFields struct {
 // CheckItemRules applies the manifest rules for a TIFF master against what the
 // file holds (info may be nil when the file was not read). All problems are
 // returned together as *FieldError values joined with errors.Join.
-func CheckItemRules(it Item, info *TIFFInfo, icc *ICCProfile, rules MasterRules) error {
+func CheckItemRules(it Item, info *tiff.TIFFInfo, icc *tiff.ICCProfile, rules MasterRules) error {
 	var errs []error
 	mf := masterFields{ColorProfile: strings.TrimSpace(it.ColorProfile), ResolutionDPI: strings.TrimSpace(string(it.ResolutionDPI))}
 	if err := validate.Struct(mf); err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -253,7 +254,7 @@ func TestManyPagesWarningsSummarised(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := validate.WalkTIFF(bytes.NewReader(b), int64(len(b)), validate.DefaultLimits)
+	info, err := tiff.WalkTIFF(bytes.NewReader(b), int64(len(b)), tiff.DefaultLimits)
 	if err != nil || len(info.Warnings) != 2*n {
 		t.Errorf("WalkTIFF: %v, %d warnings, want %d", err, len(info.Warnings), 2*n)
 	}
@@ -300,9 +301,9 @@ func TestCorpusIFDLoopsRefused(t *testing.T) {
 		{"libtiff-test_ifd_loop_subifd.tif", 2, "SubIFD 1.4", 842, "next IFD pointer 524 goes back to page 2 / SubIFD 1.2"},
 	} {
 		_, err := validate.CheckMaster(context.Background(), filepath.Join(dir, tc.name), nil, validate.DefaultMasterPolicy())
-		var te *validate.TIFFError
+		var te *tiff.FormatError
 		var se *validate.StageError
-		if !errors.As(err, &te) || !errors.As(err, &se) || se.Stage != validate.StageStructure || !errors.Is(err, validate.ErrIFDLoop) {
+		if !errors.As(err, &te) || !errors.As(err, &se) || se.Stage != validate.StageStructure || !errors.Is(err, tiff.ErrIFDLoop) {
 			t.Errorf("%s: got %v, want an IFD loop at the structure stage", tc.name, err)
 			continue
 		}

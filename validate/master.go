@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lazaret/lazaret/tiff"
 )
 
 // Stage names the step of master validation an error came from; it picks the
@@ -39,11 +41,11 @@ func (e *StageError) Unwrap() error { return e.Err }
 // MasterPolicy is how strict master validation is. It is decided once, in
 // configuration.
 type MasterPolicy struct {
-	Limits      Limits
+	Limits      tiff.Limits
 	PixelBudget int64 // pixels per page that may be decoded
 	// MemoryBudget is the bytes checking one master may hold: the strip and
 	// tile arrays of all its pages, then the decoder's buffers and bands.
-	// Over it, a master is refused with a *LimitError (see DecodePages).
+	// Over it, a master is refused with a *tiff.LimitError (see tiff.DecodePages).
 	MemoryBudget int64
 	Rules        MasterRules
 	// PrivateTags is "tolerate" (a warning) or "reject" (a policy failure)
@@ -76,7 +78,7 @@ func sampleFormatName(v uint64) string {
 
 // refusedSampleFormat names the first sample format of p that refuse
 // lists, or gives "".
-func refusedSampleFormat(p *Page, refuse []string) string {
+func refusedSampleFormat(p *tiff.Page, refuse []string) string {
 	for _, v := range p.SampleFormat {
 		if name := sampleFormatName(v); slices.Contains(refuse, name) {
 			return name
@@ -86,7 +88,7 @@ func refusedSampleFormat(p *Page, refuse []string) string {
 }
 
 // sampleFormatError refuses page p for samples in format name.
-func sampleFormatError(p *Page, name string) *PolicyError {
+func sampleFormatError(p *tiff.Page, name string) *PolicyError {
 	return &PolicyError{Page: p.Index + 1, Path: p.Path, Offset: p.Offset, Code: "policy.sample-format",
 		Reason: fmt.Sprintf("samples in %s format (SampleFormat %v); the policy refuses %s in masters", name, p.SampleFormat, name)}
 }
@@ -95,9 +97,9 @@ func sampleFormatError(p *Page, name string) *PolicyError {
 // tolerance, private tags tolerated, undecodable encodings warned about.
 func DefaultMasterPolicy() MasterPolicy {
 	return MasterPolicy{
-		Limits:       DefaultLimits,
+		Limits:       tiff.DefaultLimits,
 		PixelBudget:  100_000_000,
-		MemoryBudget: DefaultMemoryBudget,
+		MemoryBudget: tiff.DefaultMemoryBudget,
 		Rules:        MasterRules{MinDPI: 300, DPITolerance: 0.01},
 		PrivateTags:  "tolerate",
 		Undecodable:  "warn",
@@ -147,8 +149,8 @@ type Report struct {
 	Pages    int       `json:"pages"`
 	Decoded  int       `json:"decoded_pages"`
 	Warnings []Warning `json:"warnings"`
-	ICC      *ICCProfile
-	Info     *TIFFInfo `json:"-"`
+	ICC      *tiff.ICCProfile
+	Info     *tiff.TIFFInfo `json:"-"`
 
 	// SubImages are the SubIFD images (reduced-resolution and child
 	// images) of all pages, SubDecoded those checked to the pixel data.
@@ -165,7 +167,7 @@ var tiffExtensions = map[string][]string{
 // classic TIFF whose first IFD carries a GeoKeyDirectory is GeoTIFF
 // (fmt/155), one with a TIFF/EPStandardID is TIFF/EP (fmt/154); both take
 // priority over plain TIFF (fmt/353), as in DROID's signature file.
-func refinePUID(rep *Report, info *TIFFInfo) {
+func refinePUID(rep *Report, info *tiff.TIFFInfo) {
 	if rep.PUID != "fmt/353" || info == nil || len(info.Pages) == 0 {
 		return
 	}
@@ -268,7 +270,7 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 	if err != nil && !errors.Is(err, io.EOF) {
 		return &StageError{StageOpen, err}
 	}
-	rep.PUID, rep.Format = Identify(head[:n])
+	rep.PUID, rep.Format = tiff.Identify(head[:n])
 	if rep.PUID != "" {
 		if _, isTIFF := tiffExtensions[rep.PUID]; !isTIFF {
 			return &StageError{StageFormat, &FormatError{Identified: rep.Format + " (" + rep.PUID + ")", Claimed: "TIFF", Source: "item kind"}}
@@ -300,7 +302,7 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 	var unknown []unknownTags
 	unknownCap := warnCap{max: maxWarningsPerCode} // the pages with unknown tags listed, the rest counted
 	var refused *PolicyError                       // the first page in a sample format the policy refuses
-	info, err := walkTIFF(r, size, lim, true, func(p *Page) {
+	info, err := tiff.WalkFirst(r, size, lim, func(p *tiff.Page) {
 		if name := refusedSampleFormat(p, pol.RefuseSampleFormats); name != "" && refused == nil {
 			refused = sampleFormatError(p, name)
 		}
@@ -339,7 +341,7 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 		return &StageError{StageRules, refused}
 	}
 	if p := info.Pages[0]; p.ICCOffset >= 0 {
-		icc, err := ReadICC(r, p.ICCOffset, p.ICCLength)
+		icc, err := tiff.ReadICC(r, p.ICCOffset, p.ICCLength)
 		if err != nil {
 			pg, off := 1, p.ICCOffset
 			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.bad-icc", Page: &pg, Offset: &off, Message: err.Error()})
@@ -348,32 +350,27 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 		}
 	}
 	walked := len(info.Warnings)
-	info.decodeCap = &warnCap{max: maxWarningsPerCode}
-	dec := newPageDecoder(r, info, DecodeOptions{PixelBudget: pol.PixelBudget, MemoryBudget: pol.MemoryBudget, DecodeUncompressed: pol.DecodeUncompressed,
+	dec := tiff.NewDecoder(r, info, lim, tiff.DecodeOptions{PixelBudget: pol.PixelBudget, MemoryBudget: pol.MemoryBudget, DecodeUncompressed: pol.DecodeUncompressed,
 		Cancelled: func() error {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
 			return nil
 		}})
-	err = eachPage(r, info, lim, dec.decode)
-	if err == nil {
-		// SubIFD images are met only now: the policy on sample formats
-		// holds for them too.
-		err = eachSubImage(r, info, lim, func(p *Page) error {
-			if name := refusedSampleFormat(p, pol.RefuseSampleFormats); name != "" {
-				return sampleFormatError(p, name)
-			}
-			return dec.decode(p)
-		})
-	}
+	// SubIFD images are met only while decoding: the policy on sample
+	// formats holds for them too.
+	err = dec.Decode(func(p *tiff.Page) error {
+		if name := refusedSampleFormat(p, pol.RefuseSampleFormats); name != "" {
+			return sampleFormatError(p, name)
+		}
+		return nil
+	})
 	if pe := (*PolicyError)(nil); errors.As(err, &pe) {
 		return &StageError{StageRules, pe}
 	}
-	skipped := dec.skipped
+	skipped := dec.Skipped()
 	rep.Decoded = info.PageCount - mainSkipped(skipped)
 	rep.SubImages, rep.SubDecoded = info.SubImageCount, info.SubImageCount-(len(skipped)-mainSkipped(skipped))
-	info.Warnings = info.decodeCap.summarise(info.Warnings)
 	rep.Warnings = append(rep.Warnings, info.Warnings[walked:]...) // what decoding found
 	if err != nil {
 		return &StageError{StageDecode, err}
@@ -417,4 +414,16 @@ func containsStr(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// mainSkipped counts the pages of the main chain (not SubIFD images) among
+// skipped.
+func mainSkipped(skipped []*tiff.UnsupportedError) int {
+	n := 0
+	for _, u := range skipped {
+		if u.Path == "" {
+			n++
+		}
+	}
+	return n
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -59,7 +60,7 @@ func TestOverrunningStripsReadAsLibtiffReads(t *testing.T) {
 				pol.DecodeUncompressed = decode
 				rep, err := validate.CheckMaster(context.Background(), f, nil, pol)
 				if tc.refused {
-					var le *validate.LimitError
+					var le *tiff.LimitError
 					if !errors.As(err, &le) || le.What != "inflate" || le.Page != 1 || le.Limit != int64(tc.rows*width+4096) {
 						t.Errorf("%s (decode %v): got %v, want limit.inflate past %d bytes", name, decode, err, tc.rows*width+4096)
 					}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/tiff"
 )
 
 type countReads struct {
@@ -66,11 +67,11 @@ func TestSmallMasterReadsOnce(t *testing.T) {
 		}
 		file := &countReads{r: bytes.NewReader(data)}
 		c := newReadCache(file, int64(len(data)))
-		info, err := WalkTIFF(c, int64(len(data)), DefaultLimits)
+		info, err := tiff.WalkTIFF(c, int64(len(data)), tiff.DefaultLimits)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := DecodePages(c, info, DecodeOptions{PixelBudget: 1 << 20, DecodeUncompressed: true}); err != nil {
+		if _, err := tiff.DecodePages(c, info, tiff.DecodeOptions{PixelBudget: 1 << 20, DecodeUncompressed: true}); err != nil {
 			t.Fatal(err)
 		}
 		c.release()

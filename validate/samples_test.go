@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazaret/lazaret/fixtures"
 	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -71,8 +72,8 @@ func TestWideAndComplexSamplesAsLibtiff(t *testing.T) {
 	}
 	// A plane of 256-bit samples: no sample format is that wide.
 	data := sampleImage(t, 256, 6)
-	_, err := validate.WalkTIFF(bytes.NewReader(data), int64(len(data)), validate.DefaultLimits)
-	var te *validate.TIFFError
+	_, err := tiff.WalkTIFF(bytes.NewReader(data), int64(len(data)), tiff.DefaultLimits)
+	var te *tiff.FormatError
 	if !errors.As(err, &te) || te.Code != "tiff.bad-value" || te.Tag != 258 {
 		t.Errorf("256-bit samples: got %v, want tiff.bad-value on BitsPerSample", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -144,7 +145,7 @@ func TestShortTilesAsLibtiff(t *testing.T) {
 						}
 						continue
 					}
-					var te *validate.TIFFError
+					var te *tiff.FormatError
 					if !errors.As(err, &te) || te.Code != "tiff.short-data" || te.Offset != at || te.Page != 1 {
 						t.Errorf("%s (decode %v): got %v, want tiff.short-data at byte %d", name, decode, err, at)
 					}

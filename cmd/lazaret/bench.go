@@ -26,6 +26,7 @@ import (
 	"github.com/lazaret/lazaret/internal/pipebench"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/premis/sqlite"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -131,7 +132,7 @@ func declareBench(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 			}}}, cases[3:]...)...)
 		}
 		// Figures depend on the build: say which inflater and how many cores.
-		fmt.Fprintf(stdout, "lazaret %s, inflate: %s, GOMAXPROCS %d\n\n", version, validate.InflateBackend(), runtime.GOMAXPROCS(0))
+		fmt.Fprintf(stdout, "lazaret %s, inflate: %s, GOMAXPROCS %d\n\n", version, tiff.InflateBackend(), runtime.GOMAXPROCS(0))
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "MEASUREMENT\tINPUT\tMB\tMB/s\tPEAK HEAP MB\n")
 		for _, c := range cases {

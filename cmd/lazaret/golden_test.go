@@ -24,7 +24,7 @@ import (
 	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/premis/sqlite"
-	"github.com/lazaret/lazaret/validate"
+	"github.com/lazaret/lazaret/tiff"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -178,7 +178,7 @@ func scrub(s string, dirs ...string) string {
 	for _, d := range dirs {
 		s = strings.ReplaceAll(s, d, "$TMP")
 	}
-	return strings.ReplaceAll(s, `"inflate":"`+validate.InflateBackend()+`"`, `"inflate":"$INFLATE"`)
+	return strings.ReplaceAll(s, `"inflate":"`+tiff.InflateBackend()+`"`, `"inflate":"$INFLATE"`)
 }
 
 // TestReadCommandsGolden: the JSON (and the tables) of every read command.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -30,16 +31,16 @@ type inspectResult struct {
 	Tag      string `json:"tag,omitempty"`
 	// UN/EDIFACT positions: segment in its message (UNH = 1), element and
 	// component as CONTRL counts them.
-	Segment     int                `json:"segment"`
-	Element     int                `json:"element"`
-	Component   int                `json:"component"`
-	MessageRef  string             `json:"message_ref,omitempty"`
-	MessageType string             `json:"message_type,omitempty"`
-	PUID        string             `json:"puid"`
-	SHA256      string             `json:"computed_sha256"` // of the bytes read; "" when not read
-	Size        int64              `json:"computed_size"`
-	Pages       int                `json:"pages"`
-	Warnings    []validate.Warning `json:"warnings"`
+	Segment     int            `json:"segment"`
+	Element     int            `json:"element"`
+	Component   int            `json:"component"`
+	MessageRef  string         `json:"message_ref,omitempty"`
+	MessageType string         `json:"message_type,omitempty"`
+	PUID        string         `json:"puid"`
+	SHA256      string         `json:"computed_sha256"` // of the bytes read; "" when not read
+	Size        int64          `json:"computed_size"`
+	Pages       int            `json:"pages"`
+	Warnings    []tiff.Warning `json:"warnings"`
 	// whole: the result is the item's (a master, or an interchange
 	// refused whole), not one message's.
 	whole bool
@@ -132,7 +133,7 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 			var err error
 			if k == "edifact" && regErr != nil {
 				err = emit(inspectResult{File: j.path, Kind: "edifact", Verdict: string(premis.Quarantined), Class: string(premis.Unknown),
-					Code: "registry.unavailable", Message: regErr.Error(), Warnings: []validate.Warning{}})
+					Code: "registry.unavailable", Message: regErr.Error(), Warnings: []tiff.Warning{}})
 			} else {
 				err = inspect(ctx, w, j.path, k, j.item, emit)
 			}
@@ -169,7 +170,7 @@ func inspect(ctx context.Context, w *ingest.Worker, path, kind string, item *val
 		env.ObjectID, env.SHA256, env.Size, env.Item = item.ObjectID, item.SHA256, item.Size, *item
 	}
 	v := w.CheckStreaming(ctx, env)
-	base := inspectResult{File: path, Kind: kind, Warnings: []validate.Warning{}}
+	base := inspectResult{File: path, Kind: kind, Warnings: []tiff.Warning{}}
 	if item != nil {
 		base.ObjectID = item.ObjectID
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/ingest"
-	"github.com/lazaret/lazaret/validate"
+	"github.com/lazaret/lazaret/tiff"
 
 	// The ledgers --ledger can name, each registered by its URL scheme
 	// (premis.RegisterBackend): a file path or sqlite://, postgres://.
@@ -118,10 +118,10 @@ func declareVersion(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 			return writeJSON(stdout, struct {
 				Version string `json:"version"`
 				Inflate string `json:"inflate"`
-			}{version, validate.InflateBackend()})
+			}{version, tiff.InflateBackend()})
 		}
 		fmt.Fprintln(stdout, "lazaret", version)
-		fmt.Fprintln(stdout, "inflate:", validate.InflateBackend())
+		fmt.Fprintln(stdout, "inflate:", tiff.InflateBackend())
 		return nil
 	}
 }
