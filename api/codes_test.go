@@ -29,7 +29,7 @@ func sourceCodes(t *testing.T) (codes map[string]string, text string) {
 	fileName := regexp.MustCompile(`\.(db|json|csv|edi|tif|xml)$`)
 	codes = map[string]string{}
 	var all strings.Builder
-	for _, dir := range []string{"validate", "edifact", "ingest", "premis", "api", "cmd/lazaret"} {
+	for _, dir := range []string{"tiff", "validate", "edifact", "ingest", "premis", "api", "cmd/lazaret"} {
 		files, _ := filepath.Glob(filepath.Join(root, dir, "*.go"))
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") || strings.HasSuffix(f, "codes.go") {
