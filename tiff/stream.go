@@ -23,7 +23,7 @@ type Decoder struct {
 // WalkTIFF over r with lim. The warnings decoding finds are appended to
 // info.Warnings, at most 100 of each code, the rest summarised.
 func NewDecoder(r io.ReaderAt, info *TIFFInfo, lim Limits, opt DecodeOptions) *Decoder {
-	info.decodeCap = &warnCap{max: maxWarningsPerCode}
+	info.decodeCap = &WarnCap{Max: MaxWarningsPerCode}
 	return &Decoder{r: r, info: info, lim: lim, dec: newPageDecoder(r, info, opt)}
 }
 
@@ -46,7 +46,7 @@ func (d *Decoder) Decode(sub func(p *Page) error) error {
 			return err // sub's verdict: decoding did not finish, nothing to summarise
 		}
 	}
-	d.info.Warnings = d.info.decodeCap.summarise(d.info.Warnings)
+	d.info.Warnings = d.info.decodeCap.Summarise(d.info.Warnings)
 	return err
 }
 

@@ -25,7 +25,7 @@ type TIFFInfo struct {
 	SubImageCount int
 	subRefs       []imageRef
 	// decodeCap, when set, caps the warnings decoding adds (see warn).
-	decodeCap *warnCap
+	decodeCap *WarnCap
 	// SubImages are the images of SubIFDs (tag 330: reduced-resolution
 	// and child images), in walk order; each has the Index of its page and
 	// a Path. They are checked and decoded as pages are.
@@ -171,16 +171,17 @@ type walker struct {
 	// check, SubIFD images), not to what every page's tags were.
 	firstOnly bool
 	onPage    func(p *Page) // when not nil, called with each main-chain page
-	// caps lists at most maxWarningsPerCode warnings of a code when
-	// firstOnly (see warnCap), so a file of 65,535 pages that each lack a
+	// caps lists at most MaxWarningsPerCode warnings of a code when
+	// firstOnly (see WarnCap), so a file of 65,535 pages that each lack a
 	// tag does not make a report of 65,535 warnings.
-	caps warnCap
+	caps WarnCap
 }
 
-// warnCap lists at most max warnings of each code (all when max is 0) and
-// counts the rest, by code and page, for one summary warning a code.
-type warnCap struct {
-	max    int
+// WarnCap lists at most Max warnings of each code (all when Max is 0) and
+// counts the rest, by code and page, for one summary warning a code: the
+// reader's cap, and the one a policy applies to its own warnings.
+type WarnCap struct {
+	Max    int
 	warned map[string]*elided
 	capped []string // the codes over max, in the order they went over
 }
@@ -191,13 +192,13 @@ type elided struct {
 	listed, more, first, last int
 }
 
-// maxWarningsPerCode is the most warnings of one code a Decoder lists (and validate.CheckMaster).
-const maxWarningsPerCode = 100
+// MaxWarningsPerCode is the most warnings of one code a Decoder lists.
+const MaxWarningsPerCode = 100
 
 // listed reports whether a warning of code on page (1-based) is to be
 // listed; one that is not is counted.
-func (c *warnCap) listed(code string, page int) bool {
-	if c.max <= 0 {
+func (c *WarnCap) Listed(code string, page int) bool {
+	if c.Max <= 0 {
 		return true
 	}
 	if c.warned == nil {
@@ -208,7 +209,7 @@ func (c *warnCap) listed(code string, page int) bool {
 		el = &elided{}
 		c.warned[code] = el
 	}
-	if el.listed++; el.listed <= c.max {
+	if el.listed++; el.listed <= c.Max {
 		return true
 	}
 	if el.more == 0 {
@@ -222,14 +223,24 @@ func (c *warnCap) listed(code string, page int) bool {
 // summarise appends to ws, for each code with warnings not listed, one
 // warning that says how many and on which pages, in the order the codes
 // met their cap.
-func (c *warnCap) summarise(ws []Warning) []Warning {
+func (c *WarnCap) Summarise(ws []Warning) []Warning {
 	for _, code := range c.capped {
 		el := c.warned[code]
 		first := el.first
 		ws = append(ws, Warning{Code: code, Page: &first,
-			Message: fmt.Sprintf("%d more %s warnings not listed (the first %d are), on pages %d to %d", el.more, code, c.max, el.first, el.last)})
+			Message: fmt.Sprintf("%d more %s warnings not listed (the first %d are), on pages %d to %d", el.more, code, c.Max, el.first, el.last)})
 	}
 	return ws
+}
+
+// Elided says how many warnings of code were counted and not listed, and
+// on which pages the first and last of them were, for a summary worded
+// otherwise than Summarise's.
+func (c *WarnCap) Elided(code string) (more, first, last int) {
+	if el := c.warned[code]; el != nil {
+		return el.more, el.first, el.last
+	}
+	return 0, 0, 0
 }
 
 // warn records wr, unless info's decodeCap says it is only counted.
@@ -238,7 +249,7 @@ func (info *TIFFInfo) warn(wr Warning) {
 	if wr.Page != nil {
 		page = *wr.Page
 	}
-	if info.decodeCap == nil || info.decodeCap.listed(wr.Code, page) {
+	if info.decodeCap == nil || info.decodeCap.Listed(wr.Code, page) {
 		info.Warnings = append(info.Warnings, wr)
 	}
 }
@@ -270,7 +281,7 @@ func WalkTIFF(r io.ReaderAt, size int64, lim Limits) (*TIFFInfo, error) {
 }
 
 // walkTIFF is WalkTIFF, keeping only the first page in Pages and at most
-// maxWarningsPerCode warnings of each code (then a count) when firstOnly,
+// MaxWarningsPerCode warnings of each code (then a count) when firstOnly,
 // and handing every main-chain page to onPage when not nil.
 func walkTIFF(r io.ReaderAt, size int64, lim Limits, firstOnly bool, onPage func(p *Page)) (*TIFFInfo, error) {
 	if lim.MemoryBudget <= 0 {
@@ -278,10 +289,10 @@ func walkTIFF(r io.ReaderAt, size int64, lim Limits, firstOnly bool, onPage func
 	}
 	w := &walker{r: r, size: size, lim: lim, info: &TIFFInfo{Size: size}, page: -1, firstOnly: firstOnly, onPage: onPage}
 	if firstOnly {
-		w.caps.max = maxWarningsPerCode
+		w.caps.Max = MaxWarningsPerCode
 	}
 	info, err := w.walk()
-	w.info.Warnings = w.caps.summarise(w.info.Warnings)
+	w.info.Warnings = w.caps.Summarise(w.info.Warnings)
 	if err != nil && w.ioErr != nil {
 		return info, w.ioErr
 	}
@@ -380,7 +391,7 @@ func (w *walker) fail(tag uint16, off int64, code string, err error, format stri
 
 func (w *walker) warn(code string, off int64, format string, args ...any) {
 	page, o := w.page+1, off
-	if !w.caps.listed(code, page) {
+	if !w.caps.Listed(code, page) {
 		return // counted, not written out
 	}
 	wr := Warning{Code: code, Message: fmt.Sprintf(format, args...), Offset: &o, Path: w.path}

@@ -6,7 +6,7 @@ import "testing"
 // counting them and naming the pages they are on; other codes are listed
 // as they came.
 func TestWarnCap(t *testing.T) {
-	info := &TIFFInfo{decodeCap: &warnCap{max: 3}}
+	info := &TIFFInfo{decodeCap: &WarnCap{Max: 3}}
 	for i := 1; i <= 7; i++ {
 		pg := i
 		info.warn(Warning{Code: "tiff.lzw-no-eoi", Page: &pg, Message: "m"})
@@ -14,7 +14,7 @@ func TestWarnCap(t *testing.T) {
 			info.warn(Warning{Code: "tiff.block-overrun", Page: &pg, Message: "o"})
 		}
 	}
-	got := info.decodeCap.summarise(info.Warnings)
+	got := info.decodeCap.Summarise(info.Warnings)
 	var codes []string
 	for _, w := range got {
 		codes = append(codes, w.Code)

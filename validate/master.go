@@ -300,13 +300,13 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 		tags   []uint16
 	}
 	var unknown []unknownTags
-	unknownCap := warnCap{max: maxWarningsPerCode} // the pages with unknown tags listed, the rest counted
-	var refused *PolicyError                       // the first page in a sample format the policy refuses
+	unknownCap := tiff.WarnCap{Max: tiff.MaxWarningsPerCode} // the pages with unknown tags listed, the rest counted
+	var refused *PolicyError                                 // the first page in a sample format the policy refuses
 	info, err := tiff.WalkFirst(r, size, lim, func(p *tiff.Page) {
 		if name := refusedSampleFormat(p, pol.RefuseSampleFormats); name != "" && refused == nil {
 			refused = sampleFormatError(p, name)
 		}
-		if len(p.UnknownTags) > 0 && unknownCap.listed("tiff.unknown-tags", p.Index+1) {
+		if len(p.UnknownTags) > 0 && unknownCap.Listed("tiff.unknown-tags", p.Index+1) {
 			unknown = append(unknown, unknownTags{p.Index + 1, p.Offset, p.UnknownTags})
 		}
 	})
@@ -331,10 +331,9 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &pg, Offset: &off,
 				Message: fmt.Sprintf("unrecognised tags %v tolerated by policy", u.tags)})
 		}
-		if more := unknownCap.warned["tiff.unknown-tags"]; more != nil && more.more > 0 {
-			first := more.first
+		if more, first, last := unknownCap.Elided("tiff.unknown-tags"); more > 0 {
 			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.unknown-tags", Page: &first,
-				Message: fmt.Sprintf("%d more pages with unrecognised tags not listed (the first %d are), pages %d to %d", more.more, maxWarningsPerCode, more.first, more.last)})
+				Message: fmt.Sprintf("%d more pages with unrecognised tags not listed (the first %d are), pages %d to %d", more, unknownCap.Max, first, last)})
 		}
 	}
 	if refused != nil {
@@ -375,17 +374,17 @@ func checkContent(ctx context.Context, r io.ReaderAt, size int64, path string, i
 	if err != nil {
 		return &StageError{StageDecode, err}
 	}
-	notDecoded := warnCap{max: maxWarningsPerCode}
+	notDecoded := tiff.WarnCap{Max: tiff.MaxWarningsPerCode}
 	for _, u := range skipped {
 		if pol.Undecodable == "reject" {
 			return &StageError{StageRules, &PolicyError{Page: u.Page, Path: u.Path, Offset: u.Offset, Code: "policy.undecodable", Reason: u.Reason}}
 		}
-		if notDecoded.listed("tiff.not-decoded", u.Page) {
+		if notDecoded.Listed("tiff.not-decoded", u.Page) {
 			pg, off := u.Page, u.Offset
 			rep.Warnings = append(rep.Warnings, Warning{Code: "tiff.not-decoded", Page: &pg, Path: u.Path, Offset: &off, Message: u.Error()})
 		}
 	}
-	rep.Warnings = notDecoded.summarise(rep.Warnings)
+	rep.Warnings = notDecoded.Summarise(rep.Warnings)
 	if item != nil {
 		if err := CheckItemRules(*item, info, rep.ICC, pol.Rules); err != nil {
 			return &StageError{StageRules, err}
