@@ -330,33 +330,34 @@ func (w *Worker) plan(ctx context.Context, r *result, t *tally, yield func([]*pr
 	return yield([]*premis.Event{ev}, parcels)
 }
 
+// acceptEvents records an accepted master as one ledger row: the
+// ingestion event, which decides, holding the fixity check, format
+// identification and validation that led to it as its steps
+// (premis.Step). Reads and exports give back the four PREMIS events.
 func (w *Worker) acceptEvents(r *result) []*premis.Event {
 	d, env, rep := r.d, r.d.env, r.rep
-	fix := w.deliveryEvent(d, env, premis.FixityCheck)
-	// The digest and size of the bytes read: what an export states as the
-	// file's fixity (premis.Event.ReadFixity).
-	fix.Outcome, fix.SHA256, fix.Size = premis.Success, rep.SHA256, rep.Size
-	fix.Detail = "SHA-256 of the file compared with the manifest"
-	fix.Note = "sha256 " + rep.SHA256
-	form := w.deliveryEvent(d, env, premis.FormatIdentification)
-	form.Outcome, form.PUID, form.SHA256 = premis.Success, rep.PUID, rep.SHA256
-	form.Detail = "magic bytes, extension and declared format (PRONOM)"
-	form.Note = fmt.Sprintf("%s (%s)", rep.Format, rep.PUID)
-	val := w.deliveryEvent(d, env, premis.Validation)
-	val.Outcome, val.PUID, val.SHA256 = premis.Success, rep.PUID, rep.SHA256
-	val.Detail = fmt.Sprintf("TIFF structure of every IFD and pixel data of every page (%s)", w.Software.ID())
-	val.Note = fmt.Sprintf("%d page(s), %d checked to the pixel data", rep.Pages, rep.Decoded)
+	val := premis.Step{Type: premis.Validation, Outcome: premis.Success, PUID: rep.PUID,
+		Detail: fmt.Sprintf("TIFF structure of every IFD and pixel data of every page (%s)", w.Software.ID()),
+		Note:   fmt.Sprintf("%d page(s), %d checked to the pixel data", rep.Pages, rep.Decoded)}
 	if len(rep.Warnings) > 0 {
 		val.Outcome = premis.Warning
 		val.Note += "; warnings: " + warningText(rep.Warnings)
 	}
 	ing := w.deliveryEvent(d, env, premis.Ingestion)
-	ing.Outcome, ing.PUID, ing.SHA256, ing.Destination = premis.Success, rep.PUID, rep.SHA256, premis.Accepted
+	// The digest and size of the bytes read: what the fixity step states
+	// as the file's fixity (premis.Event.ReadFixity), and the record's.
+	ing.Outcome, ing.PUID, ing.SHA256, ing.Size, ing.Destination = premis.Success, rep.PUID, rep.SHA256, rep.Size, premis.Accepted
 	ing.Detail = "accepted into the repository by lazaret"
 	if env.ReplayOf != "" {
 		ing.Note = "accepted on replay of event " + env.ReplayOf
 	}
-	return []*premis.Event{fix, form, val, ing}
+	ing.Steps = []premis.Step{
+		{Type: premis.FixityCheck, Outcome: premis.Success, Detail: "SHA-256 of the file compared with the manifest", Note: "sha256 " + rep.SHA256},
+		{Type: premis.FormatIdentification, Outcome: premis.Success, PUID: rep.PUID,
+			Detail: "magic bytes, extension and declared format (PRONOM)", Note: fmt.Sprintf("%s (%s)", rep.Format, rep.PUID)},
+		val,
+	}
+	return []*premis.Event{ing}
 }
 
 // warningText is how an event's note gives warnings: "code: message",

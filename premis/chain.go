@@ -53,6 +53,10 @@ const chainTime = "2006-01-02T15:04:05.000000000Z"
 //	members column stores,
 //	  int(number of members), then for each: text(object_id) int(number)
 //	  int(offset) text(type)
+//	and, only for a record with steps (Event.Steps), which the steps
+//	column stores,
+//	  text("steps") int(number of steps), then for each: text(type)
+//	  text(outcome) text(detail) text(note) text(puid)
 //
 // where field is one of
 //
@@ -119,6 +123,19 @@ func ChainHash(prev string, e *Event) string {
 			c.int(int64(m.Number))
 			c.int(m.Offset)
 			c.text(m.Type)
+		}
+	}
+	if len(e.Steps) > 0 {
+		// Likewise only when present. The marker keeps a record's steps
+		// from ever hashing as members would.
+		c.text("steps")
+		c.int(int64(len(e.Steps)))
+		for _, s := range e.Steps {
+			c.text(string(s.Type))
+			c.text(string(s.Outcome))
+			c.text(s.Detail)
+			c.text(s.Note)
+			c.text(s.PUID)
 		}
 	}
 	return hex.EncodeToString(c.h.Sum(nil))

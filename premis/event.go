@@ -61,6 +61,13 @@ type Event struct {
 	// object: the messages of an interchange accepted in one chunk (see
 	// Member). Empty for every other event.
 	Members []Member `json:"members,omitempty"`
+	// Steps are the events this one records with it, as one row of the
+	// ledger (see Step): set on what Append stores and Walk reads; Events
+	// and Event hand each step over as an event of its own instead.
+	Steps []Step `json:"steps,omitempty"`
+	// Record, on an event that is a step of another, is that event's id:
+	// the row the ledger stores it in, whose chain fields it carries.
+	Record string `json:"record,omitempty"`
 
 	// Chain: set by the ledger when the event is stored, and read back with
 	// it. Seq is its place in append order (1-based, gaps possible);
@@ -209,6 +216,10 @@ func (e *Event) Validate() error {
 	if e.Key == "" {
 		errs = append(errs, errors.New("key is empty"))
 	}
+	errs = append(errs, e.validSteps()...)
+	if e.Record != "" {
+		errs = append(errs, errors.New("a step is stored with its record, not on its own"))
+	}
 	if len(e.Members) > MaxMembers {
 		errs = append(errs, fmt.Errorf("%d members, more than %d", len(e.Members), MaxMembers))
 	}
@@ -229,7 +240,11 @@ func (e *Event) Validate() error {
 func Prepare(events ...*Event) error {
 	for _, e := range events {
 		if e.ID == "" {
-			e.ID = uuid.Must(uuid.NewV7()).String()
+			id := uuid.Must(uuid.NewV7())
+			if len(e.Steps) > 0 {
+				id[15] &^= 3 // room for the steps' ids (StepID)
+			}
+			e.ID = id.String()
 		}
 		if e.DateTime.IsZero() {
 			e.DateTime = time.Now()
@@ -237,6 +252,10 @@ func Prepare(events ...*Event) error {
 		e.DateTime = e.DateTime.UTC().Truncate(time.Microsecond)
 		for _, f := range []*string{&e.Detail, &e.Note, &e.Message, &e.Code, &e.Tag, &e.Path, &e.Operator, &e.PUID} {
 			*f = Printable(*f)
+		}
+		for i := range e.Steps {
+			st := &e.Steps[i]
+			st.Detail, st.Note, st.PUID = Printable(st.Detail), Printable(st.Note), Printable(st.PUID)
 		}
 		for i := range e.Members {
 			m := &e.Members[i]
@@ -279,7 +298,10 @@ func Printable(s string) string {
 	return b.String()
 }
 
-// Filter selects events. Zero fields match everything.
+// Filter selects events. Zero fields match everything. A record's steps
+// (see Step) are events as any other: they match on their own type and
+// outcome and on the record's other fields, never a filter on what a step
+// has none of (Key, Code, Class, a destination, Latest, HasMembers).
 type Filter struct {
 	// ObjectID matches an event's object, or one of its Members: an
 	// accepted message of an interchange ("inv#ref") is found in the
@@ -309,8 +331,11 @@ type Filter struct {
 	Since, Until time.Time
 	// AfterSeq keeps events stored after that one: with Limit, a page of a
 	// listing (keyset pagination; pass the last Seq of the page before).
+	// A record's steps carry its seq, and come whole in one page.
 	AfterSeq int64
-	Limit    int // 0 = no limit
+	// Limit bounds the ledger rows read (0: no limit), each handed over
+	// with those of its steps that match.
+	Limit int
 }
 
 // Counter is a Ledger that counts the events of a filter in the database
@@ -371,6 +396,15 @@ var (
 	ErrNotLedger = errors.New("cannot be read as a lazaret ledger")
 )
 
+// recordID is the id of the ledger row e is stored in: its record's, for a
+// step (see Step), else its own.
+func (e *Event) recordID() string {
+	if e.Record != "" {
+		return e.Record
+	}
+	return e.ID
+}
+
 // pageSize is how many events EachEvent reads at a time.
 const pageSize = 1000
 
@@ -385,6 +419,7 @@ const pageSize = 1000
 // returned.
 func EachEvent(ctx context.Context, l Ledger, f Filter, fn func(Event) error) error {
 	total, n, last := f.Limit, 0, f.AfterSeq
+	record := "" // the id of the record the last event was stored in
 	for {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
@@ -404,13 +439,15 @@ func EachEvent(ctx context.Context, l Ledger, f Filter, fn func(Event) error) er
 			evs = evs[:min(len(evs), total-n)] // a ledger that overshot the page
 		}
 		for _, e := range evs {
-			if e.Seq <= last {
+			// The events of one record (its steps, then itself) share
+			// its seq; any other seq must come after the last.
+			if e.Seq < last || (e.Seq == last && e.recordID() != record) {
 				return fmt.Errorf("premis: the ledger returned seq %d after %d: out of order", e.Seq, last)
 			}
 			if err := fn(e); err != nil {
 				return err
 			}
-			last = e.Seq
+			last, record = e.Seq, e.recordID()
 		}
 		if n += len(evs); len(evs) < f.Limit || (total > 0 && n >= total) {
 			return nil

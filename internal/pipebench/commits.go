@@ -3,6 +3,7 @@ package pipebench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +13,7 @@ import (
 )
 
 // LedgerCommits appends items accepted masters (sample.AcceptedMaster, one
-// Append of four events each) to the empty ledger l from writers
+// Append of one record, four events, each) to the empty ledger l from writers
 // goroutines through a premis.GroupCommit, as a worker's handlers do, with
 // no worker and no broker: what the ledger alone allows. It returns the
 // time and CPU, and how the committer grouped the appends. The first
@@ -32,7 +33,7 @@ func LedgerCommits(ctx context.Context, l premis.Ledger, items, writers int) (Ru
 			defer wg.Done()
 			for n := next.Add(1); n <= int64(items) && ctx.Err() == nil; n = next.Add(1) {
 				ins, err := g.Append(ctx, sample.AcceptedMaster(n)...)
-				if err == nil && (len(ins) != 4 || !ins[0] || !ins[1] || !ins[2] || !ins[3]) {
+				if err == nil && slices.Contains(ins, false) {
 					err = fmt.Errorf("master %d was stored already: the ledger is not empty", n)
 				}
 				if err != nil {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lazaret/lazaret/premis"
 )
@@ -21,10 +22,13 @@ import (
 // Columns lists the event columns in the order both ledgers insert them
 // and premis.ChainHash encodes them. Reads select ChainColumns first (see
 // Select).
-const Columns = ColumnsBeforeMembers + `, members`
+const Columns = ColumnsBeforeMembers + `, members, steps`
 
 // NumColumns is the number of entries in Columns.
-const NumColumns = 33
+const NumColumns = 34
+
+// NumColumnsBeforeMembers is the number of entries in ColumnsBeforeMembers.
+const NumColumnsBeforeMembers = NumColumns - 2
 
 // ChainColumns are the columns of the hash chain (see premis.ChainHash).
 // Reads select them first, then Columns; Insert writes prev_hash and hash
@@ -46,27 +50,37 @@ type Dialect struct {
 	Contains func(col, arg string) string
 	// BeforeMembers: the ledger was written before the members column (an
 	// audit open, which adds nothing): it is read as empty, and no event
-	// has members.
+	// has members. Such a ledger is BeforeSteps too.
 	BeforeMembers bool
+	// BeforeSteps: likewise for the steps column (see premis.Step).
+	BeforeSteps bool
 }
 
 // Select is the select list of the ledger d speaks to.
 func (d Dialect) Select() string {
-	if d.BeforeMembers {
+	switch {
+	case d.BeforeMembers:
 		return SelectBeforeMembers
+	case d.BeforeSteps:
+		return SelectBeforeSteps
 	}
 	return Select
 }
 
 // ColumnsBeforeMembers are the columns of a ledger written before the
-// members column: Columns without it (NumColumns-1 of them).
+// members column: Columns without it and steps (NumColumnsBeforeMembers of
+// them).
 const ColumnsBeforeMembers = `id, key, type, datetime, detail, outcome, note, class, code, message, byte_offset, page,
 	segment, element, component, tag, destination, object_id, batch_id, correlation_id, kind, sha256, size,
 	puid, path, attempt, retries, task_id, replay_of, agent, operator, envelope`
 
 // SelectBeforeMembers is Select from a ledger written before the members
 // column, which it reads as empty (an audit, which changes nothing).
-const SelectBeforeMembers = ChainColumns + ", " + ColumnsBeforeMembers + ", '' AS members"
+const SelectBeforeMembers = ChainColumns + ", " + ColumnsBeforeMembers + ", '' AS members, '' AS steps"
+
+// SelectBeforeSteps is Select from a ledger written before the steps
+// column, which it reads as empty.
+const SelectBeforeSteps = ChainColumns + ", " + ColumnsBeforeMembers + ", members, '' AS steps"
 
 // Query renders a SELECT of Select from table for f, oldest first.
 func Query(table string, f premis.Filter, d Dialect) (string, []any) {
@@ -78,7 +92,7 @@ func Query(table string, f premis.Filter, d Dialect) (string, []any) {
 // destination, batch_id), f.Latest selects through it — what is open now,
 // not what ever was — instead of testing every event for a later one.
 func QueryLatest(table, latest string, f premis.Filter, d Dialect) (string, []any) {
-	from, args := fromWhere(table, latest, f, d)
+	from, args := fromWhere(table, latest, f, d, nil)
 	q := "SELECT " + d.Select() + from + " ORDER BY seq"
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
@@ -91,15 +105,82 @@ func QueryLatest(table, latest string, f premis.Filter, d Dialect) (string, []an
 // so a listing's total costs an index scan, not the rows read back.
 func CountLatest(table, latest string, f premis.Filter, d Dialect) (string, []any) {
 	f.Limit, f.AfterSeq = 0, 0
-	from, args := fromWhere(table, latest, f, d)
-	return "SELECT COUNT(*)" + from, args
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return d.Placeholder(len(args))
+	}
+	count := "COUNT(*)"
+	if f.StepsMayMatch() && !d.BeforeSteps {
+		// A row counts once for itself when it matches, and once more for
+		// each of its steps that does: each needle is found in the steps
+		// text as often as steps match it.
+		if row := rowTypeOutcome(f, arg); row == "" {
+			count += " + " + occurrences("'"+stepOpen+"'", len(stepOpen))
+		} else {
+			count = "COALESCE(SUM(CASE WHEN " + row + " THEN 1 ELSE 0 END), 0)"
+			for _, n := range stepNeedles(f) {
+				count += " + " + occurrences(arg(n), utf8.RuneCountInString(n))
+			}
+		}
+	}
+	from, args := fromWhere(table, latest, f, d, args)
+	return "SELECT " + count + from, args
+}
+
+// occurrences is the SQL sum, over the rows counted, of how many times the
+// text needle (an SQL expression, n characters long) occurs in steps.
+func occurrences(needle string, n int) string {
+	return fmt.Sprintf("COALESCE(SUM((length(steps) - length(replace(steps, %s, ''))) / %d), 0)", needle, n)
+}
+
+// stepOpen opens each step in the steps text, and occurs nowhere else in
+// it (a quote inside a JSON string is escaped).
+const stepOpen = `{"type":`
+
+// rowTypeOutcome renders f's type and outcome tests of a row's own
+// columns ("" when f has none).
+func rowTypeOutcome(f premis.Filter, arg func(any) string) string {
+	var conds []string
+	if f.Outcome != "" {
+		conds = append(conds, "outcome = "+arg(string(f.Outcome)))
+	}
+	if len(f.Types) > 0 {
+		ph := make([]string, len(f.Types))
+		for i, t := range f.Types {
+			ph[i] = arg(string(t))
+		}
+		conds = append(conds, "type IN ("+strings.Join(ph, ", ")+")")
+	}
+	return strings.Join(conds, " AND ")
+}
+
+// stepNeedles are what the steps text holds where a step f selects by its
+// type and outcome begins (or, for an outcome alone, is): one per type.
+func stepNeedles(f premis.Filter) []string {
+	outcome := ""
+	if f.Outcome != "" {
+		q, _ := json.Marshal(string(f.Outcome))
+		outcome = `"outcome":` + string(q)
+	}
+	if len(f.Types) == 0 {
+		return []string{outcome}
+	}
+	out := make([]string, len(f.Types))
+	for i, t := range f.Types {
+		q, _ := json.Marshal(string(t))
+		out[i] = stepOpen + string(q) + ","
+		if outcome != "" {
+			out[i] += outcome
+		}
+	}
+	return out
 }
 
 // fromWhere is the " FROM table WHERE ..." of QueryLatest and CountLatest,
-// and its arguments.
-func fromWhere(table, latest string, f premis.Filter, d Dialect) (string, []any) {
+// and its arguments, appended to args.
+func fromWhere(table, latest string, f premis.Filter, d Dialect, args []any) (string, []any) {
 	var where []string
-	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return d.Placeholder(len(args))
@@ -131,7 +212,18 @@ func fromWhere(table, latest string, f premis.Filter, d Dialect) (string, []any)
 	eq("key", f.Key)
 	eq("kind", f.Kind)
 	eq("code", f.Code)
-	eq("outcome", string(f.Outcome))
+	if row := rowTypeOutcome(f, arg); row != "" {
+		if f.StepsMayMatch() && !d.BeforeSteps {
+			// Or a step of the row: its type and outcome are in the
+			// steps text, the rest are the row's.
+			var in []string
+			for _, n := range stepNeedles(f) {
+				in = append(in, d.Contains("steps", arg(n)))
+			}
+			row = "(" + row + " OR (steps <> '' AND (" + strings.Join(in, " OR ") + ")))"
+		}
+		where = append(where, row)
+	}
 	eq("class", string(f.Class))
 	eq("destination", string(f.Destination))
 	if f.AfterSeq > 0 {
@@ -184,13 +276,6 @@ func fromWhere(table, latest string, f premis.Filter, d Dialect) (string, []any)
 	case f.Latest:
 		where = append(where, "destination <> ''", "NOT EXISTS (SELECT 1 FROM "+table+" later WHERE later.correlation_id = "+table+
 			".correlation_id AND later.seq > "+table+".seq AND later.destination <> '')")
-	}
-	if len(f.Types) > 0 {
-		ph := make([]string, len(f.Types))
-		for i, t := range f.Types {
-			ph[i] = arg(string(t))
-		}
-		where = append(where, "type IN ("+strings.Join(ph, ", ")+")")
 	}
 	q := " FROM " + table
 	if len(where) > 0 {
@@ -323,6 +408,44 @@ func DecodeMembers(s string) ([]premis.Member, error) {
 	}
 	return ms, nil
 }
+
+// EncodeSteps is how the steps column stores a record's steps: "" for
+// none, else their JSON array, each step an object whose fields come in
+// Step's order (type first, then outcome), which the filters' needles
+// rely on.
+func EncodeSteps(steps []premis.Step) (string, error) {
+	if len(steps) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(steps)
+	return string(b), err
+}
+
+// DecodeSteps reads what EncodeSteps wrote, byte for byte, for the reason
+// DecodeMembers gives: a filter searches the text, the chain hashes the
+// steps.
+func DecodeSteps(s string) ([]premis.Step, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if len(s) > MaxStepsText {
+		return nil, fmt.Errorf("steps: %d bytes, more than %d", len(s), MaxStepsText)
+	}
+	var steps []premis.Step
+	if err := json.Unmarshal([]byte(s), &steps); err != nil {
+		return nil, fmt.Errorf("steps: %w", err)
+	}
+	if len(steps) == 0 || len(steps) > premis.MaxSteps {
+		return nil, fmt.Errorf("steps: %d entries, want 1 to %d", len(steps), premis.MaxSteps)
+	}
+	if again, err := EncodeSteps(steps); err != nil || again != s {
+		return nil, errors.New("steps: not written as the ledger writes them (the text was changed past the ledger)")
+	}
+	return steps, nil
+}
+
+// MaxStepsText bounds the steps column of one record.
+const MaxStepsText = 64 << 10
 
 // Insert renders the idempotent INSERT of one event into table: the
 // NumColumns values of Columns, then prev_hash and hash; a key stored

@@ -87,7 +87,7 @@ func (s *Store) Events(ctx context.Context, f premis.Filter) ([]premis.Event, er
 		if err != nil {
 			return nil, s.fail("scan", err)
 		}
-		out = append(out, e)
+		out = f.Expand(out, e) // a record's steps, as events of their own
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.fail("query", err)
@@ -106,15 +106,41 @@ func (s *Store) CountEvents(ctx context.Context, f premis.Filter) (int64, error)
 }
 
 // Event implements premis.Ledger.
+// An id that may be a step's (premis.StepOf) is looked up as a row's and
+// as its record's, in one statement.
 func (s *Store) Event(ctx context.Context, id string) (premis.Event, error) {
-	e, err := s.B.Scan(s.B.QueryRow(ctx, `SELECT `+s.Syntax.Select()+` FROM `+s.B.Events+` WHERE id = `+s.Syntax.Placeholder(1), id))
-	if errors.Is(err, s.B.NoRows) {
-		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
+	q, args := `SELECT `+s.Syntax.Select()+` FROM `+s.B.Events+` WHERE id = `+s.Syntax.Placeholder(1), []any{id}
+	record, step, isStep := premis.StepOf(id)
+	if isStep && !s.Syntax.BeforeSteps {
+		q, args = q+` OR id = `+s.Syntax.Placeholder(2), append(args, record)
 	}
+	rows, err := s.B.Query(ctx, q, args...)
 	if err != nil {
 		return premis.Event{}, s.fail("event "+id, err)
 	}
-	return e, nil
+	defer rows.Close()
+	var found *premis.Event
+	for rows.Next() {
+		e, err := s.B.Scan(rows)
+		if err != nil {
+			return premis.Event{}, s.fail("event "+id, err)
+		}
+		switch {
+		case e.ID == id:
+			e.Steps = nil
+			found = &e
+		case found == nil && e.ID == record && step < len(e.Steps):
+			st := e.Step(step)
+			found = &st
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return premis.Event{}, s.fail("event "+id, err)
+	}
+	if found == nil {
+		return premis.Event{}, fmt.Errorf("%w: %s", premis.ErrNotFound, id)
+	}
+	return *found, nil
 }
 
 // LatestOf implements premis.LatestLookup: the read model's row for the

@@ -204,6 +204,93 @@ func Run(t *testing.T, open Open) {
 			t.Errorf("an event with %d members was stored", len(big.Members))
 		}
 	})
+	t.Run("Steps", func(t *testing.T) {
+		l := open(t)
+		sub := Event("m", premis.IngestionStart, 1)
+		sub.Outcome, sub.Class, sub.Code, sub.Destination, sub.Position = premis.Success, "", "", premis.Submitted, premis.Position{}
+		rec := sample.AcceptedMaster(7)[0]
+		rec.CorrelationID, rec.ObjectID, rec.BatchID = sub.CorrelationID, "m", "batch-1"
+		rec.Steps[2].Outcome, rec.Steps[2].Note = premis.Warning, "1 page(s); warnings: tiff.odd-resolution: 72 dpi"
+		if _, err := l.Append(ctx, sub, rec); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(rec.ID); n != 36 || !strings.ContainsAny(rec.ID[35:], "048c") {
+			t.Fatalf("record id %q leaves no room for its steps' ids", rec.ID)
+		}
+		fix, form, val := premis.StepID(rec.ID, 0), premis.StepID(rec.ID, 1), premis.StepID(rec.ID, 2)
+		evs, err := l.Events(ctx, premis.Filter{CorrelationID: sub.CorrelationID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range evs {
+			got = append(got, string(e.Type)+" "+e.ID)
+			if e.ID != sub.ID && (e.Seq != rec.Seq || e.Hash != rec.Hash || e.PrevHash != rec.PrevHash) {
+				t.Errorf("%s: chain fields %d %s, want the record's %d %s", e.Type, e.Seq, e.Hash, rec.Seq, rec.Hash)
+			}
+			if len(e.Steps) > 0 {
+				t.Errorf("%s handed over with its steps as well", e.Type)
+			}
+		}
+		want := []string{"ins " + sub.ID, "fix " + fix, "for " + form, "val " + val, "ing " + rec.ID}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("an item's events (-want +got):\n%s", diff)
+		}
+		step := evs[1]
+		if step.Record != rec.ID || step.TaskID != rec.TaskID || step.Destination != "" || step.Detail != rec.Steps[0].Detail ||
+			!step.DateTime.Equal(rec.DateTime) || step.Key == rec.Key || step.PUID != "" {
+			t.Errorf("the fixity step as an event: %+v", step)
+		}
+		if sha, size, ok := step.ReadFixity(); !ok || sha != rec.SHA256 || size != rec.Size {
+			t.Errorf("the fixity step reads %s %d %v, want the record's digest and size", sha, size, ok)
+		}
+		for _, id := range []string{fix, val, rec.ID} {
+			e, err := l.Event(ctx, id)
+			if err != nil || e.ID != id || len(e.Steps) > 0 {
+				t.Errorf("Event(%s): %s %s %d steps, %v", id, e.Type, e.ID, len(e.Steps), err)
+			}
+		}
+		if e, err := l.Event(ctx, premis.StepID(sub.ID[:35]+"0", 1)); !errors.Is(err, premis.ErrNotFound) {
+			t.Errorf("a step of a record without steps: %s %v, want ErrNotFound", e.ID, err)
+		}
+		wantFiltered(t, l, []filterCase{
+			{"a step's type", premis.Filter{Types: []premis.EventType{premis.Validation}}, []string{val}},
+			{"a step's and a record's type", premis.Filter{Types: []premis.EventType{premis.Ingestion, premis.FixityCheck}}, []string{fix, rec.ID}},
+			{"a step's outcome", premis.Filter{Outcome: premis.Warning}, []string{val}},
+			{"type and outcome, of different steps", premis.Filter{Types: []premis.EventType{premis.FixityCheck}, Outcome: premis.Warning}, nil},
+			{"success", premis.Filter{Outcome: premis.Success, ObjectID: "m"}, []string{sub.ID, fix, form, rec.ID}},
+			{"a destination: no step has one", premis.Filter{Destination: premis.Accepted}, []string{rec.ID}},
+			{"latest", premis.Filter{Latest: true, CorrelationID: sub.CorrelationID}, []string{rec.ID}},
+			{"by task: the record's", premis.Filter{CorrelationID: sub.CorrelationID, TaskID: rec.TaskID}, []string{fix, form, val, rec.ID}},
+			{"a page holds a record whole", premis.Filter{CorrelationID: sub.CorrelationID, AfterSeq: sub.Seq, Limit: 1}, []string{fix, form, val, rec.ID}},
+			{"after the record", premis.Filter{AfterSeq: rec.Seq}, nil},
+		})
+		var each []string
+		if err := premis.EachEvent(ctx, l, premis.Filter{}, func(e premis.Event) error { each = append(each, e.ID); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{sub.ID, fix, form, val, rec.ID}, each); diff != "" {
+			t.Errorf("EachEvent (-want +got):\n%s", diff)
+		}
+		again := sample.AcceptedMaster(7)[0]
+		again.CorrelationID, again.ObjectID, again.BatchID = sub.CorrelationID, "m", "batch-1"
+		if ins, err := l.Append(ctx, again); err != nil || ins[0] || again.ID != rec.ID || len(again.Steps) != 3 {
+			t.Errorf("the record appended again: inserted %v, id %s (stored %s), %d steps, %v", ins, again.ID, rec.ID, len(again.Steps), err)
+		}
+		if v := Verify(t, l); !v.Intact() {
+			t.Errorf("ledger with steps: %s\n%s", v, Problems(v))
+		}
+		bad := sample.AcceptedMaster(8)[0]
+		bad.Steps = append(bad.Steps, premis.Step{Type: premis.Validation, Outcome: premis.Success})
+		if _, err := l.Append(ctx, bad); err == nil {
+			t.Error("a record with two validation steps was stored")
+		}
+		failed := sample.AcceptedMaster(9)[0]
+		failed.Steps[0].Outcome = premis.Failure
+		if _, err := l.Append(ctx, failed); err == nil {
+			t.Error("a record with a failed step was stored")
+		}
+	})
 	t.Run("ChainsEveryAppend", func(t *testing.T) {
 		l := open(t)
 		a, b, c := Event("a", premis.Validation, 1), Event("b", premis.Validation, 1), Event("c", premis.Ingestion, 1)

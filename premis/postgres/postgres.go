@@ -127,7 +127,8 @@ CREATE TABLE lazaret_events (
 	envelope       BYTEA,
 	prev_hash      TEXT NOT NULL DEFAULT '',
 	hash           TEXT NOT NULL DEFAULT '',
-	members        TEXT NOT NULL DEFAULT ''
+	members        TEXT NOT NULL DEFAULT '',
+	steps          TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX lazaret_events_members ON lazaret_events(batch_id, type) WHERE members <> '';
 CREATE INDEX lazaret_events_object ON lazaret_events(object_id);
@@ -163,6 +164,11 @@ const membersColumn = `
 ALTER TABLE lazaret_events ADD COLUMN members TEXT NOT NULL DEFAULT '';
 CREATE INDEX lazaret_events_members ON lazaret_events(batch_id, type) WHERE members <> '';
 `
+
+// stepsColumn holds the steps a decision's record holds beside its own
+// event (see premis.Step and ledgersql.EncodeSteps), added to a ledger
+// written before it. No index: a step is found through its record.
+const stepsColumn = `ALTER TABLE lazaret_events ADD COLUMN steps TEXT NOT NULL DEFAULT ''`
 
 // The chain columns, added to a ledger written before the chain.
 const addChainColumns = `ALTER TABLE lazaret_events ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '', ADD COLUMN hash TEXT NOT NULL DEFAULT ''`
@@ -299,7 +305,7 @@ func OpenAudit(ctx context.Context, dsn string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.pool)
-	l.ReadModel, l.Syntax.BeforeMembers = st.latest, !st.members
+	l.ReadModel, l.Syntax.BeforeMembers, l.Syntax.BeforeSteps = st.latest, !st.members, !st.steps
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("no hash chain to audit (events table %v, chain columns %v)", st.events, st.chained)
 	}
@@ -343,7 +349,7 @@ func connect(ctx context.Context, dsn string) (*Ledger, error) {
 
 // state is what the database holds of the schema, on the search path.
 type state struct {
-	events, chained, head, latest, members bool
+	events, chained, head, latest, members, steps bool
 }
 
 func inspect(ctx context.Context, q interface {
@@ -356,8 +362,10 @@ func inspect(ctx context.Context, q interface {
 		to_regclass('lazaret_ledger_head') IS NOT NULL,
 		to_regclass('lazaret_latest') IS NOT NULL,
 		EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('lazaret_events')
-			AND attname = 'members' AND NOT attisdropped)`).Scan(
-		&st.events, &st.chained, &st.head, &st.latest, &st.members)
+			AND attname = 'members' AND NOT attisdropped),
+		EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('lazaret_events')
+			AND attname = 'steps' AND NOT attisdropped)`).Scan(
+		&st.events, &st.chained, &st.head, &st.latest, &st.members, &st.steps)
 	return st, err
 }
 
@@ -385,6 +393,12 @@ func (l *Ledger) prepare(ctx context.Context) error {
 			return mapErr(err)
 		}
 		st.members = true
+	}
+	if st.events && !st.steps && st.chained == st.head {
+		if _, err := tx.Exec(ctx, stepsColumn); err != nil {
+			return mapErr(err)
+		}
+		st.steps = true
 	}
 	switch {
 	case st.events && st.chained && st.head && st.latest:
@@ -889,14 +903,17 @@ func scanOne(row pgx.Row) (premis.Event, error) {
 	var off *int64
 	var page *int32
 	var seg, el, comp, attempt, retries int32
-	var members string
+	var members, steps string
 	err := row.Scan(&e.Seq, &e.PrevHash, &e.Hash, &id, &e.Key, &typ, &e.DateTime, &e.Detail, &outcome, &e.Note, &class, &e.Code, &e.Message, &off, &page,
 		&seg, &el, &comp, &e.Tag, &dest, &e.ObjectID, &e.BatchID, &e.CorrelationID, &e.Kind, &e.SHA256, &e.Size, &e.PUID, &e.Path,
-		&attempt, &retries, &e.TaskID, &e.ReplayOf, &e.Agent, &e.Operator, &e.Envelope, &members)
+		&attempt, &retries, &e.TaskID, &e.ReplayOf, &e.Agent, &e.Operator, &e.Envelope, &members, &steps)
 	if err != nil {
 		return e, err
 	}
 	e.Members, err = ledgersql.DecodeMembers(members)
+	if err == nil {
+		e.Steps, err = ledgersql.DecodeSteps(steps)
+	}
 	if err != nil {
 		err = &membersError{err}
 	}
@@ -911,7 +928,7 @@ func scanOne(row pgx.Row) (premis.Event, error) {
 	return e, err
 }
 
-// membersError: the members column holds what the ledger never writes. The
+// membersError: the members or steps column holds what the ledger never writes. The
 // rest of the row is read; Walk hands it on with the error.
 type membersError struct{ err error }
 

@@ -280,7 +280,7 @@ func writeV0(t testing.TB, dsn string, n int) []*premis.Event {
 
 // v0Insert is the INSERT of the version before the chain.
 var v0Insert = func() string {
-	ph := make([]string, ledgersql.NumColumns-1)
+	ph := make([]string, ledgersql.NumColumnsBeforeMembers)
 	for i := range ph {
 		ph[i] = fmt.Sprintf("$%d", i+1)
 	}

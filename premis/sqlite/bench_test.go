@@ -53,7 +53,7 @@ func v0Appender(b *testing.B) ledgertest.AppendFunc {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	insert := "INSERT INTO events (" + ledgersql.ColumnsBeforeMembers + ") VALUES (?" + strings.Repeat(",?", ledgersql.NumColumns-2) + ") ON CONFLICT (key) DO NOTHING"
+	insert := "INSERT INTO events (" + ledgersql.ColumnsBeforeMembers + ") VALUES (?" + strings.Repeat(",?", ledgersql.NumColumnsBeforeMembers-1) + ") ON CONFLICT (key) DO NOTHING"
 	return func(ctx context.Context, e *premis.Event) error {
 		if err := premis.Prepare(e); err != nil {
 			return err

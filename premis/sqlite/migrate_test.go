@@ -36,7 +36,7 @@ func writeV1(t testing.TB, path string, n int) []*premis.Event {
 	if _, err := db.Exec(`INSERT INTO ledger_head (id, event_count, last_hash) VALUES (1, 0, ?)`, premis.ChainGenesis); err != nil {
 		t.Fatal(err)
 	}
-	insert := "INSERT INTO events (" + ledgersql.ColumnsBeforeMembers + ", prev_hash, hash) VALUES (?" + strings.Repeat(",?", ledgersql.NumColumns) + ")"
+	insert := "INSERT INTO events (" + ledgersql.ColumnsBeforeMembers + ", prev_hash, hash) VALUES (?" + strings.Repeat(",?", ledgersql.NumColumnsBeforeMembers+1) + ")"
 	head := premis.Head{Hash: premis.ChainGenesis}
 	var evs []*premis.Event
 	for i := range n {

@@ -176,7 +176,8 @@ CREATE TABLE events (
 	envelope       BLOB,
 	prev_hash      TEXT NOT NULL DEFAULT '',
 	hash           TEXT NOT NULL DEFAULT '',
-	members        TEXT NOT NULL DEFAULT ''
+	members        TEXT NOT NULL DEFAULT '',
+	steps          TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX events_object ON events(object_id);
 CREATE INDEX events_members ON events(batch_id, type) WHERE members <> '';
@@ -192,6 +193,13 @@ CREATE INDEX events_datetime ON events(datetime);
 const membersColumn = `
 ALTER TABLE events ADD COLUMN members TEXT NOT NULL DEFAULT '';
 CREATE INDEX events_members ON events(batch_id, type) WHERE members <> '';
+`
+
+// stepsColumn holds the steps a decision's record holds beside its own
+// event (see premis.Step and ledgersql.EncodeSteps), added to a ledger
+// written before it. No index: a step is found through its record.
+const stepsColumn = `
+ALTER TABLE events ADD COLUMN steps TEXT NOT NULL DEFAULT '';
 `
 
 // The chain columns, added to a ledger written before the chain.
@@ -354,7 +362,7 @@ func OpenAudit(ctx context.Context, path string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.db)
-	l.ReadModel, l.Syntax.BeforeMembers = st.latest, !st.members
+	l.ReadModel, l.Syntax.BeforeMembers, l.Syntax.BeforeSteps = st.latest, !st.members, !st.steps
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("sqlite ledger %s: no hash chain to audit (events table %v, chain columns %v)", path, st.events, st.chained)
 	}
@@ -406,11 +414,11 @@ func (l *Ledger) SetReaders(n int) {
 
 // state is what a file holds of the schema.
 type state struct {
-	events, chained, head, latest, item, members bool
+	events, chained, head, latest, item, members, steps bool
 }
 
 func (st state) current() bool {
-	return st.events && st.chained && st.head && st.latest && st.item && st.members
+	return st.events && st.chained && st.head && st.latest && st.item && st.members && st.steps
 }
 
 type querier interface {
@@ -425,7 +433,8 @@ func inspect(ctx context.Context, q querier) (state, error) {
 		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_head'),
 		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'latest'),
 		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'events_item'),
-		EXISTS (SELECT 1 FROM pragma_table_info('events') WHERE name = 'members')`).Scan(&st.events, &st.chained, &st.head, &st.latest, &st.item, &st.members)
+		EXISTS (SELECT 1 FROM pragma_table_info('events') WHERE name = 'members'),
+		EXISTS (SELECT 1 FROM pragma_table_info('events') WHERE name = 'steps')`).Scan(&st.events, &st.chained, &st.head, &st.latest, &st.item, &st.members, &st.steps)
 	return st, err
 }
 
@@ -455,6 +464,12 @@ func (l *Ledger) prepare(ctx context.Context) error {
 			return mapErr(err)
 		}
 		st.members = true
+	}
+	if st.events && !st.steps && (st.chained == st.head) {
+		if _, err := tx.ExecContext(ctx, stepsColumn); err != nil {
+			return mapErr(err)
+		}
+		st.steps = true
 	}
 	switch {
 	case st.current():
@@ -811,6 +826,13 @@ func scanOne(s scanner) (premis.Event, error) {
 			d.err = &decodeError{Column: "members", Value: truncated(text), Want: "the members the ledger writes (" + err.Error() + ")"}
 		}
 		e.Members = ms
+	}
+	if text := d.text(); d.err == nil {
+		steps, err := ledgersql.DecodeSteps(text)
+		if err != nil {
+			d.err = &decodeError{Column: "steps", Value: truncated(text), Want: "the steps the ledger writes (" + err.Error() + ")"}
+		}
+		e.Steps = steps
 	}
 	if d.err != nil {
 		return e, d.err

@@ -290,7 +290,7 @@ func writeV0(t testing.TB, path string, n int) []*premis.Event {
 	if _, err := db.Exec(string(schema)); err != nil {
 		t.Fatal(err)
 	}
-	insert := "INSERT INTO events (" + ledgersql.ColumnsBeforeMembers + ") VALUES (?" + strings.Repeat(",?", ledgersql.NumColumns-2) + ")"
+	insert := "INSERT INTO events (" + ledgersql.ColumnsBeforeMembers + ") VALUES (?" + strings.Repeat(",?", ledgersql.NumColumnsBeforeMembers-1) + ")"
 	var evs []*premis.Event
 	for i := range n {
 		e := ledgertest.Event("old-"+string(rune('a'+i)), premis.Validation, 1)
