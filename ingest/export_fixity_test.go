@@ -82,3 +82,80 @@ func TestExportStatesOnlyTheFixityRead(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptedMasterIsOneRecord: through the worker, an accepted master's
+// decision is one row of the ledger, its ingestion record, and reads as
+// the four events it always did: the fixity check, format
+// identification and validation are the record's steps, each with an id
+// of its own that a lookup finds, chained under the record's hash, and
+// exported, in a PREMIS document and in METS, as events of the object.
+func TestAcceptedMasterIsOneRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, fastPolicy())
+	path, sha := b.file("good.tif", master(t, goodPage))
+	good := b.envelope("good", path, sha)
+	b.start()
+	b.enqueue(good)
+	if ev := b.settled(good.CorrelationID, 20*time.Second); ev.Destination != premis.Accepted {
+		t.Fatalf("good: %s %s", ev.Destination, ev.Code)
+	}
+	var rows []premis.Event
+	if err := b.ledger.(premis.Auditor).Walk(ctx, func(e premis.Event, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.CorrelationID == good.CorrelationID {
+			rows = append(rows, e)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Type != premis.Ingestion || len(rows[0].Steps) != 3 {
+		t.Fatalf("the item's rows: %d, %+v", len(rows), rows)
+	}
+	rec := rows[0]
+	evs, err := b.ledger.Events(ctx, premis.Filter{CorrelationID: good.CorrelationID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range evs {
+		types = append(types, string(e.Type))
+		if e.Seq != rec.Seq || e.Hash != rec.Hash || e.Attempt != 1 || e.TaskID != rec.TaskID {
+			t.Errorf("%s: seq %d hash %s attempt %d task %s, want the record's", e.Type, e.Seq, e.Hash, e.Attempt, e.TaskID)
+		}
+	}
+	if got := strings.Join(types, " "); got != "fix for val ing" {
+		t.Fatalf("the item's events: %s", got)
+	}
+	for _, e := range evs[:3] {
+		got, err := b.ledger.Event(ctx, e.ID)
+		if err != nil || got.Type != e.Type || got.Record != rec.ID {
+			t.Errorf("the %s step by its id %s: %s %s, %v", e.Type, e.ID, got.Type, got.Record, err)
+		}
+	}
+	for _, opt := range []premis.ExportOptions{{}, {METS: true, Organisation: "Example Archive"}} {
+		var buf bytes.Buffer
+		n, err := premis.ExportLedger(ctx, &buf, b.ledger, premis.Filter{CorrelationID: good.CorrelationID}, premis.Software{Name: "lazaret", Version: "test"}, opt)
+		if err != nil || n != 4 {
+			t.Fatalf("METS %v: %d events exported, %v", opt.METS, n, err)
+		}
+		if !opt.METS {
+			out := filepath.Join(t.TempDir(), "premis.xml")
+			if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			testenv.ValidatePREMIS(t, out)
+		}
+		for _, e := range evs {
+			if !bytes.Contains(buf.Bytes(), []byte(">"+e.ID+"<")) {
+				t.Errorf("METS %v: event %s (%s) is not exported", opt.METS, e.ID, e.Type)
+			}
+		}
+		if c := bytes.Count(buf.Bytes(), []byte(`record="`+rec.ID+`"`)); c != 3 {
+			t.Errorf("METS %v: %d events name the record they are stored in, want its 3 steps", opt.METS, c)
+		}
+	}
+}

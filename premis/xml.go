@@ -685,7 +685,13 @@ func (d *doc) event(e Event, wrap string) {
 	if e.Hash != "" {
 		x.open("premis:eventDetailInformation")
 		x.open("premis:eventDetailExtension")
-		x.openAttr("lazaret:chain", "seq", strconv.FormatInt(e.Seq, 10), "prevHash", e.PrevHash, "hash", e.Hash)
+		chain := []string{"seq", strconv.FormatInt(e.Seq, 10), "prevHash", e.PrevHash, "hash", e.Hash}
+		if e.Record != "" {
+			// A step of a record (premis.Step): the chain fields are the
+			// record's row's, whose hash covers this event.
+			chain = append(chain, "record", e.Record)
+		}
+		x.openAttr("lazaret:chain", chain...)
 		x.close("lazaret:chain")
 		x.close("premis:eventDetailExtension")
 		x.close("premis:eventDetailInformation")

@@ -477,6 +477,9 @@ func Seed(t *testing.T, l premis.Ledger) []*premis.Event {
 	t.Helper()
 	evs := []*premis.Event{Event("m1", premis.Validation, 1), Event("m2", premis.FixityCheck, 1), Event("m3", premis.Validation, 1), Event("m4", premis.Validation, 1)}
 	evs[0].Outcome, evs[0].Class, evs[0].Code, evs[0].Destination, evs[0].Position = premis.Success, "", "", premis.Accepted, premis.Position{}
+	// The first is an accepted master's record, holding its steps.
+	evs[0].Steps = []premis.Step{{Type: premis.FixityCheck, Outcome: premis.Success, Note: "sha256 sha-m1"},
+		{Type: premis.FormatIdentification, Outcome: premis.Success, PUID: "fmt/353"}}
 	evs[1].Code = "fixity.mismatch"
 	// The last one holds members, as a chunk of an interchange's accepted
 	// messages does.
