@@ -61,7 +61,9 @@ const chainTime = "2006-01-02T15:04:05.000000000Z"
 // where field is one of
 //
 //	0x00                                       NULL (byte_offset, page when absent)
-//	0x01 <uint64 big-endian length> <bytes>    text, as stored (UTF-8), and the envelope blob
+//	0x01 <uint64 big-endian length> <bytes>    text, as stored (UTF-8), and the envelope
+//	                                           (as Event.Envelope holds it: a ledger may
+//	                                           store it compressed, and reads it back so)
 //	0x02 <int64 big-endian, two's complement>  integer
 //
 // The datetime is text: UTC with nine fraction digits

@@ -42,9 +42,13 @@ func (c *Chain) Row(args []any, i int, d Dialect) ([]any, string, error) {
 	if err != nil {
 		return args, "", fmt.Errorf("append %s: %w", e.Type, err)
 	}
+	env, err := EncodeEnvelope(e.Envelope)
+	if err != nil {
+		return args, "", fmt.Errorf("append %s: %w", e.Type, err)
+	}
 	return append(args, e.ID, e.Key, string(e.Type), d.Time(e.DateTime), e.Detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
 		e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, string(e.Destination), e.ObjectID, e.BatchID,
-		e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries, e.TaskID, e.ReplayOf, e.Agent, e.Operator, e.Envelope,
+		e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries, e.TaskID, e.ReplayOf, e.Agent, e.Operator, env,
 		members, steps, c.Head.Hash, hash), hash, nil
 }
 

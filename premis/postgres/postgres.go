@@ -341,7 +341,7 @@ func connect(ctx context.Context, dsn string) (*Ledger, error) {
 			return pool.QueryRow(ctx, q, args...)
 		},
 		Scan:    func(r ledgersql.Row) (premis.Event, error) { return scanOne(r) },
-		Damaged: func(err error) bool { var me *membersError; return errors.As(err, &me) },
+		Damaged: func(err error) bool { var me *columnError; return errors.As(err, &me) },
 		NoRows:  pgx.ErrNoRows, MapErr: mapErr,
 	}}
 	return l, nil
@@ -914,8 +914,11 @@ func scanOne(row pgx.Row) (premis.Event, error) {
 	if err == nil {
 		e.Steps, err = ledgersql.DecodeSteps(steps)
 	}
+	if err == nil {
+		e.Envelope, err = ledgersql.DecodeEnvelope(e.Envelope)
+	}
 	if err != nil {
-		err = &membersError{err}
+		err = &columnError{err}
 	}
 	e.ID, e.Type, e.Outcome, e.Class, e.Destination = id.String(), premis.EventType(typ), premis.Outcome(outcome), premis.Class(class), premis.Destination(dest)
 	e.DateTime = e.DateTime.UTC()
@@ -928,11 +931,12 @@ func scanOne(row pgx.Row) (premis.Event, error) {
 	return e, err
 }
 
-// membersError: the members or steps column holds what the ledger never writes. The
-// rest of the row is read; Walk hands it on with the error.
-type membersError struct{ err error }
+// columnError: the members, steps or envelope column holds what the
+// ledger never writes. The rest of the row is read; Walk hands it on with
+// the error.
+type columnError struct{ err error }
 
-func (e *membersError) Error() string { return e.err.Error() }
+func (e *columnError) Error() string { return e.err.Error() }
 
 // mapErr turns conditions worth retrying (a connection that failed, a
 // serialization failure, a deadlock, too many connections, a server

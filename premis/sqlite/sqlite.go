@@ -819,7 +819,13 @@ func scanOne(s scanner) (premis.Event, error) {
 	e.PUID, e.Path = d.text(), d.text()
 	e.Attempt, e.Retries = int(d.int()), int(d.int())
 	e.TaskID, e.ReplayOf, e.Agent, e.Operator = d.text(), d.text(), d.text(), d.text()
-	e.Envelope = d.blob()
+	if stored := d.blob(); d.err == nil {
+		env, err := ledgersql.DecodeEnvelope(stored)
+		if err != nil {
+			d.err = &decodeError{Column: "envelope", Value: truncated(string(stored)), Want: "an envelope the ledger writes (" + err.Error() + ")"}
+		}
+		e.Envelope = env
+	}
 	if text := d.text(); d.err == nil {
 		ms, err := ledgersql.DecodeMembers(text)
 		if err != nil {

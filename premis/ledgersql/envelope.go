@@ -1,0 +1,94 @@
+package ledgersql
+
+import (
+	"bytes"
+	"compress/flate"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// The envelope column holds an event's task envelope (premis.Event's
+// Envelope: the JSON a replay reads the item back from) as it is, or
+// DEFLATE-compressed against a dictionary of the envelope's own field
+// names: the submission and every failure carry one, and compressed it
+// takes some 300 bytes where the JSON takes 680. The chain hashes the
+// envelope as the event holds it, never its stored form, so how it is
+// stored may change without a hash changing; reads give the JSON back.
+//
+// A stored envelope that begins with byte 0 is compressed: 0, a format
+// byte (envelopeFlate1), then the raw DEFLATE stream. Any other is the
+// envelope itself, as every row written before compression holds it.
+const envelopeFlate1 = 1
+
+// MaxEnvelope bounds an envelope, stored or read back: an envelope is a
+// few hundred bytes (the worker refuses one of 16 KiB), so a stored one
+// that inflates past this is damage or a bomb, not a task.
+const MaxEnvelope = 1 << 20
+
+// envelopeDict is what compression of an envelope starts from: the field
+// names and common values of the envelopes the worker writes, in their
+// order. It is part of the stored format: a new dictionary is a new
+// format byte, never an edit of this one.
+var envelopeDict = []byte(`{"v":1,"correlation_id":"","batch_id":"","submitter":"","object_id":"","kind":"edifact","kind":"tiff","path":"/","root":"/","rel":"",` +
+	`"sha256":"","size":,"dev":,"ino":,"manifest":{"object_id":"","kind":"tiff","path":"","sha256":"","size":,"format":"image/tiff",` +
+	`"color_profile":"sRGB IEC61966-2.1","resolution_dpi":"","message_types":[""]},"attempt":1,"message":"","replay_of":"","submitted_at":"20`)
+
+var flaters = sync.Pool{New: func() any {
+	w, err := flate.NewWriterDict(io.Discard, flate.BestCompression, envelopeDict)
+	if err != nil {
+		panic(err) // only for a bad level
+	}
+	return w
+}}
+
+// EncodeEnvelope is env as the envelope column stores it: compressed when
+// that is shorter (or env begins with byte 0, which would read as
+// compressed), else env itself; nil stays nil.
+func EncodeEnvelope(env []byte) ([]byte, error) {
+	if len(env) == 0 {
+		return env, nil
+	}
+	if len(env) > MaxEnvelope {
+		return nil, fmt.Errorf("envelope: %d bytes, more than %d", len(env), MaxEnvelope)
+	}
+	var b bytes.Buffer
+	b.Grow(len(env)/2 + 16)
+	b.Write([]byte{0, envelopeFlate1})
+	w := flaters.Get().(*flate.Writer)
+	defer func() { w.Reset(io.Discard); flaters.Put(w) }()
+	w.Reset(&b)
+	if _, err := w.Write(env); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	if b.Len() >= len(env) && env[0] != 0 {
+		return env, nil
+	}
+	return b.Bytes(), nil
+}
+
+// DecodeEnvelope is the envelope a stored one holds (see EncodeEnvelope).
+func DecodeEnvelope(stored []byte) ([]byte, error) {
+	if len(stored) == 0 || stored[0] != 0 {
+		return stored, nil
+	}
+	if len(stored) < 2 || stored[1] != envelopeFlate1 {
+		return nil, errors.New("envelope: compressed in a format this build does not read")
+	}
+	r := flate.NewReaderDict(bytes.NewReader(stored[2:]), envelopeDict)
+	defer r.Close()
+	env, err := io.ReadAll(io.LimitReader(r, MaxEnvelope+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("envelope: %w", err)
+	case len(env) > MaxEnvelope:
+		return nil, fmt.Errorf("envelope: inflates past %d bytes", MaxEnvelope)
+	case len(env) == 0:
+		return nil, errors.New("envelope: compressed to nothing")
+	}
+	return env, nil
+}
