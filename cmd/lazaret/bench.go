@@ -376,7 +376,7 @@ func (rv riverBench) options(lg benchLedger, dir string, items, concurrency int)
 // bare asynq's no-op tasks at that concurrency, interleaved.
 func benchCommits(ctx context.Context, stdout io.Writer, redis asynq.RedisConnOpt, ledgers []benchLedger, items, rounds int) error {
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nLEDGER ALONE (%d accepted masters, 4 events each)\tWRITERS\tITEMS/S\tASYNQ NO-OP ITEMS/S\tRATIO\tCPU µs/ITEM\tITEMS/COMMIT\n", items)
+	fmt.Fprintf(tw, "\nLEDGER ALONE (%d accepted masters, one record of 4 events each)\tWRITERS\tITEMS/S\tASYNQ NO-OP ITEMS/S\tRATIO\tCPU µs/ITEM\tITEMS/COMMIT\n", items)
 	for _, lg := range ledgers {
 		for _, writers := range []int{2, 8} {
 			var bare, run pipebench.Run

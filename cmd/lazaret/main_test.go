@@ -581,7 +581,7 @@ func TestBenchCommand(t *testing.T) {
 	if m := regexp.MustCompile(`(?m)^small masters accepted, SQLite ledger\s.*\s\d+\.\d\d\s+(\d+)$`).FindStringSubmatch(out); m == nil {
 		t.Errorf("the pipeline rows say nothing of their commits or their ledger's size:\n%s", out)
 	} else if b, _ := strconv.Atoi(m[1]); b < 500 {
-		t.Errorf("the SQLite ledger holds %d bytes an accepted master: a master's five events take more", b)
+		t.Errorf("the SQLite ledger holds %d bytes an accepted master: its submission and its record take more", b)
 	}
 	if c == nil {
 		return
