@@ -2,9 +2,9 @@ package ledgersql
 
 import (
 	"bytes"
-	"compress/flate"
 	"errors"
 	"fmt"
+	"github.com/klauspost/compress/flate"
 	"io"
 	"sync"
 )
@@ -35,13 +35,22 @@ var envelopeDict = []byte(`{"v":1,"correlation_id":"","batch_id":"","submitter":
 	`"sha256":"","size":,"dev":,"ino":,"manifest":{"object_id":"","kind":"tiff","path":"","sha256":"","size":,"format":"image/tiff",` +
 	`"color_profile":"sRGB IEC61966-2.1","resolution_dpi":"","message_types":[""]},"attempt":1,"message":"","replay_of":"","submitted_at":"20`)
 
+// flaters keeps writers for EncodeEnvelope. klauspost/compress (already
+// the default inflater of TIFF strips) at its level 3 stores a master's
+// envelope in as few bytes as the standard library's best level does
+// (221 against 220) in a fifth of the time (10 µs against 50-90); the
+// stream is plain DEFLATE either way.
 var flaters = sync.Pool{New: func() any {
-	w, err := flate.NewWriterDict(io.Discard, flate.BestCompression, envelopeDict)
+	w, err := flate.NewWriterDict(io.Discard, 3, envelopeDict)
 	if err != nil {
 		panic(err) // only for a bad level
 	}
 	return w
 }}
+
+// inflaters keeps readers for DecodeEnvelope: a new one allocates some
+// 40 KB of window and tables, many times the envelope.
+var inflaters sync.Pool
 
 // EncodeEnvelope is env as the envelope column stores it: compressed when
 // that is shorter (or env begins with byte 0, which would read as
@@ -79,8 +88,14 @@ func DecodeEnvelope(stored []byte) ([]byte, error) {
 	if len(stored) < 2 || stored[1] != envelopeFlate1 {
 		return nil, errors.New("envelope: compressed in a format this build does not read")
 	}
-	r := flate.NewReaderDict(bytes.NewReader(stored[2:]), envelopeDict)
-	defer r.Close()
+	src := bytes.NewReader(stored[2:])
+	r, _ := inflaters.Get().(io.ReadCloser)
+	if r == nil {
+		r = flate.NewReaderDict(src, envelopeDict)
+	} else if err := r.(flate.Resetter).Reset(src, envelopeDict); err != nil {
+		return nil, fmt.Errorf("envelope: %w", err)
+	}
+	defer inflaters.Put(r)
 	env, err := io.ReadAll(io.LimitReader(r, MaxEnvelope+1))
 	switch {
 	case err != nil:

@@ -72,3 +72,26 @@ func TestEnvelopeRefusesDamage(t *testing.T) {
 		t.Error("an envelope past MaxEnvelope was encoded")
 	}
 }
+
+// BenchmarkEncodeEnvelope is what storing a master's envelope costs a
+// submission or a failure, and reading it back a replay or an export.
+func BenchmarkEncodeEnvelope(b *testing.B) {
+	env := []byte(envelope)
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := ledgersql.EncodeEnvelope(env); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	stored, _ := ledgersql.EncodeEnvelope(env)
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := ledgersql.DecodeEnvelope(stored); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
