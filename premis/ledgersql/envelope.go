@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/klauspost/compress/flate"
 	"io"
 	"sync"
+
+	"github.com/klauspost/compress/flate"
 )
 
 // The envelope column holds an event's task envelope (premis.Event's
