@@ -67,6 +67,8 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzAperak$$' -fuzztime=5000x ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=5000x ./edifact/directory
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=20000x ./premis/ledgersql
+	$(GO) test -run='^$$' -fuzz='^FuzzSteps$$' -fuzztime=20000x ./premis/ledgersql
+	$(GO) test -run='^$$' -fuzz='^FuzzStoredEnvelope$$' -fuzztime=20000x ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=5000x ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzReadCheckpoints$$' -fuzztime=20000x ./premis
 
@@ -92,6 +94,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzAperak$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) ./edifact/directory
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=$(FUZZTIME) ./premis/ledgersql
+	$(GO) test -run='^$$' -fuzz='^FuzzSteps$$' -fuzztime=$(FUZZTIME) ./premis/ledgersql
+	$(GO) test -run='^$$' -fuzz='^FuzzStoredEnvelope$$' -fuzztime=$(FUZZTIME) ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=$(FUZZTIME) ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzReadCheckpoints$$' -fuzztime=$(FUZZTIME) ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzInflateBackends$$' -fuzztime=$(FUZZTIME) -tags zlib ./tiff
