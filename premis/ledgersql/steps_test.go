@@ -29,6 +29,8 @@ func FuzzSteps(f *testing.F) {
 				t.Fatalf("DecodeSteps accepted %q, which the ledger writes as %q", column, again)
 			}
 		}
+		// As Prepare leaves them before any append: valid UTF-8.
+		detail, note, puid = premis.Printable(detail), premis.Printable(note), premis.Printable(puid)
 		steps := []premis.Step{
 			{Type: premis.FixityCheck, Outcome: premis.Success, Detail: detail, Note: note},
 			{Type: premis.Validation, Outcome: premis.Warning, Detail: note, Note: detail, PUID: puid},
