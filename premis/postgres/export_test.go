@@ -14,6 +14,10 @@ func Exec(ctx context.Context, l *Ledger, stmt string) error {
 	return err
 }
 
+// AppendTrips says how many of l's appends committed in one round trip
+// (chained onto the head its previous append left) and how many in two.
+func AppendTrips(l *Ledger) (one, two int64) { return l.oneTrip.Load(), l.twoTrips.Load() }
+
 // GuardSQL is what creates the guard called name, for tests that put back a
 // guard an attacker dropped.
 func GuardSQL(name string) string {

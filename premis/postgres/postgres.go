@@ -59,6 +59,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,6 +85,15 @@ type Ledger struct {
 	store
 	pool *pgxpool.Pool
 	name string // user@host:port/database, for messages (no password)
+
+	// head is the head this ledger's last append left, for the next
+	// append to chain onto without reading it first (see appendAt).
+	headMu    sync.Mutex
+	head      premis.Head
+	headKnown bool
+	headBusy  bool // an append is chaining onto head
+	// The appends that committed in one round trip, and in two.
+	oneTrip, twoTrips atomic.Int64
 }
 
 // store is embedded under this name so that its methods are the Ledger's
@@ -698,13 +708,11 @@ func readSeqs(br pgx.BatchResults, events []*premis.Event, ins []int, chain *led
 	return nil
 }
 
-// Append implements premis.Ledger, in two round trips. The first begins
-// the transaction, locks and reads the head and reads back the events whose
-// keys are stored already; the second inserts the new events chained onto
-// the head, moves the head and commits. The row lock on the head, held to
-// commit, orders appends, so nothing can be stored between the read-back and
-// the inserts; any conflict (an id stored under another key) aborts the
-// whole transaction.
+// Append implements premis.Ledger. An append chains onto the head the
+// ledger's last append left, in one round trip that fails as a whole if
+// the head has moved since or a key is stored already (appendAt); then, or
+// with no head known yet or another append chaining onto it, it reads the
+// head and the stored keys first, in two (appendOn).
 func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
@@ -723,11 +731,97 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 		return nil, fmt.Errorf("postgres ledger: begin: %w", mapErr(err))
 	}
 	defer conn.Release() // destroys a connection left in a transaction
-	inserted, err := appendOn(ctx, conn.Conn(), events)
-	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		conn.Exec(rctx, "ROLLBACK")
-		cancel()
+	c := conn.Conn()
+	inserted, err := l.appendAt(ctx, c, events)
+	if err == nil {
+		l.oneTrip.Add(1)
+		return inserted, nil
+	}
+	// Not in appendOn's batch: a statement this connection has not
+	// prepared yet is prepared first, which an aborted transaction refuses.
+	rollback(ctx, c)
+	if !errors.Is(err, errHeadMoved) {
+		return nil, err
+	}
+	inserted, head, err := appendOn(ctx, c, events)
+	if err != nil {
+		rollback(ctx, c)
+		return nil, err
+	}
+	l.headMu.Lock()
+	if !l.headBusy {
+		l.head, l.headKnown = head, true
+	}
+	l.headMu.Unlock()
+	l.twoTrips.Add(1)
+	return inserted, nil
+}
+
+// rollback ends the transaction a failed append left open on c, if any.
+func rollback(ctx context.Context, c *pgx.Conn) {
+	if c.PgConn().TxStatus() == 'I' {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	c.Exec(rctx, "ROLLBACK")
+	cancel()
+}
+
+// errHeadMoved: an append in one round trip knew no head, found it
+// elsewhere or found a key stored already, and wrote nothing; the append
+// reads the head and the keys and goes again.
+var errHeadMoved = errors.New("postgres ledger: head moved")
+
+// holdHead locks the head record only if it is still the one the append
+// chains onto, and fails the transaction otherwise: the count is 0 when
+// another append has moved it (under READ COMMITTED a locked row changed by
+// a transaction that committed meanwhile is checked again in its new
+// version) and the division by zero aborts everything sent after it.
+const holdHead = `SELECT 1 / count(*) FROM (SELECT 1 FROM lazaret_ledger_head
+	WHERE id = 1 AND event_count = $1 AND last_hash = $2 FOR UPDATE) AS head`
+
+// appendAt appends events in one round trip — begin, hold the head if it
+// is still the one expected, insert, move the head and the read model,
+// commit — chained onto l.head, the head this Ledger's last append left.
+// The head's row lock is held only while the server runs those
+// statements, never across a round trip to the client.
+//
+// One append at a time goes this way: appends sent together on several
+// connections meet the server in any order, so all but one would find the
+// head elsewhere. The others, and an append while the Ledger knows no head,
+// return errHeadMoved at once. So does one that finds the head moved
+// (another process appended) or an event's key or id stored already: its
+// transaction fails before anything commits, and it forgets l.head.
+func (l *Ledger) appendAt(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bool, error) {
+	l.headMu.Lock()
+	if !l.headKnown || l.headBusy {
+		l.headMu.Unlock()
+		return nil, errHeadMoved
+	}
+	head := l.head
+	l.headBusy = true
+	l.headMu.Unlock()
+	chain := ledgersql.NewChain(head, events)
+	inserted, err := func() ([]bool, error) {
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+		b.Queue(noSeqScan)
+		b.Queue(holdHead, head.Count, head.Hash)
+		first, ins, err := queueInserts(b, chain, events, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := readInserts(conn.SendBatch(ctx, b), chain, events, ins, 3); err != nil {
+			return nil, err
+		}
+		return done(chain, events, first), nil
+	}()
+	l.headMu.Lock()
+	l.head, l.headKnown, l.headBusy = chain.Head, err == nil, false
+	l.headMu.Unlock()
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "22012" || pe.Code == "23505") {
+		return nil, errHeadMoved
 	}
 	return inserted, err
 }
@@ -741,12 +835,20 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 // append is by key, seq or id, so it never wants one.
 const noSeqScan = `SET LOCAL enable_seqscan = off`
 
-func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bool, error) {
+// appendOn appends events in two round trips. The first begins the
+// transaction, locks and reads the head and reads back the events whose
+// keys are stored already; the second inserts the new events chained onto
+// the head, moves the head and commits. The row lock on the head, held to
+// commit, orders appends, so nothing can be stored between the read-back
+// and the inserts; any conflict (an id stored under another key) aborts the
+// whole transaction. It returns the head the append leaves.
+func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bool, premis.Head, error) {
 	keys := make([]string, len(events))
 	for i, e := range events {
 		keys[i] = e.Key
 	}
 	b := &pgx.Batch{}
+	const lead = 2 // BEGIN, noSeqScan
 	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
 	b.Queue(noSeqScan)
 	b.Queue(`SELECT event_count, last_hash FROM lazaret_ledger_head WHERE id = 1 FOR UPDATE`)
@@ -756,7 +858,7 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 	err := func() error {
 		br := conn.SendBatch(ctx, b)
 		defer br.Close()
-		for range 2 { // BEGIN, noSeqScan
+		for range lead {
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("postgres ledger: begin: %w", mapErr(err))
 			}
@@ -790,12 +892,29 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 		return nil
 	}()
 	if err != nil {
-		return nil, err
+		return nil, head, err
 	}
 
 	chain := ledgersql.NewChain(head, events)
-	first := map[string]int{} // key → the event of this call that inserts it
 	b = &pgx.Batch{}
+	first, ins, err := queueInserts(b, chain, events, stored)
+	if err != nil {
+		return nil, head, err
+	}
+	if err := readInserts(conn.SendBatch(ctx, b), chain, events, ins, 0); err != nil {
+		return nil, head, err
+	}
+	return done(chain, events, first), chain.Head, nil
+}
+
+// queueInserts queues on b the inserts of the events chained onto the
+// chain's head, then the head's move and the read model's, then COMMIT.
+// An event whose key is stored already takes the stored event's place; one
+// whose key an earlier event of this append holds is filled in from it
+// (see done). It returns that first event of each key and the events it
+// inserts.
+func queueInserts(b *pgx.Batch, chain *ledgersql.Chain, events []*premis.Event, stored map[string]premis.Event) (map[string]int, []int, error) {
+	first := map[string]int{} // key → the event of this call that inserts it
 	var ins []int
 	var args []any // of the inserted events, in order
 	for i, e := range events {
@@ -808,8 +927,9 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 		}
 		first[e.Key] = i
 		var hash string
+		var err error
 		if args, hash, err = chain.Row(args, i, dialect); err != nil {
-			return nil, fmt.Errorf("postgres ledger: %w", err)
+			return nil, nil, fmt.Errorf("postgres ledger: %w", err)
 		}
 		chain.Link(i, 0, hash) // its seq comes back from the insert
 		ins = append(ins, i)
@@ -828,40 +948,48 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 		b.Queue(moveLatest, newKeys)
 	}
 	b.Queue(`COMMIT`)
-	err = func() error {
-		br := conn.SendBatch(ctx, b)
-		defer br.Close()
-		for from := 0; from < len(ins); from += rowsPerInsert {
-			if err := readSeqs(br, events, ins[from:min(from+rowsPerInsert, len(ins))], chain); err != nil {
-				return err
-			}
+	return first, ins, nil
+}
+
+// readInserts reads the results of a batch queueInserts queued after lead
+// statements of its own: each inserted event's seq into chain.
+func readInserts(br pgx.BatchResults, chain *ledgersql.Chain, events []*premis.Event, ins []int, lead int) error {
+	defer br.Close()
+	for range lead {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("postgres ledger: begin: %w", mapErr(err))
 		}
-		if len(ins) > 0 {
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("postgres ledger: head: %w", mapErr(err))
-			}
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("postgres ledger: read model: %w", mapErr(err))
-			}
+	}
+	for from := 0; from < len(ins); from += rowsPerInsert {
+		if err := readSeqs(br, events, ins[from:min(from+rowsPerInsert, len(ins))], chain); err != nil {
+			return err
+		}
+	}
+	if len(ins) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("postgres ledger: head: %w", mapErr(err))
 		}
 		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("postgres ledger: commit: %w", mapErr(err))
+			return fmt.Errorf("postgres ledger: read model: %w", mapErr(err))
 		}
-		if err := br.Close(); err != nil {
-			return mapErr(err)
-		}
-		return nil
-	}()
-	if err != nil {
-		return nil, err
 	}
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("postgres ledger: commit: %w", mapErr(err))
+	}
+	return mapErr(br.Close())
+}
+
+// done hands the committed events their chain fields and each event that
+// repeated a key the event first inserted under it, and says which were
+// inserted.
+func done(chain *ledgersql.Chain, events []*premis.Event, first map[string]int) []bool {
 	inserted := chain.Done()
 	for i, e := range events {
 		if j, ok := first[e.Key]; ok && !inserted[i] {
 			*e = *events[j] // j < i: filled in already
 		}
 	}
-	return inserted, nil
+	return inserted
 }
 
 func pgPlaceholder(n int) string { return fmt.Sprintf("$%d", n) }
