@@ -106,10 +106,7 @@ func QueryLatest(table, latest string, f premis.Filter, d Dialect) (string, []an
 func CountLatest(table, latest string, f premis.Filter, d Dialect) (string, []any) {
 	f.Limit, f.AfterSeq = 0, 0
 	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return d.Placeholder(len(args))
-	}
+	arg := argsIn(&args, d)
 	count := "COUNT(*)"
 	if f.StepsMayMatch() && !d.BeforeSteps {
 		// A row counts once for itself when it matches, and once more for
@@ -146,13 +143,27 @@ func rowTypeOutcome(f premis.Filter, arg func(any) string) string {
 		conds = append(conds, "outcome = "+arg(string(f.Outcome)))
 	}
 	if len(f.Types) > 0 {
-		ph := make([]string, len(f.Types))
-		for i, t := range f.Types {
-			ph[i] = arg(string(t))
-		}
-		conds = append(conds, "type IN ("+strings.Join(ph, ", ")+")")
+		conds = append(conds, inList("type", f.Types, arg))
 	}
 	return strings.Join(conds, " AND ")
+}
+
+// argsIn returns the arg of a query: it adds a value to *args and renders
+// its placeholder in d.
+func argsIn(args *[]any, d Dialect) func(any) string {
+	return func(v any) string {
+		*args = append(*args, v)
+		return d.Placeholder(len(*args))
+	}
+}
+
+// inList renders "col IN (...)" of values, each an argument.
+func inList[T ~string](col string, values []T, arg func(any) string) string {
+	ph := make([]string, len(values))
+	for i, v := range values {
+		ph[i] = arg(string(v))
+	}
+	return col + " IN (" + strings.Join(ph, ", ") + ")"
 }
 
 // stepNeedles are what the steps text holds where a step f selects by its
@@ -181,10 +192,7 @@ func stepNeedles(f premis.Filter) []string {
 // and its arguments, appended to args.
 func fromWhere(table, latest string, f premis.Filter, d Dialect, args []any) (string, []any) {
 	var where []string
-	arg := func(v any) string {
-		args = append(args, v)
-		return d.Placeholder(len(args))
-	}
+	arg := argsIn(&args, d)
 	eq := func(col, v string) {
 		if v != "" {
 			where = append(where, col+" = "+arg(v))
@@ -236,11 +244,7 @@ func fromWhere(table, latest string, f premis.Filter, d Dialect, args []any) (st
 		where = append(where, "datetime < "+arg(d.Time(f.Until.UTC())))
 	}
 	if len(f.Destinations) > 0 {
-		ph := make([]string, len(f.Destinations))
-		for i, d := range f.Destinations {
-			ph[i] = arg(string(d))
-		}
-		where = append(where, "destination IN ("+strings.Join(ph, ", ")+")")
+		where = append(where, inList("destination", f.Destinations, arg))
 	}
 	switch {
 	case f.Latest && latest != "" && f.Limit > 0 && latestAnswers(f):
@@ -256,11 +260,7 @@ func fromWhere(table, latest string, f premis.Filter, d Dialect, args []any) (st
 			in = append(in, "destination = "+arg(string(f.Destination)))
 		}
 		if len(f.Destinations) > 0 {
-			ph := make([]string, len(f.Destinations))
-			for i, d := range f.Destinations {
-				ph[i] = arg(string(d))
-			}
-			in = append(in, "destination IN ("+strings.Join(ph, ", ")+")")
+			in = append(in, inList("destination", f.Destinations, arg))
 		}
 		if f.BatchID != "" {
 			in = append(in, "batch_id = "+arg(f.BatchID))
