@@ -259,7 +259,8 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 			ro, withRiver := rv.options(lg, dir, items, concurrency)
 			withRiver = withRiver && !fail && !lg.unwritten
 			var riv pipebench.Run
-			var stored int64 // ledger bytes on disk, over the rounds
+			var ratios []float64 // ÷ River, a round each
+			var stored int64     // ledger bytes on disk, over the rounds
 			name := "small masters accepted, " + lg.name + " ledger"
 			if fail {
 				name = "small masters dead-lettered, " + lg.name + " ledger"
@@ -296,12 +297,13 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 						return err
 					}
 					riv.Add(rd)
+					ratios = append(ratios, rd.Wall.Seconds()/pd.Wall.Seconds())
 				}
 			}
 			n := float64(items * max(1, rounds))
 			if withRiver {
-				riverRows = append(riverRows, fmt.Sprintf("%s\t%.0f\t%.0f\t%.3f\t%.0f\t%.0f\n", name, n/pipe.Wall.Seconds(), n/riv.Wall.Seconds(),
-					riv.Wall.Seconds()/pipe.Wall.Seconds(), float64(pipe.CPU.Microseconds())/n, float64(riv.CPU.Microseconds())/n))
+				riverRows = append(riverRows, fmt.Sprintf("%s\t%.0f\t%.0f\t%.3f\t%s\t%.0f\t%.0f\n", name, n/pipe.Wall.Seconds(), n/riv.Wall.Seconds(),
+					median(ratios), roundRatios(ratios), float64(pipe.CPU.Microseconds())/n, float64(riv.CPU.Microseconds())/n))
 			}
 			perItem := "-"
 			if stored > 0 {
@@ -339,7 +341,7 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 		return err
 	}
 	if len(riverRows) > 0 {
-		fmt.Fprintf(tw, "\nAGAINST RIVER (%d items, concurrency %d, same rounds)\tITEMS/S\tRIVER NO-OP ITEMS/S\t÷ RIVER\tCPU µs/ITEM\tRIVER CPU µs/ITEM\n", items, concurrency)
+		fmt.Fprintf(tw, "\nAGAINST RIVER (%d items, concurrency %d, same rounds)\tITEMS/S\tRIVER NO-OP ITEMS/S\t÷ RIVER (MEDIAN)\tROUNDS\tCPU µs/ITEM\tRIVER CPU µs/ITEM\n", items, concurrency)
 		for _, row := range riverRows {
 			fmt.Fprint(tw, row)
 		}
@@ -350,6 +352,29 @@ func benchPipeline(ctx context.Context, stdout io.Writer, dir, redisURL, pgURL s
 		fmt.Fprintln(stdout, "\n(no River row: make riverbench, then --river bin/riverbench)")
 	}
 	return benchCommits(ctx, stdout, opt, ledgers, items, rounds)
+}
+
+// median is the middle of the rounds' ratios (the mean of the middle two
+// for an even count): one round slowed by the machine moves it less than
+// the mean.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// roundRatios lists each round's ratio, in the order run.
+func roundRatios(xs []float64) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(out, " ")
 }
 
 // riverBench is where River's anchor rows come from: the riverbench
