@@ -365,3 +365,56 @@ func TestEventJSONNamesDigests(t *testing.T) {
 		}
 	}
 }
+
+// TestMETSWithStepsForArchivematica: an accepted master recorded as one
+// record with steps (its fixity check, format identification and
+// validation, as the worker records it) exports, once expanded, as four
+// events that pass Archivematica's METS schematron and the schemas, each
+// step naming its record in the chain extension.
+func TestMETSWithStepsForArchivematica(t *testing.T) {
+	opt := premis.ExportOptions{METS: true, Organisation: "Example Archive", Created: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	evs := transferEvents()[:7] // without the discard (TestMETSForArchivematica)
+	rec := evs[3]               // the master's ingestion
+	rec.ID = "20000000-0000-4000-8000-000000000200"
+	rec.Steps = []premis.Step{
+		{Type: premis.FixityCheck, Outcome: premis.Success, Detail: "SHA-256 of the file compared with the manifest", Note: "sha256 " + rec.SHA256},
+		{Type: premis.FormatIdentification, Outcome: premis.Success, Detail: "magic bytes, extension and declared format (PRONOM)", Note: "tiff (fmt/353)", PUID: "fmt/353"},
+		{Type: premis.Validation, Outcome: premis.Success, Detail: "TIFF structure of every IFD and pixel data of every page", Note: "1 page(s)", PUID: "fmt/353"},
+	}
+	rec.Seq, rec.Hash, rec.PrevHash = 4, strings.Repeat("c", 64), strings.Repeat("b", 64)
+	out := append([]premis.Event{evs[0], evs[1]}, rec.Expand()...)
+	out = append(out, evs[4:]...)
+	// The interchange's submission, by the operator: each amdSec has three
+	// agents (TestMETSForArchivematica).
+	ins := evs[1]
+	ins.ID, ins.ObjectID, ins.Path, ins.Envelope = "20000000-0000-4000-8000-000000000100", "inv", "/staging/b1/edi/inv.edi", []byte(`{"root":"/staging/b1","rel":"edi/inv.edi"}`)
+	out = append(out, ins)
+	if n := len(out); n != 10 {
+		t.Fatalf("%d events after expanding the record, want 10", n)
+	}
+	var buf bytes.Buffer
+	if err := premis.WriteXMLOptions(&buf, out, sw, opt); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mets.xml")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fails := testenv.ArchivematicaSchematron(t, path); len(fails) > 0 {
+		t.Errorf("%d failed asserts:\n%s\n%s", len(fails), strings.Join(fails, "\n"), buf.String())
+	}
+	validateWrapped(t, buf.Bytes())
+	doc := buf.String()
+	if n, want := strings.Count(doc, `MDTYPE="PREMIS:EVENT"`), 9; n != want {
+		t.Errorf("%d event digiprovMDs, want %d (three steps and their record among them)", n, want)
+	}
+	for i := 1; i <= 3; i++ {
+		id := premis.StepID(rec.ID, i)
+		if !strings.Contains(doc, ">"+id+"<") {
+			t.Errorf("the METS lacks step %d's event %s", i, id)
+		}
+	}
+	if n := strings.Count(doc, `record="`+rec.ID+`"`); n != 3 {
+		t.Errorf("%d chain extensions name the record, want its 3 steps:\n%s", n, doc)
+	}
+}
