@@ -178,8 +178,17 @@ func TestWorkerKilledMidInterchangeLosesNothing(t *testing.T) {
 	b := setup(t, fastPolicy())
 	env := bigInterchange(b, "killed")
 	// The first two chunks recorded (the second holds message 300's
-	// quarantine): the child is in its third append.
-	twoChunks := func() bool { where, _ := messageOutcomes(t, b.ledger, "killed"); return len(where) == 512 }
+	// quarantine) and message 300 parked: the child is in its third
+	// append. The park follows its chunk's append, so the ledger alone
+	// could say "two chunks" a moment before it (a kill then, under load,
+	// left nothing parked to prove the resume does not park it again).
+	twoChunks := func() bool {
+		if where, _ := messageOutcomes(t, b.ledger, "killed"); len(where) != 512 {
+			return false
+		}
+		parked, _ := ingest.ListParked(b.insp, ingest.QueueQuarantine)
+		return len(parked) == 1
+	}
 	killedWhen(t, b, env, twoChunks, childHangAppendEnv+"=3")
 	if parked, _ := ingest.ListParked(b.insp, ingest.QueueQuarantine); len(parked) != 1 {
 		t.Fatalf("%d parked before the kill, want message 300", len(parked))
