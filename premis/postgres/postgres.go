@@ -25,9 +25,12 @@
 // it, inserts them and moves the head. This serializes appends on one ledger,
 // as a transaction-level advisory lock would, but is scoped to the table
 // (several ledgers in one database do not wait for each other) and costs no
-// extra statement, since the head is read and written anyway. An append is
-// two pipelined round trips (see Append), so the lock is held for about one
-// round trip and the commit.
+// extra statement, since the head is read and written anyway. An append
+// that chains onto the head its Ledger's last append left is one pipelined
+// round trip, whose lock is held only while the server runs it; one that
+// finds the head moved (another process appended) or a key stored goes
+// again in two, holding the lock for one round trip and the commit (see
+// Append).
 //
 // # Roles
 //
