@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -270,25 +271,8 @@ func TestExportExtensionsInContainers(t *testing.T) {
 // event type Archivematica does not list (deletion) keeps its label and
 // fails that assert alone, as does a file with a fourth agent.
 func TestMETSForArchivematica(t *testing.T) {
-	opt := premis.ExportOptions{METS: true, Organisation: "Example Archive", Created: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
-	evs := transferEvents()
-	evs = evs[:len(evs)-1] // the discard: see below
-	ins := evs[1]
-	ins.ID, ins.ObjectID, ins.Path, ins.Envelope = "20000000-0000-4000-8000-000000000100", "inv", "/staging/b1/edi/inv.edi", []byte(`{"root":"/staging/b1","rel":"edi/inv.edi"}`)
-	evs = append(evs, ins)
-	var buf bytes.Buffer
-	if err := premis.WriteXMLOptions(&buf, evs, sw, opt); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "mets.xml")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if fails := testenv.ArchivematicaSchematron(t, path); len(fails) > 0 {
-		t.Errorf("%d failed asserts:\n%s\n%s", len(fails), strings.Join(fails, "\n"), buf.String())
-	}
-	validateWrapped(t, buf.Bytes())
-	doc := buf.String()
+	evs := metsTransfer()
+	doc, path := archivematicaMETS(t, evs)
 	for _, want := range []string{
 		`<premis:eventType authority="eventType" authorityURI="http://id.loc.gov/vocabulary/preservation/eventType" valueURI="http://id.loc.gov/vocabulary/preservation/eventType/ins">ingestion</premis:eventType>`,
 		`valueURI="http://id.loc.gov/vocabulary/preservation/eventType/qua">validation</premis:eventType>`,
@@ -307,8 +291,8 @@ func TestMETSForArchivematica(t *testing.T) {
 
 	// The discard, by a fourth agent: its type is not one Archivematica
 	// lists, and the interchange's amdSec has four agents.
-	buf.Reset()
-	if err := premis.WriteXMLOptions(&buf, append(evs, transferEvents()[7]), sw, opt); err != nil {
+	var buf bytes.Buffer
+	if err := premis.WriteXMLOptions(&buf, append(evs, transferEvents()[7]), sw, metsOptions); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
@@ -319,6 +303,41 @@ func TestMETSForArchivematica(t *testing.T) {
 	if len(fails) != 2 || !strings.Contains(fails[0]+fails[1], "deletion is not in") || !strings.Contains(fails[0]+fails[1], "3 digiprovMD elements") {
 		t.Errorf("with a discard by a fourth agent, %d failed asserts, want the eventType's and the agents':\n%s", len(fails), strings.Join(fails, "\n"))
 	}
+}
+
+// metsOptions export METS for Archivematica.
+var metsOptions = premis.ExportOptions{METS: true, Organisation: "Example Archive", Created: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+
+// metsTransfer is transferEvents without the discard (see
+// TestMETSForArchivematica), with the interchange submitted by the
+// operator too: each file's amdSec has the three agents Archivematica's
+// schematron asks for.
+func metsTransfer() []premis.Event {
+	evs := transferEvents()
+	evs = evs[:len(evs)-1]
+	ins := evs[1]
+	ins.ID, ins.ObjectID, ins.Path, ins.Envelope = "20000000-0000-4000-8000-000000000100", "inv", "/staging/b1/edi/inv.edi", []byte(`{"root":"/staging/b1","rel":"edi/inv.edi"}`)
+	return append(evs, ins)
+}
+
+// archivematicaMETS exports evs as METS (metsOptions) to a file, which it
+// checks against Archivematica's schematron and the schemas, and returns
+// the document and the file.
+func archivematicaMETS(t *testing.T, evs []premis.Event) (doc, path string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := premis.WriteXMLOptions(&buf, evs, sw, metsOptions); err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "mets.xml")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fails := testenv.ArchivematicaSchematron(t, path); len(fails) > 0 {
+		t.Errorf("%d failed asserts:\n%s\n%s", len(fails), strings.Join(fails, "\n"), buf.String())
+	}
+	validateWrapped(t, buf.Bytes())
+	return buf.String(), path
 }
 
 // TestEventJSONNamesDigests: an event's JSON names a digest for what it
@@ -372,9 +391,8 @@ func TestEventJSONNamesDigests(t *testing.T) {
 // events that pass Archivematica's METS schematron and the schemas, each
 // step naming its record in the chain extension.
 func TestMETSWithStepsForArchivematica(t *testing.T) {
-	opt := premis.ExportOptions{METS: true, Organisation: "Example Archive", Created: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
-	evs := transferEvents()[:7] // without the discard (TestMETSForArchivematica)
-	rec := evs[3]               // the master's ingestion
+	evs := metsTransfer()
+	rec := evs[3] // the master's ingestion
 	rec.ID = "20000000-0000-4000-8000-000000000200"
 	rec.Steps = []premis.Step{
 		{Type: premis.FixityCheck, Outcome: premis.Success, Detail: "SHA-256 of the file compared with the manifest", Note: "sha256 " + rec.SHA256},
@@ -382,29 +400,12 @@ func TestMETSWithStepsForArchivematica(t *testing.T) {
 		{Type: premis.Validation, Outcome: premis.Success, Detail: "TIFF structure of every IFD and pixel data of every page", Note: "1 page(s)", PUID: "fmt/353"},
 	}
 	rec.Seq, rec.Hash, rec.PrevHash = 4, strings.Repeat("c", 64), strings.Repeat("b", 64)
-	out := append([]premis.Event{evs[0], evs[1]}, rec.Expand()...)
-	out = append(out, evs[4:]...)
-	// The interchange's submission, by the operator: each amdSec has three
-	// agents (TestMETSForArchivematica).
-	ins := evs[1]
-	ins.ID, ins.ObjectID, ins.Path, ins.Envelope = "20000000-0000-4000-8000-000000000100", "inv", "/staging/b1/edi/inv.edi", []byte(`{"root":"/staging/b1","rel":"edi/inv.edi"}`)
-	out = append(out, ins)
+	// The record and its steps in place of the fixity check and ingestion.
+	out := append(append(slices.Clone(evs[:2]), rec.Expand()...), evs[4:]...)
 	if n := len(out); n != 10 {
 		t.Fatalf("%d events after expanding the record, want 10", n)
 	}
-	var buf bytes.Buffer
-	if err := premis.WriteXMLOptions(&buf, out, sw, opt); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "mets.xml")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if fails := testenv.ArchivematicaSchematron(t, path); len(fails) > 0 {
-		t.Errorf("%d failed asserts:\n%s\n%s", len(fails), strings.Join(fails, "\n"), buf.String())
-	}
-	validateWrapped(t, buf.Bytes())
-	doc := buf.String()
+	doc, _ := archivematicaMETS(t, out)
 	if n, want := strings.Count(doc, `MDTYPE="PREMIS:EVENT"`), 9; n != want {
 		t.Errorf("%d event digiprovMDs, want %d (three steps and their record among them)", n, want)
 	}
