@@ -30,10 +30,10 @@ func TestAppendsChainOntoTheHeadTheyLeft(t *testing.T) {
 		return l
 	}
 	a, b := open(), open()
-	trips := func(l *postgres.Ledger, one, two int64) {
+	trips := func(l *postgres.Ledger, one, two, moved int64) {
 		t.Helper()
-		if o, w := postgres.AppendTrips(l); o != one || w != two {
-			t.Fatalf("appends in one round trip %d, in two %d; want %d and %d", o, w, one, two)
+		if o, w, m := postgres.AppendTrips(l); o != one || w != two || m != moved {
+			t.Fatalf("appends in one round trip %d, in two %d, one-trip tries that found the head moved %d; want %d, %d and %d", o, w, m, one, two, moved)
 		}
 	}
 	appendOne := func(l *postgres.Ledger, events ...*premis.Event) []bool {
@@ -48,17 +48,19 @@ func TestAppendsChainOntoTheHeadTheyLeft(t *testing.T) {
 	for i := range 5 {
 		appendOne(a, ledgertest.AcceptedItem(int64(i))...)
 	}
-	trips(a, 4, 1) // the first append had no head to chain onto
+	trips(a, 4, 1, 0) // the first append had no head to chain onto
 	appendOne(b, ledgertest.AcceptedItem(100)...)
-	trips(b, 0, 1)
+	trips(b, 0, 1, 0)
 	appendOne(a, ledgertest.AcceptedItem(5)...) // b moved the head
-	trips(a, 4, 2)
-	appendOne(a, ledgertest.AcceptedItem(6)...)
-	trips(a, 5, 2)
+	trips(a, 4, 2, 1)
+	appendOne(a, ledgertest.AcceptedItem(6)...) // one append the two-trip way at once
+	trips(a, 4, 3, 1)
+	appendOne(a, ledgertest.AcceptedItem(7)...)
+	trips(a, 5, 3, 1)
 
 	// A redelivery: the key is stored, so the one-trip insert fails whole
 	// and the two-trip append returns the stored events beside a new one.
-	again := ledgertest.AcceptedItem(6)
+	again := ledgertest.AcceptedItem(7)
 	fresh := ledgertest.Event("fresh", premis.Validation, 1)
 	ins := appendOne(a, append(again, fresh)...)
 	if want := []bool{false, true}; len(ins) != 2 || ins[0] || !ins[1] {
@@ -67,9 +69,20 @@ func TestAppendsChainOntoTheHeadTheyLeft(t *testing.T) {
 	if again[0].Seq == 0 || again[0].Hash == "" {
 		t.Fatalf("the stored event was not read back: %+v", again[0])
 	}
-	trips(a, 5, 3)
+	trips(a, 5, 4, 1) // a stored key is no moved head: no backoff
 	appendOne(a, ledgertest.Event("fresh", premis.Validation, 2))
-	trips(a, 6, 3)
+	trips(a, 6, 4, 1)
+
+	// Two processes taking turns: every one-trip try would find the head
+	// moved, so after each such find a waits twice as many appends before
+	// trying again, and pays 5 failed tries in 20 appends, not 20.
+	for i := range 20 {
+		appendOne(b, ledgertest.AcceptedItem(int64(200+i))...)
+		appendOne(a, ledgertest.AcceptedItem(int64(300+i))...)
+	}
+	if _, _, m := postgres.AppendTrips(a); m-1 > 5 {
+		t.Errorf("%d one-trip tries found the head moved in 20 appends taking turns with another process, want at most 5", m-1)
+	}
 
 	// Two processes, four writers each, each append one of them alone.
 	var wg sync.WaitGroup
@@ -102,13 +115,13 @@ func TestAppendsChainOntoTheHeadTheyLeft(t *testing.T) {
 	if !v.Intact() {
 		t.Fatalf("chain: %v", v)
 	}
-	const rows = 8 + 2 + 8*25 // one row a master (its record), the redelivered one once
+	const rows = 9 + 2 + 40 + 8*25 // one row a master (its record), the redelivered one once
 	if n, err := a.CountEvents(ctx, premis.Filter{}); err != nil {
 		t.Fatal(err)
 	} else if v.Events != rows {
 		t.Fatalf("%d events on the chain (%d read), want %d rows", v.Events, n, rows)
 	}
-	ao, aw := postgres.AppendTrips(a)
-	bo, bw := postgres.AppendTrips(b)
-	t.Logf("appends in one round trip: %d of %d", ao+bo, ao+aw+bo+bw)
+	ao, aw, am := postgres.AppendTrips(a)
+	bo, bw, bm := postgres.AppendTrips(b)
+	t.Logf("appends in one round trip: %d of %d; one-trip tries that found the head moved: %d", ao+bo, ao+aw+bo+bw, am+bm)
 }

@@ -15,8 +15,11 @@ func Exec(ctx context.Context, l *Ledger, stmt string) error {
 }
 
 // AppendTrips says how many of l's appends committed in one round trip
-// (chained onto the head its previous append left) and how many in two.
-func AppendTrips(l *Ledger) (one, two int64) { return l.oneTrip.Load(), l.twoTrips.Load() }
+// (chained onto the head its previous append left) and how many in two,
+// and how many one-trip tries found the head moved.
+func AppendTrips(l *Ledger) (one, two, moved int64) {
+	return l.oneTrip.Load(), l.twoTrips.Load(), l.moved.Load()
+}
 
 // GuardSQL is what creates the guard called name, for tests that put back a
 // guard an attacker dropped.

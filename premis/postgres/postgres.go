@@ -95,9 +95,20 @@ type Ledger struct {
 	head      premis.Head
 	headKnown bool
 	headBusy  bool // an append is chaining onto head
-	// The appends that committed in one round trip, and in two.
-	oneTrip, twoTrips atomic.Int64
+	// After an append found the head moved by another process, the next
+	// skip appends go the two-trip way at once; backoff doubles with each
+	// such find in a row (up to maxBackoff), and a one-trip append that
+	// commits resets it.
+	skip, backoff int
+	// The appends that committed in one round trip and in two, and the
+	// one-trip tries that found the head moved.
+	oneTrip, twoTrips, moved atomic.Int64
 }
+
+// maxBackoff bounds how many appends in a row go the two-trip way after
+// one-trip tries found the head moved: with several processes appending,
+// about one append in maxBackoff pays for a try that fails.
+const maxBackoff = 64
 
 // store is embedded under this name so that its methods are the Ledger's
 // and its fields stay the package's.
@@ -794,10 +805,14 @@ const holdHead = `SELECT 1 / count(*) FROM (SELECT 1 FROM lazaret_ledger_head
 // head elsewhere. The others, and an append while the Ledger knows no head,
 // return errHeadMoved at once. So does one that finds the head moved
 // (another process appended) or an event's key or id stored already: its
-// transaction fails before anything commits, and it forgets l.head.
+// transaction fails before anything commits, and it forgets l.head. After
+// a moved head the next appends go the two-trip way at once (see skip),
+// so that processes appending side by side do not each pay a failed try
+// an append.
 func (l *Ledger) appendAt(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bool, error) {
 	l.headMu.Lock()
-	if !l.headKnown || l.headBusy {
+	if !l.headKnown || l.headBusy || l.skip > 0 {
+		l.skip = max(0, l.skip-1)
 		l.headMu.Unlock()
 		return nil, errHeadMoved
 	}
@@ -819,11 +834,23 @@ func (l *Ledger) appendAt(ctx context.Context, conn *pgx.Conn, events []*premis.
 		}
 		return done(chain, events, first), nil
 	}()
+	var pe *pgconn.PgError
+	errors.As(err, &pe)
+	moved := pe != nil && pe.Code == "22012"
 	l.headMu.Lock()
 	l.head, l.headKnown, l.headBusy = chain.Head, err == nil, false
+	switch {
+	case err == nil:
+		l.backoff = 0
+	case moved:
+		l.backoff = min(max(1, 2*l.backoff), maxBackoff)
+		l.skip = l.backoff
+	}
 	l.headMu.Unlock()
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "22012" || pe.Code == "23505") {
+	if moved {
+		l.moved.Add(1)
+	}
+	if moved || pe != nil && pe.Code == "23505" {
 		return nil, errHeadMoved
 	}
 	return inserted, err
