@@ -7,11 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -72,14 +72,16 @@ const chainTime = "2006-01-02T15:04:05.000000000Z"
 // Seq, prev_hash and hash are not columns of the message: order is bound by
 // the prev links, and PostgreSQL sequences leave gaps.
 func ChainHash(prev string, e *Event) string {
-	c := chainWriter{h: sha256.New()}
-	c.h.Write([]byte(chainDomain))
-	c.h.Write([]byte{0})
+	c := chainWriters.Get().(*chainWriter)
+	defer c.release()
+	c.b = append(c.b[:0], chainDomain...)
+	c.b = append(c.b, 0)
 	c.text(prev)
 	c.text(e.ID)
 	c.text(e.Key)
 	c.text(string(e.Type))
-	c.text(e.DateTime.UTC().Format(chainTime))
+	var at [40]byte
+	c.bytes(e.DateTime.UTC().AppendFormat(at[:0], chainTime))
 	c.text(e.Detail)
 	c.text(string(e.Outcome))
 	c.text(e.Note)
@@ -140,34 +142,45 @@ func ChainHash(prev string, e *Event) string {
 			c.text(s.PUID)
 		}
 	}
-	return hex.EncodeToString(c.h.Sum(nil))
+	sum := sha256.Sum256(c.b)
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
-type chainWriter struct {
-	h   hash.Hash
-	buf [9]byte
+// chainWriter gathers the message ChainHash hashes, in one buffer hashed
+// at once: written field by field into a hash.Hash, each string was copied
+// to the heap on its way (some 40 allocations an event).
+type chainWriter struct{ b []byte }
+
+// chainWriters keeps the buffers between appends.
+var chainWriters = sync.Pool{New: func() any { return &chainWriter{b: make([]byte, 0, 1024)} }}
+
+// release returns c to chainWriters, unless an event with many members
+// grew its buffer past what is worth keeping.
+func (c *chainWriter) release() {
+	if cap(c.b) <= 64<<10 {
+		chainWriters.Put(c)
+	}
 }
 
-func (c *chainWriter) null() { c.h.Write([]byte{0}) }
+func (c *chainWriter) null() { c.b = append(c.b, 0) }
 
 func (c *chainWriter) int(v int64) {
-	c.buf[0] = 2
-	binary.BigEndian.PutUint64(c.buf[1:], uint64(v))
-	c.h.Write(c.buf[:])
+	c.b = append(c.b, 2)
+	c.b = binary.BigEndian.AppendUint64(c.b, uint64(v))
 }
 
 func (c *chainWriter) text(s string) {
-	c.buf[0] = 1
-	binary.BigEndian.PutUint64(c.buf[1:], uint64(len(s)))
-	c.h.Write(c.buf[:])
-	c.h.Write([]byte(s))
+	c.b = append(c.b, 1)
+	c.b = binary.BigEndian.AppendUint64(c.b, uint64(len(s)))
+	c.b = append(c.b, s...)
 }
 
 func (c *chainWriter) bytes(b []byte) {
-	c.buf[0] = 1
-	binary.BigEndian.PutUint64(c.buf[1:], uint64(len(b)))
-	c.h.Write(c.buf[:])
-	c.h.Write(b)
+	c.b = append(c.b, 1)
+	c.b = binary.BigEndian.AppendUint64(c.b, uint64(len(b)))
+	c.b = append(c.b, b...)
 }
 
 // Head is a point of a ledger's chain: Count events stored, the last with
