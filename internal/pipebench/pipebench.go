@@ -129,6 +129,16 @@ type Batch struct {
 	items []validate.Item
 }
 
+// Manifest is a manifest of the batch's masters, checked against its
+// folder, under a batch id of its own.
+func (b *Batch) Manifest() (*validate.Manifest, error) {
+	m := &validate.Manifest{BatchID: "bench-" + randomHex(6), Submitter: "lazaret bench", Items: b.items}
+	if err := m.Check(b.Dir, false); err != nil {
+		return nil, fmt.Errorf("bench manifest: %w", err)
+	}
+	return m, nil
+}
+
 // WriteBatch writes n small RGB masters (each different, 2-7 KB) into dir:
 // valid ones, or when fail is set ones cut short by a third (a structural
 // failure).
@@ -173,9 +183,9 @@ func Pipeline(ctx context.Context, o Options, w *ingest.Worker, b *Batch) (drain
 	}
 	c := asynq.NewClient(o.Redis)
 	defer c.Close()
-	m := &validate.Manifest{BatchID: "bench-" + randomHex(6), Submitter: "lazaret bench", Items: b.items}
-	if err := m.Check(b.Dir, false); err != nil {
-		return Run{}, 0, fmt.Errorf("bench manifest: %w", err)
+	m, err := b.Manifest()
+	if err != nil {
+		return Run{}, 0, err
 	}
 	t0 := time.Now()
 	res, err := ingest.Submit(ctx, w.Ledger, c, m, b.Dir, ingest.SubmitOptions{Policy: w.Policy, Software: w.Software})
