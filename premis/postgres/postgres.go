@@ -878,7 +878,6 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 		keys[i] = e.Key
 	}
 	b := &pgx.Batch{}
-	const lead = 2 // BEGIN, noSeqScan
 	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
 	b.Queue(noSeqScan)
 	b.Queue(`SELECT event_count, last_hash FROM lazaret_ledger_head WHERE id = 1 FOR UPDATE`)
@@ -888,7 +887,7 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 	err := func() error {
 		br := conn.SendBatch(ctx, b)
 		defer br.Close()
-		for range lead {
+		for range 2 { // BEGIN, noSeqScan
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("postgres ledger: begin: %w", mapErr(err))
 			}
