@@ -24,7 +24,7 @@ func TestMedianOfRounds(t *testing.T) {
 			}
 		}
 	}
-	if got := roundRatios([]float64{0.655, 1.2}); got != "0.66 1.20" && got != "0.65 1.20" {
-		t.Errorf("roundRatios = %q", got)
+	if got, want := roundRatios([]float64{0.66, 1.2, 0.404}), "0.66 1.20 0.40"; got != want {
+		t.Errorf("roundRatios = %q, want %q (in the order run)", got, want)
 	}
 }
