@@ -360,6 +360,16 @@ type LatestLookup interface {
 	LatestOf(ctx context.Context, correlationID string) (Latest, bool, error)
 }
 
+// LatestEachLookup is a LatestLookup that also finds several items'
+// Latest in one query (an item with none is missing from the map). A
+// GroupCommit over it sends the lookups that waited while another was
+// under way together, as it does appends: for a ledger across a network,
+// one round trip and one statement where there were as many as callers.
+type LatestEachLookup interface {
+	LatestLookup
+	LatestOfEach(ctx context.Context, correlationIDs []string) (map[string]Latest, error)
+}
+
 // Ledger stores PREMIS events durably and append-only.
 type Ledger interface {
 	// Append stores events in one transaction. An event whose Key is

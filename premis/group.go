@@ -27,6 +27,7 @@ type GroupCommit struct {
 	maxEvents int
 
 	reqs    chan *groupAppend
+	looks   chan *groupLookup // nil unless the ledger is a LatestEachLookup
 	stop    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -75,7 +76,24 @@ func NewGroupCommit(l Ledger, maxEvents int) *GroupCommit {
 	}
 	g := &GroupCommit{Ledger: l, maxEvents: maxEvents, reqs: make(chan *groupAppend, 1024),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
-	go g.run()
+	committing := make(chan struct{})
+	go func() {
+		defer close(committing)
+		g.run()
+	}()
+	if each, ok := l.(LatestEachLookup); ok {
+		g.looks = make(chan *groupLookup, 1024)
+		go func() {
+			g.look(each)
+			<-committing
+			close(g.stopped)
+		}()
+	} else {
+		go func() {
+			<-committing
+			close(g.stopped)
+		}()
+	}
 	return g
 }
 
@@ -108,7 +126,6 @@ func (g *GroupCommit) Append(ctx context.Context, events ...*Event) ([]bool, err
 }
 
 func (g *GroupCommit) run() {
-	defer close(g.stopped)
 	for {
 		var first *groupAppend
 		select {
@@ -253,10 +270,98 @@ func (g *GroupCommit) WalkFrom(ctx context.Context, seq int64, fn func(e Event, 
 }
 
 // LatestOf implements LatestLookup when its ledger does; otherwise it
-// finds nothing, and the caller reads the history.
+// finds nothing, and the caller reads the history. Over a
+// LatestEachLookup, the lookups that arrive while one is under way are
+// sent together once it ends (see look).
 func (g *GroupCommit) LatestOf(ctx context.Context, correlationID string) (Latest, bool, error) {
+	if g.looks != nil {
+		return g.latestTogether(ctx, correlationID)
+	}
 	if ll, ok := g.Ledger.(LatestLookup); ok {
 		return ll.LatestOf(ctx, correlationID)
 	}
 	return Latest{}, false, nil
+}
+
+type groupLookup struct {
+	id    string
+	lt    Latest
+	found bool
+	err   error
+	done  chan struct{}
+}
+
+// maxLookups bounds the items of one combined lookup.
+const maxLookups = 256
+
+func (g *GroupCommit) latestTogether(ctx context.Context, correlationID string) (Latest, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Latest{}, false, context.Cause(ctx)
+	}
+	r := &groupLookup{id: correlationID, done: make(chan struct{})}
+	select {
+	case g.looks <- r:
+	case <-g.stop:
+		return Latest{}, false, ErrStopped
+	case <-ctx.Done():
+		return Latest{}, false, context.Cause(ctx)
+	}
+	select {
+	case <-r.done:
+		return r.lt, r.found, r.err
+	case <-ctx.Done():
+		return Latest{}, false, context.Cause(ctx)
+	}
+}
+
+// look answers lookups until the committer stops: a lone one with
+// LatestOf, the ones that queued meanwhile with one LatestOfEach. A
+// combined lookup that fails fails each of its callers, who read the
+// history instead or fail the delivery, as after any failed read; nothing
+// is decided on it.
+func (g *GroupCommit) look(each LatestEachLookup) {
+	for {
+		var first *groupLookup
+		select {
+		case first = <-g.looks:
+		case <-g.stop:
+			for {
+				select {
+				case r := <-g.looks:
+					r.err = ErrStopped
+					close(r.done)
+				default:
+					return
+				}
+			}
+		}
+		batch := []*groupLookup{first}
+	more:
+		for len(batch) < maxLookups {
+			select {
+			case r := <-g.looks:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+		if len(batch) == 1 {
+			first.lt, first.found, first.err = each.LatestOf(ctx, first.id)
+			close(first.done)
+			cancel()
+			continue
+		}
+		ids := make([]string, len(batch))
+		for i, r := range batch {
+			ids[i] = r.id
+		}
+		found, err := each.LatestOfEach(ctx, ids)
+		cancel()
+		for _, r := range batch {
+			r.lt, r.found = found[r.id]
+			r.err = err
+			close(r.done)
+		}
+	}
 }

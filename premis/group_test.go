@@ -2,6 +2,7 @@ package premis_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"testing"
@@ -102,5 +103,100 @@ func TestGroupCommitStats(t *testing.T) {
 	}
 	if st := gc.Stats(); st != (premis.GroupStats{Commits: 2, Appends: 3}) {
 		t.Errorf("stats %+v, want 2 commits holding 3 appends", st)
+	}
+}
+
+// lookups is a ledger that answers lookups, the first of which waits for
+// release, and records each call: LatestOf's item, or LatestOfEach's.
+type lookups struct {
+	premis.Ledger
+	first   sync.Once
+	entered chan struct{}
+	release chan struct{}
+	known   map[string]premis.Latest
+	fail    error
+	mu      sync.Mutex
+	calls   [][]string
+}
+
+func (l *lookups) LatestOf(_ context.Context, id string) (premis.Latest, bool, error) {
+	l.first.Do(func() { close(l.entered); <-l.release })
+	l.mu.Lock()
+	l.calls = append(l.calls, []string{id})
+	l.mu.Unlock()
+	lt, ok := l.known[id]
+	return lt, ok, nil
+}
+
+func (l *lookups) LatestOfEach(_ context.Context, ids []string) (map[string]premis.Latest, error) {
+	l.mu.Lock()
+	l.calls = append(l.calls, ids)
+	l.mu.Unlock()
+	if l.fail != nil {
+		return nil, l.fail
+	}
+	out := map[string]premis.Latest{}
+	for _, id := range ids {
+		if lt, ok := l.known[id]; ok {
+			out[id] = lt
+		}
+	}
+	return out, nil
+}
+
+// TestGroupCommitLooksUpTogether: over a ledger that answers several
+// lookups in one query, the lookups that arrive while one is under way go
+// together in one, and each caller gets its own item's row, or none; a
+// combined lookup that fails fails each of its callers.
+func TestGroupCommitLooksUpTogether(t *testing.T) {
+	for _, fail := range []error{nil, errors.New("connection reset")} {
+		l := &lookups{entered: make(chan struct{}), release: make(chan struct{}), fail: fail, known: map[string]premis.Latest{
+			"a": {Seq: 1, Destination: premis.Submitted, TaskID: "ta"},
+			"b": {Seq: 2, Destination: premis.Accepted, TaskID: "tb"},
+			"d": {Seq: 4, Destination: premis.Retry, TaskID: "td"},
+		}}
+		gc := premis.NewGroupCommit(l, 0)
+		ctx := context.Background()
+		type answer struct {
+			id    string
+			lt    premis.Latest
+			found bool
+			err   error
+		}
+		answers := make(chan answer, 4)
+		ask := func(id string) {
+			lt, found, err := gc.LatestOf(ctx, id)
+			answers <- answer{id, lt, found, err}
+		}
+		go ask("a")
+		<-l.entered
+		for _, id := range []string{"b", "c", "d"} {
+			go ask(id)
+		}
+		for deadline := time.Now().Add(5 * time.Second); premis.QueuedLookups(gc) < 3; runtime.Gosched() {
+			if time.Now().After(deadline) {
+				close(l.release)
+				t.Fatalf("%d lookups queued behind the first, want 3", premis.QueuedLookups(gc))
+			}
+		}
+		close(l.release)
+		for range 4 {
+			a := <-answers
+			want, known := l.known[a.id]
+			switch {
+			case a.id == "a" && (a.err != nil || !a.found || a.lt != want):
+				t.Errorf("the lone lookup: %+v, want %+v", a, want)
+			case a.id != "a" && fail != nil && !errors.Is(a.err, fail):
+				t.Errorf("lookup of %s in a failed query: error %v, want %v", a.id, a.err, fail)
+			case a.id != "a" && fail == nil && (a.err != nil || a.found != known || a.lt != want):
+				t.Errorf("lookup of %s: %+v, want found %v %+v", a.id, a, known, want)
+			}
+		}
+		gc.Stop()
+		l.mu.Lock()
+		if len(l.calls) != 2 || len(l.calls[0]) != 1 || len(l.calls[1]) != 3 {
+			t.Errorf("the ledger was asked %v, want the first alone, then the other three together", l.calls)
+		}
+		l.mu.Unlock()
 	}
 }

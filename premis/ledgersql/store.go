@@ -171,6 +171,37 @@ func (s *Store) LatestOf(ctx context.Context, correlationID string) (premis.Late
 	return lt, found, nil
 }
 
+// LatestOfAll is LatestOf for several items in one query, the read
+// model's rows of those that have one (a backend whose lookups cross a
+// network offers it as premis.LatestEachLookup's LatestOfEach).
+func (s *Store) LatestOfAll(ctx context.Context, correlationIDs []string) (map[string]premis.Latest, error) {
+	out := make(map[string]premis.Latest, len(correlationIDs))
+	if !s.ReadModel || len(correlationIDs) == 0 {
+		return out, nil
+	}
+	var args []any
+	in := inList("l.correlation_id", correlationIDs, argsIn(&args, s.Syntax))
+	rows, err := s.B.Query(ctx, `SELECT l.correlation_id, l.seq, l.destination, e.task_id FROM `+s.B.Latest+` l JOIN `+s.B.Events+` e ON e.seq = l.seq
+		WHERE `+in, args...)
+	if err != nil {
+		return nil, s.fail("latest", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, dest string
+		var lt premis.Latest
+		if err := rows.Scan(&id, &lt.Seq, &dest, &lt.TaskID); err != nil {
+			return nil, s.fail("latest", err)
+		}
+		lt.Destination = premis.Destination(dest)
+		out[id] = lt
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("latest", err)
+	}
+	return out, nil
+}
+
 // Walk implements premis.Auditor.
 func (s *Store) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
 	return s.WalkFrom(ctx, 0, fn)

@@ -1117,3 +1117,12 @@ func mapErr(err error) error {
 	}
 	return err
 }
+
+var _ premis.LatestEachLookup = (*Ledger)(nil)
+
+// LatestOfEach implements premis.LatestEachLookup: the read model's rows
+// of several items in one round trip, so that a worker's handlers, each
+// asking for its item's row at the start of a delivery, share one.
+func (l *Ledger) LatestOfEach(ctx context.Context, correlationIDs []string) (map[string]premis.Latest, error) {
+	return l.LatestOfAll(ctx, correlationIDs)
+}
