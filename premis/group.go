@@ -151,11 +151,15 @@ func (g *GroupCommit) run() {
 
 // drain fails what is still queued when the committer stops.
 func (g *GroupCommit) drain() {
+	failQueued(g.reqs, func(r *groupAppend) { r.err = ErrStopped; close(r.done) })
+}
+
+// failQueued hands fail each request still queued on reqs.
+func failQueued[R any](reqs chan R, fail func(R)) {
 	for {
 		select {
-		case r := <-g.reqs:
-			r.err = ErrStopped
-			close(r.done)
+		case r := <-reqs:
+			fail(r)
 		default:
 			return
 		}
@@ -325,15 +329,8 @@ func (g *GroupCommit) look(each LatestEachLookup) {
 		select {
 		case first = <-g.looks:
 		case <-g.stop:
-			for {
-				select {
-				case r := <-g.looks:
-					r.err = ErrStopped
-					close(r.done)
-				default:
-					return
-				}
-			}
+			failQueued(g.looks, func(r *groupLookup) { r.err = ErrStopped; close(r.done) })
+			return
 		}
 		batch := []*groupLookup{first}
 	more:
