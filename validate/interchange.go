@@ -280,7 +280,7 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 		if r.isClean(i) {
 			// The first read's verdict; the chunk's digest still checks
 			// that this is the message it was given for.
-			v = MessageResult{Ref: strings.Clone(m.Ref), Type: strings.Clone(m.Type), Number: m.Number, Offset: m.Offset}
+			v = MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset}
 		} else {
 			v, text = checkOne(m, r.regs, r.rules)
 		}
@@ -348,11 +348,12 @@ func readInterchange(ctx context.Context, f *os.File, size int64, path string, e
 }
 
 // checkOne applies the rules to m and returns its verdict, holding nothing
-// of m's bytes (the reader reuses them), and the error's text ("" when it
-// passes).
+// of m's bytes (the reader reuses them; Parse's Ref and Type are strings
+// of their own, shared with other messages'), and the error's text (""
+// when it passes).
 func checkOne(m *edifact.Message, regs *Registries, rules EDIRules) (MessageResult, string) {
 	warns, err := CheckMessage(m, regs, rules)
-	v := MessageResult{Ref: strings.Clone(m.Ref), Type: strings.Clone(m.Type), Number: m.Number, Offset: m.Offset, Warnings: warns, Err: err}
+	v := MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset, Warnings: warns, Err: err}
 	if err == nil {
 		return v, ""
 	}
