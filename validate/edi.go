@@ -418,16 +418,11 @@ func checkDirectory(m *edifact.Message, policy DirectoryPolicy, rejects *[]*Rule
 		case ActionIgnore:
 			return nil
 		case ActionReject:
-			*rejects = append(*rejects, &RuleError{Tier: TierSemantic, Code: "edifact.directory.unknown", Message: m.Ref, Segment: 1, Tag: "UNH", Offset: m.Offset,
+			*rejects = append(*rejects, &RuleError{Tier: TierSemantic, Code: unknownDirectoryCode, Message: m.Ref, Segment: 1, Tag: "UNH", Offset: m.Offset,
 				Reason: fmt.Sprintf("no message directory for %s %s:%s:%s; only the envelope was checked", m.Type, m.Version, m.Release, m.Agency)})
 			return nil
 		}
-		w := &struct { // the warning and its offset in one allocation
-			w   [1]Warning
-			off int64
-		}{off: m.Offset}
-		w.w[0] = Warning{Code: "edifact.directory.unknown", Message: unknownWarning(m), Offset: &w.off}
-		return w.w[:]
+		return unknownDirectory(unknownWarning(m), m.Offset)
 	}
 	d := dirChecks.Get().(*dirCheck)
 	defer d.release()
