@@ -71,12 +71,13 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzStoredEnvelope$$' -fuzztime=20000x ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=5000x ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzReadCheckpoints$$' -fuzztime=20000x ./premis
+	$(GO) test -run='^$$' -fuzz='^FuzzInspectJSON$$' -fuzztime=20000x ./cmd/lazaret
 
 # Every target's committed seed corpus (testdata/fuzz/<Target>/) is the
 # seeds Lazaret makes itself (fixtures, hand-written cases), written from
 # each target's own seed list; inputs from ../shared/corpus are read at run
 # time, never copied in.
-FUZZPKGS := ./tiff ./validate ./edifact ./edifact/directory ./ingest ./premis ./premis/ledgersql
+FUZZPKGS := ./tiff ./validate ./edifact ./edifact/directory ./ingest ./premis ./premis/ledgersql ./cmd/lazaret
 fuzz-seeds:
 	LAZARET_WRITE_SEEDS=1 $(GO) test -count=1 -run='^Fuzz' $(FUZZPKGS)
 
@@ -98,6 +99,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzStoredEnvelope$$' -fuzztime=$(FUZZTIME) ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=$(FUZZTIME) ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzReadCheckpoints$$' -fuzztime=$(FUZZTIME) ./premis
+	$(GO) test -run='^$$' -fuzz='^FuzzInspectJSON$$' -fuzztime=$(FUZZTIME) ./cmd/lazaret
 	$(GO) test -run='^$$' -fuzz='^FuzzInflateBackends$$' -fuzztime=$(FUZZTIME) -tags zlib ./tiff
 
 soak:

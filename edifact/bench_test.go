@@ -5,45 +5,17 @@ import (
 	"bytes"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/internal/edianchor"
 )
-
-var (
-	bigOnce sync.Once
-	bigPath string
-)
-
-// bigInterchange is a generated ~50 MB interchange in the temp folder.
-func bigInterchange(b *testing.B) string {
-	bigOnce.Do(func() {
-		bigPath = filepath.Join(os.TempDir(), "lazaret-bench-50mb.edi")
-		if st, err := os.Stat(bigPath); err == nil && st.Size() > 50<<20 {
-			return
-		}
-		f, err := os.Create(bigPath + ".partial")
-		if err != nil {
-			b.Fatal(err)
-		}
-		w := bufio.NewWriterSize(f, 1<<20)
-		if err := fixtures.LargeInterchange(w, 50<<20); err != nil {
-			b.Fatal(err)
-		}
-		w.Flush()
-		f.Close()
-		os.Rename(bigPath+".partial", bigPath)
-	})
-	return bigPath
-}
 
 func benchFile(b *testing.B, fn func(io.Reader)) {
-	path := bigInterchange(b)
+	path := edianchor.LargeInterchange(b)
 	st, _ := os.Stat(path)
 	b.SetBytes(st.Size())
 	b.ReportAllocs()
@@ -104,116 +76,12 @@ func BenchmarkParseMessages(b *testing.B) {
 	})
 }
 
-// tokStats is what the anchor tokenizer finds: counts of every token and
-// a sum of their byte offsets (so that no offset is optimised away).
-type tokStats struct {
-	segments, elements, components int
-	offsets                        int64
-}
-
-const (
-	tkData = iota
-	tkComp
-	tkElem
-	tkRep
-	tkRel
-	tkTerm
-	tkCRLF
-)
-
-// tokenize is the anchor for the parser's speed: a streaming tokenizer
-// that allocates nothing and builds nothing. It reads the UNA service
-// characters (after a BOM), honours the release character (across reads
-// too), finds every segment, data element, repetition and component
-// boundary and the byte offset where each token starts, drops CR/LF
-// between and inside segments, and counts. It does not check tags,
-// envelopes, limits or repertoires and keeps no values: it is the work any
-// EDIFACT parser must do at least, written as tight as a byte loop gets.
-func tokenize(r io.Reader, buf []byte) (tokStats, error) {
-	var st tokStats
-	n, err := io.ReadAtLeast(r, buf, 9)
-	if err != nil && err != io.ErrUnexpectedEOF {
-		return st, err
-	}
-	b := buf[:n]
-	var base int64 // input offset of b[0]
-	i := uint(0)   // unsigned: the bounds checks are proved away
-	if len(b) >= 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf {
-		i = 3
-	}
-	comp, elem, rel, rep, term := byte(':'), byte('+'), byte('?'), byte(0), byte('\'')
-	if uint(len(b))-i >= 9 && string(b[i:i+3]) == "UNA" {
-		comp, elem, rel, rep, term = b[i+3], b[i+4], b[i+6], b[i+7], b[i+8]
-		if rel == ' ' {
-			rel = 0
-		}
-		if rep == ' ' {
-			rep = 0
-		}
-		i += 9
-	}
-	var class [256]byte
-	class['\r'], class['\n'] = tkCRLF, tkCRLF
-	class[comp], class[elem], class[term] = tkComp, tkElem, tkTerm
-	if rep != 0 {
-		class[rep] = tkRep
-	}
-	if rel != 0 {
-		class[rel] = tkRel
-	}
-	between := true // before a segment's first byte: skip whitespace
-	for {
-		for {
-			if between {
-				for i < uint(len(b)) && (b[i] == ' ' || class[b[i]] == tkCRLF || b[i] == '\t') {
-					i++
-				}
-				if i >= uint(len(b)) {
-					break
-				}
-				between = false
-				st.segments++
-				st.offsets += base + int64(i)
-			}
-			for i < uint(len(b)) && class[b[i]] == tkData {
-				i++
-			}
-			if i >= uint(len(b)) {
-				break
-			}
-			switch class[b[i]] {
-			case tkRel:
-				i++ // the next byte is data, even when it is in the next read
-			case tkComp:
-				st.components++
-				st.offsets += base + int64(i) + 1
-			case tkElem, tkRep:
-				st.elements++
-				st.offsets += base + int64(i) + 1
-			case tkTerm:
-				between = true
-			}
-			i++
-		}
-		i -= uint(len(b)) // 1 when a release character ended the read
-		base += int64(len(b))
-		n, err := r.Read(buf)
-		if n == 0 && err == io.EOF {
-			return st, nil
-		}
-		if err != nil && err != io.EOF {
-			return st, err
-		}
-		b = buf[:n]
-	}
-}
-
 // BenchmarkTokenize is the anchor alone.
 func BenchmarkTokenize(b *testing.B) {
 	buf := make([]byte, 1<<20)
 	benchFile(b, func(r io.Reader) {
-		st, err := tokenize(r, buf)
-		if err != nil || st.segments < 100000 {
+		st, err := edianchor.Tokenize(r, buf)
+		if err != nil || st.Segments < 100000 {
 			b.Fatalf("%+v %v", st, err)
 		}
 	})
@@ -230,7 +98,7 @@ func BenchmarkTokenize(b *testing.B) {
 func BenchmarkParseVsTokenizer(b *testing.B) {
 	buf := make([]byte, 1<<20)
 	tok := func(r io.Reader) {
-		if st, err := tokenize(r, buf); err != nil || st.segments < 100000 {
+		if st, err := edianchor.Tokenize(r, buf); err != nil || st.Segments < 100000 {
 			b.Fatalf("%+v %v", st, err)
 		}
 	}
@@ -251,7 +119,7 @@ func BenchmarkParseVsTokenizer(b *testing.B) {
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			path := bigInterchange(b)
+			path := edianchor.LargeInterchange(b)
 			st, _ := os.Stat(path)
 			var tTok, tParse time.Duration
 			bestTok, bestParse := time.Duration(1<<62), time.Duration(1<<62)

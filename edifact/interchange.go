@@ -72,8 +72,10 @@ func (m *Message) Len() int {
 
 // All yields every segment with its 0-based position. Parse keeps a
 // message's segments compactly and rebuilds each one as All reaches it:
-// the *Segment yielded is valid until the next one (Clone keeps it), and
-// its bytes as long as the message's.
+// the *Segment yielded is valid until the next one or the end of the
+// iteration (Clone keeps it), its bytes as long as the message's. The
+// segment is rebuilt into memory the message keeps for the purpose, so
+// that going through a message allocates nothing.
 func (m *Message) All() func(yield func(int, *Segment) bool) {
 	return func(yield func(int, *Segment) bool) {
 		if m.st == nil {
@@ -84,11 +86,15 @@ func (m *Message) All() func(yield func(int, *Segment) bool) {
 			}
 			return
 		}
-		var s Segment
-		var scratch []byte
+		sc := m.st.iter
+		if sc == nil || !sc.busy.CompareAndSwap(false, true) {
+			sc = new(segScratch) // a nested iteration, or another goroutine's
+		} else {
+			defer sc.busy.Store(false)
+		}
 		for i := 0; i < m.st.n; i++ {
-			m.st.load(i, &s, &scratch)
-			if !yield(i, &s) {
+			m.st.load(i, &sc.seg, &sc.raw)
+			if !yield(i, &sc.seg) {
 				return
 			}
 		}
@@ -172,7 +178,7 @@ func Parse(r io.Reader, lim Limits, onMessage func(*Message) error) (*Interchang
 	rd := NewReader(r, lim)
 	rd.countOnly = onMessage == nil // no one reads a message's components
 	p := &parser{rd: rd, lim: lim, onMessage: onMessage, ic: &Interchange{}}
-	p.st.tags, p.msg.st = rd.tags, &p.st
+	p.st.tags, p.st.iter, p.msg.st = rd.tags, new(segScratch), &p.st
 	err := p.run()
 	if err != nil && p.inMsg {
 		open := p.msg.Header()

@@ -58,6 +58,38 @@ func TestMessageCloneOutlivesCallback(t *testing.T) {
 	}
 }
 
+// TestMessageAllNested: All rebuilds segments into memory the message
+// keeps; an iteration inside another (or beside it, on another goroutine)
+// gets its own, so neither sees the other's segments.
+func TestMessageAllNested(t *testing.T) {
+	t.Parallel()
+	var in bytes.Buffer
+	msgs := []fixtures.Msg{fixtures.IFTMIN("1", [2]string{"CZ", "CN"}, "NLRTM", "SGSIN", fixtures.ContainerOK2, "847130")}
+	if err := fixtures.WriteInterchange(&in, fixtures.Interchange{Sender: "S", Recipient: "R", Ref: "1", Msgs: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := edifact.Parse(bytes.NewReader(in.Bytes()), edifact.Limits{}, func(m *edifact.Message) error {
+		want := describe(m)
+		for i, s := range m.All() {
+			before := fmt.Sprintf("%d %s@%d %q", i, s.Tag, s.Offset, s.Raw())
+			if got := describe(m); got != want {
+				t.Errorf("nested in segment %d:\n%s\nwant:\n%s", i, got, want)
+			}
+			done := make(chan string)
+			go func() { done <- describe(m) }()
+			if got := <-done; got != want {
+				t.Errorf("on another goroutine in segment %d:\n%s\nwant:\n%s", i, got, want)
+			}
+			if after := fmt.Sprintf("%d %s@%d %q", i, s.Tag, s.Offset, s.Raw()); after != before {
+				t.Errorf("the outer segment changed under the inner iterations: %s, was %s", after, before)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestUnterminatedPastTheLimit: a last segment without terminator, longer
 // than the segment limit but short, is unterminated (as before the reader
 // had its own buffer), whichever way the input arrives.

@@ -151,24 +151,7 @@ func (s *Segment) find(e, c int) (span, bool) {
 
 // Value is component c (1-based) of data element e (1-based; 0 is the tag)
 // in its first repetition, with release characters removed; "" if absent.
-func (s *Segment) Value(e, c int) string {
-	sp, ok := s.find(e, c)
-	if !ok {
-		return ""
-	}
-	v := s.raw[sp.start:sp.end]
-	if !sp.escaped() {
-		return string(v)
-	}
-	out := make([]byte, 0, len(v))
-	for i := 0; i < len(v); i++ {
-		if v[i] == s.rel && i+1 < len(v) {
-			i++
-		}
-		out = append(out, v[i])
-	}
-	return string(out)
-}
+func (s *Segment) Value(e, c int) string { return string(s.ValueBytes(e, c, nil)) }
 
 // Offset of component c of element e in the input (the segment's offset
 // when it is absent).

@@ -2,6 +2,7 @@ package edifact
 
 import (
 	"sort"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -33,6 +34,18 @@ type store struct {
 	bad   []mark // segments with a byte outside the repertoire
 	holes []holeMark
 	extra int64 // what bases, bad and holes hold
+	iter  *segScratch
+}
+
+// segScratch is what Message.All rebuilds segments into, kept with the
+// store and reused from one iteration to the next (and, in Parse's store,
+// from message to message). One iteration holds it at a time; one that
+// finds it held (nested in another, or on another goroutine) makes its
+// own.
+type segScratch struct {
+	busy atomic.Bool
+	seg  Segment
+	raw  []byte // the bytes of a segment that runs from one chunk into the next
 }
 
 const (
@@ -247,6 +260,7 @@ func (st *store) clone() *store {
 	c := *st
 	c.raw, c.words, c.recs = cloneChunks(st.raw, int(st.nraw), rawChunk), cloneChunks(st.words, int(st.nword), wordChunk), cloneChunks(st.recs, st.n, recChunk)
 	c.bases, c.bad, c.holes = append([]base(nil), st.bases...), append([]mark(nil), st.bad...), append([]holeMark(nil), st.holes...)
+	c.iter = new(segScratch)
 	return &c
 }
 

@@ -33,3 +33,26 @@ func (s *Segment) ValueAt(i int, buf []byte) (elem, comp, rep int, offset int64,
 	}
 	return elem, comp, rep, offset, out
 }
+
+// ValueBytes is Value without allocating: component c of data element e
+// in its first repetition, release characters removed, nil if absent. It
+// aliases the segment's bytes when the value holds no release character
+// and is appended to buf[:0] otherwise, as ValueAt's is.
+func (s *Segment) ValueBytes(e, c int, buf []byte) []byte {
+	sp, ok := s.find(e, c)
+	if !ok {
+		return nil
+	}
+	raw := s.raw[sp.start:sp.end:sp.end]
+	if !sp.escaped() {
+		return raw
+	}
+	out := buf[:0]
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == s.rel && i+1 < len(raw) {
+			i++
+		}
+		out = append(out, raw[i])
+	}
+	return out
+}

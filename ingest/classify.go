@@ -57,8 +57,13 @@ func Code(err error) string {
 }
 
 // classify is the one ordered switch behind Classify and Code, so a class
-// and its code can never disagree.
+// and its code can never disagree. A nil error returns before the targets
+// of errors.As are declared: they escape, and every message of an
+// interchange is decided with a nil error.
 func classify(err error) (premis.Class, string) {
+	if err == nil {
+		return "", ""
+	}
 	var (
 		poison   *PoisonError
 		panicErr *PanicError
@@ -76,8 +81,6 @@ func classify(err error) (premis.Class, string) {
 		netErr   net.Error
 	)
 	switch {
-	case err == nil:
-		return "", ""
 	case errors.As(err, &routing):
 		return premis.Transient, "routing." + string(routing.Destination)
 	case errors.As(err, &panicErr):

@@ -3,7 +3,7 @@ package validate
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,7 +210,10 @@ var messagesWithoutBGM = map[string]bool{"CONTRL": true, "AUTACK": true, "KEYMAN
 // Numeric values may use either decimal mark (the message does not carry
 // its interchange's UNA).
 func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warnings []Warning, err error) {
-	v := ViewOf(m)
+	vs := views.Get().(*viewScratch)
+	defer vs.release()
+	vs.fill(m)
+	v := &vs.v
 	var errs []*RuleError
 	add := func(f Field, tier Tier, code string, syntax int, registry string, format string, args ...any) {
 		errs = append(errs, &RuleError{Tier: tier, Code: code, Syntax: syntax, Message: m.Ref, Segment: f.Segment, Tag: f.Tag,
@@ -232,20 +235,13 @@ func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warning
 		}
 		add(f, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "", "mandatory BGM (beginning of message) missing")
 	}
-	seen := map[string]bool{}
-	var named []string
 	for _, p := range v.Parties {
 		if p.Qualifier.Value == "" {
 			add(p.Qualifier, TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "", "NAD without a party function qualifier (3035)")
-			continue
 		}
-		if !seen[p.Qualifier.Value] {
-			named = append(named, partyName(p.Qualifier.Value))
-		}
-		seen[p.Qualifier.Value] = true
 	}
 	for _, q := range rules.RequiredParties[m.Type] {
-		if seen[q] {
+		if names(v.Parties, q) {
 			continue
 		}
 		f := Field{Segment: 1, Tag: "NAD", Offset: m.Offset}
@@ -253,7 +249,7 @@ func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warning
 			f = v.Parties[len(v.Parties)-1].Qualifier
 		}
 		add(f, TierSemantic, "edifact.party.missing", edifact.CodeMissing, "", "%s requires a %s; the message names %s",
-			m.Type, partyName(q), strings.Join(orNone(named), ", "))
+			m.Type, partyName(q), strings.Join(orNone(namedParties(v.Parties)), ", "))
 	}
 	for _, l := range v.Locations {
 		declared := l.CodeList == "139" || l.Agency == "6"
@@ -318,9 +314,15 @@ func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warning
 			add(d.Value, TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", d.Value.Value, d.Format)
 		}
 	}
-	warnings = append(warnings, checkDirectory(m, rules.Directory, func(e *RuleError) { errs = append(errs, e) })...)
-	rank := map[Tier]int{TierStructural: 0, TierRegulatory: 1, TierSemantic: 2}
-	sort.SliceStable(errs, func(i, j int) bool { return rank[errs[i].Tier] < rank[errs[j].Tier] })
+	if dw := checkDirectory(m, rules.Directory, &errs); warnings == nil {
+		warnings = dw
+	} else {
+		warnings = append(warnings, dw...)
+	}
+	if len(errs) == 0 {
+		return warnings, nil
+	}
+	slices.SortStableFunc(errs, func(a, b *RuleError) int { return a.Tier.rank() - b.Tier.rank() })
 	joined := make([]error, len(errs))
 	for i, e := range errs {
 		joined[i] = e
@@ -328,16 +330,85 @@ func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warning
 	return warnings, errors.Join(joined...)
 }
 
+// rank is the order in which CheckMessage joins a message's problems:
+// structural, regulatory, semantic.
+func (t Tier) rank() int {
+	switch t {
+	case TierStructural:
+		return 0
+	case TierRegulatory:
+		return 1
+	case TierSemantic:
+		return 2
+	}
+	return 0 // as a map's zero value ranked it
+}
+
+// names reports whether parties holds one of function q.
+func names(parties []Party, q string) bool {
+	for i := range parties {
+		if parties[i].Qualifier.Value == q {
+			return true
+		}
+	}
+	return false
+}
+
+// namedParties names the functions of parties (see partyName), each once,
+// in the order they first occur; parties without one are left out.
+func namedParties(parties []Party) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range parties {
+		if q := p.Qualifier.Value; q != "" && !seen[q] {
+			seen[q] = true
+			out = append(out, partyName(q))
+		}
+	}
+	return out
+}
+
 // unknownWarnings holds one warning text per message type and release
 // without a directory, so that a large interchange of them shares it.
-var unknownWarnings sync.Map
+var unknownWarnings struct {
+	sync.RWMutex
+	m map[unknownKey]string
+}
+
+type unknownKey struct{ typ, version, release, agency string }
+
+// unknownWarning is the text of the warning on a message of m's type and
+// release, which the directory does not hold.
+func unknownWarning(m *edifact.Message) string {
+	k := unknownKey{m.Type, m.Version, m.Release, m.Agency}
+	unknownWarnings.RLock()
+	text, ok := unknownWarnings.m[k]
+	unknownWarnings.RUnlock()
+	if ok {
+		return text
+	}
+	unknownWarnings.Lock()
+	defer unknownWarnings.Unlock()
+	if text, ok := unknownWarnings.m[k]; ok {
+		return text
+	}
+	if unknownWarnings.m == nil {
+		unknownWarnings.m = map[unknownKey]string{}
+	}
+	text = fmt.Sprintf("no message directory for %s:%s:%s:%s; only the envelope was checked", m.Type, m.Version, m.Release, m.Agency)
+	if len(unknownWarnings.m) < 1024 { // the releases of one interchange are few; a hostile one's are not kept
+		unknownWarnings.m[k] = text
+	}
+	return text
+}
 
 // checkDirectory checks m against its release's message directory (see
-// package directory) and applies policy: rejected findings go to reject
-// as *RuleError (code values semantic, the rest structural), warned ones
-// come back as warnings. A message the directory does not hold gets a
-// warning (policy.Unknown). A missing BGM is left to the BGM rule.
-func checkDirectory(m *edifact.Message, policy DirectoryPolicy, reject func(*RuleError)) (warnings []Warning) {
+// package directory) and applies policy: rejected findings are appended
+// to *rejects as *RuleError (code values semantic, the rest structural),
+// warned ones come back as warnings. A message the directory does not
+// hold gets a warning (policy.Unknown). A missing BGM is left to the BGM
+// rule.
+func checkDirectory(m *edifact.Message, policy DirectoryPolicy, rejects *[]*RuleError) (warnings []Warning) {
 	var def *directory.Message
 	if m.Agency == "UN" {
 		def = directory.Lookup(m.Version, m.Release, m.Type)
@@ -347,90 +418,124 @@ func checkDirectory(m *edifact.Message, policy DirectoryPolicy, reject func(*Rul
 		case ActionIgnore:
 			return nil
 		case ActionReject:
-			reject(&RuleError{Tier: TierSemantic, Code: "edifact.directory.unknown", Message: m.Ref, Segment: 1, Tag: "UNH", Offset: m.Offset,
+			*rejects = append(*rejects, &RuleError{Tier: TierSemantic, Code: unknownDirectoryCode, Message: m.Ref, Segment: 1, Tag: "UNH", Offset: m.Offset,
 				Reason: fmt.Sprintf("no message directory for %s %s:%s:%s; only the envelope was checked", m.Type, m.Version, m.Release, m.Agency)})
 			return nil
 		}
-		k := m.Type + ":" + m.Version + ":" + m.Release + ":" + m.Agency
-		text, ok := unknownWarnings.Load(k)
-		if !ok {
-			text, _ = unknownWarnings.LoadOrStore(k, fmt.Sprintf("no message directory for %s; only the envelope was checked", k))
-		}
+		return unknownDirectory(unknownWarning(m), m.Offset)
+	}
+	d := dirChecks.Get().(*dirCheck)
+	defer d.release()
+	d.m, d.def, d.policy, d.rejects = m, def, policy, rejects
+	d.limit = policy.MaxFindings
+	if d.limit <= 0 {
+		d.limit = 1000
+	}
+	def.Validate(m, directory.Options{Reason: d.wantedFunc}, d.reportFunc)
+	if d.over != nil {
+		d.over.Reason = fmt.Sprintf("%s; and %d more rejected findings past the limit of %d (edi directory max_findings)", d.over.Reason, d.droppedReject-1, d.limit)
+		*rejects = append(*rejects, d.over)
+	}
+	if d.droppedWarn > 0 {
 		off := m.Offset
-		return []Warning{{Code: "edifact.directory.unknown", Message: text.(string), Offset: &off}}
+		d.warnings = append(d.warnings, Warning{Code: "edifact.directory.more", Offset: &off,
+			Message: fmt.Sprintf("message %s: %d more directory warnings not listed (edi directory max_findings %d)", m.Ref, d.droppedWarn, d.limit)})
 	}
-	limit := policy.MaxFindings
-	if limit <= 0 {
-		limit = 1000
+	return d.warnings
+}
+
+// dirCheck is what checkDirectory keeps while the directory reports a
+// message's findings, reused from message to message (see dirChecks).
+type dirCheck struct {
+	m       *edifact.Message
+	def     *directory.Message
+	policy  DirectoryPolicy
+	limit   int
+	rejects *[]*RuleError
+	// kept counts the findings kept; past the limit, warnings are only
+	// counted and rejected findings too, but for one that stands for all.
+	kept, droppedWarn, droppedReject int
+	over                             *RuleError // the rejected finding past the limit standing for the others
+	warnings                         []Warning
+	registry                         string // what a rejected finding was checked against, once one is
+
+	// d.wanted and d.report as func values, made once.
+	wantedFunc func(directory.Finding) bool
+	reportFunc func(directory.Finding)
+}
+
+var dirChecks = sync.Pool{New: func() any {
+	d := new(dirCheck)
+	d.wantedFunc, d.reportFunc = d.wanted, d.report
+	return d
+}}
+
+func (d *dirCheck) release() {
+	d.m, d.def, d.rejects, d.over, d.warnings, d.registry = nil, nil, nil, nil, nil, ""
+	d.kept, d.droppedWarn, d.droppedReject = 0, 0, 0
+	dirChecks.Put(d)
+}
+
+// standsIn says whether a rejected finding past the limit replaces the one
+// that stands for all of them: the first, or the first structural one
+// after a semantic.
+func (d *dirCheck) standsIn(f directory.Finding) bool {
+	return d.over == nil || (f.Kind != directory.CodeUnknown && d.over.Tier != TierStructural)
+}
+
+// wanted says whether f's Reason is wanted: a finding past the limit is
+// only counted, but for the one rejected finding that stands for all of
+// them.
+func (d *dirCheck) wanted(f directory.Finding) bool {
+	action := d.policy.action(f.Kind.Check())
+	switch {
+	case action == ActionIgnore:
+		return false
+	case d.kept < d.limit:
+		return true
+	case action == ActionWarn:
+		return false
 	}
-	kept, droppedWarn := 0, 0
-	var over *RuleError // the first rejected finding past the limit, standing for all of them
-	droppedReject := 0
-	registry := def.Name() + " directory"
-	// standsIn says whether a rejected finding past the limit replaces the
-	// one that stands for all of them: the first, or the first structural
-	// one after a semantic.
-	standsIn := func(f directory.Finding) bool {
-		return over == nil || (f.Kind != directory.CodeUnknown && over.Tier != TierStructural)
+	return d.standsIn(f)
+}
+
+// report applies the policy to finding f.
+func (d *dirCheck) report(f directory.Finding) {
+	if f.Kind == directory.SegmentMissing && f.Expected == "BGM" {
+		return // the BGM rule reports it, with its established code
 	}
-	// A finding past the limit is only counted, but for the one rejected
-	// finding that stands for all of them: only those kept need a Reason.
-	wanted := func(f directory.Finding) bool {
-		action := policy.action(f.Kind.Check())
-		switch {
-		case action == ActionIgnore:
-			return false
-		case kept < limit:
-			return true
-		case action == ActionWarn:
-			return false
-		}
-		return standsIn(f)
+	action := d.policy.action(f.Kind.Check())
+	if action == ActionIgnore {
+		return
 	}
-	def.Validate(m, directory.Options{Reason: wanted}, func(f directory.Finding) {
-		if f.Kind == directory.SegmentMissing && f.Expected == "BGM" {
-			return // the BGM rule reports it, with its established code
-		}
-		action := policy.action(f.Kind.Check())
-		if action == ActionIgnore {
+	full := d.kept >= d.limit
+	if !full {
+		d.kept++
+	}
+	if action == ActionWarn {
+		if full {
+			d.droppedWarn++
 			return
 		}
-		full := kept >= limit
-		if !full {
-			kept++
-		}
-		if action == ActionWarn {
-			if full {
-				droppedWarn++
-				return
-			}
-			off := f.Offset
-			warnings = append(warnings, Warning{Code: "edifact.directory." + string(f.Kind), Offset: &off, Message: fmt.Sprintf("message %s %s", m.Ref, f.String())})
-			return
-		}
-		tier := TierStructural
-		if f.Kind == directory.CodeUnknown {
-			tier = TierSemantic
-		}
-		if !full {
-			reject(directoryError(m, f, tier, registry))
-			return
-		}
-		droppedReject++ // counted, not built: a million of them must cost nothing
-		if standsIn(f) {
-			over = directoryError(m, f, tier, registry)
-		}
-	})
-	if over != nil {
-		over.Reason = fmt.Sprintf("%s; and %d more rejected findings past the limit of %d (edi directory max_findings)", over.Reason, droppedReject-1, limit)
-		reject(over)
+		off := f.Offset
+		d.warnings = append(d.warnings, Warning{Code: "edifact.directory." + string(f.Kind), Offset: &off, Message: fmt.Sprintf("message %s %s", d.m.Ref, f.String())})
+		return
 	}
-	if droppedWarn > 0 {
-		off := m.Offset
-		warnings = append(warnings, Warning{Code: "edifact.directory.more", Offset: &off,
-			Message: fmt.Sprintf("message %s: %d more directory warnings not listed (edi directory max_findings %d)", m.Ref, droppedWarn, limit)})
+	tier := TierStructural
+	if f.Kind == directory.CodeUnknown {
+		tier = TierSemantic
 	}
-	return warnings
+	if d.registry == "" {
+		d.registry = d.def.Name() + " directory"
+	}
+	if !full {
+		*d.rejects = append(*d.rejects, directoryError(d.m, f, tier, d.registry))
+		return
+	}
+	d.droppedReject++ // counted, not built: a million of them must cost nothing
+	if d.standsIn(f) {
+		d.over = directoryError(d.m, f, tier, d.registry)
+	}
 }
 
 // directoryError is finding f of message m's directory check as a
@@ -493,11 +598,24 @@ func massKg(unit, value string) (float64, error) {
 }
 
 func validDate(v, format string) bool {
-	layouts := map[string]string{"102": "20060102", "203": "200601021504", "201": "0601021504", "101": "060102", "204": "20060102150405"}
-	l, ok := layouts[format]
-	if !ok {
+	var l string
+	switch format {
+	case "102":
+		l = "20060102"
+	case "203":
+		l = "200601021504"
+	case "201":
+		l = "0601021504"
+	case "101":
+		l = "060102"
+	case "204":
+		l = "20060102150405"
+	default:
 		return true // a format the rules do not check
 	}
+	if len(v) != len(l) {
+		return false
+	}
 	_, err := time.Parse(l, v)
-	return err == nil && len(v) == len(l)
+	return err == nil
 }

@@ -47,26 +47,29 @@ type InterchangeResult struct {
 	regs   *Registries
 	rules  EDIRules
 	only   string
-	kept   []MessageResult // every verdict, while they fit the budget
-	reread bool            // they did not: EachMessage reads the file again
+	kept   verdictLog // every verdict, while they fit the budget
+	reread bool       // they did not: EachMessage reads the file again
 	// chunks is the digest of every chunk of verdicts (see chunker): the
 	// second read must find the same, or the file changed in between.
 	chunks [][sha256.Size]byte
-	// clean has bit i set when the i-th message checked passed with no
-	// warning: the second read hands its verdict over without checking it
-	// again (one bit per message, a 32nd of a kept verdict).
-	clean []uint64
+	// plain holds the plainness of the i-th message checked in bits 2i
+	// and 2i+1: the second read hands a plain verdict over without
+	// checking its message again (two bits a message).
+	plain []uint64
 }
 
-func (r *InterchangeResult) setClean(i int) {
-	for len(r.clean) <= i/64 {
-		r.clean = append(r.clean, 0)
+func (r *InterchangeResult) setPlain(i int, p plainness) {
+	for len(r.plain) <= i/32 {
+		r.plain = append(r.plain, 0)
 	}
-	r.clean[i/64] |= 1 << (i % 64)
+	r.plain[i/32] |= uint64(p) << (2 * (i % 32))
 }
 
-func (r *InterchangeResult) isClean(i int) bool {
-	return i/64 < len(r.clean) && r.clean[i/64]&(1<<(i%64)) != 0
+func (r *InterchangeResult) plainAt(i int) plainness {
+	if i/32 >= len(r.plain) {
+		return notPlain
+	}
+	return plainness(r.plain[i/32] >> (2 * (i % 32)) & 3)
 }
 
 // Contrl builds the CONTRL report for a rejected (or accepted) interchange
@@ -143,9 +146,7 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 			return nil
 		}
 		v, text := checkOne(m, regs, rules)
-		if v.Err == nil && len(v.Warnings) == 0 {
-			res.setClean(res.Checked)
-		}
+		res.setPlain(res.Checked, plainnessOf(&v))
 		res.Checked++
 		if v.Err != nil {
 			res.Failed++
@@ -160,10 +161,8 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 			res.chunks = append(res.chunks, ch.sum())
 		}
 		if !res.reread {
-			if retained += verdictCost(&v, text); retained <= budget {
-				res.kept = append(res.kept, v)
-			} else {
-				res.kept, res.reread = nil, true // from here on, only digests
+			if retained += res.kept.add(&v, text); retained > budget {
+				res.kept, res.reread = verdictLog{}, true // from here on, only digests
 			}
 		}
 		return nil
@@ -226,12 +225,7 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 		return errors.New("validate: EachMessage on an interchange CheckInterchange did not pass")
 	}
 	if !r.reread {
-		for _, v := range r.kept {
-			if err := yield(v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return r.kept.each(yield)
 	}
 	if err := ctx.Err(); err != nil {
 		return context.Cause(ctx)
@@ -277,10 +271,10 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 		}
 		var v MessageResult
 		var text string
-		if r.isClean(i) {
+		if p := r.plainAt(i); p != notPlain {
 			// The first read's verdict; the chunk's digest still checks
 			// that this is the message it was given for.
-			v = MessageResult{Ref: strings.Clone(m.Ref), Type: strings.Clone(m.Type), Number: m.Number, Offset: m.Offset}
+			v = again(m, p)
 		} else {
 			v, text = checkOne(m, r.regs, r.rules)
 		}
@@ -348,11 +342,12 @@ func readInterchange(ctx context.Context, f *os.File, size int64, path string, e
 }
 
 // checkOne applies the rules to m and returns its verdict, holding nothing
-// of m's bytes (the reader reuses them), and the error's text ("" when it
-// passes).
+// of m's bytes (the reader reuses them; Parse's Ref and Type are strings
+// of their own, shared with other messages'), and the error's text (""
+// when it passes).
 func checkOne(m *edifact.Message, regs *Registries, rules EDIRules) (MessageResult, string) {
 	warns, err := CheckMessage(m, regs, rules)
-	v := MessageResult{Ref: strings.Clone(m.Ref), Type: strings.Clone(m.Type), Number: m.Number, Offset: m.Offset, Warnings: warns, Err: err}
+	v := MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset, Warnings: warns, Err: err}
 	if err == nil {
 		return v, ""
 	}
@@ -378,8 +373,9 @@ func detach(err error) {
 
 // DefaultMaxRetainedBytes is what CheckInterchange may keep of the verdicts
 // on an interchange's messages when EDIRules.MaxRetainedBytes is 0: about
-// 10,000 good messages. An interchange whose verdicts do not fit is not
-// refused: EachMessage reads it a second time.
+// 350,000 good messages (see verdictLog), 8,000 failed ones. An
+// interchange whose verdicts do not fit is not refused: EachMessage reads
+// it a second time.
 const DefaultMaxRetainedBytes = 4 << 20
 
 // What one verdict costs while it is kept: the struct twice (a growing

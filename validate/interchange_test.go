@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -271,6 +273,109 @@ func benchInterchange(b *testing.B, run func(path string) error) {
 	for range b.N {
 		if err := run(path); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// handedOver is all of a MessageResult, its error as text.
+type handedOver struct {
+	Ref, Type string
+	Number    int
+	Offset    int64
+	Warnings  []validate.Warning
+	Err       string
+}
+
+func handed(m validate.MessageResult) handedOver {
+	h := handedOver{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset, Warnings: m.Warnings}
+	if m.Err != nil {
+		h.Err = m.Err.Error()
+	}
+	return h
+}
+
+// TestEachMessageHandsOverWhatCheckMessageFinds: every verdict EachMessage
+// hands over, from the verdicts kept in memory and from a second read, is
+// CheckMessage's on that message, whole: good messages, messages whose one
+// warning is that the directory does not hold them (VERMAS D:16A, and
+// more distinct types than the kept verdicts' tables hold), messages with
+// warnings of their own and failed ones.
+func TestEachMessageHandsOverWhatCheckMessageFinds(t *testing.T) {
+	t.Parallel()
+	var msgs []fixtures.Msg
+	for i := 1; i <= 700; i++ {
+		ref := strconv.Itoa(i)
+		switch {
+		case i%7 == 0:
+			m := fixtures.VERMAS(ref, fixtures.ContainerOK1, 24000)
+			m.Type = fmt.Sprintf("ZZ%04d", i) // a type no directory holds, one of 100
+			msgs = append(msgs, m)
+		case i%5 == 0:
+			msgs = append(msgs, fixtures.VERMAS(ref, fixtures.ContainerOK1, 24000))
+		case i%11 == 0:
+			msgs = append(msgs, fixtures.IFTMIN(ref, [2]string{"CZ", "CN"}, "NLRTM", "NLZZZ", fixtures.ContainerOK2, "847130")) // unknown port
+		case i%13 == 0:
+			m := fixtures.IFTMIN(ref, [2]string{"CZ", "CN"}, "NLRTM", "SGSIN", fixtures.ContainerOK2, "847130")
+			for j, s := range m.Body {
+				if s.Tag == "NAD" {
+					m.Body[j] = fixtures.S("NAD", "CZ", strings.Repeat("S", 40)+"::92") // 3039 is an..35: a warning
+					break
+				}
+			}
+			msgs = append(msgs, m)
+		default:
+			msgs = append(msgs, fixtures.IFTMIN(ref, [2]string{"CZ", "CN"}, "NLRTM", "SGSIN", fixtures.ContainerOK2, "847130"))
+		}
+	}
+	var b bytes.Buffer
+	if err := fixtures.WriteInterchange(&b, fixtures.Interchange{Sender: "S", Recipient: "R", Ref: "MIX", Msgs: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mixed.edi")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rules := validate.DefaultEDIRules()
+	var want []handedOver
+	kinds := map[string]int{}
+	if _, err := edifact.Parse(bytes.NewReader(b.Bytes()), edifact.Limits{}, func(m *edifact.Message) error {
+		warns, err := validate.CheckMessage(m, validate.Builtin(), rules)
+		h := handed(validate.MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset, Warnings: warns, Err: err})
+		switch {
+		case err != nil:
+			kinds["failed"]++
+		case len(warns) == 0:
+			kinds["clean"]++
+		case warns[0].Code == "edifact.directory.unknown":
+			kinds["unknown"]++
+		default:
+			kinds["warned"]++
+		}
+		want = append(want, h)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"failed", "clean", "unknown", "warned"} {
+		if kinds[k] == 0 {
+			t.Fatalf("no %s message among %v: the test checks nothing of them", k, kinds)
+		}
+	}
+	for _, budget := range []int64{0, 1} { // the default: kept; 1: read again
+		rules.MaxRetainedBytes = budget
+		_, res, err := validate.CheckInterchange(context.Background(), path, nil, validate.Builtin(), rules, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []handedOver
+		if err := res.EachMessage(context.Background(), func(m validate.MessageResult) error {
+			got = append(got, handed(m))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("budget %d (-CheckMessage +EachMessage):\n%s", budget, diff)
 		}
 	}
 }

@@ -1,6 +1,11 @@
 package validate
 
-import "github.com/lazaret/lazaret/edifact"
+import (
+	"strings"
+	"sync"
+
+	"github.com/lazaret/lazaret/edifact"
+)
 
 // Field is one value taken out of a message, with where it stands:
 // Segment is 1-based in the message (UNH = 1), Element and Component as
@@ -70,43 +75,109 @@ type MessageView struct {
 	Dates     []Date       `json:"dates,omitempty"`
 }
 
-// ViewOf extracts the view of a message.
+// ViewOf extracts the view of a message. Its values are cut from one
+// buffer per message (a strings.Builder never changes what it has
+// written), not allocated one by one.
 func ViewOf(m *edifact.Message) *MessageView {
-	v := &MessageView{Ref: m.Ref, Type: m.Type, Offset: m.Offset}
+	var vs viewScratch
+	vs.fill(m)
+	return &vs.v
+}
+
+// viewScratch is a view and the containers it points to, which
+// CheckMessage reuses from message to message (see views).
+type viewScratch struct {
+	v   MessageView
+	doc Field
+	eqs []Equipment // v.Equipment points into it
+}
+
+// views are the viewScratch CheckMessage fills, each message's in the
+// slices the one before it grew.
+var views = sync.Pool{New: func() any { return new(viewScratch) }}
+
+// fill makes vs the view of m, reusing what vs holds.
+func (vs *viewScratch) fill(m *edifact.Message) {
+	v := &vs.v
+	*v = MessageView{Ref: m.Ref, Type: m.Type, Offset: m.Offset, Parties: v.Parties[:0], Locations: v.Locations[:0],
+		Equipment: v.Equipment[:0], Weights: v.Weights[:0], HSCodes: v.HSCodes[:0], Dates: v.Dates[:0]}
+	eqs := vs.eqs[:0]
+	var t viewText
+	t.b.Grow(128) // the values of a typical IFTMIN or VERMAS
 	field := func(i int, s *edifact.Segment, e, c int) Field {
-		return Field{Value: s.Value(e, c), Segment: i + 1, Tag: s.Tag, Element: e, Component: c, Offset: s.ValueOffset(e, c)}
+		return Field{Value: t.value(s, e, c), Segment: i + 1, Tag: s.Tag, Element: e, Component: c, Offset: s.ValueOffset(e, c)}
 	}
 	var current *Equipment
 	for i, s := range m.All() {
 		switch s.Tag {
 		case "BGM":
-			f := field(i, s, 2, 1)
-			v.Document, v.Name = &f, s.Value(1, 1)
+			vs.doc = field(i, s, 2, 1)
+			v.Document, v.Name = &vs.doc, t.value(s, 1, 1)
 		case "NAD":
 			v.Parties = append(v.Parties, Party{Qualifier: field(i, s, 1, 1), ID: field(i, s, 2, 1)})
 		case "LOC":
-			v.Locations = append(v.Locations, Location{Qualifier: field(i, s, 1, 1), Code: field(i, s, 2, 1), CodeList: s.Value(2, 2), Agency: s.Value(2, 3)})
+			v.Locations = append(v.Locations, Location{Qualifier: field(i, s, 1, 1), Code: field(i, s, 2, 1), CodeList: t.value(s, 2, 2), Agency: t.value(s, 2, 3)})
 		case "EQD":
 			current = nil
-			if s.Value(1, 1) == "CN" {
-				current = &Equipment{Number: field(i, s, 2, 1), SizeType: field(i, s, 3, 1)}
+			if s.ValueIs(1, 1, "CN") {
+				if len(eqs) == cap(eqs) {
+					// A new array: the *Equipment taken so far point into the old one.
+					eqs = make([]Equipment, 0, max(4, 2*cap(eqs)))
+				}
+				eqs = eqs[:len(eqs)+1]
+				current = &eqs[len(eqs)-1]
+				*current = Equipment{Number: field(i, s, 2, 1), SizeType: field(i, s, 3, 1), VGM: current.VGM[:0]}
 				v.Equipment = append(v.Equipment, current)
 			}
 		case "MEA":
-			w := Weight{Purpose: s.Value(1, 1), Dimension: s.Value(2, 1), Unit: s.Value(3, 1), Value: field(i, s, 3, 2), Equipment: current}
+			w := Weight{Purpose: t.value(s, 1, 1), Dimension: t.value(s, 2, 1), Unit: t.value(s, 3, 1), Value: field(i, s, 3, 2), Equipment: current}
 			v.Weights = append(v.Weights, w)
 			if current != nil && w.Purpose == "AAE" && w.Dimension == "VGM" {
 				current.VGM = append(current.VGM, w)
 			}
 		case "PIA":
 			for e := 2; e <= s.Elements(); e++ {
-				if s.Value(e, 2) == "HS" && s.Value(e, 1) != "" {
+				if s.ValueIs(e, 2, "HS") && !s.ValueIs(e, 1, "") {
 					v.HSCodes = append(v.HSCodes, field(i, s, e, 1))
 				}
 			}
 		case "DTM":
-			v.Dates = append(v.Dates, Date{Qualifier: s.Value(1, 1), Value: field(i, s, 1, 2), Format: s.Value(1, 3)})
+			v.Dates = append(v.Dates, Date{Qualifier: t.value(s, 1, 1), Value: field(i, s, 1, 2), Format: t.value(s, 1, 3)})
 		}
 	}
-	return v
+	vs.eqs = eqs
+}
+
+// release drops what vs's view points to and puts it back in views.
+func (vs *viewScratch) release() {
+	v := &vs.v
+	clear(v.Parties)
+	clear(v.Locations)
+	clear(v.Equipment)
+	clear(v.Weights)
+	clear(v.HSCodes)
+	clear(v.Dates)
+	for i := range vs.eqs {
+		clear(vs.eqs[i].VGM)
+		vs.eqs[i] = Equipment{VGM: vs.eqs[i].VGM[:0]}
+	}
+	vs.doc = Field{}
+	views.Put(vs)
+}
+
+// viewText holds the values of one message's view end to end.
+type viewText struct {
+	b   strings.Builder
+	esc []byte // a value with release characters, unescaped
+}
+
+// value is s.Value(e, c), cut from t.
+func (t *viewText) value(s *edifact.Segment, e, c int) string {
+	b := s.ValueBytes(e, c, t.esc)
+	if len(b) == 0 {
+		return ""
+	}
+	n := t.b.Len()
+	t.b.Write(b)
+	return t.b.String()[n:]
 }

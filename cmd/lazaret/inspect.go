@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -89,14 +88,16 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 			tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "FILE\tVERDICT\tCLASS\tCODE\tWHERE\tOFFSET\tPUID\tMESSAGE")
 		}
-		enc := json.NewEncoder(out)
+		var line []byte // one JSON line, reused
 		failed, rows := 0, 0
 		emit := func(r inspectResult) error {
 			if r.Verdict != string(premis.Accepted) {
 				failed++
 			}
 			if *asJSON {
-				return enc.Encode(r)
+				line = r.appendJSON(line[:0])
+				_, err := out.Write(line)
+				return err
 			}
 			msg := r.Message
 			if msg == "" && len(r.Warnings) > 0 {

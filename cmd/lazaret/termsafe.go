@@ -34,11 +34,29 @@ func safeText(s string) string {
 }
 
 // clean reports whether s is plain printable ASCII, newlines and tabs: the
-// common case, written as it is.
-func clean(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x7f || (c < 0x20 && c != '\n' && c != '\t') {
+// common case, written as it is. Everything lazaret prints passes here
+// (87 MB of JSON for a 50 MB interchange), so it looks at eight bytes at a
+// time, and at each byte only of a word that holds a byte below 0x20 or
+// from 0x7f up.
+func clean[T string | []byte](s T) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// A byte from 0x7f up has its high bit set, itself or once one is
+		// added; one below 0x20 borrows when 0x20 is taken away.
+		if ((x|(x+ones))|((x-0x20*ones)&^x))&highs == 0 {
+			continue
+		}
+		for _, c := range []byte(s[i : i+8]) {
+			if c >= 0x7f || (c < 0x20 && c != '\n' && c != '\t') {
+				return false
+			}
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c >= 0x7f || (c < 0x20 && c != '\n' && c != '\t') {
 			return false
 		}
 	}
@@ -95,8 +113,13 @@ func (s *safeWriter) Write(p []byte) (int, error) {
 		s.held = append([]byte(nil), buf[cut:]...)
 		buf = buf[:cut]
 	}
-	str := string(buf)
-	if _, err := io.WriteString(s.w, safeText(str)); err != nil {
+	var err error
+	if clean(buf) {
+		_, err = s.w.Write(buf) // as it is, not copied into a string first
+	} else {
+		_, err = io.WriteString(s.w, safeText(string(buf)))
+	}
+	if err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -57,6 +57,31 @@ func TestSafeText(t *testing.T) {
 	}
 }
 
+// TestCleanEveryByte: clean, which looks at eight bytes at a time, finds
+// every byte a terminal must not get raw, at every position of a word and
+// beside every other byte.
+func TestCleanEveryByte(t *testing.T) {
+	t.Parallel()
+	want := func(c byte) bool { return c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f) }
+	for c := range 256 {
+		for _, other := range []byte{'a', ' ', '~', '\n', 0x00, 0x1f, 0x7f, 0x80, 0xff} {
+			for n := 1; n <= 17; n++ {
+				for at := range n {
+					b := bytes.Repeat([]byte{other}, n)
+					b[at] = byte(c)
+					w := want(byte(c)) && (n == 1 || want(other))
+					if got := clean(b); got != w {
+						t.Fatalf("clean(%q) = %v, want %v", b, got, w)
+					}
+					if got := clean(string(b)); got != w {
+						t.Fatalf("clean(string %q) = %v, want %v", b, got, w)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestSafeWriterKeepsJSON: JSON written through the writer decodes to the
 // same value, so --json and the logs stay JSON; a UTF-8 sequence split
 // across writes is escaped as one character.

@@ -1,57 +1,20 @@
 package directory_test
 
 import (
-	"bufio"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/edifact/directory"
-	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/internal/edianchor"
 )
-
-var (
-	bigOnce sync.Once
-	bigPath string
-)
-
-// bigInterchange is fixtures.LargeInterchange (~50 MB of IFTMIN and VERMAS
-// messages, all labelled D:99B) in the temp folder, the same file the
-// edifact benchmarks read.
-func bigInterchange(b *testing.B) string {
-	bigOnce.Do(func() {
-		bigPath = filepath.Join(os.TempDir(), "lazaret-bench-50mb.edi")
-		if st, err := os.Stat(bigPath); err == nil && st.Size() > 50<<20 {
-			return
-		}
-		tmp := bigPath + ".partial-directory"
-		f, err := os.Create(tmp)
-		if err != nil {
-			b.Fatal(err)
-		}
-		w := bufio.NewWriterSize(f, 1<<20)
-		if err := fixtures.LargeInterchange(w, 50<<20); err != nil {
-			b.Fatal(err)
-		}
-		if err := w.Flush(); err != nil {
-			b.Fatal(err)
-		}
-		f.Close()
-		if err := os.Rename(tmp, bigPath); err != nil {
-			b.Fatal(err)
-		}
-	})
-	return bigPath
-}
 
 // benchFile runs fn over the large interchange, reporting MB/s, allocations
 // and the heap the process holds at the end.
 func benchFile(b *testing.B, fn func(io.Reader)) {
-	path := bigInterchange(b)
+	path := edianchor.LargeInterchange(b)
 	st, err := os.Stat(path)
 	if err != nil {
 		b.Fatal(err)
@@ -120,7 +83,7 @@ func benchDirectory(b *testing.B) {
 // beforehand (the first 20,000 of the large interchange; SetBytes counts
 // their bytes, UNH to UNT), so that its cost is seen apart from Parse's.
 func BenchmarkDirectoryOnly(b *testing.B) {
-	f, err := os.Open(bigInterchange(b))
+	f, err := os.Open(edianchor.LargeInterchange(b))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/lazaret/lazaret/internal/testenv"
+	"github.com/lazaret/lazaret/tiff"
+)
+
+// encodingJSON is r as json.Encoder writes it: what inspect --json wrote
+// before appendJSON.
+func encodingJSON(t testing.TB, r *inspectResult) []byte {
+	var b bytes.Buffer
+	if err := json.NewEncoder(&b).Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestInspectJSONIsEncodingJSON: appendJSON writes every inspectResult as
+// encoding/json does, byte for byte: empty and set fields, nil and empty
+// warnings, and strings that need escapes.
+func TestInspectJSONIsEncodingJSON(t *testing.T) {
+	t.Parallel()
+	off, page, zero, neg := int64(311), 3, int64(0), -1
+	for _, r := range []inspectResult{
+		{},
+		{Warnings: []tiff.Warning{}},
+		{File: "/tmp/a.edi", Kind: "edifact", Verdict: "accept", Offset: &off, Segment: 1, Tag: "UNH", MessageRef: "17", MessageType: "IFTMIN",
+			SHA256: "9a6f0e6e16bab61619f508c84d861675ef356dad0a612bf8cfe78063d59cbf82", Size: 52428953, Warnings: []tiff.Warning{}},
+		{File: "m.tif", ObjectID: "obj-1", Kind: "tiff", Verdict: "quarantine", Class: "semantic", Code: "policy.dpi", Message: "page 3: 72 dpi < 300",
+			Offset: &zero, Page: &page, Tag: "XResolution", PUID: "fmt/353", Pages: 4, Size: -2,
+			Warnings: []tiff.Warning{{Code: "w", Message: "m"}, {Code: "x", Message: "y", Page: &neg, Path: "p", Offset: &off}}},
+		{File: "a <b> & \"c\"\\d\n\t\r\b\f\x00\x1f\x7f", Message: "Zürich 北京 \u2028\u2029 \xff\xfe bad", Code: "é",
+			Segment: -5, Element: 1 << 40, Component: 2, MessageRef: "<ref>", MessageType: "&",
+			Warnings: []tiff.Warning{{Code: "<", Message: "\u202e", Path: "\x01"}}},
+	} {
+		got, want := r.appendJSON(nil), encodingJSON(t, &r)
+		if !bytes.Equal(got, want) {
+			t.Errorf("appendJSON:\n%s\nencoding/json:\n%s", got, want)
+		}
+	}
+}
+
+// FuzzInspectJSON: any strings, numbers and warnings come out of
+// appendJSON as encoding/json writes them.
+func FuzzInspectJSON(f *testing.F) {
+	seeds := testenv.NewSeeds(f)
+	seeds.Add("f.edi", "7", "msg", "code", int64(12), 3, true, "w", "")
+	seeds.Add("<&>", "\xff", "\u2028", "\"\\", int64(-1), -2, false, "\x00", "p")
+	f.Fuzz(func(t *testing.T, file, ref, msg, code string, off int64, seg int, withOffset bool, wmsg, wpath string) {
+		r := inspectResult{File: file, ObjectID: ref, Kind: code, Verdict: msg, Class: ref, Code: code, Message: msg, Tag: ref,
+			Segment: seg, Element: seg * 2, Component: -seg, MessageRef: ref, MessageType: code, PUID: file, SHA256: msg, Size: off, Pages: seg,
+			Warnings: []tiff.Warning{{Code: code, Message: wmsg, Path: wpath}}}
+		if withOffset {
+			r.Offset, r.Page, r.Warnings[0].Offset, r.Warnings[0].Page = &off, &seg, &off, &seg
+		}
+		got, want := r.appendJSON(nil), encodingJSON(t, &r)
+		if !bytes.Equal(got, want) {
+			t.Errorf("appendJSON:\n%s\nencoding/json:\n%s", got, want)
+		}
+	})
+}
