@@ -76,24 +76,21 @@ func NewGroupCommit(l Ledger, maxEvents int) *GroupCommit {
 	}
 	g := &GroupCommit{Ledger: l, maxEvents: maxEvents, reqs: make(chan *groupAppend, 1024),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
-	committing := make(chan struct{})
-	go func() {
-		defer close(committing)
-		g.run()
-	}()
+	looking := make(chan struct{})
 	if each, ok := l.(LatestEachLookup); ok {
 		g.looks = make(chan *groupLookup, 1024)
 		go func() {
+			defer close(looking)
 			g.look(each)
-			<-committing
-			close(g.stopped)
 		}()
 	} else {
-		go func() {
-			<-committing
-			close(g.stopped)
-		}()
+		close(looking)
 	}
+	go func() {
+		g.run()
+		<-looking
+		close(g.stopped)
+	}()
 	return g
 }
 
@@ -320,9 +317,8 @@ func (g *GroupCommit) latestTogether(ctx context.Context, correlationID string) 
 
 // look answers lookups until the committer stops: a lone one with
 // LatestOf, the ones that queued meanwhile with one LatestOfEach. A
-// combined lookup that fails fails each of its callers, who read the
-// history instead or fail the delivery, as after any failed read; nothing
-// is decided on it.
+// combined lookup that fails fails each of its callers, whose deliveries
+// fail as after any failed read of the ledger; nothing is decided on it.
 func (g *GroupCommit) look(each LatestEachLookup) {
 	for {
 		var first *groupLookup
