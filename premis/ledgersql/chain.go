@@ -38,7 +38,7 @@ func (c *Chain) Row(args []any, i int, d Dialect) ([]any, string, error) {
 	if err != nil {
 		return args, "", fmt.Errorf("append %s: %w", e.Type, err)
 	}
-	steps, err := EncodeSteps(e.Steps)
+	steps, err := EncodeSteps(e)
 	if err != nil {
 		return args, "", fmt.Errorf("append %s: %w", e.Type, err)
 	}

@@ -409,44 +409,6 @@ func DecodeMembers(s string) ([]premis.Member, error) {
 	return ms, nil
 }
 
-// EncodeSteps is how the steps column stores a record's steps: "" for
-// none, else their JSON array, each step an object whose fields come in
-// Step's order (type first, then outcome), which the filters' needles
-// rely on.
-func EncodeSteps(steps []premis.Step) (string, error) {
-	if len(steps) == 0 {
-		return "", nil
-	}
-	b, err := json.Marshal(steps)
-	return string(b), err
-}
-
-// DecodeSteps reads what EncodeSteps wrote, byte for byte, for the reason
-// DecodeMembers gives: a filter searches the text, the chain hashes the
-// steps.
-func DecodeSteps(s string) ([]premis.Step, error) {
-	if s == "" {
-		return nil, nil
-	}
-	if len(s) > MaxStepsText {
-		return nil, fmt.Errorf("steps: %d bytes, more than %d", len(s), MaxStepsText)
-	}
-	var steps []premis.Step
-	if err := json.Unmarshal([]byte(s), &steps); err != nil {
-		return nil, fmt.Errorf("steps: %w", err)
-	}
-	if len(steps) == 0 || len(steps) > premis.MaxSteps {
-		return nil, fmt.Errorf("steps: %d entries, want 1 to %d", len(steps), premis.MaxSteps)
-	}
-	if again, err := EncodeSteps(steps); err != nil || again != s {
-		return nil, errors.New("steps: not written as the ledger writes them (the text was changed past the ledger)")
-	}
-	return steps, nil
-}
-
-// MaxStepsText bounds the steps column of one record.
-const MaxStepsText = 64 << 10
-
 // Insert renders the idempotent INSERT of one event into table: the
 // NumColumns values of Columns, then prev_hash and hash; a key stored
 // already inserts nothing.

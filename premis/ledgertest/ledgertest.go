@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/ledgersql"
 	"github.com/lazaret/lazaret/premis/sample"
 )
 
@@ -481,6 +482,17 @@ func Verify(t *testing.T, l premis.Ledger, anchors ...premis.Head) *premis.Verif
 // second a fixity failure that was dead-lettered (seq 2 in a fresh ledger).
 func Seed(t *testing.T, l premis.Ledger) []*premis.Event {
 	t.Helper()
+	evs := seedEvents()
+	for _, e := range evs {
+		if _, err := l.Append(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return evs
+}
+
+// seedEvents are the events Seed appends.
+func seedEvents() []*premis.Event {
 	evs := []*premis.Event{Event("m1", premis.Validation, 1), Event("m2", premis.FixityCheck, 1), Event("m3", premis.Validation, 1), Event("m4", premis.Validation, 1)}
 	evs[0].Outcome, evs[0].Class, evs[0].Code, evs[0].Destination, evs[0].Position = premis.Success, "", "", premis.Accepted, premis.Position{}
 	// The first is an accepted master's record, holding its steps.
@@ -490,12 +502,22 @@ func Seed(t *testing.T, l premis.Ledger) []*premis.Event {
 	// The last one holds members, as a chunk of an interchange's accepted
 	// messages does.
 	evs[3].Members = []premis.Member{{ObjectID: "m4#1", Number: 1, Offset: 10, Type: "IFTMIN"}, {ObjectID: "m4#2", Number: 2, Offset: 90, Type: "IFTMIN"}}
-	for _, e := range evs {
-		if _, err := l.Append(context.Background(), e); err != nil {
-			t.Fatal(err)
-		}
-	}
 	return evs
+}
+
+// ForgedSteps is the steps column of Seed's record (seq 1) as the ledger
+// would write it had forge changed its steps, as an SQL string literal:
+// what a forger who knows the stored format writes, so that only the
+// chain can show it.
+func ForgedSteps(t *testing.T, forge func([]premis.Step) []premis.Step) string {
+	t.Helper()
+	rec := seedEvents()[0]
+	rec.Steps = forge(rec.Steps)
+	text, err := ledgersql.EncodeSteps(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "'" + strings.ReplaceAll(text, "'", "''") + "'"
 }
 
 // WantProblem fails t unless v has a problem of kind at seq (0: any seq)

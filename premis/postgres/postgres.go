@@ -1069,7 +1069,7 @@ func scanOne(row pgx.Row) (premis.Event, error) {
 	}
 	e.Members, err = ledgersql.DecodeMembers(members)
 	if err == nil {
-		e.Steps, err = ledgersql.DecodeSteps(steps)
+		e.Steps, err = ledgersql.DecodeSteps(steps, &e)
 	}
 	if err == nil {
 		e.Envelope, err = ledgersql.DecodeEnvelope(e.Envelope)

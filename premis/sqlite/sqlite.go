@@ -834,7 +834,7 @@ func scanOne(s scanner) (premis.Event, error) {
 		e.Members = ms
 	}
 	if text := d.text(); d.err == nil {
-		steps, err := ledgersql.DecodeSteps(text)
+		steps, err := ledgersql.DecodeSteps(text, &e)
 		if err != nil {
 			d.err = &decodeError{Column: "steps", Value: truncated(text), Want: "the steps the ledger writes (" + err.Error() + ")"}
 		}

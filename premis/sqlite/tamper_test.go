@@ -133,11 +133,16 @@ func TestVerifyDetectsForgery(t *testing.T) {
 			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = replace(members, '"m4#2"', '"\u006d4#2"') WHERE seq = 4`}, restore("events_no_update")),
 			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 4, "does not decode", "not written as the ledger writes them")}},
 		{Name: "a step's outcome rewritten, trigger put back",
-			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = replace(steps, '"outcome":"suc"', '"outcome":"war"') WHERE seq = 1`}, restore("events_no_update")),
+			// As a plain JSON array, the form of rows written before the
+			// compact one.
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = '[{"type":"fix","outcome":"war","note":"sha256 sha-m1"},{"type":"for","outcome":"suc","puid":"fmt/353"}]' WHERE seq = 1`}, restore("events_no_update")),
 			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 1, "changed after it was written")}},
 		{Name: "a step removed, trigger put back",
-			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = json_remove(steps, '$[1]') WHERE seq = 1`}, restore("events_no_update")),
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = ` + ledgertest.ForgedSteps(t, func(s []premis.Step) []premis.Step { return s[:1] }) + ` WHERE seq = 1`}, restore("events_no_update")),
 			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 1, "changed after it was written")}},
+		{Name: "a step's outcome rewritten in the clear only, trigger put back",
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = replace(steps, '"outcome":"suc"', '"outcome":"war"') WHERE seq = 1`}, restore("events_no_update")),
+			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 1, "does not decode", "not those of the steps held")}},
 		{Name: "steps the ledger never writes",
 			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = '[{"type":"fix"' WHERE seq = 1`}, restore("events_no_update")),
 			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 1, "does not decode", "steps")}},
