@@ -173,3 +173,33 @@ func FuzzStoredEnvelope(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSteps: storing and reading back an accepted master's steps,
+// compact against plain JSON (what every record paid before).
+func BenchmarkSteps(b *testing.B) {
+	rec := acceptedRecord()
+	b.Run("compact", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			text, err := EncodeSteps(rec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := DecodeSteps(text, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("plain", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			text, err := json.Marshal(rec.Steps)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := DecodeSteps(string(text), rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
