@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 
 	"github.com/klauspost/compress/flate"
 
@@ -65,26 +64,27 @@ type stepHead struct {
 // at 5 µs a record; levels 7 to 9 save nothing more here at twice the time.
 const stepsLevel = 6
 
-// stepsCoder holds what one encoding or decoding of steps reuses.
+// stepsCoder holds what one encoding of steps reuses.
 type stepsCoder struct {
 	dict  []byte
 	flate *flate.Writer
 	buf   bytes.Buffer
 }
 
-var stepsCoders = sync.Pool{New: func() any {
+var stepsCoders = newFreeList(func() *stepsCoder {
 	w, err := flate.NewWriterDict(io.Discard, stepsLevel, []byte(stepsDict))
 	if err != nil {
 		panic(err) // only for a bad level
 	}
 	return &stepsCoder{flate: w}
-}}
+})
 
-// dictFor is stepsDict followed by what of record e its steps repeat.
-func (c *stepsCoder) dictFor(e *premis.Event) []byte {
-	c.dict = append(append(c.dict[:0], stepsDict...), e.Agent...)
-	c.dict = append(append(c.dict, e.PUID...), "sha256 "...)
-	return append(c.dict, e.SHA256...)
+// stepsDictFor appends to dict stepsDict followed by what of record e its
+// steps repeat.
+func stepsDictFor(dict []byte, e *premis.Event) []byte {
+	dict = append(append(dict, stepsDict...), e.Agent...)
+	dict = append(append(dict, e.PUID...), "sha256 "...)
+	return append(dict, e.SHA256...)
 }
 
 // EncodeSteps is how the steps column stores record e's steps: "" for
@@ -101,10 +101,11 @@ func EncodeSteps(e *premis.Event) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c := stepsCoders.Get().(*stepsCoder)
-	defer stepsCoders.Put(c)
+	c := stepsCoders.get()
+	defer stepsCoders.put(c)
 	c.buf.Reset()
-	c.flate.ResetDict(&c.buf, c.dictFor(e))
+	c.dict = stepsDictFor(c.dict[:0], e)
+	c.flate.ResetDict(&c.buf, c.dict)
 	if _, err := c.flate.Write(plain); err != nil {
 		return "", err
 	}
@@ -182,13 +183,12 @@ func inflateSteps(body string, e *premis.Event) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("steps: %w", err)
 	}
-	c := stepsCoders.Get().(*stepsCoder)
-	defer stepsCoders.Put(c)
+	dict := stepsDictFor(make([]byte, 0, len(stepsDict)+len(e.Agent)+len(e.PUID)+len(e.SHA256)+8), e)
 	src := bytes.NewReader(z)
 	r, _ := inflaters.Get().(io.ReadCloser)
 	if r == nil {
-		r = flate.NewReaderDict(src, c.dictFor(e))
-	} else if err := r.(flate.Resetter).Reset(src, c.dictFor(e)); err != nil {
+		r = flate.NewReaderDict(src, dict)
+	} else if err := r.(flate.Resetter).Reset(src, dict); err != nil {
 		return nil, fmt.Errorf("steps: %w", err)
 	}
 	defer inflaters.Put(r)

@@ -3,6 +3,7 @@ package ledgersql
 import (
 	"bytes"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -202,4 +203,33 @@ func BenchmarkSteps(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestWritersOutliveCollections: the compressors of envelopes and steps
+// are kept across garbage collections. A new one allocates over a
+// megabyte and takes milliseconds; a worker collects every few items, so
+// were they kept in a sync.Pool nearly every other record would pay that.
+func TestWritersOutliveCollections(t *testing.T) {
+	rec := acceptedRecord()
+	env := []byte(`{"v":1,"correlation_id":"c","batch_id":"b","object_id":"o","kind":"tiff","path":"/srv/ingest/b/o.tif"}`)
+	encode := func() {
+		if _, err := EncodeSteps(rec); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := EncodeEnvelope(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	encode()
+	var before, after runtime.MemStats
+	for range 3 {
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		encode()
+		runtime.ReadMemStats(&after)
+		if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
+			t.Fatalf("a record's steps and an envelope encoded after a collection allocated %d bytes: a compressor was made anew", n)
+		}
+	}
 }
