@@ -212,11 +212,17 @@ func CheckMasterSource(ctx context.Context, src Source, item *Item, pol MasterPo
 	done := make(chan hashed, 1)
 	go func() {
 		h := sha256.New()
-		bp := hashBufPool.Get().(*[]byte)
-		defer hashBufPool.Put(bp)
-		buf := *bp
-		if size < int64(len(buf)) {
-			buf = buf[:size+1] // one read for a small file, and its end seen
+		var buf []byte
+		if size < smallHashRead {
+			// One read for a small file, and its end seen, into a buffer of
+			// its size: a pooled megabyte is made anew after the collector
+			// empties the pool, which a worker's small heap does every few
+			// items.
+			buf = make([]byte, size+1)
+		} else {
+			bp := hashBufPool.Get().(*[]byte)
+			defer hashBufPool.Put(bp)
+			buf = *bp
 		}
 		var n int64
 		for {

@@ -82,5 +82,9 @@ func (c *readCache) ReadAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-// hashBufPool holds the buffers the SHA-256 of a master is read through.
+// hashBufPool holds the buffers the SHA-256 of a master of smallHashRead
+// bytes or more is read through; a smaller one is read into a buffer of its
+// own size.
+const smallHashRead = 64 << 10
+
 var hashBufPool = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}

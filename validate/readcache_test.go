@@ -2,8 +2,12 @@ package validate
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -77,6 +81,38 @@ func TestSmallMasterReadsOnce(t *testing.T) {
 		c.release()
 		if n := file.calls.Load(); n > 2 {
 			t.Errorf("compression %d: %d reads of a %d-byte file", comp, n, len(data))
+		}
+	}
+}
+
+// TestSmallMasterAllocatesLittle: checking a 4 KB master right after a
+// garbage collection (which empties the pools) allocates a few hundred
+// kilobytes at most, not the megabyte the SHA-256 of a large master is
+// read through.
+func TestSmallMasterAllocatesLittle(t *testing.T) {
+	data, err := fixtures.NoisyTIFF(fixtures.Noisy{Width: 36, Height: 36, Samples: 3, Compression: 1, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.tif")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := DefaultMasterPolicy()
+	if _, err := CheckMaster(context.Background(), path, nil, pol); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	for range 3 {
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		if _, err := CheckMaster(context.Background(), path, nil, pol); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		if n := after.TotalAlloc - before.TotalAlloc; n > 512<<10 {
+			t.Fatalf("a %d-byte master checked after a collection allocated %d bytes", len(data), n)
 		}
 	}
 }
