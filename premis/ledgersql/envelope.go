@@ -123,22 +123,33 @@ func DecodeEnvelope(stored []byte) ([]byte, error) {
 	if len(stored) < 2 || stored[1] != envelopeFlate1 {
 		return nil, errors.New("envelope: compressed in a format this build does not read")
 	}
-	src := bytes.NewReader(stored[2:])
-	r, _ := inflaters.Get().(io.ReadCloser)
-	if r == nil {
-		r = flate.NewReaderDict(src, envelopeDict)
-	} else if err := r.(flate.Resetter).Reset(src, envelopeDict); err != nil {
-		return nil, fmt.Errorf("envelope: %w", err)
-	}
-	defer inflaters.Put(r)
-	env, err := io.ReadAll(io.LimitReader(r, MaxEnvelope+1))
+	env, err := inflate(stored[2:], envelopeDict, MaxEnvelope)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("envelope: %w", err)
-	case len(env) > MaxEnvelope:
-		return nil, fmt.Errorf("envelope: inflates past %d bytes", MaxEnvelope)
 	case len(env) == 0:
 		return nil, errors.New("envelope: compressed to nothing")
 	}
 	return env, nil
+}
+
+// inflate is the raw DEFLATE stream z compressed against dict, refused
+// when it inflates past limit bytes.
+func inflate(z, dict []byte, limit int) ([]byte, error) {
+	src := bytes.NewReader(z)
+	r, _ := inflaters.Get().(io.ReadCloser)
+	if r == nil {
+		r = flate.NewReaderDict(src, dict)
+	} else if err := r.(flate.Resetter).Reset(src, dict); err != nil {
+		return nil, err
+	}
+	defer inflaters.Put(r)
+	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case len(out) > limit:
+		return nil, fmt.Errorf("inflates past %d bytes", limit)
+	}
+	return out, nil
 }

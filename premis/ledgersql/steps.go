@@ -184,20 +184,9 @@ func inflateSteps(body string, e *premis.Event) ([]byte, error) {
 		return nil, fmt.Errorf("steps: %w", err)
 	}
 	dict := stepsDictFor(make([]byte, 0, len(stepsDict)+len(e.Agent)+len(e.PUID)+len(e.SHA256)+8), e)
-	src := bytes.NewReader(z)
-	r, _ := inflaters.Get().(io.ReadCloser)
-	if r == nil {
-		r = flate.NewReaderDict(src, dict)
-	} else if err := r.(flate.Resetter).Reset(src, dict); err != nil {
+	plain, err := inflate(z, dict, MaxStepsText)
+	if err != nil {
 		return nil, fmt.Errorf("steps: %w", err)
-	}
-	defer inflaters.Put(r)
-	plain, err := io.ReadAll(io.LimitReader(r, MaxStepsText+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("steps: %w", err)
-	case len(plain) > MaxStepsText:
-		return nil, fmt.Errorf("steps: inflate past %d bytes", MaxStepsText)
 	}
 	return plain, nil
 }
