@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/edifact/directory"
@@ -597,25 +596,83 @@ func massKg(unit, value string) (float64, error) {
 	return 0, fmt.Errorf("unit %q is not KGM, LBR or TNE", unit)
 }
 
+// validDate reports whether v is a date of format (code list 2379) as
+// time.Parse with the format's layout reads it (TestValidDateIsTimeParse
+// holds it to that), without time.Parse's cost: CCYY is four digits, YY two
+// or a sign and one digit (time.Parse reads it with atoi; 69..99 are 19YY,
+// the rest 20YY), then two digits each for the month (1..12), the day (of
+// that month, in that year), the hour (0..23), the minute and the second
+// (0..59).
 func validDate(v, format string) bool {
-	var l string
+	var n, yearLen int
 	switch format {
-	case "102":
-		l = "20060102"
-	case "203":
-		l = "200601021504"
-	case "201":
-		l = "0601021504"
-	case "101":
-		l = "060102"
-	case "204":
-		l = "20060102150405"
+	case "102": // CCYYMMDD
+		n, yearLen = 8, 4
+	case "203": // CCYYMMDDHHMM
+		n, yearLen = 12, 4
+	case "201": // YYMMDDHHMM
+		n, yearLen = 10, 2
+	case "101": // YYMMDD
+		n, yearLen = 6, 2
+	case "204": // CCYYMMDDHHMMSS
+		n, yearLen = 14, 4
 	default:
 		return true // a format the rules do not check
 	}
-	if len(v) != len(l) {
+	if len(v) != n {
 		return false
 	}
-	_, err := time.Parse(l, v)
-	return err == nil
+	var year int
+	switch {
+	case yearLen == 4:
+		if !isDigits(v[:4]) {
+			return false
+		}
+		year = twoDigits(v[0:2])*100 + twoDigits(v[2:4])
+	case isDigit(v[1]) && isDigit(v[0]):
+		year = twoDigits(v[:2]) + 2000
+		if year >= 2069 {
+			year -= 100
+		}
+	case isDigit(v[1]) && v[0] == '+':
+		year = 2000 + int(v[1]-'0')
+	case isDigit(v[1]) && v[0] == '-':
+		year = 2000 - int(v[1]-'0')
+	default:
+		return false
+	}
+	rest := v[yearLen:]
+	if !isDigits(rest) {
+		return false
+	}
+	month, day := twoDigits(rest[0:2]), twoDigits(rest[2:4])
+	if month < 1 || month > 12 || day < 1 || day > daysIn(month, year) {
+		return false
+	}
+	for i, limit := range [...]int{24, 60, 60} { // hour, minute, second, as far as v goes
+		if k := 4 + 2*i; k < len(rest) && twoDigits(rest[k:k+2]) >= limit {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+// twoDigits is the number two digits make.
+func twoDigits(s string) int { return int(s[0]-'0')*10 + int(s[1]-'0') }
+
+// daysIn is the number of days of month (1..12) in year, proleptic
+// Gregorian as package time counts them.
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
