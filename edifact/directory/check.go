@@ -454,7 +454,10 @@ func (c *Checker) elements(sd *Segment) {
 
 // begin starts repetition r of element e at value i.
 func (c *Checker) begin(sd *Segment, st *elem, e, r, i int, off int64) {
-	*st = elem{e: e, r: r, start: i, off: off, end: off}
+	// Field by field: the composite literal was zeroed and copied, for
+	// every element of every segment.
+	st.e, st.r, st.ed, st.start, st.off, st.end, st.present = e, r, nil, i, off, off, 0
+	st.surplus, st.reported, st.otherList = false, false, false
 	if e > len(sd.Elements) {
 		st.surplus = true
 		return
