@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/edifact/directory"
@@ -210,9 +209,24 @@ var messagesWithoutBGM = map[string]bool{"CONTRL": true, "AUTACK": true, "KEYMAN
 // Numeric values may use either decimal mark (the message does not carry
 // its interchange's UNA).
 func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warnings []Warning, err error) {
-	vs := views.Get().(*viewScratch)
-	defer vs.release()
-	vs.fill(m)
+	mc := messageChecks.Get().(*messageCheck)
+	defer mc.release()
+	// One pass over the segments: the view takes what the rules below
+	// need, the directory checks each segment as it goes by.
+	dirWarnings, checkDir := mc.beginDirectory(m, rules.Directory)
+	vs := &mc.view
+	vs.begin(m)
+	for i, s := range m.All() {
+		vs.add(i, s)
+		if checkDir {
+			mc.checker.Segment(i, s)
+		}
+	}
+	vs.end()
+	if checkDir {
+		mc.checker.End()
+		dirWarnings = mc.dir.end()
+	}
 	v := &vs.v
 	var errs []*RuleError
 	add := func(f Field, tier Tier, code string, syntax int, registry string, format string, args ...any) {
@@ -314,10 +328,11 @@ func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warning
 			add(d.Value, TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", d.Value.Value, d.Format)
 		}
 	}
-	if dw := checkDirectory(m, rules.Directory, &errs); warnings == nil {
-		warnings = dw
+	errs = append(errs, mc.rejects...)
+	if warnings == nil {
+		warnings = dirWarnings
 	} else {
-		warnings = append(warnings, dw...)
+		warnings = append(warnings, dirWarnings...)
 	}
 	if len(errs) == 0 {
 		return warnings, nil
@@ -402,50 +417,114 @@ func unknownWarning(m *edifact.Message) string {
 	return text
 }
 
-// checkDirectory checks m against its release's message directory (see
-// package directory) and applies policy: rejected findings are appended
-// to *rejects as *RuleError (code values semantic, the rest structural),
-// warned ones come back as warnings. A message the directory does not
-// hold gets a warning (policy.Unknown). A missing BGM is left to the BGM
-// rule.
-func checkDirectory(m *edifact.Message, policy DirectoryPolicy, rejects *[]*RuleError) (warnings []Warning) {
-	var def *directory.Message
-	if m.Agency == "UN" {
-		def = directory.Lookup(m.Version, m.Release, m.Type)
-	}
-	if def == nil {
+// messageCheck is what CheckMessage reuses from message to message (see
+// messageChecks): the view, the directory's check and the tables it
+// looked up last.
+type messageCheck struct {
+	view    viewScratch
+	dir     dirCheck
+	checker directory.Checker
+	recent  recentDirs
+	rejects []*RuleError // the message's rejected directory findings
+}
+
+var messageChecks = sync.Pool{New: func() any {
+	mc := new(messageCheck)
+	mc.dir.wantedFunc, mc.dir.reportFunc = mc.dir.wanted, mc.dir.report
+	return mc
+}}
+
+func (mc *messageCheck) release() {
+	mc.view.reset()
+	mc.dir.reset()
+	clear(mc.rejects)
+	mc.rejects = mc.rejects[:0]
+	messageChecks.Put(mc)
+}
+
+// beginDirectory starts the check of m against its release's message
+// directory (see package directory), policy applied: rejected findings go
+// to mc.rejects as *RuleError (code values semantic, the rest
+// structural), warned ones come back from mc.dir.end. check says whether
+// the directory holds m, and mc.checker is to be given its segments; a
+// message it does not hold gets a warning (policy.Unknown), returned
+// here. A missing BGM is left to the BGM rule.
+func (mc *messageCheck) beginDirectory(m *edifact.Message, policy DirectoryPolicy) (warnings []Warning, check bool) {
+	r := mc.recent.lookup(m)
+	if r.def == nil {
 		switch policy.Unknown {
 		case ActionIgnore:
-			return nil
+			return nil, false
 		case ActionReject:
-			*rejects = append(*rejects, &RuleError{Tier: TierSemantic, Code: unknownDirectoryCode, Message: m.Ref, Segment: 1, Tag: "UNH", Offset: m.Offset,
+			mc.rejects = append(mc.rejects, &RuleError{Tier: TierSemantic, Code: unknownDirectoryCode, Message: m.Ref, Segment: 1, Tag: "UNH", Offset: m.Offset,
 				Reason: fmt.Sprintf("no message directory for %s %s:%s:%s; only the envelope was checked", m.Type, m.Version, m.Release, m.Agency)})
-			return nil
+			return nil, false
 		}
-		return unknownDirectory(unknownWarning(m), m.Offset)
+		if r.unknown == "" {
+			r.unknown = unknownWarning(m)
+		}
+		return unknownDirectory(r.unknown, m.Offset), false
 	}
-	d := dirChecks.Get().(*dirCheck)
-	defer d.release()
-	d.m, d.def, d.policy, d.rejects = m, def, policy, rejects
+	d := &mc.dir
+	d.m, d.def, d.policy, d.rejects = m, r.def, policy, &mc.rejects
 	d.limit = policy.MaxFindings
 	if d.limit <= 0 {
 		d.limit = 1000
 	}
-	def.Validate(m, directory.Options{Reason: d.wantedFunc}, d.reportFunc)
+	mc.checker.Begin(r.def, directory.Options{Reason: d.wantedFunc}, d.reportFunc)
+	return nil, true
+}
+
+// recentDirs are the last four message types and releases a message
+// check looked up in the directory, and what it found: an interchange
+// holds few, one after the other, and a lookup hashes four strings.
+type recentDirs struct {
+	e    [4]recentDir
+	next int // the entry a new lookup replaces
+}
+
+type recentDir struct {
+	ok                            bool
+	typ, version, release, agency string
+	def                           *directory.Message // nil: the directory does not hold it
+	unknown                       string             // the warning on a message def is nil for, once made
+}
+
+// lookup is the entry of m's type and release, looked up if it is not
+// among the last four.
+func (r *recentDirs) lookup(m *edifact.Message) *recentDir {
+	for i := range r.e {
+		if e := &r.e[i]; e.ok && e.typ == m.Type && e.version == m.Version && e.release == m.Release && e.agency == m.Agency {
+			return e
+		}
+	}
+	e := &r.e[r.next]
+	r.next = (r.next + 1) % len(r.e)
+	*e = recentDir{ok: true, typ: strings.Clone(m.Type), version: strings.Clone(m.Version), release: strings.Clone(m.Release), agency: strings.Clone(m.Agency)}
+	if m.Agency == "UN" {
+		e.def = directory.Lookup(m.Version, m.Release, m.Type)
+	}
+	return e
+}
+
+// end finishes the directory's check of the message: the rejected
+// finding that stands for those past the limit is added, and the warnings
+// come back.
+func (d *dirCheck) end() []Warning {
 	if d.over != nil {
 		d.over.Reason = fmt.Sprintf("%s; and %d more rejected findings past the limit of %d (edi directory max_findings)", d.over.Reason, d.droppedReject-1, d.limit)
-		*rejects = append(*rejects, d.over)
+		*d.rejects = append(*d.rejects, d.over)
 	}
 	if d.droppedWarn > 0 {
-		off := m.Offset
+		off := d.m.Offset
 		d.warnings = append(d.warnings, Warning{Code: "edifact.directory.more", Offset: &off,
-			Message: fmt.Sprintf("message %s: %d more directory warnings not listed (edi directory max_findings %d)", m.Ref, d.droppedWarn, d.limit)})
+			Message: fmt.Sprintf("message %s: %d more directory warnings not listed (edi directory max_findings %d)", d.m.Ref, d.droppedWarn, d.limit)})
 	}
 	return d.warnings
 }
 
-// dirCheck is what checkDirectory keeps while the directory reports a
-// message's findings, reused from message to message (see dirChecks).
+// dirCheck is what a messageCheck keeps while the directory reports a
+// message's findings.
 type dirCheck struct {
 	m       *edifact.Message
 	def     *directory.Message
@@ -464,16 +543,10 @@ type dirCheck struct {
 	reportFunc func(directory.Finding)
 }
 
-var dirChecks = sync.Pool{New: func() any {
-	d := new(dirCheck)
-	d.wantedFunc, d.reportFunc = d.wanted, d.report
-	return d
-}}
-
-func (d *dirCheck) release() {
+// reset readies d for the next message.
+func (d *dirCheck) reset() {
 	d.m, d.def, d.rejects, d.over, d.warnings, d.registry = nil, nil, nil, nil, nil, ""
 	d.kept, d.droppedWarn, d.droppedReject = 0, 0, 0
-	dirChecks.Put(d)
 }
 
 // standsIn says whether a rejected finding past the limit replaces the one
@@ -597,25 +670,83 @@ func massKg(unit, value string) (float64, error) {
 	return 0, fmt.Errorf("unit %q is not KGM, LBR or TNE", unit)
 }
 
+// validDate reports whether v is a date of format (code list 2379) as
+// time.Parse with the format's layout reads it (TestValidDateIsTimeParse
+// holds it to that), without time.Parse's cost: CCYY is four digits, YY two
+// or a sign and one digit (time.Parse reads it with atoi; 69..99 are 19YY,
+// the rest 20YY), then two digits each for the month (1..12), the day (of
+// that month, in that year), the hour (0..23), the minute and the second
+// (0..59).
 func validDate(v, format string) bool {
-	var l string
+	var n, yearLen int
 	switch format {
-	case "102":
-		l = "20060102"
-	case "203":
-		l = "200601021504"
-	case "201":
-		l = "0601021504"
-	case "101":
-		l = "060102"
-	case "204":
-		l = "20060102150405"
+	case "102": // CCYYMMDD
+		n, yearLen = 8, 4
+	case "203": // CCYYMMDDHHMM
+		n, yearLen = 12, 4
+	case "201": // YYMMDDHHMM
+		n, yearLen = 10, 2
+	case "101": // YYMMDD
+		n, yearLen = 6, 2
+	case "204": // CCYYMMDDHHMMSS
+		n, yearLen = 14, 4
 	default:
 		return true // a format the rules do not check
 	}
-	if len(v) != len(l) {
+	if len(v) != n {
 		return false
 	}
-	_, err := time.Parse(l, v)
-	return err == nil
+	var year int
+	switch {
+	case yearLen == 4:
+		if !isDigits(v[:4]) {
+			return false
+		}
+		year = twoDigits(v[0:2])*100 + twoDigits(v[2:4])
+	case isDigit(v[1]) && isDigit(v[0]):
+		year = twoDigits(v[:2]) + 2000
+		if year >= 2069 {
+			year -= 100
+		}
+	case isDigit(v[1]) && v[0] == '+':
+		year = 2000 + int(v[1]-'0')
+	case isDigit(v[1]) && v[0] == '-':
+		year = 2000 - int(v[1]-'0')
+	default:
+		return false
+	}
+	rest := v[yearLen:]
+	if !isDigits(rest) {
+		return false
+	}
+	month, day := twoDigits(rest[0:2]), twoDigits(rest[2:4])
+	if month < 1 || month > 12 || day < 1 || day > daysIn(month, year) {
+		return false
+	}
+	for i, limit := range [...]int{24, 60, 60} { // hour, minute, second, as far as v goes
+		if k := 4 + 2*i; k < len(rest) && twoDigits(rest[k:k+2]) >= limit {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+// twoDigits is the number two digits make.
+func twoDigits(s string) int { return int(s[0]-'0')*10 + int(s[1]-'0') }
+
+// daysIn is the number of days of month (1..12) in year, proleptic
+// Gregorian as package time counts them.
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }

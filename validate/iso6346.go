@@ -27,15 +27,13 @@ func ContainerCheckDigit(s string) (int, error) {
 	return sum % 11 % 10, nil
 }
 
-func letterValue(c byte) int {
-	v := 10
-	for l := byte('A'); l < c; l++ {
-		v++
-		if v%11 == 0 {
-			v++
-		}
-	}
-	return v
+// letterValue is the ISO 6346 value of capital letter c.
+func letterValue(c byte) int { return int(letterValues[c-'A']) }
+
+// letterValues are the values of A..Z: 10 on, skipping 11, 22 and 33.
+var letterValues = [26]uint8{
+	10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 23, 24, // A..M
+	25, 26, 27, 28, 29, 30, 31, 32, 34, 35, 36, 37, 38, // N..Z
 }
 
 // ContainerError says why a container number is not valid ISO 6346.

@@ -1,7 +1,8 @@
 package validate
 
 import (
-	"strings"
+	"encoding/binary"
+	"unsafe"
 
 	"github.com/lazaret/lazaret/edifact"
 )
@@ -59,16 +60,25 @@ func unknownDirectory(text string, offset int64) []Warning {
 // bytes where a MessageResult costs 200, and the 4 MiB of the default
 // budget hold some 350,000 of them instead of 20,000.
 type verdictLog struct {
-	b     strings.Builder // the entries, end to end: never rewritten, so the references are cut from it
-	whole []MessageResult
-	types []string // message types, by index
-	texts []string // unknown-directory texts, by index
-	n     int      // entries
+	// chunks hold the entries, end to end, in chunks of logChunk bytes
+	// (one that is longer gets a chunk of its own): an entry never runs
+	// from one into the next and a written byte is never rewritten or
+	// moved, so the references are cut from them, and a growing log copies
+	// nothing.
+	chunks [][]byte
+	entry  []byte // the entry being written, reused
+	whole  []MessageResult
+	types  []string // message types, by index
+	texts  []string // unknown-directory texts, by index
+	n      int      // entries
 	// number and offset of the last plain entry, which the next one is
 	// written against.
 	number int
 	offset int64
 }
+
+// logChunk is the size of a chunk of a verdictLog's entries.
+const logChunk = 64 << 10
 
 // Entry kinds: a plain verdict's plainness, or whole.
 const logWhole = 0xff
@@ -87,24 +97,38 @@ func (l *verdictLog) add(v *MessageResult, text string) int64 {
 	if p == unknownOnly {
 		x, xok = index(&l.texts, v.Warnings[0].Message)
 	}
+	e := l.entry[:0]
 	if p == notPlain || !tok || !xok {
-		l.b.WriteByte(logWhole)
-		l.putUvarint(uint64(len(l.whole)))
+		e = append(e, logWhole)
+		e = binary.AppendUvarint(e, uint64(len(l.whole)))
+		l.write(e)
 		l.whole = append(l.whole, *v)
 		return verdictCost(v, text)
 	}
-	before := l.b.Len()
-	l.b.WriteByte(byte(p))
-	l.putVarint(int64(v.Number - l.number))
-	l.putVarint(v.Offset - l.offset)
-	l.putUvarint(uint64(len(v.Ref)))
-	l.b.WriteString(v.Ref)
-	l.putUvarint(uint64(t))
+	e = append(e, byte(p))
+	e = binary.AppendVarint(e, int64(v.Number-l.number))
+	e = binary.AppendVarint(e, v.Offset-l.offset)
+	e = binary.AppendUvarint(e, uint64(len(v.Ref)))
+	e = append(e, v.Ref...)
+	e = binary.AppendUvarint(e, uint64(t))
 	if p == unknownOnly {
-		l.putUvarint(uint64(x))
+		e = binary.AppendUvarint(e, uint64(x))
 	}
+	l.write(e)
 	l.number, l.offset = v.Number, v.Offset
-	return int64(l.b.Len() - before)
+	return int64(len(e))
+}
+
+// write appends entry e to the last chunk, or to a new one when it does
+// not fit, and keeps e's array for the next entry.
+func (l *verdictLog) write(e []byte) {
+	l.entry = e
+	k := len(l.chunks) - 1
+	if k < 0 || cap(l.chunks[k])-len(l.chunks[k]) < len(e) {
+		l.chunks = append(l.chunks, make([]byte, 0, max(logChunk, len(e))))
+		k++
+	}
+	l.chunks[k] = append(l.chunks[k], e...)
 }
 
 // index is the position of s in *table, added when it is not there and
@@ -122,28 +146,17 @@ func index(table *[]string, s string) (int, bool) {
 	return len(*table) - 1, true
 }
 
-func (l *verdictLog) putUvarint(x uint64) {
-	for x >= 0x80 {
-		l.b.WriteByte(byte(x) | 0x80)
-		x >>= 7
-	}
-	l.b.WriteByte(byte(x))
-}
-
-func (l *verdictLog) putVarint(x int64) {
-	u := uint64(x) << 1
-	if x < 0 {
-		u = ^u
-	}
-	l.putUvarint(u)
-}
-
 // each calls yield with every verdict in order, stopping at the first
 // error, which it returns.
 func (l *verdictLog) each(yield func(MessageResult) error) error {
-	r := logReader{s: l.b.String()}
+	r := logReader{chunks: l.chunks, k: -1}
 	number, offset := 0, int64(0)
 	for range l.n {
+		if r.i == len(r.s) { // the next entry is in the next chunk
+			r.k++
+			c := r.chunks[r.k]
+			r.s, r.i = unsafe.String(unsafe.SliceData(c), len(c)), 0
+		}
 		kind := r.s[r.i]
 		r.i++
 		if kind == logWhole {
@@ -166,10 +179,13 @@ func (l *verdictLog) each(yield func(MessageResult) error) error {
 	return nil
 }
 
-// logReader reads a verdictLog's entries.
+// logReader reads a verdictLog's entries: s is chunk k as a string (its
+// bytes are never rewritten), i the next byte of it.
 type logReader struct {
-	s string
-	i int
+	chunks [][]byte
+	k      int
+	s      string
+	i      int
 }
 
 func (r *logReader) uvarint() uint64 {

@@ -2,7 +2,6 @@ package validate
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/lazaret/lazaret/edifact"
 )
@@ -80,76 +79,90 @@ type MessageView struct {
 // written), not allocated one by one.
 func ViewOf(m *edifact.Message) *MessageView {
 	var vs viewScratch
-	vs.fill(m)
+	vs.begin(m)
+	for i, s := range m.All() {
+		vs.add(i, s)
+	}
+	vs.end()
 	return &vs.v
 }
 
 // viewScratch is a view and the containers it points to, which
-// CheckMessage reuses from message to message (see views).
+// CheckMessage reuses from message to message (see messageCheck).
 type viewScratch struct {
-	v   MessageView
-	doc Field
-	eqs []Equipment // v.Equipment points into it
+	v       MessageView
+	doc     Field
+	eqs     []Equipment // v.Equipment points into it
+	t       viewText    // the values of the message being read
+	current *Equipment  // the container the segments being read follow
 }
 
-// views are the viewScratch CheckMessage fills, each message's in the
-// slices the one before it grew.
-var views = sync.Pool{New: func() any { return new(viewScratch) }}
-
-// fill makes vs the view of m, reusing what vs holds.
-func (vs *viewScratch) fill(m *edifact.Message) {
+// begin starts the view of m, reusing what vs holds; add then takes each
+// of m's segments in turn, and end finishes it.
+func (vs *viewScratch) begin(m *edifact.Message) {
 	v := &vs.v
 	*v = MessageView{Ref: m.Ref, Type: m.Type, Offset: m.Offset, Parties: v.Parties[:0], Locations: v.Locations[:0],
 		Equipment: v.Equipment[:0], Weights: v.Weights[:0], HSCodes: v.HSCodes[:0], Dates: v.Dates[:0]}
-	eqs := vs.eqs[:0]
-	var t viewText
-	t.b.Grow(128) // the values of a typical IFTMIN or VERMAS
-	field := func(i int, s *edifact.Segment, e, c int) Field {
-		return Field{Value: t.value(s, e, c), Segment: i + 1, Tag: s.Tag, Element: e, Component: c, Offset: s.ValueOffset(e, c)}
-	}
-	var current *Equipment
-	for i, s := range m.All() {
-		switch s.Tag {
-		case "BGM":
-			vs.doc = field(i, s, 2, 1)
-			v.Document, v.Name = &vs.doc, t.value(s, 1, 1)
-		case "NAD":
-			v.Parties = append(v.Parties, Party{Qualifier: field(i, s, 1, 1), ID: field(i, s, 2, 1)})
-		case "LOC":
-			v.Locations = append(v.Locations, Location{Qualifier: field(i, s, 1, 1), Code: field(i, s, 2, 1), CodeList: t.value(s, 2, 2), Agency: t.value(s, 2, 3)})
-		case "EQD":
-			current = nil
-			if s.ValueIs(1, 1, "CN") {
-				if len(eqs) == cap(eqs) {
-					// A new array: the *Equipment taken so far point into the old one.
-					eqs = make([]Equipment, 0, max(4, 2*cap(eqs)))
-				}
-				eqs = eqs[:len(eqs)+1]
-				current = &eqs[len(eqs)-1]
-				*current = Equipment{Number: field(i, s, 2, 1), SizeType: field(i, s, 3, 1), VGM: current.VGM[:0]}
-				v.Equipment = append(v.Equipment, current)
-			}
-		case "MEA":
-			w := Weight{Purpose: t.value(s, 1, 1), Dimension: t.value(s, 2, 1), Unit: t.value(s, 3, 1), Value: field(i, s, 3, 2), Equipment: current}
-			v.Weights = append(v.Weights, w)
-			if current != nil && w.Purpose == "AAE" && w.Dimension == "VGM" {
-				current.VGM = append(current.VGM, w)
-			}
-		case "PIA":
-			for e := 2; e <= s.Elements(); e++ {
-				if s.ValueIs(e, 2, "HS") && !s.ValueIs(e, 1, "") {
-					v.HSCodes = append(v.HSCodes, field(i, s, e, 1))
-				}
-			}
-		case "DTM":
-			v.Dates = append(v.Dates, Date{Qualifier: t.value(s, 1, 1), Value: field(i, s, 1, 2), Format: t.value(s, 1, 3)})
-		}
-	}
-	vs.eqs = eqs
+	vs.eqs = vs.eqs[:0]
+	vs.t.b = strings.Builder{} // the last message's values stay with its strings
+	vs.t.b.Grow(128)           // the values of a typical IFTMIN or VERMAS
+	vs.current = nil
 }
 
-// release drops what vs's view points to and puts it back in views.
-func (vs *viewScratch) release() {
+// field is value e:c of s, segment i (0-based) of the message, with its
+// position.
+func (vs *viewScratch) field(i int, s *edifact.Segment, e, c int) Field {
+	return Field{Value: vs.t.value(s, e, c), Segment: i + 1, Tag: s.Tag, Element: e, Component: c, Offset: s.ValueOffset(e, c)}
+}
+
+// add takes s, segment i (0-based) of the message, into the view.
+func (vs *viewScratch) add(i int, s *edifact.Segment) {
+	v, t := &vs.v, &vs.t
+	switch s.Tag {
+	case "BGM":
+		vs.doc = vs.field(i, s, 2, 1)
+		v.Document, v.Name = &vs.doc, t.value(s, 1, 1)
+	case "NAD":
+		v.Parties = append(v.Parties, Party{Qualifier: vs.field(i, s, 1, 1), ID: vs.field(i, s, 2, 1)})
+	case "LOC":
+		v.Locations = append(v.Locations, Location{Qualifier: vs.field(i, s, 1, 1), Code: vs.field(i, s, 2, 1), CodeList: t.value(s, 2, 2), Agency: t.value(s, 2, 3)})
+	case "EQD":
+		vs.current = nil
+		if s.ValueIs(1, 1, "CN") {
+			if len(vs.eqs) == cap(vs.eqs) {
+				// A new array: the *Equipment taken so far point into the old one.
+				vs.eqs = make([]Equipment, 0, max(4, 2*cap(vs.eqs)))
+			}
+			vs.eqs = vs.eqs[:len(vs.eqs)+1]
+			current := &vs.eqs[len(vs.eqs)-1]
+			*current = Equipment{Number: vs.field(i, s, 2, 1), SizeType: vs.field(i, s, 3, 1), VGM: current.VGM[:0]}
+			v.Equipment = append(v.Equipment, current)
+			vs.current = current
+		}
+	case "MEA":
+		w := Weight{Purpose: t.value(s, 1, 1), Dimension: t.value(s, 2, 1), Unit: t.value(s, 3, 1), Value: vs.field(i, s, 3, 2), Equipment: vs.current}
+		v.Weights = append(v.Weights, w)
+		if vs.current != nil && w.Purpose == "AAE" && w.Dimension == "VGM" {
+			vs.current.VGM = append(vs.current.VGM, w)
+		}
+	case "PIA":
+		for e := 2; e <= s.Elements(); e++ {
+			if s.ValueIs(e, 2, "HS") && !s.ValueIs(e, 1, "") {
+				v.HSCodes = append(v.HSCodes, vs.field(i, s, e, 1))
+			}
+		}
+	case "DTM":
+		v.Dates = append(v.Dates, Date{Qualifier: t.value(s, 1, 1), Value: vs.field(i, s, 1, 2), Format: t.value(s, 1, 3)})
+	}
+}
+
+// end finishes the view.
+func (vs *viewScratch) end() {
+	vs.current = nil
+}
+
+// reset drops what vs's view points to, for the next message.
+func (vs *viewScratch) reset() {
 	v := &vs.v
 	clear(v.Parties)
 	clear(v.Locations)
@@ -162,7 +175,7 @@ func (vs *viewScratch) release() {
 		vs.eqs[i] = Equipment{VGM: vs.eqs[i].VGM[:0]}
 	}
 	vs.doc = Field{}
-	views.Put(vs)
+	vs.t.b, vs.current = strings.Builder{}, nil
 }
 
 // viewText holds the values of one message's view end to end.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -88,7 +89,7 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 			tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "FILE\tVERDICT\tCLASS\tCODE\tWHERE\tOFFSET\tPUID\tMESSAGE")
 		}
-		var line []byte // one JSON line, reused
+		var line []byte // one JSON line or table row, reused
 		failed, rows := 0, 0
 		emit := func(r inspectResult) error {
 			if r.Verdict != string(premis.Accepted) {
@@ -99,15 +100,10 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 				_, err := out.Write(line)
 				return err
 			}
-			msg := r.Message
-			if msg == "" && len(r.Warnings) > 0 {
-				msg = fmt.Sprintf("%d warning(s): %s", len(r.Warnings), r.Warnings[0].Message)
+			line = r.appendRow(line[:0])
+			if _, err := tw.Write(line); err != nil {
+				return err
 			}
-			file := r.File
-			if r.MessageRef != "" {
-				file += "#" + r.MessageRef
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(file), r.Verdict, dash(r.Class), dash(r.Code), where(r), int64OrDash(r.Offset), dash(r.PUID), cell(msg))
 			// A tabwriter holds its rows until it is flushed: an interchange
 			// of any size is printed in blocks, each aligned on its own.
 			if rows++; rows%tableBlock == 0 {
@@ -224,6 +220,74 @@ func (r *inspectResult) verdict(d ingest.Decision, err error) {
 	}
 }
 
+// appendRow appends r as a row of inspect's table: FILE (with the
+// message's reference), VERDICT, CLASS, CODE, WHERE, OFFSET, PUID and
+// MESSAGE, tab-separated, with strconv's appends rather than fmt, one
+// row per message of an interchange. TestInspectRowIsFmt holds it to the
+// fmt.Fprintf it replaced.
+func (r *inspectResult) appendRow(b []byte) []byte {
+	if r.MessageRef != "" {
+		b = appendCell(b, r.File, "#", r.MessageRef)
+	} else {
+		b = append(b, cell(r.File)...)
+	}
+	b = append(b, '\t')
+	b = append(b, r.Verdict...)
+	b = append(b, '\t')
+	b = append(b, dash(r.Class)...)
+	b = append(b, '\t')
+	b = append(b, dash(r.Code)...)
+	b = append(b, '\t')
+	b = appendWhere(b, r)
+	b = append(b, '\t')
+	if r.Offset != nil {
+		b = strconv.AppendInt(b, *r.Offset, 10)
+	} else {
+		b = append(b, '-')
+	}
+	b = append(b, '\t')
+	b = append(b, dash(r.PUID)...)
+	b = append(b, '\t')
+	if r.Message == "" && len(r.Warnings) > 0 {
+		b = appendCell(b, strconv.Itoa(len(r.Warnings)), " warning(s): ", r.Warnings[0].Message)
+	} else {
+		b = append(b, cell(r.Message)...)
+	}
+	return append(b, '\n')
+}
+
+// appendCell appends cell(a + mid + c), without the concatenation when
+// neither a nor c holds what cell replaces (mid never does).
+func appendCell(b []byte, a, mid, c string) []byte {
+	if strings.ContainsAny(a, "\r\n\t") || strings.ContainsAny(c, "\r\n\t") {
+		return append(b, cell(a+mid+c)...)
+	}
+	b = append(b, a...)
+	b = append(b, mid...)
+	return append(b, c...)
+}
+
+// appendWhere appends a short human position: "page 3" or
+// "seg 5 el 2:1".
+func appendWhere(b []byte, r *inspectResult) []byte {
+	switch {
+	case r.Page != nil:
+		b = append(b, "page "...)
+		return strconv.AppendInt(b, int64(*r.Page), 10)
+	case r.Segment > 0 && r.Element > 0:
+		b = append(b, "seg "...)
+		b = strconv.AppendInt(b, int64(r.Segment), 10)
+		b = append(b, " el "...)
+		b = strconv.AppendInt(b, int64(r.Element), 10)
+		b = append(b, ':')
+		return strconv.AppendInt(b, int64(r.Component), 10)
+	case r.Segment > 0:
+		b = append(b, "seg "...)
+		return strconv.AppendInt(b, int64(r.Segment), 10)
+	}
+	return append(b, '-')
+}
+
 func dash(s string) string {
 	if s == "" {
 		return "-"
@@ -236,19 +300,6 @@ func int64OrDash(p *int64) string {
 		return "-"
 	}
 	return fmt.Sprint(*p)
-}
-
-// where is a short human position: "page 3" or "seg 5 el 2:1".
-func where(r inspectResult) string {
-	switch {
-	case r.Page != nil:
-		return fmt.Sprintf("page %d", *r.Page)
-	case r.Segment > 0 && r.Element > 0:
-		return fmt.Sprintf("seg %d el %d:%d", r.Segment, r.Element, r.Component)
-	case r.Segment > 0:
-		return fmt.Sprintf("seg %d", r.Segment)
-	}
-	return "-"
 }
 
 // detectKind names the kind a file's first bytes look like

@@ -174,37 +174,65 @@ type frame struct {
 	count int      // occurrences of the current entry so far
 }
 
-type checker struct {
+// Checker checks one message against its directory a segment at a time,
+// for a caller that goes through the message's segments for rules of its
+// own: Begin, then Segment for every segment in message order, then End,
+// in one pass where Validate would make a second. It reports what Validate
+// reports, in the same order. A Checker may be reused for the next message
+// after End; its zero value is ready to use.
+type Checker struct {
 	stack []frame
 	opt   Options
-	m     *edifact.Message
 	def   *Message
 	emit  func(Finding)
 	seg   int // position of the segment being checked
 	s     *edifact.Segment
+	// The tag and offset of the last segment checked, which End reports
+	// what is missing at.
+	tag string
+	off int64
 }
 
-var checkers = sync.Pool{New: func() any { return &checker{stack: make([]frame, 0, 8)} }}
+var checkers = sync.Pool{New: func() any { return &Checker{stack: make([]frame, 0, 8)} }}
 
 // Validate checks m against def and calls report for every finding, in
 // message order. It keeps no reference to m or its segments.
 func (def *Message) Validate(m *edifact.Message, opt Options, report func(Finding)) {
-	c := checkers.Get().(*checker)
-	c.opt, c.m, c.def, c.emit = opt, m, def, report
-	c.stack = append(c.stack[:0], frame{nodes: def.Table, keys: def.keys, pos: -1})
+	c := checkers.Get().(*Checker)
+	c.Begin(def, opt, report)
 	for i, s := range m.All() {
-		c.seg, c.s = i+1, s
-		if sd := c.match(s.Tag); sd != nil && !sd.Any {
-			c.elements(sd)
-		}
+		c.Segment(i, s)
 	}
-	// The end of the message closes every open group.
+	c.End()
+	checkers.Put(c)
+}
+
+// Begin starts the check of a message against def; report is called for
+// every finding, in message order, from Segment and End.
+func (c *Checker) Begin(def *Message, opt Options, report func(Finding)) {
+	c.opt, c.def, c.emit = opt, def, report
+	c.stack = append(c.stack[:0], frame{nodes: def.Table, keys: def.keys, pos: -1})
+	c.seg, c.tag, c.off = 0, "", 0
+}
+
+// Segment checks s, segment i (0-based; UNH is 0) of the message, the one
+// after the segment checked before. It keeps no reference to s.
+func (c *Checker) Segment(i int, s *edifact.Segment) {
+	c.seg, c.s, c.tag, c.off = i+1, s, s.Tag, s.Offset
+	if sd := c.match(s.Tag); sd != nil && !sd.Any {
+		c.elements(sd)
+	}
+	c.s = nil
+}
+
+// End ends the message: every group still open is closed and what it
+// lacks reported.
+func (c *Checker) End() {
 	for len(c.stack) > 0 {
 		c.close(&c.stack[len(c.stack)-1])
 		c.stack = c.stack[:len(c.stack)-1]
 	}
-	c.m, c.s, c.def, c.emit = nil, nil, nil, nil
-	checkers.Put(c)
+	c.def, c.emit = nil, nil
 }
 
 // Check is Validate collecting the findings.
@@ -214,16 +242,16 @@ func (def *Message) Check(m *edifact.Message, opt Options) []Finding {
 	return out
 }
 
-func (c *checker) add(k Kind, elem, comp int, off int64, format string, args ...any) {
+func (c *Checker) add(k Kind, elem, comp int, off int64, format string, args ...any) {
 	c.report(Finding{Kind: k, Segment: c.seg, Tag: c.s.Tag, Element: elem, Component: comp, Offset: off}, format, args)
 }
 
-func (c *checker) addMissing(k Kind, want string, format string, args ...any) {
-	c.report(Finding{Kind: k, Segment: c.seg, Tag: c.s.Tag, Offset: c.s.Offset, Expected: want}, format, args)
+func (c *Checker) addMissing(k Kind, want string, format string, args ...any) {
+	c.report(Finding{Kind: k, Segment: c.seg, Tag: c.tag, Offset: c.off, Expected: want}, format, args)
 }
 
 // report hands f to the caller, its Reason written out when wanted.
-func (c *checker) report(f Finding, format string, args []any) {
+func (c *Checker) report(f Finding, format string, args []any) {
 	if c.opt.Reason == nil || c.opt.Reason(f) {
 		f.Reason = fmt.Sprintf(format, args...)
 	}
@@ -239,7 +267,7 @@ func describe(n *Node) string {
 
 // missing reports the mandatory entries of f from index from on that did
 // not occur (count is the occurrences of entry from).
-func (c *checker) missing(f *frame, from, to, count int) {
+func (c *Checker) missing(f *frame, from, to, count int) {
 	if from >= len(f.nodes) {
 		return
 	}
@@ -259,8 +287,8 @@ func (c *checker) missing(f *frame, from, to, count int) {
 			continue
 		}
 		where := "at the end of the message"
-		if c.s.Tag != "UNT" {
-			where = "before " + c.s.Tag
+		if c.tag != "UNT" {
+			where = "before " + c.tag
 		}
 		k := SegmentMissing
 		if n.Segment == nil {
@@ -275,7 +303,7 @@ func (c *checker) missing(f *frame, from, to, count int) {
 }
 
 // close reports what is missing at the end of a frame.
-func (c *checker) close(f *frame) {
+func (c *Checker) close(f *frame) {
 	start := f.pos
 	if start < 0 {
 		start = 0
@@ -286,7 +314,7 @@ func (c *checker) close(f *frame) {
 // match advances the state machine over the segment table with tag and
 // returns the layout of the matched segment, or nil when tag is not
 // allowed here (reported).
-func (c *checker) match(tag string) *Segment {
+func (c *Checker) match(tag string) *Segment {
 	type hit struct{ level, idx int }
 	over := hit{-1, -1} // the innermost entry tag would repeat past its maximum
 	key := tagKey(tag)
@@ -316,7 +344,7 @@ func (c *checker) match(tag string) *Segment {
 	return nil
 }
 
-func (c *checker) commit(level, idx int, repeat bool) *Segment {
+func (c *Checker) commit(level, idx int, repeat bool) *Segment {
 	for len(c.stack)-1 > level {
 		c.close(&c.stack[len(c.stack)-1])
 		c.stack = c.stack[:len(c.stack)-1]
@@ -367,7 +395,7 @@ type elem struct {
 
 // elements checks the data elements of the current segment against sd in
 // one pass over its values, one element repetition at a time.
-func (c *checker) elements(sd *Segment) {
+func (c *Checker) elements(sd *Segment) {
 	s := c.s
 	nv := s.ValueCount()
 	var st elem
@@ -425,8 +453,11 @@ func (c *checker) elements(sd *Segment) {
 }
 
 // begin starts repetition r of element e at value i.
-func (c *checker) begin(sd *Segment, st *elem, e, r, i int, off int64) {
-	*st = elem{e: e, r: r, start: i, off: off, end: off}
+func (c *Checker) begin(sd *Segment, st *elem, e, r, i int, off int64) {
+	// Field by field: the composite literal was zeroed and copied, for
+	// every element of every segment.
+	st.e, st.r, st.ed, st.start, st.off, st.end, st.present = e, r, nil, i, off, off, 0
+	st.surplus, st.reported, st.otherList = false, false, false
 	if e > len(sd.Elements) {
 		st.surplus = true
 		return
@@ -454,7 +485,7 @@ func (c *checker) begin(sd *Segment, st *elem, e, r, i int, off int64) {
 
 // finish reports what the element repetition that ends before value i
 // lacks.
-func (c *checker) finish(st *elem, i int) {
+func (c *Checker) finish(st *elem, i int) {
 	ed := st.ed
 	if st.surplus || ed == nil {
 		return
@@ -481,7 +512,7 @@ func (c *checker) finish(st *elem, i int) {
 }
 
 // value checks one non-empty value against its simple element.
-func (c *checker) value(e, comp int, sd *Simple, v []byte, off int64, otherList bool) {
+func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, otherList bool) {
 	name := sd.Num
 	if name == "" {
 		name = "the value"
@@ -526,7 +557,7 @@ func (c *checker) value(e, comp int, sd *Simple, v []byte, off int64, otherList 
 	c.length(e, comp, sd, name, v, n, off)
 }
 
-func (c *checker) length(e, comp int, sd *Simple, name string, v []byte, n int, off int64) {
+func (c *Checker) length(e, comp int, sd *Simple, name string, v []byte, n int, off int64) {
 	switch {
 	case n > sd.Max:
 		c.add(TooLong, e, comp, off, "%d characters, %s is %s%s", n, name, sd.Rep, span(sd))
@@ -545,7 +576,7 @@ func span(sd *Simple) string {
 // numeric counts the digits of v, an n value: digits, an optional leading
 // minus sign and at most one decimal mark. bad is set, with the index of
 // the first offending byte, when v is none.
-func (c *checker) numeric(v []byte) (digits int, bad bool, at int) {
+func (c *Checker) numeric(v []byte) (digits int, bad bool, at int) {
 	marks := 0
 	for k, b := range v {
 		switch {

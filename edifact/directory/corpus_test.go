@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/edifact/directory"
 	"github.com/lazaret/lazaret/internal/testenv"
@@ -132,4 +134,40 @@ func diffLines(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestCheckerIsValidate: one Checker, reused from message to message and
+// handed each segment in a copy that is wiped after the call, reports on
+// every corpus message exactly what Check reports.
+func TestCheckerIsValidate(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob(filepath.Join(testenv.Corpus(t, "edifact"), "*"))
+	fx, _ := filepath.Glob(filepath.Join("..", "..", "fixtures", "logistics", "*.edi"))
+	var c directory.Checker
+	checked := 0
+	for _, f := range append(files, fx...) {
+		for _, m := range messagesOf(t, f) {
+			def := directory.Lookup(m.Version, m.Release, m.Type)
+			if def == nil {
+				continue
+			}
+			checked++
+			want := def.Check(m, directory.Options{})
+			var got []directory.Finding
+			c.Begin(def, directory.Options{}, func(f directory.Finding) { got = append(got, f) })
+			for i, s := range m.All() {
+				cp := s.Clone()
+				c.Segment(i, &cp)
+				cp = edifact.Segment{Tag: "XXX", Offset: -1} // what the Checker kept of it must not change
+				_ = cp
+			}
+			c.End()
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s message %s: Checker differs from Check (-want +got):\n%s", filepath.Base(f), m.Ref, diff)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("%d messages checked, want the corpus's", checked)
+	}
 }

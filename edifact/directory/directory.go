@@ -15,11 +15,11 @@
 package directory
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	_ "embed"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -198,24 +198,59 @@ type key struct{ version, release, typ string }
 
 var (
 	loadOnce sync.Once
-	loaded   map[key]*Message
-	loadErr  error
+	loaded   *tables
+	loadErr  error // of reading the tables' index
 )
+
+// tables are the embedded tables, indexed by line and parsed lazily: a
+// message's table, and the segments and code lists it uses, on its first
+// Lookup. Most runs check a few message types of one or two releases;
+// parsing all 118 tables cost a one-message inspect more than the rest
+// of its work.
+type tables struct {
+	mu        sync.Mutex // held while a table is parsed
+	codeLines []line     // by id
+	segLines  []line
+	codes     []*CodeList // parsed, by id; nil until used
+	segs      []*Segment
+	msgs      map[key]*lazyMessage
+}
+
+// line is one record of the tables: its text after the id (or key) and
+// its line number, for errors.
+type line struct {
+	text string
+	n    int
+}
+
+type lazyMessage struct {
+	line
+	key  key
+	once sync.Once
+	m    *Message // nil when its line is bad (a generator bug)
+	err  error
+}
 
 // Lookup returns the segment table of message type typ in directory
 // version and release (UNH S009 0052 and 0054, e.g. "D", "95B"), or nil when
 // the directory does not hold it.
 func Lookup(version, release, typ string) *Message {
 	loadOnce.Do(load)
-	return loaded[key{version, release, typ}]
+	lm := loaded.msgs[key{version, release, typ}]
+	if lm == nil {
+		return nil
+	}
+	return loaded.message(lm)
 }
 
 // Messages lists every table held, sorted by release and type.
 func Messages() []*Message {
 	loadOnce.Do(load)
-	out := make([]*Message, 0, len(loaded))
-	for _, m := range loaded {
-		out = append(out, m)
+	out := make([]*Message, 0, len(loaded.msgs))
+	for _, lm := range loaded.msgs {
+		if m := loaded.message(lm); m != nil {
+			out = append(out, m)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Release != out[j].Release {
@@ -226,84 +261,151 @@ func Messages() []*Message {
 	return out
 }
 
-// loadError is the error, if any, of reading the embedded tables (a bug in
-// the generator; Lookup then finds nothing).
+// loadError is the first error, if any, of reading the embedded tables,
+// every one of them parsed (a bug in the generator; Lookup then finds
+// nothing for the tables it touches).
 func loadError() error {
 	loadOnce.Do(load)
-	return loadErr
+	if loadErr != nil {
+		return loadErr
+	}
+	lms := make([]*lazyMessage, 0, len(loaded.msgs))
+	for _, lm := range loaded.msgs {
+		lms = append(lms, lm)
+	}
+	sort.Slice(lms, func(i, j int) bool { return lms[i].n < lms[j].n })
+	for _, lm := range lms {
+		if loaded.message(lm); lm.err != nil {
+			return lm.err
+		}
+	}
+	return nil
 }
 
 func load() {
-	loaded = map[key]*Message{}
-	if err := parseTables(tablesGz, loaded); err != nil {
-		loadErr = err
-		loaded = map[key]*Message{}
+	var err error
+	if loaded, err = indexTables(tablesGz); err != nil {
+		loadErr, loaded = err, &tables{}
 	}
 }
 
-func parseTables(gz []byte, into map[key]*Message) error {
+func badLine(n int, format string, args ...any) error {
+	return fmt.Errorf("directory: tables line %d: %s", n, fmt.Sprintf(format, args...))
+}
+
+// indexTables reads the tables' lines and indexes them, parsing none.
+func indexTables(gz []byte) (*tables, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
-		return fmt.Errorf("directory: tables: %w", err)
+		return nil, fmt.Errorf("directory: tables: %w", err)
 	}
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	var codes []*CodeList
-	var segs []*Segment
-	line := 0
-	for sc.Scan() {
-		line++
-		text := sc.Text()
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("directory: tables: %w", err)
+	}
+	t := &tables{msgs: map[key]*lazyMessage{}}
+	rest := string(raw)
+	for n := 1; rest != ""; n++ {
+		text, after, _ := strings.Cut(rest, "\n")
+		rest = after
 		if text == "" || text[0] == '#' {
 			continue
 		}
-		f := strings.Fields(text)
-		bad := func(format string, args ...any) error {
-			return fmt.Errorf("directory: tables line %d: %s", line, fmt.Sprintf(format, args...))
-		}
-		switch f[0] {
-		case "L":
-			if len(f) < 2 || f[1] != strconv.Itoa(len(codes)) {
-				return bad("code list out of order")
+		kind, body, _ := strings.Cut(strings.TrimLeft(text, " \t"), " ")
+		switch kind {
+		case "L", "S":
+			id, body, _ := strings.Cut(strings.TrimLeft(body, " \t"), " ")
+			lines := &t.codeLines
+			if kind == "S" {
+				lines = &t.segLines
 			}
-			codes = append(codes, newCodeList(f[2:]))
-		case "S":
-			if len(f) < 3 || f[1] != strconv.Itoa(len(segs)) {
-				return bad("segment out of order")
-			}
-			s := &Segment{Tag: f[2], Any: len(f) == 3 && (f[2] == "UNH" || f[2] == "UNT")}
-			for _, tok := range f[3:] {
-				e, err := parseElement(tok, codes)
-				if err != nil {
-					return bad("%s: %v", f[2], err)
+			if id != strconv.Itoa(len(*lines)) {
+				if kind == "L" {
+					return nil, badLine(n, "code list out of order")
 				}
-				s.Elements = append(s.Elements, e)
+				return nil, badLine(n, "segment out of order")
 			}
-			segs = append(segs, s)
+			*lines = append(*lines, line{body, n})
 		case "M":
-			if len(f) < 5 {
-				return bad("short message line")
+			f := strings.SplitN(strings.TrimLeft(body, " \t"), " ", 4)
+			if len(f) < 4 {
+				return nil, badLine(n, "short message line")
 			}
-			m := &Message{Version: f[1], Release: f[2], Type: f[3]}
-			p := &treeParser{toks: f[4:], segs: segs}
-			table, err := p.nodes(0)
-			if err != nil {
-				return bad("%s: %v", f[3], err)
-			}
-			if p.i != len(p.toks) {
-				return bad("%s: unbalanced groups", f[3])
-			}
-			m.Table, m.keys = table, link(table)
-			m.depth = p.maxDepth + 1
-			into[key{m.Version, m.Release, m.Type}] = m
+			k := key{f[0], f[1], f[2]}
+			t.msgs[k] = &lazyMessage{line: line{f[3], n}, key: k}
 		default:
-			return bad("unknown record %q", f[0])
+			return nil, badLine(n, "unknown record %q", kind)
 		}
 	}
-	return sc.Err()
+	t.codes, t.segs = make([]*CodeList, len(t.codeLines)), make([]*Segment, len(t.segLines))
+	return t, nil
 }
 
-func parseElement(tok string, codes []*CodeList) (Element, error) {
+// message is lm's table, parsed on its first call.
+func (t *tables) message(lm *lazyMessage) *Message {
+	lm.once.Do(func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		lm.m, lm.err = t.parseMessage(lm)
+	})
+	return lm.m
+}
+
+func (t *tables) parseMessage(lm *lazyMessage) (*Message, error) {
+	m := &Message{Version: lm.key.version, Release: lm.key.release, Type: lm.key.typ}
+	p := &treeParser{toks: strings.Fields(lm.text), segs: t.segment}
+	table, err := p.nodes(0)
+	if err != nil {
+		return nil, badLine(lm.n, "%s: %v", m.Type, err)
+	}
+	if p.i != len(p.toks) {
+		return nil, badLine(lm.n, "%s: unbalanced groups", m.Type)
+	}
+	m.Table, m.keys = table, link(table)
+	m.depth = p.maxDepth + 1
+	return m, nil
+}
+
+// segment is segment id, parsed on first use; t.mu is held.
+func (t *tables) segment(id int) (*Segment, error) {
+	if id < 0 || id >= len(t.segs) {
+		return nil, fmt.Errorf("segment %d", id)
+	}
+	if s := t.segs[id]; s != nil {
+		return s, nil
+	}
+	l := t.segLines[id]
+	f := strings.Fields(l.text)
+	if len(f) < 1 {
+		return nil, badLine(l.n, "segment out of order")
+	}
+	s := &Segment{Tag: f[0], Any: len(f) == 1 && (f[0] == "UNH" || f[0] == "UNT")}
+	for _, tok := range f[1:] {
+		e, err := parseElement(tok, t.code)
+		if err != nil {
+			return nil, badLine(l.n, "%s: %v", f[0], err)
+		}
+		s.Elements = append(s.Elements, e)
+	}
+	t.segs[id] = s
+	return s, nil
+}
+
+// code is code list id, parsed on first use (nil when there is none);
+// t.mu is held.
+func (t *tables) code(id int) *CodeList {
+	if id < 0 || id >= len(t.codes) {
+		return nil
+	}
+	if c := t.codes[id]; c != nil {
+		return c
+	}
+	c := newCodeList(strings.Fields(t.codeLines[id].text))
+	t.codes[id] = c
+	return c
+}
+
+func parseElement(tok string, codes func(id int) *CodeList) (Element, error) {
 	var e Element
 	if len(tok) < 2 || (tok[0] != 'M' && tok[0] != 'C') {
 		return e, fmt.Errorf("element %q", tok)
@@ -351,7 +453,7 @@ func parseElement(tok string, codes []*CodeList) (Element, error) {
 	return e, nil
 }
 
-func parseSimple(tok string, codes []*CodeList) (Simple, error) {
+func parseSimple(tok string, codes func(id int) *CodeList) (Simple, error) {
 	var s Simple
 	colon := strings.IndexByte(tok, ':')
 	if len(tok) < 4 || colon < 2 || (tok[0] != 'M' && tok[0] != 'C') {
@@ -364,10 +466,14 @@ func parseSimple(tok string, codes []*CodeList) (Simple, error) {
 	rep := tok[colon+1:]
 	if strings.HasPrefix(rep, "L") {
 		id, err := strconv.Atoi(rep[1:])
-		if err != nil || id < 0 || id >= len(codes) {
+		var c *CodeList
+		if err == nil {
+			c = codes(id)
+		}
+		if c == nil {
 			return s, fmt.Errorf("code list %q", tok)
 		}
-		s.Rep, s.Codes = Code, codes[id]
+		s.Rep, s.Codes = Code, c
 		return s, nil
 	}
 	switch {
@@ -393,7 +499,7 @@ func parseSimple(tok string, codes []*CodeList) (Simple, error) {
 type treeParser struct {
 	toks     []string
 	i        int
-	segs     []*Segment
+	segs     func(id int) (*Segment, error)
 	groups   int
 	maxDepth int
 }
@@ -429,10 +535,14 @@ func (p *treeParser) nodes(depth int) ([]Node, error) {
 		default:
 			id, rest, ok := strings.Cut(t, "/")
 			n, err := strconv.Atoi(id)
-			if !ok || err != nil || n < 0 || n >= len(p.segs) {
+			if !ok || err != nil {
 				return nil, fmt.Errorf("segment %q", t)
 			}
-			node := Node{Segment: p.segs[n], trigger: p.segs[n].Tag, tkey: tagKey(p.segs[n].Tag)}
+			seg, err := p.segs(n)
+			if err != nil {
+				return nil, fmt.Errorf("segment %q: %w", t, err)
+			}
+			node := Node{Segment: seg, trigger: seg.Tag, tkey: tagKey(seg.Tag)}
 			if node.Min, node.Max, err = occ(rest); err != nil {
 				return nil, err
 			}
