@@ -26,8 +26,8 @@ import (
 //     alone; a newline, which JSON text never holds; stepsFlate1; and the
 //     steps' whole JSON array DEFLATE-compressed against stepsDict followed
 //     by the record's own digest, PUID and agent (which its steps repeat),
-//     base64 without padding. An accepted master's three steps take some
-//     135 bytes so, where their JSON takes 486.
+//     base64 without padding. An accepted master's three steps take 136
+//     bytes in this form, where their JSON takes 486.
 //
 // The filters select and count steps by substring (stepNeedles), which
 // finds them in either form: each step opens once with stepOpen, followed
