@@ -42,7 +42,7 @@ func (c *Chain) Row(args []any, i int, d Dialect) ([]any, string, error) {
 	if err != nil {
 		return args, "", fmt.Errorf("append %s: %w", e.Type, err)
 	}
-	env, err := EncodeEnvelope(e.Envelope)
+	env, err := EncodeEnvelope(e)
 	if err != nil {
 		return args, "", fmt.Errorf("append %s: %w", e.Type, err)
 	}

@@ -151,24 +151,30 @@ func TestStepsCompact(t *testing.T) {
 // encoded comes back byte for byte.
 func FuzzStoredEnvelope(f *testing.F) {
 	seeds := testenv.NewSeeds(f)
-	good, _ := EncodeEnvelope([]byte(`{"v":1,"correlation_id":"c","batch_id":"b","object_id":"o","kind":"tiff","path":"/x"}`))
-	seeds.Add(good)
+	row := &premis.Event{Operator: "op", BatchID: "b", CorrelationID: "c", ObjectID: "o", Path: "/x", SHA256: strings.Repeat("ab", 32)}
+	good := *row
+	good.Envelope = []byte(`{"v":1,"correlation_id":"c","batch_id":"b","object_id":"o","kind":"tiff","path":"/x"}`)
+	stored, _ := EncodeEnvelope(&good)
+	seeds.Add(stored)
 	seeds.Add([]byte(`{"v":1}`))
 	seeds.Add([]byte{0, 1, 0xff})
+	seeds.Add([]byte{0, 2, 0xff})
 	seeds.Add([]byte{0, 1, 3, 0})
 	seeds.Add([]byte{0})
 	f.Fuzz(func(t *testing.T, stored []byte) {
-		if env, err := DecodeEnvelope(stored); err == nil && len(env) > MaxEnvelope {
+		if env, err := DecodeEnvelope(stored, row); err == nil && len(env) > MaxEnvelope {
 			t.Fatalf("%d bytes decoded, more than %d", len(env), MaxEnvelope)
 		}
 		if len(stored) > MaxEnvelope {
 			return // refused on the way in (TestEnvelopeRefusesDamage)
 		}
-		enc, err := EncodeEnvelope(stored)
+		e := *row
+		e.Envelope = stored
+		enc, err := EncodeEnvelope(&e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := DecodeEnvelope(enc)
+		back, err := DecodeEnvelope(enc, row)
 		if err != nil || !bytes.Equal(back, stored) {
 			t.Fatalf("%q stored as %q reads back as %q, %v", stored, enc, back, err)
 		}
@@ -211,7 +217,7 @@ func BenchmarkSteps(b *testing.B) {
 // were they kept in a sync.Pool nearly every other record would pay that.
 func TestWritersOutliveCollections(t *testing.T) {
 	rec := acceptedRecord()
-	env := []byte(`{"v":1,"correlation_id":"c","batch_id":"b","object_id":"o","kind":"tiff","path":"/srv/ingest/b/o.tif"}`)
+	env := &premis.Event{Path: "/srv/ingest/b/o.tif", Envelope: []byte(`{"v":1,"correlation_id":"c","batch_id":"b","object_id":"o","kind":"tiff","path":"/srv/ingest/b/o.tif"}`)}
 	encode := func() {
 		if _, err := EncodeSteps(rec); err != nil {
 			t.Fatal(err)

@@ -1072,7 +1072,7 @@ func scanOne(row pgx.Row) (premis.Event, error) {
 		e.Steps, err = ledgersql.DecodeSteps(steps, &e)
 	}
 	if err == nil {
-		e.Envelope, err = ledgersql.DecodeEnvelope(e.Envelope)
+		e.Envelope, err = ledgersql.DecodeEnvelope(e.Envelope, &e)
 	}
 	if err != nil {
 		err = &columnError{err}

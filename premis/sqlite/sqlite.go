@@ -820,7 +820,7 @@ func scanOne(s scanner) (premis.Event, error) {
 	e.Attempt, e.Retries = int(d.int()), int(d.int())
 	e.TaskID, e.ReplayOf, e.Agent, e.Operator = d.text(), d.text(), d.text(), d.text()
 	if stored := d.blob(); d.err == nil {
-		env, err := ledgersql.DecodeEnvelope(stored)
+		env, err := ledgersql.DecodeEnvelope(stored, &e)
 		if err != nil {
 			d.err = &decodeError{Column: "envelope", Value: truncated(string(stored)), Want: "an envelope the ledger writes (" + err.Error() + ")"}
 		}
