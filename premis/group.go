@@ -116,9 +116,26 @@ func (g *GroupCommit) Append(ctx context.Context, events ...*Event) ([]bool, err
 	}
 	select {
 	case <-r.done:
-		return r.ins, r.err
+	case <-g.stopped:
+		// A request can be queued after the committer drained its queue
+		// (the select above chooses at random when both are ready); none
+		// will answer it now.
+		if !closed(r.done) {
+			return nil, ErrStopped
+		}
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
+	}
+	return r.ins, r.err
+}
+
+// closed says whether c is closed, without waiting.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -309,10 +326,14 @@ func (g *GroupCommit) latestTogether(ctx context.Context, correlationID string) 
 	}
 	select {
 	case <-r.done:
-		return r.lt, r.found, r.err
+	case <-g.stopped: // as in Append
+		if !closed(r.done) {
+			return Latest{}, false, ErrStopped
+		}
 	case <-ctx.Done():
 		return Latest{}, false, context.Cause(ctx)
 	}
+	return r.lt, r.found, r.err
 }
 
 // look answers lookups until the committer stops: a lone one with

@@ -200,3 +200,23 @@ func TestGroupCommitLooksUpTogether(t *testing.T) {
 		l.mu.Unlock()
 	}
 }
+
+// TestGroupCommitAnswersAfterStop: an append or a lookup made after Stop
+// fails with ErrStopped at once, even one whose request the select queued
+// after the committer had drained its queue (which then nobody answers);
+// it never waits for its context to end.
+func TestGroupCommitAnswersAfterStop(t *testing.T) {
+	l := &lookups{entered: make(chan struct{}), release: make(chan struct{}), known: map[string]premis.Latest{}}
+	close(l.release)
+	gc := premis.NewGroupCommit(l, 0)
+	gc.Stop()
+	for i := range 200 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, aerr := gc.Append(ctx, event("late"))
+		_, _, lerr := gc.LatestOf(ctx, "late")
+		cancel()
+		if !errors.Is(aerr, premis.ErrStopped) || !errors.Is(lerr, premis.ErrStopped) {
+			t.Fatalf("call %d after Stop: append %v, lookup %v, want %v for both", i+1, aerr, lerr, premis.ErrStopped)
+		}
+	}
+}
