@@ -184,7 +184,7 @@ func DecodeEnvelope(stored []byte, e *premis.Event) ([]byte, error) {
 }
 
 // inflate is the raw DEFLATE stream z compressed against dict, refused
-// when it inflates past limit bytes.
+// when it inflates past limit bytes or bytes follow it.
 func inflate(z, dict []byte, limit int) ([]byte, error) {
 	src := bytes.NewReader(z)
 	r, _ := inflaters.Get().(io.ReadCloser)
@@ -200,6 +200,10 @@ func inflate(z, dict []byte, limit int) ([]byte, error) {
 		return nil, err
 	case len(out) > limit:
 		return nil, fmt.Errorf("inflates past %d bytes", limit)
+	case src.Len() > 0:
+		// The inflater reads a ByteReader byte by byte, never ahead: what
+		// is left follows the stream's last block, and would hide there.
+		return nil, fmt.Errorf("%d bytes after the compressed stream", src.Len())
 	}
 	return out, nil
 }

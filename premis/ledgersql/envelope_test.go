@@ -95,8 +95,8 @@ func TestEnvelopeNeedsItsRow(t *testing.T) {
 }
 
 // TestEnvelopeRefusesDamage: what the ledger never writes — an unknown
-// format, a stream cut short, one that inflates past MaxEnvelope — is an
-// error, never a guess or an allocation the size of the bomb.
+// format, a stream cut short, one that inflates past MaxEnvelope, bytes
+// after the stream — is an error, never a guess or an allocation the size of the bomb.
 func TestEnvelopeRefusesDamage(t *testing.T) {
 	row := masterRow([]byte(envelope))
 	stored, _ := ledgersql.EncodeEnvelope(row)
@@ -115,6 +115,7 @@ func TestEnvelopeRefusesDamage(t *testing.T) {
 		"a bomb":           {bomb.Bytes(), "inflates past"},
 		"a bomb, format 2": {bomb2, "inflates past"},
 		"no format byte":   {[]byte{0}, "format"},
+		"bytes after it":   {append(append([]byte(nil), stored...), "hidden"...), "after the compressed stream"},
 	} {
 		if _, err := ledgersql.DecodeEnvelope(c.stored, row); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)

@@ -97,6 +97,10 @@ func EncodeSteps(e *premis.Event) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if len(plain) > MaxStepsText {
+		// DecodeSteps would refuse it: a row no read could give back.
+		return "", fmt.Errorf("steps: %d bytes of JSON, more than %d", len(plain), MaxStepsText)
+	}
 	heads, err := json.Marshal(headsOf(e.Steps))
 	if err != nil {
 		return "", err
@@ -178,6 +182,10 @@ func DecodeSteps(s string, e *premis.Event) ([]premis.Step, error) {
 func inflateSteps(body string, e *premis.Event) ([]byte, error) {
 	if body == "" || body[0] != stepsFlate1 {
 		return nil, errors.New("steps: compact in a format this build does not read")
+	}
+	if strings.ContainsAny(body, "\r\n") {
+		// base64 skips line breaks, so they would hide in the text.
+		return nil, errors.New("steps: a line break in the compact form (the text was changed past the ledger)")
 	}
 	z, err := stepsB64.DecodeString(body[1:])
 	if err != nil {

@@ -49,6 +49,9 @@ func FuzzSteps(f *testing.F) {
 		}}
 		text, err := EncodeSteps(e)
 		if err != nil {
+			if plain, _ := json.Marshal(e.Steps); len(plain) > MaxStepsText {
+				return // refused on the way in: DecodeSteps would refuse it
+			}
 			t.Fatal(err)
 		}
 		back, err := DecodeSteps(text, e)
@@ -236,6 +239,44 @@ func TestWritersOutliveCollections(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
 			t.Fatalf("a record's steps and an envelope encoded after a collection allocated %d bytes: a compressor was made anew", n)
+		}
+	}
+}
+
+// TestStepsTheLedgerCannotReadAreRefused: steps whose JSON passes
+// MaxStepsText are refused when written, since every read would refuse
+// them (a row the ledger wrote, reported as forged by verify); their
+// compact form, which would take a few hundred bytes, hid that.
+func TestStepsTheLedgerCannotReadAreRefused(t *testing.T) {
+	rec := acceptedRecord()
+	rec.Steps[2].Note = strings.Repeat("W006: a private tag is tolerated; ", 2500)
+	if text, err := EncodeSteps(rec); err == nil {
+		_, derr := DecodeSteps(text, rec)
+		t.Fatalf("%d bytes of steps stored in %d; reading them back: %v", len(rec.Steps[2].Note), len(text), derr)
+	}
+}
+
+// TestStepsHideNothing: the compact form read back is the form written:
+// line breaks inside the base64 and bytes after the DEFLATE stream, which
+// the decoders would skip, are refused.
+func TestStepsHideNothing(t *testing.T) {
+	rec := acceptedRecord()
+	text, err := EncodeSteps(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads, body, _ := strings.Cut(text, "\n")
+	z, err := stepsB64.DecodeString(body[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, changed := range map[string]string{
+		"a line break":           heads + "\n" + body[:10] + "\n" + body[10:],
+		"a carriage return":      heads + "\n" + body[:10] + "\r" + body[10:],
+		"bytes after the stream": heads + "\n" + string(stepsFlate1) + stepsB64.EncodeToString(append(z, "hidden"...)),
+	} {
+		if steps, err := DecodeSteps(changed, rec); err == nil {
+			t.Errorf("%s: read back as %d steps", name, len(steps))
 		}
 	}
 }
