@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/tiff"
@@ -361,13 +362,46 @@ func (w *Worker) acceptEvents(r *result) []*premis.Event {
 }
 
 // warningText is how an event's note gives warnings: "code: message",
-// joined by "; " ("" for none).
+// joined by "; " ("" for none). It gives as many as fit in
+// maxWarningText bytes, then how many more there were: a hostile master
+// can raise thousands, and a record's steps must stay within what the
+// ledger reads back (ledgersql.MaxStepsText, 64 KiB of JSON, which
+// escaping can make six times the text).
 func warningText(ws []tiff.Warning) string {
-	parts := make([]string, len(ws))
+	var b strings.Builder
 	for i, wr := range ws {
-		parts[i] = wr.Code + ": " + wr.Message
+		sep := ""
+		if i > 0 {
+			sep = "; "
+		}
+		if n := len(sep) + len(wr.Code) + 2 + len(wr.Message); b.Len()+n > maxWarningText {
+			shown := i
+			if i == 0 { // one warning alone too long: its start
+				b.WriteString(wr.Code + ": " + truncateUTF8(wr.Message, maxWarningText/2) + "…")
+				shown = 1
+			}
+			if rest := len(ws) - shown; rest > 0 {
+				fmt.Fprintf(&b, "; and %d more warnings", rest)
+			}
+			break
+		}
+		b.WriteString(sep + wr.Code + ": " + wr.Message)
 	}
-	return strings.Join(parts, "; ")
+	return b.String()
+}
+
+// maxWarningText bounds the warnings warningText gives.
+const maxWarningText = 4 << 10
+
+// truncateUTF8 is s cut to at most n bytes, at a character's start.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // deliveryEvent is newEvent for this delivery's attempt and task.
