@@ -11,8 +11,9 @@ import (
 // order, omitempty and HTML escaping, and its newline), without reflection
 // or an allocation for the common value: inspect writes one line per
 // message of an interchange, hundreds of thousands of them.
-// TestInspectJSONIsEncodingJSON holds it to encoding/json, field by field:
-// a field added to inspectResult must be added here too.
+// TestInspectJSONIsEncodingJSON holds it to encoding/json, field by field,
+// and TestInspectJSONCoversEveryField fails when a field added to
+// inspectResult (or tiff.Warning) is not written here too.
 func (r *inspectResult) appendJSON(b []byte) []byte {
 	b = append(b, `{"file":`...)
 	b = appendJSONString(b, r.File)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/lazaret/lazaret/internal/testenv"
@@ -62,4 +64,50 @@ func FuzzInspectJSON(f *testing.F) {
 			t.Errorf("appendJSON:\n%s\nencoding/json:\n%s", got, want)
 		}
 	})
+}
+
+// TestInspectJSONCoversEveryField: every field of inspectResult and of
+// its warnings, each set to a value of its own, comes out of appendJSON
+// as encoding/json writes it. A field added to the struct and not to
+// appendJSON fails here, omitempty or not, without anyone writing a case.
+func TestInspectJSONCoversEveryField(t *testing.T) {
+	t.Parallel()
+	var r inspectResult
+	n := 0
+	fill(reflect.ValueOf(&r).Elem(), &n)
+	got, want := r.appendJSON(nil), encodingJSON(t, &r)
+	if !bytes.Equal(got, want) {
+		t.Errorf("every field set:\nappendJSON:\n%s\nencoding/json:\n%s", got, want)
+	}
+}
+
+// fill sets every settable field of v, recursively, to a non-zero value
+// told apart from the others by *n.
+func fill(v reflect.Value, n *int) {
+	*n++
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(fmt.Sprintf("v%d", *n))
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(int64(*n))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(uint64(*n))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(float64(*n) + 0.5)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem(), n)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		fill(v.Index(0), n)
+		fill(v.Index(1), n)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i), n)
+			}
+		}
+	}
 }
