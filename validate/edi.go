@@ -430,6 +430,7 @@ type messageCheck struct {
 
 var messageChecks = sync.Pool{New: func() any {
 	mc := new(messageCheck)
+	mc.view.reuse = true
 	mc.dir.wantedFunc, mc.dir.reportFunc = mc.dir.wanted, mc.dir.report
 	return mc
 }}
