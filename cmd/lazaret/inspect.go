@@ -82,6 +82,16 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 		// The same worker execute that routes a task, minus the queue and the
 		// ledger: the verdict is where a first attempt would be routed.
 		w := cfg.worker(nil, nil, cfg.logger(stderr))
+		// JSON lines that are printable ASCII, as nearly all are, need
+		// nothing of the safeWriter beneath stdout (see termsafe.go): they
+		// go to the writer beneath it, the others through safeText, a line
+		// at a time (a line is whole UTF-8 and ends in a newline, so the
+		// bytes are those the safeWriter would write).
+		safe, bypass := stdout.(*safeWriter)
+		bypass = bypass && *asJSON
+		if bypass {
+			stdout = rawWriter(safe)
+		}
 		out := bufio.NewWriterSize(stdout, 64<<10)
 		defer out.Flush()
 		var tw *tabwriter.Writer
@@ -90,13 +100,19 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 			fmt.Fprintln(tw, "FILE\tVERDICT\tCLASS\tCODE\tWHERE\tOFFSET\tPUID\tMESSAGE")
 		}
 		var line []byte // one JSON line or table row, reused
+		var jw jsonWriter
 		failed, rows := 0, 0
 		emit := func(r inspectResult) error {
 			if r.Verdict != string(premis.Accepted) {
 				failed++
 			}
 			if *asJSON {
-				line = r.appendJSON(line[:0])
+				jw.dirty = false
+				line = jw.append(line[:0], &r)
+				if bypass && jw.dirty {
+					_, err := out.WriteString(safeText(string(line)))
+					return err
+				}
 				_, err := out.Write(line)
 				return err
 			}
