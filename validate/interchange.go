@@ -51,6 +51,7 @@ type InterchangeResult struct {
 	reread bool       // they did not: EachMessage reads the file again
 	// chunks is the digest of every chunk of verdicts (see chunker): the
 	// second read must find the same, or the file changed in between.
+	// Taken only once the verdicts do not fit the budget.
 	chunks [][sha256.Size]byte
 	// plain holds the plainness of the i-th message checked in bits 2i
 	// and 2i+1: the second read hands a plain verdict over without
@@ -157,13 +158,27 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 					Agency: strings.Clone(m.Agency), Offset: m.Offset, Number: m.Number}
 			}
 		}
-		if ch.add(&v, text) {
-			res.chunks = append(res.chunks, ch.sum())
-		}
-		if !res.reread {
-			if retained += res.kept.add(&v, text); retained > budget {
-				res.kept, res.reread = verdictLog{}, true // from here on, only digests
+		if res.reread {
+			if ch.add(&v, text) {
+				res.chunks = append(res.chunks, ch.sum())
 			}
+			return nil
+		}
+		if retained += res.kept.add(&v, text); retained > budget {
+			// Only a second read needs the digests: those of the verdicts
+			// kept so far are taken now, from the log, as they would have
+			// been from the verdicts themselves.
+			res.kept.each(func(k MessageResult) error {
+				var text string
+				if k.Err != nil {
+					text = k.Err.Error()
+				}
+				if ch.add(&k, text) {
+					res.chunks = append(res.chunks, ch.sum())
+				}
+				return nil
+			})
+			res.kept, res.reread = verdictLog{}, true // from here on, only digests
 		}
 		return nil
 	})
