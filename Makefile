@@ -85,6 +85,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZTIME) ./tiff
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZTIME) ./edifact
+	$(GO) test -run='^$$' -fuzz='^FuzzParseSegments$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=$(FUZZTIME) ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzReadICC$$' -fuzztime=$(FUZZTIME) ./tiff
 	$(GO) test -run='^$$' -fuzz='^FuzzRegistryFiles$$' -fuzztime=$(FUZZTIME) ./validate

@@ -3,6 +3,7 @@ package edifact_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -105,4 +106,54 @@ func FuzzRoundTrip(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzParseSegments: every segment ParseSegments hands to onSegment is
+// the one Message.All yields at its position once the message is whole,
+// value for value, and the messages are those Parse hands over.
+func FuzzParseSegments(f *testing.F) {
+	seeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lim := edifact.Limits{MaxSegmentBytes: 4096}
+		var seen []string // what onSegment saw of the message being read
+		var got []string
+		icGot, errGot := edifact.ParseSegments(bytes.NewReader(data), lim, func(m *edifact.Message, i int, s *edifact.Segment) {
+			if i != len(seen) {
+				t.Fatalf("message %s: segment %d after %d", m.Ref, i, len(seen))
+			}
+			seen = append(seen, segmentText(s))
+		}, func(m *edifact.Message) error {
+			if len(seen) != m.Len() {
+				t.Fatalf("message %s: %d segments seen, %d kept", m.Ref, len(seen), m.Len())
+			}
+			for i, s := range m.All() {
+				if all := segmentText(s); all != seen[i] {
+					t.Fatalf("message %s segment %d:\nonSegment %s\nAll       %s", m.Ref, i, seen[i], all)
+				}
+			}
+			seen = seen[:0]
+			got = append(got, m.Ref)
+			return nil
+		})
+		var want []string
+		icWant, errWant := edifact.Parse(bytes.NewReader(data), lim, func(m *edifact.Message) error {
+			want = append(want, m.Ref)
+			return nil
+		})
+		if fmt.Sprint(errGot) != fmt.Sprint(errWant) || fmt.Sprint(got) != fmt.Sprint(want) || icGot.Messages != icWant.Messages {
+			t.Fatalf("ParseSegments: %v %q, Parse: %v %q", errGot, got, errWant, want)
+		}
+	})
+}
+
+// segmentText is everything s says about itself: tag, position, bytes,
+// the byte outside the repertoire, and every value with its position.
+func segmentText(s *edifact.Segment) string {
+	off, c, bad := s.BadByte()
+	b := fmt.Appendf(nil, "%s %d %d %q %d %d %v %d |", s.Tag, s.Offset, s.Index, s.Raw(), off, c, bad, s.Elements())
+	for i := range s.ValueCount() {
+		e, comp, r, o, v := s.ValueAt(i, nil)
+		b = fmt.Appendf(b, " %d:%d:%d@%d=%q", e, comp, r, o, v)
+	}
+	return string(b)
 }

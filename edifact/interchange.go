@@ -174,10 +174,26 @@ type CharsetIssue struct {
 // an otherwise sound envelope is an *UnsupportedError returned with the
 // filled Interchange.
 func Parse(r io.Reader, lim Limits, onMessage func(*Message) error) (*Interchange, error) {
+	return ParseSegments(r, lim, nil, onMessage)
+}
+
+// ParseSegments is Parse that also calls onSegment with every segment of
+// a message as it is read and kept, UNH (i = 0) to UNT, before onMessage
+// is called with the message: a caller that looks at each segment need
+// not go through the message a second time (see Message.All). m is the
+// message being read, its header set and its segments so far kept; s is
+// the segment m.All yields at i, field for field, and is valid until
+// onSegment returns. A message the parse stops inside is never handed to
+// onMessage, though its segments were to onSegment. With onMessage nil,
+// onSegment is not called.
+func ParseSegments(r io.Reader, lim Limits, onSegment func(m *Message, i int, s *Segment), onMessage func(*Message) error) (*Interchange, error) {
 	lim = lim.withDefaults()
 	rd := NewReader(r, lim)
 	rd.countOnly = onMessage == nil // no one reads a message's components
-	p := &parser{rd: rd, lim: lim, onMessage: onMessage, ic: &Interchange{}}
+	if onMessage == nil {
+		onSegment = nil
+	}
+	p := &parser{rd: rd, lim: lim, onMessage: onMessage, onSegment: onSegment, ic: &Interchange{}}
 	p.st.tags, p.st.iter, p.msg.st = rd.tags, new(segScratch), &p.st
 	err := p.run()
 	if err != nil && p.inMsg {
@@ -196,6 +212,7 @@ type parser struct {
 	rd        *Reader
 	lim       Limits
 	onMessage func(*Message) error
+	onSegment func(*Message, int, *Segment)
 	ic        *Interchange
 
 	msg       Message
@@ -711,6 +728,9 @@ func (p *parser) keep(s *Segment) error {
 	p.st.add(s)
 	if p.st.retained() > p.lim.MaxMessageBytes {
 		return p.fail(s, CodeUnspecified, 0, 0, ErrMessageTooLarge, "message %s would keep more than %d bytes with this segment", p.msg.Ref, p.lim.MaxMessageBytes)
+	}
+	if p.onSegment != nil {
+		p.onSegment(&p.msg, p.st.n-1, s)
 	}
 	return nil
 }
