@@ -213,17 +213,35 @@ func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warning
 	defer mc.release()
 	// One pass over the segments: the view takes what the rules below
 	// need, the directory checks each segment as it goes by.
-	dirWarnings, checkDir := mc.beginDirectory(m, rules.Directory)
-	vs := &mc.view
-	vs.begin(m)
+	mc.begin(m, rules)
 	for i, s := range m.All() {
-		vs.add(i, s)
-		if checkDir {
-			mc.checker.Segment(i, s)
-		}
+		mc.segment(i, s)
 	}
+	return mc.end(m, regs, rules)
+}
+
+// begin starts the check of m (its header: its segments follow).
+func (mc *messageCheck) begin(m *edifact.Message, rules EDIRules) {
+	mc.dirWarnings, mc.checkDir = mc.beginDirectory(m, rules.Directory)
+	mc.view.begin(m)
+}
+
+// segment takes s, segment i (0-based) of the message begun, into the
+// view and through the directory's check.
+func (mc *messageCheck) segment(i int, s *edifact.Segment) {
+	mc.view.add(i, s)
+	if mc.checkDir {
+		mc.checker.Segment(i, s)
+	}
+}
+
+// end applies the rules to the message begun, its segments all taken, and
+// returns what CheckMessage returns.
+func (mc *messageCheck) end(m *edifact.Message, regs *Registries, rules EDIRules) (warnings []Warning, err error) {
+	vs := &mc.view
 	vs.end()
-	if checkDir {
+	dirWarnings := mc.dirWarnings
+	if mc.checkDir {
 		mc.checker.End()
 		dirWarnings = mc.dir.end()
 	}
@@ -426,6 +444,9 @@ type messageCheck struct {
 	checker directory.Checker
 	recent  recentDirs
 	rejects []*RuleError // the message's rejected directory findings
+	// What beginDirectory said of the message being checked.
+	dirWarnings []Warning
+	checkDir    bool
 }
 
 var messageChecks = sync.Pool{New: func() any {
@@ -436,11 +457,17 @@ var messageChecks = sync.Pool{New: func() any {
 }}
 
 func (mc *messageCheck) release() {
+	mc.reset()
+	messageChecks.Put(mc)
+}
+
+// reset readies mc for the next message.
+func (mc *messageCheck) reset() {
 	mc.view.reset()
 	mc.dir.reset()
 	clear(mc.rejects)
 	mc.rejects = mc.rejects[:0]
-	messageChecks.Put(mc)
+	mc.dirWarnings, mc.checkDir = nil, false
 }
 
 // beginDirectory starts the check of m against its release's message

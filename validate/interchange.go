@@ -142,11 +142,28 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 	var structural error
 	var retained int64
 	var ch chunker
-	sha, ic, perr, err := readInterchange(ctx, f, size, path, func(m *edifact.Message) error {
+	// Each message is checked as it is read, a segment at a time (see
+	// edifact.ParseSegments), and its verdict reached once it is whole.
+	mc := messageChecks.Get().(*messageCheck)
+	defer mc.release()
+	checking := false // the message being read is one to check
+	onSegment := func(m *edifact.Message, i int, s *edifact.Segment) {
+		if i == 0 {
+			mc.reset() // of what the message before left, or one the parse stopped inside
+			if checking = only == "" || m.Ref == only; checking {
+				mc.begin(m, rules)
+			}
+		}
+		if checking {
+			mc.segment(i, s)
+		}
+	}
+	sha, ic, perr, err := readInterchange(ctx, f, size, path, onSegment, func(m *edifact.Message) error {
 		if only != "" && m.Ref != only {
 			return nil
 		}
-		v, text := checkOne(m, regs, rules)
+		warns, cerr := mc.end(m, regs, rules)
+		v, text := verdictOf(m, warns, cerr)
 		res.setPlain(res.Checked, plainnessOf(&v))
 		res.Checked++
 		if v.Err != nil {
@@ -280,7 +297,7 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 		chunk++
 		return nil
 	}
-	sha, _, perr, err := readInterchange(ctx, f, size, r.src.String(), func(m *edifact.Message) error {
+	sha, _, perr, err := readInterchange(ctx, f, size, r.src.String(), nil, func(m *edifact.Message) error {
 		if r.only != "" && m.Ref != r.only {
 			return nil
 		}
@@ -332,16 +349,19 @@ func (r *InterchangeResult) changed(format string, args ...any) error {
 	return &StageError{StageOpen, fmt.Errorf("%s changed between the two reads: %s: %w", r.src.String(), fmt.Sprintf(format, args...), ErrFileChanged)}
 }
 
-// readInterchange parses the size bytes of f, calling each for every
-// message, and hashes them all (past an early syntax error too). err is
+// readInterchange parses the size bytes of f, calling onSegment (when not
+// nil) for every segment of a message and each for every message (see
+// edifact.ParseSegments), and hashes them all (past an early syntax error
+// too). err is
 // what is not a verdict on the data: the context ended, the storage
 // failed, or the file grew or shrank while it was read; perr is the
 // parse's verdict.
-func readInterchange(ctx context.Context, f *os.File, size int64, path string, each func(*edifact.Message) error) (sha string, ic *edifact.Interchange, perr, err error) {
+func readInterchange(ctx context.Context, f *os.File, size int64, path string, onSegment func(*edifact.Message, int, *edifact.Segment),
+	each func(*edifact.Message) error) (sha string, ic *edifact.Interchange, perr, err error) {
 	h := sha256.New()
 	counted := &countingReader{r: io.LimitReader(f, size)}
 	tee := &ctxReader{ctx: ctx, r: io.TeeReader(counted, h)}
-	ic, perr = edifact.Parse(tee, edifact.Limits{}, each)
+	ic, perr = edifact.ParseSegments(tee, edifact.Limits{}, onSegment, each)
 	if tee.err != nil {
 		return "", ic, perr, tee.err
 	}
@@ -362,6 +382,12 @@ func readInterchange(ctx context.Context, f *os.File, size int64, path string, e
 // when it passes).
 func checkOne(m *edifact.Message, regs *Registries, rules EDIRules) (MessageResult, string) {
 	warns, err := CheckMessage(m, regs, rules)
+	return verdictOf(m, warns, err)
+}
+
+// verdictOf is the verdict on m of the rules that returned warns and err
+// (see checkOne).
+func verdictOf(m *edifact.Message, warns []Warning, err error) (MessageResult, string) {
 	v := MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset, Warnings: warns, Err: err}
 	if err == nil {
 		return v, ""
