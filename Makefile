@@ -72,6 +72,7 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=5000x ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzReadCheckpoints$$' -fuzztime=20000x ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzInspectJSON$$' -fuzztime=20000x ./cmd/lazaret
+	$(GO) test -run='^$$' -fuzz='^FuzzTableWriter$$' -fuzztime=20000x ./cmd/lazaret
 
 # Every target's committed seed corpus (testdata/fuzz/<Target>/) is the
 # seeds Lazaret makes itself (fixtures, hand-written cases), written from
@@ -101,6 +102,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=$(FUZZTIME) ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzReadCheckpoints$$' -fuzztime=$(FUZZTIME) ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzInspectJSON$$' -fuzztime=$(FUZZTIME) ./cmd/lazaret
+	$(GO) test -run='^$$' -fuzz='^FuzzTableWriter$$' -fuzztime=$(FUZZTIME) ./cmd/lazaret
 	$(GO) test -run='^$$' -fuzz='^FuzzInflateBackends$$' -fuzztime=$(FUZZTIME) -tags zlib ./tiff
 
 soak:

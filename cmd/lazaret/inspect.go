@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
@@ -94,9 +93,9 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 		}
 		out := bufio.NewWriterSize(stdout, 64<<10)
 		defer out.Flush()
-		var tw *tabwriter.Writer
+		var tw *tableWriter
 		if !*asJSON {
-			tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+			tw = newTableWriter(out)
 			fmt.Fprintln(tw, "FILE\tVERDICT\tCLASS\tCODE\tWHERE\tOFFSET\tPUID\tMESSAGE")
 		}
 		var line []byte // one JSON line or table row, reused
@@ -120,8 +119,8 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 			if _, err := tw.Write(line); err != nil {
 				return err
 			}
-			// A tabwriter holds its rows until it is flushed: an interchange
-			// of any size is printed in blocks, each aligned on its own.
+			// A table holds its rows until it is flushed: an interchange of
+			// any size is printed in blocks, each aligned on its own.
 			if rows++; rows%tableBlock == 0 {
 				return tw.Flush()
 			}
