@@ -108,40 +108,46 @@ func FuzzRoundTrip(f *testing.F) {
 	})
 }
 
-// FuzzParseSegments: every segment ParseSegments hands to onSegment is
-// the one Message.All yields at its position once the message is whole,
-// value for value, and the messages are those Parse hands over.
+// FuzzParseSegments: the segments ParseSegments hands to onSegment are
+// those Parse's messages yield, value for value, the messages those Parse
+// hands over with as many segments, and the verdict Parse's.
 func FuzzParseSegments(f *testing.F) {
 	seeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lim := edifact.Limits{MaxSegmentBytes: 4096}
+		var want [][]string // every message's segments, from Parse
+		icWant, errWant := edifact.Parse(bytes.NewReader(data), lim, func(m *edifact.Message) error {
+			var segs []string
+			for _, s := range m.All() {
+				segs = append(segs, segmentText(s))
+			}
+			want = append(want, segs)
+			return nil
+		})
 		var seen []string // what onSegment saw of the message being read
-		var got []string
+		n := 0
 		icGot, errGot := edifact.ParseSegments(bytes.NewReader(data), lim, func(m *edifact.Message, i int, s *edifact.Segment) {
 			if i != len(seen) {
 				t.Fatalf("message %s: segment %d after %d", m.Ref, i, len(seen))
 			}
 			seen = append(seen, segmentText(s))
 		}, func(m *edifact.Message) error {
-			if len(seen) != m.Len() {
-				t.Fatalf("message %s: %d segments seen, %d kept", m.Ref, len(seen), m.Len())
+			if n >= len(want) {
+				t.Fatalf("message %s: Parse handed over %d messages", m.Ref, len(want))
 			}
-			for i, s := range m.All() {
-				if all := segmentText(s); all != seen[i] {
-					t.Fatalf("message %s segment %d:\nonSegment %s\nAll       %s", m.Ref, i, seen[i], all)
+			if m.Len() != len(seen) || m.Len() != len(want[n]) {
+				t.Fatalf("message %s: Len %d, %d segments seen, Parse's has %d", m.Ref, m.Len(), len(seen), len(want[n]))
+			}
+			for i := range seen {
+				if seen[i] != want[n][i] {
+					t.Fatalf("message %s segment %d:\nonSegment %s\nParse     %s", m.Ref, i, seen[i], want[n][i])
 				}
 			}
-			seen = seen[:0]
-			got = append(got, m.Ref)
+			seen, n = seen[:0], n+1
 			return nil
 		})
-		var want []string
-		icWant, errWant := edifact.Parse(bytes.NewReader(data), lim, func(m *edifact.Message) error {
-			want = append(want, m.Ref)
-			return nil
-		})
-		if fmt.Sprint(errGot) != fmt.Sprint(errWant) || fmt.Sprint(got) != fmt.Sprint(want) || icGot.Messages != icWant.Messages {
-			t.Fatalf("ParseSegments: %v %q, Parse: %v %q", errGot, got, errWant, want)
+		if fmt.Sprint(errGot) != fmt.Sprint(errWant) || n != len(want) || icGot.Messages != icWant.Messages {
+			t.Fatalf("ParseSegments: %v, %d messages; Parse: %v, %d", errGot, n, errWant, len(want))
 		}
 	})
 }

@@ -229,6 +229,9 @@ func (mc *messageCheck) begin(m *edifact.Message, rules EDIRules) {
 // segment takes s, segment i (0-based) of the message begun, into the
 // view and through the directory's check.
 func (mc *messageCheck) segment(i int, s *edifact.Segment) {
+	if i == 1 {
+		mc.second = s.Offset
+	}
 	mc.view.add(i, s)
 	if mc.checkDir {
 		mc.checker.Segment(i, s)
@@ -263,7 +266,7 @@ func (mc *messageCheck) end(m *edifact.Message, regs *Registries, rules EDIRules
 	if v.Document == nil && !messagesWithoutBGM[m.Type] {
 		f := Field{Segment: 2, Tag: "BGM", Offset: m.Offset}
 		if m.Len() > 1 {
-			f.Offset = m.Segment(1).Offset
+			f.Offset = mc.second
 		}
 		add(f, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "", "mandatory BGM (beginning of message) missing")
 	}
@@ -447,6 +450,7 @@ type messageCheck struct {
 	// What beginDirectory said of the message being checked.
 	dirWarnings []Warning
 	checkDir    bool
+	second      int64 // the offset of the message's second segment
 }
 
 var messageChecks = sync.Pool{New: func() any {
@@ -467,7 +471,7 @@ func (mc *messageCheck) reset() {
 	mc.dir.reset()
 	clear(mc.rejects)
 	mc.rejects = mc.rejects[:0]
-	mc.dirWarnings, mc.checkDir = nil, false
+	mc.dirWarnings, mc.checkDir, mc.second = nil, false, 0
 }
 
 // beginDirectory starts the check of m against its release's message
