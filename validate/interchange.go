@@ -352,10 +352,9 @@ func (r *InterchangeResult) changed(format string, args ...any) error {
 // readInterchange parses the size bytes of f, calling onSegment (when not
 // nil) for every segment of a message and each for every message (see
 // edifact.ParseSegments), and hashes them all (past an early syntax error
-// too). err is
-// what is not a verdict on the data: the context ended, the storage
-// failed, or the file grew or shrank while it was read; perr is the
-// parse's verdict.
+// too). err is what is not a verdict on the data: the context ended, the
+// storage failed, or the file grew or shrank while it was read; perr is
+// the parse's verdict.
 func readInterchange(ctx context.Context, f *os.File, size int64, path string, onSegment func(*edifact.Message, int, *edifact.Segment),
 	each func(*edifact.Message) error) (sha string, ic *edifact.Interchange, perr, err error) {
 	h := sha256.New()
