@@ -118,7 +118,8 @@ func (vs *viewScratch) begin(m *edifact.Message) {
 // field is value e:c of s, segment i (0-based) of the message, with its
 // position.
 func (vs *viewScratch) field(i int, s *edifact.Segment, e, c int) Field {
-	return Field{Value: vs.t.value(s, e, c), Segment: i + 1, Tag: s.Tag, Element: e, Component: c, Offset: s.ValueOffset(e, c)}
+	b, off := s.ValueBytesOffset(e, c, vs.t.esc)
+	return Field{Value: vs.t.str(b), Segment: i + 1, Tag: s.Tag, Element: e, Component: c, Offset: off}
 }
 
 // add takes s, segment i (0-based) of the message, into the view.
@@ -199,7 +200,11 @@ type viewText struct {
 
 // value is s.Value(e, c), cut from t.
 func (t *viewText) value(s *edifact.Segment, e, c int) string {
-	b := s.ValueBytes(e, c, t.esc)
+	return t.str(s.ValueBytes(e, c, t.esc))
+}
+
+// str is b, cut from t.
+func (t *viewText) str(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
