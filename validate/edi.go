@@ -687,9 +687,12 @@ func sizeLimits(code string) (floor, ceil float64, ok bool) {
 }
 
 func massKg(unit, value string) (float64, error) {
-	v, err := strconv.ParseFloat(strings.Replace(value, ",", ".", 1), 64)
-	if err != nil {
-		return 0, fmt.Errorf("value %q is not a number", value)
+	v, ok := wholeNumber(value)
+	if !ok {
+		var err error
+		if v, err = strconv.ParseFloat(strings.Replace(value, ",", ".", 1), 64); err != nil {
+			return 0, fmt.Errorf("value %q is not a number", value)
+		}
 	}
 	switch unit {
 	case "KGM":
@@ -700,6 +703,23 @@ func massKg(unit, value string) (float64, error) {
 		return v * 1000, nil
 	}
 	return 0, fmt.Errorf("unit %q is not KGM, LBR or TNE", unit)
+}
+
+// wholeNumber is the value of s when it is 1 to 15 digits, as
+// strconv.ParseFloat reads it (exactly: below 2^53), without its cost;
+// ok is false for any other s.
+func wholeNumber(s string) (v float64, ok bool) {
+	if len(s) == 0 || len(s) > 15 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return 0, false
+		}
+		n = n*10 + int64(s[i]-'0')
+	}
+	return float64(n), true
 }
 
 // validDate reports whether v is a date of format (code list 2379) as
