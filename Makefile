@@ -72,6 +72,7 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=5000x ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzReadCheckpoints$$' -fuzztime=20000x ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzInspectJSON$$' -fuzztime=20000x ./cmd/lazaret
+	$(GO) test -run='^$$' -fuzz='^FuzzTableWriter$$' -fuzztime=20000x ./cmd/lazaret
 
 # Every target's committed seed corpus (testdata/fuzz/<Target>/) is the
 # seeds Lazaret makes itself (fixtures, hand-written cases), written from
@@ -85,6 +86,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZTIME) ./tiff
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZTIME) ./edifact
+	$(GO) test -run='^$$' -fuzz='^FuzzParseSegments$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=$(FUZZTIME) ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzReadICC$$' -fuzztime=$(FUZZTIME) ./tiff
 	$(GO) test -run='^$$' -fuzz='^FuzzRegistryFiles$$' -fuzztime=$(FUZZTIME) ./validate
@@ -100,6 +102,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=$(FUZZTIME) ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzReadCheckpoints$$' -fuzztime=$(FUZZTIME) ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzInspectJSON$$' -fuzztime=$(FUZZTIME) ./cmd/lazaret
+	$(GO) test -run='^$$' -fuzz='^FuzzTableWriter$$' -fuzztime=$(FUZZTIME) ./cmd/lazaret
 	$(GO) test -run='^$$' -fuzz='^FuzzInflateBackends$$' -fuzztime=$(FUZZTIME) -tags zlib ./tiff
 
 soak:

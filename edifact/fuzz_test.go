@@ -3,6 +3,7 @@ package edifact_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -105,4 +106,60 @@ func FuzzRoundTrip(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzParseSegments: the segments ParseSegments hands to onSegment are
+// those Parse's messages yield, value for value, the messages those Parse
+// hands over with as many segments, and the verdict Parse's.
+func FuzzParseSegments(f *testing.F) {
+	seeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lim := edifact.Limits{MaxSegmentBytes: 4096}
+		var want [][]string // every message's segments, from Parse
+		icWant, errWant := edifact.Parse(bytes.NewReader(data), lim, func(m *edifact.Message) error {
+			var segs []string
+			for _, s := range m.All() {
+				segs = append(segs, segmentText(s))
+			}
+			want = append(want, segs)
+			return nil
+		})
+		var seen []string // what onSegment saw of the message being read
+		n := 0
+		icGot, errGot := edifact.ParseSegments(bytes.NewReader(data), lim, func(m *edifact.Message, i int, s *edifact.Segment) {
+			if i != len(seen) {
+				t.Fatalf("message %s: segment %d after %d", m.Ref, i, len(seen))
+			}
+			seen = append(seen, segmentText(s))
+		}, func(m *edifact.Message) error {
+			if n >= len(want) {
+				t.Fatalf("message %s: Parse handed over %d messages", m.Ref, len(want))
+			}
+			if m.Len() != len(seen) || m.Len() != len(want[n]) {
+				t.Fatalf("message %s: Len %d, %d segments seen, Parse's has %d", m.Ref, m.Len(), len(seen), len(want[n]))
+			}
+			for i := range seen {
+				if seen[i] != want[n][i] {
+					t.Fatalf("message %s segment %d:\nonSegment %s\nParse     %s", m.Ref, i, seen[i], want[n][i])
+				}
+			}
+			seen, n = seen[:0], n+1
+			return nil
+		})
+		if fmt.Sprint(errGot) != fmt.Sprint(errWant) || n != len(want) || icGot.Messages != icWant.Messages {
+			t.Fatalf("ParseSegments: %v, %d messages; Parse: %v, %d", errGot, n, errWant, len(want))
+		}
+	})
+}
+
+// segmentText is everything s says about itself: tag, position, bytes,
+// the byte outside the repertoire, and every value with its position.
+func segmentText(s *edifact.Segment) string {
+	off, c, bad := s.BadByte()
+	b := fmt.Appendf(nil, "%s %d %d %q %d %d %v %d |", s.Tag, s.Offset, s.Index, s.Raw(), off, c, bad, s.Elements())
+	for i := range s.ValueCount() {
+		e, comp, r, o, v := s.ValueAt(i, nil)
+		b = fmt.Appendf(b, " %d:%d:%d@%d=%q", e, comp, r, o, v)
+	}
+	return string(b)
 }

@@ -86,6 +86,9 @@ func (m *Message) All() func(yield func(int, *Segment) bool) {
 			}
 			return
 		}
+		if m.st.counted {
+			panic(errNotKept)
+		}
 		sc := m.st.iter
 		if sc == nil || !sc.busy.CompareAndSwap(false, true) {
 			sc = new(segScratch) // a nested iteration, or another goroutine's
@@ -101,6 +104,10 @@ func (m *Message) All() func(yield func(int, *Segment) bool) {
 	}
 }
 
+// errNotKept is the panic of a look at the segments ParseSegments did not
+// keep.
+const errNotKept = "edifact: the segments of a message from ParseSegments are not kept"
+
 // Segment is segment i (0-based; UNH is 0), rebuilt for the call: use All
 // to go through them. Its bytes are valid as long as the message's.
 func (m *Message) Segment(i int) *Segment {
@@ -109,6 +116,9 @@ func (m *Message) Segment(i int) *Segment {
 	}
 	if i < 0 || i >= m.st.n {
 		panic("edifact: Message.Segment index out of range")
+	}
+	if m.st.counted {
+		panic(errNotKept)
 	}
 	s := new(Segment)
 	var scratch []byte
@@ -136,6 +146,10 @@ func (m *Message) Clone() *Message {
 	if m.Charset != nil {
 		cs := *m.Charset
 		c.Charset = &cs
+	}
+	if m.st != nil && m.st.counted {
+		c.st = &store{counted: true, n: m.st.n, index: m.st.index}
+		return &c
 	}
 	if m.st != nil {
 		c.st = m.st.clone()
@@ -174,11 +188,29 @@ type CharsetIssue struct {
 // an otherwise sound envelope is an *UnsupportedError returned with the
 // filled Interchange.
 func Parse(r io.Reader, lim Limits, onMessage func(*Message) error) (*Interchange, error) {
+	return ParseSegments(r, lim, nil, onMessage)
+}
+
+// ParseSegments is Parse for a caller that looks at every segment of a
+// message as it is read: it calls onSegment with each, UNH (i = 0) to UNT,
+// then onMessage with the message, whose segments it does not keep (Len
+// counts them; All and Segment panic). m is the message being read, its
+// header set; s is the segment Parse's message would yield at i, field for
+// field, and is valid until onSegment returns. The limits on a message
+// (Limits.MaxMessageSegments, MaxMessageBytes) apply as though its
+// segments were kept, with the same errors. A message the parse stops
+// inside is never handed to onMessage, though its segments were to
+// onSegment. With onMessage nil, onSegment is not called.
+func ParseSegments(r io.Reader, lim Limits, onSegment func(m *Message, i int, s *Segment), onMessage func(*Message) error) (*Interchange, error) {
 	lim = lim.withDefaults()
 	rd := NewReader(r, lim)
 	rd.countOnly = onMessage == nil // no one reads a message's components
-	p := &parser{rd: rd, lim: lim, onMessage: onMessage, ic: &Interchange{}}
+	if onMessage == nil {
+		onSegment = nil
+	}
+	p := &parser{rd: rd, lim: lim, onMessage: onMessage, onSegment: onSegment, ic: &Interchange{}}
 	p.st.tags, p.st.iter, p.msg.st = rd.tags, new(segScratch), &p.st
+	p.st.counted = onSegment != nil
 	err := p.run()
 	if err != nil && p.inMsg {
 		open := p.msg.Header()
@@ -196,6 +228,7 @@ type parser struct {
 	rd        *Reader
 	lim       Limits
 	onMessage func(*Message) error
+	onSegment func(*Message, int, *Segment)
 	ic        *Interchange
 
 	msg       Message
@@ -711,6 +744,9 @@ func (p *parser) keep(s *Segment) error {
 	p.st.add(s)
 	if p.st.retained() > p.lim.MaxMessageBytes {
 		return p.fail(s, CodeUnspecified, 0, 0, ErrMessageTooLarge, "message %s would keep more than %d bytes with this segment", p.msg.Ref, p.lim.MaxMessageBytes)
+	}
+	if p.onSegment != nil {
+		p.onSegment(&p.msg, p.st.n-1, s)
 	}
 	return nil
 }

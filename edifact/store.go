@@ -35,6 +35,9 @@ type store struct {
 	holes []holeMark
 	extra int64 // what bases, bad and holes hold
 	iter  *segScratch
+	// counted: the segments are counted, as what keeping them would
+	// cost, and not kept (see ParseSegments).
+	counted bool
 }
 
 // segScratch is what Message.All rebuilds segments into, kept with the
@@ -124,6 +127,10 @@ func (st *store) add(s *Segment) {
 		st.bases = append(st.bases, base{seg: st.n, at: s.Offset})
 		st.extra += baseBytes
 	}
+	if st.counted {
+		st.count(s)
+		return
+	}
 	if s.bad >= 0 {
 		st.bad = append(st.bad, mark{seg: st.n, at: s.bad})
 		st.extra += markBytes
@@ -178,6 +185,26 @@ func (st *store) add(s *Segment) {
 		st.recs = append(st.recs, make([]record, recChunk))
 	}
 	st.recs[k][o] = record{raw: st.nraw, words: st.nword, off: uint32(s.Offset - st.bases[len(st.bases)-1].at)}
+	st.n++
+}
+
+// count is add for a store that keeps nothing: what keeping s would
+// cost is counted all the same.
+func (st *store) count(s *Segment) {
+	if s.bad >= 0 {
+		st.extra += markBytes
+	}
+	if len(s.holes) > 0 {
+		st.extra += holeBytes + 4*int64(len(s.holes))
+	}
+	st.nraw += uint32(len(s.raw))
+	for i := range s.spans {
+		if l := uint32(s.spans[i].end - s.spans[i].start); l < longWord {
+			st.nword++
+		} else {
+			st.nword += 3
+		}
+	}
 	st.n++
 }
 

@@ -43,6 +43,20 @@ func (s *Segment) ValueBytes(e, c int, buf []byte) []byte {
 	if !ok {
 		return nil
 	}
+	return s.unescaped(sp, buf)
+}
+
+// ValueBytesOffset is ValueBytes and ValueOffset of one value, found once.
+func (s *Segment) ValueBytesOffset(e, c int, buf []byte) ([]byte, int64) {
+	sp, ok := s.find(e, c)
+	if !ok {
+		return nil, s.Offset
+	}
+	return s.unescaped(sp, buf), s.inputOffset(sp.start)
+}
+
+// unescaped is the bytes of sp, as ValueBytes returns them.
+func (s *Segment) unescaped(sp span, buf []byte) []byte {
 	raw := s.raw[sp.start:sp.end:sp.end]
 	if !sp.escaped() {
 		return raw

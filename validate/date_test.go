@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,4 +102,27 @@ func FuzzValidDate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWholeNumberIsParseFloat: wholeNumber reads what it takes as
+// strconv.ParseFloat does, and takes nothing it would read otherwise.
+func TestWholeNumberIsParseFloat(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"0", "7", "24000", "0012", "999999999999999", "1000000000000000", "9999999999999999",
+		"", "-1", "+1", "1.5", "1,5", "1e3", " 1", "1 ", "0x10", "١", "12a", "Inf", "NaN"} {
+		v, ok := wholeNumber(s)
+		want, err := strconv.ParseFloat(s, 64)
+		if ok && (err != nil || v != want) {
+			t.Errorf("wholeNumber(%q) = %v, ParseFloat %v %v", s, v, want, err)
+		}
+		if digits := strings.Trim(s, "0123456789") == "" && s != ""; ok != (digits && len(s) <= 15) {
+			t.Errorf("wholeNumber(%q) ok = %v", s, ok)
+		}
+	}
+	for n := int64(1); n > 0 && n < 1e15; n = n*7 + 3 {
+		s := strconv.FormatInt(n, 10)
+		if v, ok := wholeNumber(s); !ok || v != float64(n) {
+			t.Errorf("wholeNumber(%q) = %v, %v", s, v, ok)
+		}
+	}
 }

@@ -213,17 +213,38 @@ func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warning
 	defer mc.release()
 	// One pass over the segments: the view takes what the rules below
 	// need, the directory checks each segment as it goes by.
-	dirWarnings, checkDir := mc.beginDirectory(m, rules.Directory)
-	vs := &mc.view
-	vs.begin(m)
+	mc.begin(m, rules)
 	for i, s := range m.All() {
-		vs.add(i, s)
-		if checkDir {
-			mc.checker.Segment(i, s)
-		}
+		mc.segment(i, s)
 	}
+	return mc.end(m, regs, rules)
+}
+
+// begin starts the check of m (its header: its segments follow).
+func (mc *messageCheck) begin(m *edifact.Message, rules EDIRules) {
+	mc.dirWarnings, mc.checkDir = mc.beginDirectory(m, rules.Directory)
+	mc.view.begin(m)
+}
+
+// segment takes s, segment i (0-based) of the message begun, into the
+// view and through the directory's check.
+func (mc *messageCheck) segment(i int, s *edifact.Segment) {
+	if i == 1 {
+		mc.second = s.Offset
+	}
+	mc.view.add(i, s)
+	if mc.checkDir {
+		mc.checker.Segment(i, s)
+	}
+}
+
+// end applies the rules to the message begun, its segments all taken, and
+// returns what CheckMessage returns.
+func (mc *messageCheck) end(m *edifact.Message, regs *Registries, rules EDIRules) (warnings []Warning, err error) {
+	vs := &mc.view
 	vs.end()
-	if checkDir {
+	dirWarnings := mc.dirWarnings
+	if mc.checkDir {
 		mc.checker.End()
 		dirWarnings = mc.dir.end()
 	}
@@ -245,7 +266,7 @@ func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warning
 	if v.Document == nil && !messagesWithoutBGM[m.Type] {
 		f := Field{Segment: 2, Tag: "BGM", Offset: m.Offset}
 		if m.Len() > 1 {
-			f.Offset = m.Segment(1).Offset
+			f.Offset = mc.second
 		}
 		add(f, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "", "mandatory BGM (beginning of message) missing")
 	}
@@ -426,20 +447,31 @@ type messageCheck struct {
 	checker directory.Checker
 	recent  recentDirs
 	rejects []*RuleError // the message's rejected directory findings
+	// What beginDirectory said of the message being checked.
+	dirWarnings []Warning
+	checkDir    bool
+	second      int64 // the offset of the message's second segment
 }
 
 var messageChecks = sync.Pool{New: func() any {
 	mc := new(messageCheck)
+	mc.view.reuse = true
 	mc.dir.wantedFunc, mc.dir.reportFunc = mc.dir.wanted, mc.dir.report
 	return mc
 }}
 
 func (mc *messageCheck) release() {
+	mc.reset()
+	messageChecks.Put(mc)
+}
+
+// reset readies mc for the next message.
+func (mc *messageCheck) reset() {
 	mc.view.reset()
 	mc.dir.reset()
 	clear(mc.rejects)
 	mc.rejects = mc.rejects[:0]
-	messageChecks.Put(mc)
+	mc.dirWarnings, mc.checkDir, mc.second = nil, false, 0
 }
 
 // beginDirectory starts the check of m against its release's message
@@ -655,9 +687,12 @@ func sizeLimits(code string) (floor, ceil float64, ok bool) {
 }
 
 func massKg(unit, value string) (float64, error) {
-	v, err := strconv.ParseFloat(strings.Replace(value, ",", ".", 1), 64)
-	if err != nil {
-		return 0, fmt.Errorf("value %q is not a number", value)
+	v, ok := wholeNumber(value)
+	if !ok {
+		var err error
+		if v, err = strconv.ParseFloat(strings.Replace(value, ",", ".", 1), 64); err != nil {
+			return 0, fmt.Errorf("value %q is not a number", value)
+		}
 	}
 	switch unit {
 	case "KGM":
@@ -668,6 +703,23 @@ func massKg(unit, value string) (float64, error) {
 		return v * 1000, nil
 	}
 	return 0, fmt.Errorf("unit %q is not KGM, LBR or TNE", unit)
+}
+
+// wholeNumber is the value of s when it is 1 to 15 digits, as
+// strconv.ParseFloat reads it (exactly: below 2^53), without its cost;
+// ok is false for any other s.
+func wholeNumber(s string) (v float64, ok bool) {
+	if len(s) == 0 || len(s) > 15 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return 0, false
+		}
+		n = n*10 + int64(s[i]-'0')
+	}
+	return float64(n), true
 }
 
 // validDate reports whether v is a date of format (code list 2379) as

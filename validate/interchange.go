@@ -51,6 +51,7 @@ type InterchangeResult struct {
 	reread bool       // they did not: EachMessage reads the file again
 	// chunks is the digest of every chunk of verdicts (see chunker): the
 	// second read must find the same, or the file changed in between.
+	// Taken only once the verdicts do not fit the budget.
 	chunks [][sha256.Size]byte
 	// plain holds the plainness of the i-th message checked in bits 2i
 	// and 2i+1: the second read hands a plain verdict over without
@@ -141,11 +142,28 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 	var structural error
 	var retained int64
 	var ch chunker
-	sha, ic, perr, err := readInterchange(ctx, f, size, path, func(m *edifact.Message) error {
+	// Each message is checked as it is read, a segment at a time (see
+	// edifact.ParseSegments), and its verdict reached once it is whole.
+	mc := messageChecks.Get().(*messageCheck)
+	defer mc.release()
+	checking := false // the message being read is one to check
+	onSegment := func(m *edifact.Message, i int, s *edifact.Segment) {
+		if i == 0 {
+			mc.reset() // of what the message before left, or one the parse stopped inside
+			if checking = only == "" || m.Ref == only; checking {
+				mc.begin(m, rules)
+			}
+		}
+		if checking {
+			mc.segment(i, s)
+		}
+	}
+	sha, ic, perr, err := readInterchange(ctx, f, size, path, onSegment, func(m *edifact.Message) error {
 		if only != "" && m.Ref != only {
 			return nil
 		}
-		v, text := checkOne(m, regs, rules)
+		warns, cerr := mc.end(m, regs, rules)
+		v, text := verdictOf(m, warns, cerr)
 		res.setPlain(res.Checked, plainnessOf(&v))
 		res.Checked++
 		if v.Err != nil {
@@ -157,13 +175,27 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 					Agency: strings.Clone(m.Agency), Offset: m.Offset, Number: m.Number}
 			}
 		}
-		if ch.add(&v, text) {
-			res.chunks = append(res.chunks, ch.sum())
-		}
-		if !res.reread {
-			if retained += res.kept.add(&v, text); retained > budget {
-				res.kept, res.reread = verdictLog{}, true // from here on, only digests
+		if res.reread {
+			if ch.add(&v, text) {
+				res.chunks = append(res.chunks, ch.sum())
 			}
+			return nil
+		}
+		if retained += res.kept.add(&v, text); retained > budget {
+			// Only a second read needs the digests: those of the verdicts
+			// kept so far are taken now, from the log, as they would have
+			// been from the verdicts themselves.
+			res.kept.each(func(k MessageResult) error {
+				var text string
+				if k.Err != nil {
+					text = k.Err.Error()
+				}
+				if ch.add(&k, text) {
+					res.chunks = append(res.chunks, ch.sum())
+				}
+				return nil
+			})
+			res.kept, res.reread = verdictLog{}, true // from here on, only digests
 		}
 		return nil
 	})
@@ -265,7 +297,7 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 		chunk++
 		return nil
 	}
-	sha, _, perr, err := readInterchange(ctx, f, size, r.src.String(), func(m *edifact.Message) error {
+	sha, _, perr, err := readInterchange(ctx, f, size, r.src.String(), nil, func(m *edifact.Message) error {
 		if r.only != "" && m.Ref != r.only {
 			return nil
 		}
@@ -317,16 +349,18 @@ func (r *InterchangeResult) changed(format string, args ...any) error {
 	return &StageError{StageOpen, fmt.Errorf("%s changed between the two reads: %s: %w", r.src.String(), fmt.Sprintf(format, args...), ErrFileChanged)}
 }
 
-// readInterchange parses the size bytes of f, calling each for every
-// message, and hashes them all (past an early syntax error too). err is
-// what is not a verdict on the data: the context ended, the storage
-// failed, or the file grew or shrank while it was read; perr is the
-// parse's verdict.
-func readInterchange(ctx context.Context, f *os.File, size int64, path string, each func(*edifact.Message) error) (sha string, ic *edifact.Interchange, perr, err error) {
+// readInterchange parses the size bytes of f, calling onSegment (when not
+// nil) for every segment of a message and each for every message (see
+// edifact.ParseSegments), and hashes them all (past an early syntax error
+// too). err is what is not a verdict on the data: the context ended, the
+// storage failed, or the file grew or shrank while it was read; perr is
+// the parse's verdict.
+func readInterchange(ctx context.Context, f *os.File, size int64, path string, onSegment func(*edifact.Message, int, *edifact.Segment),
+	each func(*edifact.Message) error) (sha string, ic *edifact.Interchange, perr, err error) {
 	h := sha256.New()
 	counted := &countingReader{r: io.LimitReader(f, size)}
 	tee := &ctxReader{ctx: ctx, r: io.TeeReader(counted, h)}
-	ic, perr = edifact.Parse(tee, edifact.Limits{}, each)
+	ic, perr = edifact.ParseSegments(tee, edifact.Limits{}, onSegment, each)
 	if tee.err != nil {
 		return "", ic, perr, tee.err
 	}
@@ -347,6 +381,12 @@ func readInterchange(ctx context.Context, f *os.File, size int64, path string, e
 // when it passes).
 func checkOne(m *edifact.Message, regs *Registries, rules EDIRules) (MessageResult, string) {
 	warns, err := CheckMessage(m, regs, rules)
+	return verdictOf(m, warns, err)
+}
+
+// verdictOf is the verdict on m of the rules that returned warns and err
+// (see checkOne).
+func verdictOf(m *edifact.Message, warns []Warning, err error) (MessageResult, string) {
 	v := MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset, Warnings: warns, Err: err}
 	if err == nil {
 		return v, ""

@@ -1,7 +1,7 @@
 package validate
 
 import (
-	"strings"
+	"unsafe"
 
 	"github.com/lazaret/lazaret/edifact"
 )
@@ -75,8 +75,7 @@ type MessageView struct {
 }
 
 // ViewOf extracts the view of a message. Its values are cut from one
-// buffer per message (a strings.Builder never changes what it has
-// written), not allocated one by one.
+// buffer per message (see viewText), not allocated one by one.
 func ViewOf(m *edifact.Message) *MessageView {
 	var vs viewScratch
 	vs.begin(m)
@@ -89,12 +88,16 @@ func ViewOf(m *edifact.Message) *MessageView {
 
 // viewScratch is a view and the containers it points to, which
 // CheckMessage reuses from message to message (see messageCheck).
+// CheckMessage keeps none of the view's values past its return (what it
+// reports is formatted anew), so its viewScratch reuses their bytes too
+// (reuse); ViewOf's hands its view over and does not.
 type viewScratch struct {
 	v       MessageView
 	doc     Field
 	eqs     []Equipment // v.Equipment points into it
 	t       viewText    // the values of the message being read
 	current *Equipment  // the container the segments being read follow
+	reuse   bool        // the next message's values overwrite this one's
 }
 
 // begin starts the view of m, reusing what vs holds; add then takes each
@@ -104,15 +107,19 @@ func (vs *viewScratch) begin(m *edifact.Message) {
 	*v = MessageView{Ref: m.Ref, Type: m.Type, Offset: m.Offset, Parties: v.Parties[:0], Locations: v.Locations[:0],
 		Equipment: v.Equipment[:0], Weights: v.Weights[:0], HSCodes: v.HSCodes[:0], Dates: v.Dates[:0]}
 	vs.eqs = vs.eqs[:0]
-	vs.t.b = strings.Builder{} // the last message's values stay with its strings
-	vs.t.b.Grow(128)           // the values of a typical IFTMIN or VERMAS
+	if vs.reuse {
+		vs.t.b = vs.t.b[:0]
+	} else {
+		vs.t.b = make([]byte, 0, 128) // the values of a typical IFTMIN or VERMAS
+	}
 	vs.current = nil
 }
 
 // field is value e:c of s, segment i (0-based) of the message, with its
 // position.
 func (vs *viewScratch) field(i int, s *edifact.Segment, e, c int) Field {
-	return Field{Value: vs.t.value(s, e, c), Segment: i + 1, Tag: s.Tag, Element: e, Component: c, Offset: s.ValueOffset(e, c)}
+	b, off := s.ValueBytesOffset(e, c, vs.t.esc)
+	return Field{Value: vs.t.str(b), Segment: i + 1, Tag: s.Tag, Element: e, Component: c, Offset: off}
 }
 
 // add takes s, segment i (0-based) of the message, into the view.
@@ -175,22 +182,33 @@ func (vs *viewScratch) reset() {
 		vs.eqs[i] = Equipment{VGM: vs.eqs[i].VGM[:0]}
 	}
 	vs.doc = Field{}
-	vs.t.b, vs.current = strings.Builder{}, nil
+	vs.current = nil
+	if !vs.reuse {
+		vs.t.b = nil // the last message's values stay with its strings
+	}
 }
 
-// viewText holds the values of one message's view end to end.
+// viewText holds the values of one message's view end to end. A value
+// is a string of bytes b holds: bytes appended later never move them
+// (a b that grows is a new array, the old one stays as it is), so they
+// stay as they are until begin hands b over again to a viewScratch that
+// reuses it.
 type viewText struct {
-	b   strings.Builder
+	b   []byte
 	esc []byte // a value with release characters, unescaped
 }
 
 // value is s.Value(e, c), cut from t.
 func (t *viewText) value(s *edifact.Segment, e, c int) string {
-	b := s.ValueBytes(e, c, t.esc)
+	return t.str(s.ValueBytes(e, c, t.esc))
+}
+
+// str is b, cut from t.
+func (t *viewText) str(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	n := t.b.Len()
-	t.b.Write(b)
-	return t.b.String()[n:]
+	n := len(t.b)
+	t.b = append(t.b, b...)
+	return unsafe.String(&t.b[n], len(b))
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
@@ -82,21 +81,37 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 		// The same worker execute that routes a task, minus the queue and the
 		// ledger: the verdict is where a first attempt would be routed.
 		w := cfg.worker(nil, nil, cfg.logger(stderr))
+		// JSON lines that are printable ASCII, as nearly all are, need
+		// nothing of the safeWriter beneath stdout (see termsafe.go): they
+		// go to the writer beneath it, the others through safeText, a line
+		// at a time (a line is whole UTF-8 and ends in a newline, so the
+		// bytes are those the safeWriter would write).
+		safe, bypass := stdout.(*safeWriter)
+		bypass = bypass && *asJSON
+		if bypass {
+			stdout = rawWriter(safe)
+		}
 		out := bufio.NewWriterSize(stdout, 64<<10)
 		defer out.Flush()
-		var tw *tabwriter.Writer
+		var tw *tableWriter
 		if !*asJSON {
-			tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+			tw = newTableWriter(out)
 			fmt.Fprintln(tw, "FILE\tVERDICT\tCLASS\tCODE\tWHERE\tOFFSET\tPUID\tMESSAGE")
 		}
 		var line []byte // one JSON line or table row, reused
+		var jw jsonWriter
 		failed, rows := 0, 0
 		emit := func(r inspectResult) error {
 			if r.Verdict != string(premis.Accepted) {
 				failed++
 			}
 			if *asJSON {
-				line = r.appendJSON(line[:0])
+				jw.dirty = false
+				line = jw.append(line[:0], &r)
+				if bypass && jw.dirty {
+					_, err := out.WriteString(safeText(string(line)))
+					return err
+				}
 				_, err := out.Write(line)
 				return err
 			}
@@ -104,8 +119,8 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 			if _, err := tw.Write(line); err != nil {
 				return err
 			}
-			// A tabwriter holds its rows until it is flushed: an interchange
-			// of any size is printed in blocks, each aligned on its own.
+			// A table holds its rows until it is flushed: an interchange of
+			// any size is printed in blocks, each aligned on its own.
 			if rows++; rows%tableBlock == 0 {
 				return tw.Flush()
 			}

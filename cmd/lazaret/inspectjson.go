@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"strconv"
+	"unsafe"
 
 	"github.com/lazaret/lazaret/tiff"
 )
@@ -15,22 +16,79 @@ import (
 // and TestInspectJSONCoversEveryField fails when a field added to
 // inspectResult (or tiff.Warning) is not written here too.
 func (r *inspectResult) appendJSON(b []byte) []byte {
+	var w jsonWriter
+	return w.append(b, r)
+}
+
+// jsonWriter writes inspect's JSON lines (see appendJSON), remembering how
+// the last few long strings it quoted came out: a file name, a SHA-256 and
+// a warning's text repeat on every line of an interchange, and are copied
+// rather than looked at again. It notes whether what it wrote since
+// clean was last reset is all printable ASCII (see clean in termsafe.go).
+type jsonWriter struct {
+	recent [8]quoted
+	next   int  // the entry of recent a new string replaces
+	dirty  bool // a string came out with a byte clean refuses
+}
+
+// quoted is a string as appendJSONString wrote it. A string's bytes never
+// change: one with the same data and length is the same string.
+type quoted struct {
+	p     *byte
+	n     int
+	q     []byte
+	dirty bool
+}
+
+// minRecent is the shortest string jsonWriter looks for in recent: a
+// shorter one is quicker to look at again.
+const minRecent = 24
+
+// str appends s quoted as appendJSONString does.
+func (w *jsonWriter) str(b []byte, s string) []byte {
+	if len(s) < minRecent {
+		b, ok := appendJSONStringPlain(b, s)
+		if !ok {
+			at := len(b)
+			b = appendJSONString(b, s)
+			w.dirty = w.dirty || !clean(b[at:])
+		}
+		return b
+	}
+	p := unsafe.StringData(s)
+	for i := range w.recent {
+		if q := &w.recent[i]; q.p == p && q.n == len(s) {
+			w.dirty = w.dirty || q.dirty
+			return append(b, q.q...)
+		}
+	}
+	at := len(b)
+	b = appendJSONString(b, s)
+	q := &w.recent[w.next]
+	w.next = (w.next + 1) % len(w.recent)
+	q.p, q.n, q.q, q.dirty = p, len(s), append(q.q[:0], b[at:]...), !clean(b[at:])
+	w.dirty = w.dirty || q.dirty
+	return b
+}
+
+// append appends r as appendJSON does.
+func (w *jsonWriter) append(b []byte, r *inspectResult) []byte {
 	b = append(b, `{"file":`...)
-	b = appendJSONString(b, r.File)
+	b = w.str(b, r.File)
 	if r.ObjectID != "" {
 		b = append(b, `,"object_id":`...)
-		b = appendJSONString(b, r.ObjectID)
+		b = w.str(b, r.ObjectID)
 	}
 	b = append(b, `,"kind":`...)
-	b = appendJSONString(b, r.Kind)
+	b = w.str(b, r.Kind)
 	b = append(b, `,"verdict":`...)
-	b = appendJSONString(b, r.Verdict)
+	b = w.str(b, r.Verdict)
 	b = append(b, `,"class":`...)
-	b = appendJSONString(b, r.Class)
+	b = w.str(b, r.Class)
 	b = append(b, `,"code":`...)
-	b = appendJSONString(b, r.Code)
+	b = w.str(b, r.Code)
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, r.Message)
+	b = w.str(b, r.Message)
 	b = append(b, `,"offset":`...)
 	if r.Offset != nil {
 		b = strconv.AppendInt(b, *r.Offset, 10)
@@ -45,7 +103,7 @@ func (r *inspectResult) appendJSON(b []byte) []byte {
 	}
 	if r.Tag != "" {
 		b = append(b, `,"tag":`...)
-		b = appendJSONString(b, r.Tag)
+		b = w.str(b, r.Tag)
 	}
 	b = append(b, `,"segment":`...)
 	b = strconv.AppendInt(b, int64(r.Segment), 10)
@@ -55,51 +113,51 @@ func (r *inspectResult) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(r.Component), 10)
 	if r.MessageRef != "" {
 		b = append(b, `,"message_ref":`...)
-		b = appendJSONString(b, r.MessageRef)
+		b = w.str(b, r.MessageRef)
 	}
 	if r.MessageType != "" {
 		b = append(b, `,"message_type":`...)
-		b = appendJSONString(b, r.MessageType)
+		b = w.str(b, r.MessageType)
 	}
 	b = append(b, `,"puid":`...)
-	b = appendJSONString(b, r.PUID)
+	b = w.str(b, r.PUID)
 	b = append(b, `,"computed_sha256":`...)
-	b = appendJSONString(b, r.SHA256)
+	b = w.str(b, r.SHA256)
 	b = append(b, `,"computed_size":`...)
 	b = strconv.AppendInt(b, r.Size, 10)
 	b = append(b, `,"pages":`...)
 	b = strconv.AppendInt(b, int64(r.Pages), 10)
 	b = append(b, `,"warnings":`...)
-	b = appendJSONWarnings(b, r.Warnings)
+	b = w.warnings(b, r.Warnings)
 	return append(b, "}\n"...)
 }
 
-// appendJSONWarnings appends ws as encoding/json writes a []tiff.Warning.
-func appendJSONWarnings(b []byte, ws []tiff.Warning) []byte {
+// warnings appends ws as encoding/json writes a []tiff.Warning.
+func (w *jsonWriter) warnings(b []byte, ws []tiff.Warning) []byte {
 	if ws == nil {
 		return append(b, "null"...)
 	}
 	b = append(b, '[')
 	for i := range ws {
-		w := &ws[i]
+		x := &ws[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"code":`...)
-		b = appendJSONString(b, w.Code)
+		b = w.str(b, x.Code)
 		b = append(b, `,"message":`...)
-		b = appendJSONString(b, w.Message)
-		if w.Page != nil {
+		b = w.str(b, x.Message)
+		if x.Page != nil {
 			b = append(b, `,"page":`...)
-			b = strconv.AppendInt(b, int64(*w.Page), 10)
+			b = strconv.AppendInt(b, int64(*x.Page), 10)
 		}
-		if w.Path != "" {
+		if x.Path != "" {
 			b = append(b, `,"path":`...)
-			b = appendJSONString(b, w.Path)
+			b = w.str(b, x.Path)
 		}
-		if w.Offset != nil {
+		if x.Offset != nil {
 			b = append(b, `,"offset":`...)
-			b = strconv.AppendInt(b, *w.Offset, 10)
+			b = strconv.AppendInt(b, *x.Offset, 10)
 		}
 		b = append(b, '}')
 	}
@@ -112,13 +170,32 @@ func appendJSONWarnings(b []byte, ws []tiff.Warning) []byte {
 // itself, so that escapes, invalid UTF-8 and U+2028 come out as it writes
 // them.
 func appendJSONString(b []byte, s string) []byte {
+	if b, ok := appendJSONStringPlain(b, s); ok {
+		return b
+	}
+	q, _ := json.Marshal(s) // a string always marshals
+	return append(b, q...)
+}
+
+// appendJSONStringPlain appends s quoted when it needs no escape (see
+// appendJSONString) and reports whether it did.
+func appendJSONStringPlain(b []byte, s string) ([]byte, bool) {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
+		if !jsonPlain[s[i]] {
+			return b, false
 		}
 	}
 	b = append(b, '"')
 	b = append(b, s...)
-	return append(b, '"')
+	return append(b, '"'), true
 }
+
+// jsonPlain holds the bytes encoding/json writes as they are: printable
+// ASCII but the quote, the backslash and the HTML characters.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'], t['<'], t['>'], t['&'] = false, false, false, false, false
+	return t
+}()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lazaret/lazaret/internal/testenv"
@@ -42,6 +43,35 @@ func TestInspectJSONIsEncodingJSON(t *testing.T) {
 		got, want := r.appendJSON(nil), encodingJSON(t, &r)
 		if !bytes.Equal(got, want) {
 			t.Errorf("appendJSON:\n%s\nencoding/json:\n%s", got, want)
+		}
+	}
+}
+
+// TestJSONWriterRemembers: a jsonWriter that has quoted a long string
+// before writes it again as encoding/json does, whatever came in between,
+// and says whether a line holds a byte clean refuses.
+func TestJSONWriterRemembers(t *testing.T) {
+	t.Parallel()
+	off := int64(7)
+	long := strings.Repeat("/tmp/lazaret-bench-50mb.edi", 2)
+	rs := []inspectResult{
+		{File: long, Kind: "edifact", Verdict: "accept", Offset: &off, MessageRef: "1", SHA256: strings.Repeat("9a", 32),
+			Warnings: []tiff.Warning{{Code: "edifact.directory.unknown", Message: "no message directory for VERMAS:D:16A:UN; only the envelope was checked"}}},
+		{File: long + " <&> \"x\" é \u202e \x1b[31m", Message: strings.Repeat("Zürich ", 5)},
+		{File: long[:30], Message: strings.Repeat("\xff", 30), Code: "\u2028 and a line separator"},
+	}
+	var w jsonWriter
+	for round := range 3 {
+		for i := range rs {
+			r := &rs[(i+round)%len(rs)]
+			w.dirty = false
+			got, want := w.append(nil, r), encodingJSON(t, r)
+			if !bytes.Equal(got, want) {
+				t.Errorf("round %d: jsonWriter:\n%s\nencoding/json:\n%s", round, got, want)
+			}
+			if w.dirty != !clean(got) {
+				t.Errorf("round %d: dirty %v for %q", round, w.dirty, got)
+			}
 		}
 	}
 }

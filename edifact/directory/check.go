@@ -519,8 +519,11 @@ func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, otherList 
 	}
 	switch sd.Rep {
 	case Code:
-		if n := utf8.RuneCount(v); n > MaxCodeLength {
-			c.add(TooLong, e, comp, off, "%d characters, longer than any coded element (%s) may be (an..%d)", n, name, MaxCodeLength)
+		// A value has no more runes than bytes: most need no count.
+		if len(v) > MaxCodeLength {
+			if n := utf8.RuneCount(v); n > MaxCodeLength {
+				c.add(TooLong, e, comp, off, "%d characters, longer than any coded element (%s) may be (an..%d)", n, name, MaxCodeLength)
+			}
 		}
 		if !otherList && !sd.Codes.Has(v) {
 			c.add(CodeUnknown, e, comp, off, "%q is not a code of %s", v, name)

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/lazaret/lazaret/internal/testenv"
+)
+
+// tabwriterTable is what a tabwriter.Writer with the table's layout writes
+// for blocks, each written row by row and flushed.
+func tabwriterTable(t testing.TB, blocks [][]string) []byte {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, tableMinWidth, tableTabWidth, tablePadding, tablePadChar, 0)
+	for _, rows := range blocks {
+		for _, r := range rows {
+			if _, err := tw.Write([]byte(r)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.Bytes()
+}
+
+func tableWriterTable(t testing.TB, blocks [][]string) []byte {
+	var b bytes.Buffer
+	tw := newTableWriter(&b)
+	for _, rows := range blocks {
+		for _, r := range rows {
+			if _, err := tw.Write([]byte(r)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.Bytes()
+}
+
+// TestTableWriterIsTabwriter: tableWriter writes inspect's table as
+// tabwriter does, byte for byte: plain blocks, wide runes and invalid
+// UTF-8, empty cells and blocks, and the blocks it leaves to tabwriter
+// (a row of other cells, tabwriter's special bytes, rows not written
+// whole).
+func TestTableWriterIsTabwriter(t *testing.T) {
+	t.Parallel()
+	header := "FILE\tVERDICT\tCLASS\tCODE\tWHERE\tOFFSET\tPUID\tMESSAGE\n"
+	row := func(cells ...string) string { return strings.Join(cells, "\t") + "\n" }
+	plain := []string{header,
+		row("/tmp/a.edi#1", "accept", "-", "-", "seg 1", "64", "-", "1 warning(s): no message directory"),
+		row("/tmp/a.edi#12", "quarantine", "semantic", "edifact.locode.unknown", "seg 5 el 2:1", "311", "-", "UN/LOCODE XXABC"),
+		row("", "", "", "", "", "", "", ""),
+		row("Zürich 北京 \xff\xfe", "a", "b", "c", "d", "e", "f", "\x1b[31m red \u202e"),
+		row("x", "y\r", "z", "", "", "-", "fmt/353", ""),
+	}
+	for name, blocks := range map[string][][]string{
+		"plain":            {plain},
+		"two blocks":       {plain, plain[1:3]},
+		"empty":            {{}},
+		"empty then rows":  {{}, plain},
+		"fewer cells":      {{header, "a\tb\n", row("1", "2", "3", "4", "5", "6", "7", "8")}},
+		"more cells":       {{header, row("1", "2", "3", "4", "5", "6", "7", "8", "9")}, plain},
+		"one cell":         {{header, "just text\n", row("1", "2", "3", "4", "5", "6", "7", "8")}},
+		"vertical tab":     {{header, row("1\v2", "2", "3", "4", "5", "6", "7", "8")}},
+		"form feed":        {{header, row("1", "2\f", "3", "4", "5", "6", "7", "8"), row("a", "b", "c", "d", "e", "f", "g", "h")}},
+		"escape":           {{header, row("\xff1\t2\xff", "2", "3", "4", "5", "6", "7")}, plain},
+		"split row":        {{header, "a\tb\tc\t", "d\te\tf\tg\th\n"}},
+		"two rows at once": {{header, row("1", "2", "3", "4", "5", "6", "7", "8") + row("a", "b", "c", "d", "e", "f", "g", "h")}},
+		"no newline":       {{header, "a\tb\tc\td\te\tf\tg\th"}},
+	} {
+		if got, want := tableWriterTable(t, blocks), tabwriterTable(t, blocks); !bytes.Equal(got, want) {
+			t.Errorf("%s: tableWriter:\n%q\ntabwriter:\n%q", name, got, want)
+		}
+	}
+}
+
+// FuzzTableWriter: any rows, in any blocks, come out of tableWriter as
+// tabwriter writes them.
+func FuzzTableWriter(f *testing.F) {
+	seeds := testenv.NewSeeds(f)
+	seeds.Add("a\tb\tc\td\te\tf\tg\th\n", "accept\tsemantic\t-\t-\tseg 1\t64\t-\tZürich\n", uint8(1))
+	seeds.Add("\xff\t\v\t\f", "x\ty\n\n", uint8(3))
+	f.Fuzz(func(t *testing.T, a, b string, cut uint8) {
+		rows := []string{a, b, a, b + a, strings.ReplaceAll(a, "\n", ""), b}
+		k := int(cut) % (len(rows) + 1)
+		blocks := [][]string{rows[:k], rows[k:]}
+		if got, want := tableWriterTable(t, blocks), tabwriterTable(t, blocks); !bytes.Equal(got, want) {
+			t.Errorf("tableWriter:\n%q\ntabwriter:\n%q", got, want)
+		}
+	})
+}
