@@ -57,6 +57,7 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzTIFF$$' -fuzztime=$(FUZZCOUNT) ./tiff
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZCOUNT) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZCOUNT) ./edifact
+	$(GO) test -run='^$$' -fuzz='^FuzzParseSegments$$' -fuzztime=20000x ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzParseManifest$$' -fuzztime=20000x ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzReadICC$$' -fuzztime=20000x ./tiff
 	$(GO) test -run='^$$' -fuzz='^FuzzRegistryFiles$$' -fuzztime=2000x ./validate
