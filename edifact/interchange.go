@@ -72,10 +72,12 @@ func (m *Message) Len() int {
 
 // All yields every segment with its 0-based position. Parse keeps a
 // message's segments compactly and rebuilds each one as All reaches it:
-// the *Segment yielded is valid until the next one or the end of the
-// iteration (Clone keeps it), its bytes as long as the message's. The
-// segment is rebuilt into memory the message keeps for the purpose, so
-// that going through a message allocates nothing.
+// the *Segment yielded, its Raw and what ValueBytes returns are valid
+// until the next segment or the end of the iteration (Clone keeps them).
+// Most segments' bytes are the message's own, but one that ran from one
+// read chunk into the next is copied into memory the next such segment
+// overwrites. The segment is rebuilt into memory the message keeps for
+// the purpose, so that going through a message allocates nothing.
 func (m *Message) All() func(yield func(int, *Segment) bool) {
 	return func(yield func(int, *Segment) bool) {
 		if m.st == nil {
