@@ -13,18 +13,19 @@ import (
 	"testing"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
 )
 
-// manyPagesRSSBound and manyPagesSeconds are what checking a master of
+// manyPagesRSSBound and manyPagesCPUSeconds are what checking a master of
 // 65,535 tiny pages may cost (tracker issue 24, item 6): memory follows
 // the structure walked at once, not the number of pages. Before, the walk
 // held every page's Page and a string per IFD for the loop check: 133 MB
 // for 65,535 pages.
 const (
-	manyPagesRSSBound = 64 << 20
-	manyPagesSeconds  = 5
+	manyPagesRSSBound   = 64 << 20
+	manyPagesCPUSeconds = 5
 )
 
 // TestManyPagesInBoundedMemory checks masters of 65,535 and 70,000 pages
@@ -32,7 +33,8 @@ const (
 // first is accepted with every page counted and checked, the second
 // refused at the IFD cap (Limits.MaxPages, 65,536 directories) on the
 // next-IFD pointer of its 65,536th page — and accepted under a policy
-// whose cap allows it; all under 64 MiB and 5 seconds.
+// whose cap allows it; all under 64 MiB and 5 seconds of CPU (a bound on
+// the work, not the machine's load: the wall-clock time is only logged).
 func TestManyPagesInBoundedMemory(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("peak RSS is read from /proc/self/status (Linux)")
@@ -73,8 +75,8 @@ func TestManyPagesInBoundedMemory(t *testing.T) {
 			if o.Err != "" {
 				verdict = o.Err
 			}
-			t.Logf("%d pages (%d bytes): %d counted, %d decoded; peak RSS %.1f MiB in %.2fs: %s",
-				tc.pages, fixtures.ManyPagesSize(tc.pages), o.Pages, o.Decoded, float64(rep.VmHWM)/(1<<20), rep.Seconds, verdict)
+			t.Logf("%d pages (%d bytes): %d counted, %d decoded; peak RSS %.1f MiB in %.2fs, %.2fs of CPU: %s",
+				tc.pages, fixtures.ManyPagesSize(tc.pages), o.Pages, o.Decoded, float64(rep.VmHWM)/(1<<20), rep.Seconds, rep.CPUSeconds, verdict)
 			switch {
 			case tc.code == "" && (o.Err != "" || o.Pages != tc.pages || o.Decoded != tc.pages):
 				t.Errorf("%s, %d pages, %d checked to the pixel data; want it accepted with all %d", verdict, o.Pages, o.Decoded, tc.pages)
@@ -84,8 +86,8 @@ func TestManyPagesInBoundedMemory(t *testing.T) {
 			if rep.VmHWM >= manyPagesRSSBound {
 				t.Errorf("peak RSS %d bytes (%.0f MiB), want under %d MiB", rep.VmHWM, float64(rep.VmHWM)/(1<<20), manyPagesRSSBound>>20)
 			}
-			if rep.Seconds >= manyPagesSeconds {
-				t.Errorf("%.1fs, want under %ds", rep.Seconds, manyPagesSeconds)
+			if rep.CPUSeconds >= manyPagesCPUSeconds && !testenv.Race {
+				t.Errorf("%.1fs of CPU, want under %ds", rep.CPUSeconds, manyPagesCPUSeconds)
 			}
 		})
 	}
@@ -182,12 +184,12 @@ func TestManySubIFDsInBoundedMemory(t *testing.T) {
 	}
 	rep := checkInChild(t, "tiff", path)
 	o := rep.Outcomes[0]
-	t.Logf("1 page, %d SubIFD images: %d checked; peak RSS %.1f MiB in %.2fs: %q", n, o.SubDecoded, float64(rep.VmHWM)/(1<<20), rep.Seconds, o.Err)
+	t.Logf("1 page, %d SubIFD images: %d checked; peak RSS %.1f MiB in %.2fs, %.2fs of CPU: %q", n, o.SubDecoded, float64(rep.VmHWM)/(1<<20), rep.Seconds, rep.CPUSeconds, o.Err)
 	if o.Err != "" || o.Pages != 1 || o.SubDecoded != n {
 		t.Errorf("%q, %d pages, %d SubIFD images checked; want it accepted with 1 and %d", o.Err, o.Pages, o.SubDecoded, n)
 	}
-	if rep.VmHWM >= manyPagesRSSBound || rep.Seconds >= manyPagesSeconds {
-		t.Errorf("peak RSS %.0f MiB in %.1fs, want under %d MiB and %ds", float64(rep.VmHWM)/(1<<20), rep.Seconds, manyPagesRSSBound>>20, manyPagesSeconds)
+	if rep.VmHWM >= manyPagesRSSBound || (rep.CPUSeconds >= manyPagesCPUSeconds && !testenv.Race) {
+		t.Errorf("peak RSS %.0f MiB in %.1fs of CPU, want under %d MiB and %ds", float64(rep.VmHWM)/(1<<20), rep.CPUSeconds, manyPagesRSSBound>>20, manyPagesCPUSeconds)
 	}
 }
 
