@@ -2,7 +2,6 @@ package tiff
 
 import (
 	"encoding/binary"
-	"hash/adler32"
 	"math/bits"
 	"sync"
 )
@@ -211,7 +210,7 @@ func (f *wholeFlate) zlib(in, out []byte) (n, used int, ok bool) {
 	if !ok || len(in)-2-end < 4 {
 		return 0, 0, false
 	}
-	if binary.BigEndian.Uint32(in[2+end:]) != adler32.Checksum(out[:n]) {
+	if binary.BigEndian.Uint32(in[2+end:]) != adler32Sum(out[:n]) {
 		return 0, 0, false
 	}
 	return n, 2 + end + 4, true
@@ -477,3 +476,37 @@ func (f *wholeFlate) header(r *bitReader) bool {
 
 // preOrder is the order of the code length code's lengths.
 var preOrder = [19]uint8{16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15}
+
+// adler32Sum is hash/adler32.Checksum of p, eight bytes a step: what a
+// step adds to each sum comes from multiplications of its bytes spread
+// over 16-bit lanes, not from eight additions each.
+func adler32Sum(p []byte) uint32 {
+	const (
+		mod   = 65521
+		chunk = 4 << 10 // bytes between reductions: the sums stay far below 1<<64
+		lanes = 0x00ff00ff00ff00ff
+		ones  = 1<<48 | 1<<32 | 1<<16 | 1
+		// A step adds 8*s1 + 8*b0 + 7*b1 + ... + 1*b7 to s2: the weights
+		// of the even bytes and of the odd ones, lane 3 first.
+		even = 8<<48 | 6<<32 | 4<<16 | 2
+		odd  = 7<<48 | 5<<32 | 3<<16 | 1
+	)
+	s1, s2 := uint64(1), uint64(0)
+	for len(p) >= 8 {
+		n := min(len(p), chunk) &^ 7
+		for q := p[:n]; len(q) >= 8; q = q[8:] {
+			w := binary.LittleEndian.Uint64(q)
+			e, o := w&lanes, w>>8&lanes
+			s2 += s1<<3 + (e*even)>>48 + (o*odd)>>48
+			s1 += ((e + o) * ones) >> 48
+		}
+		p = p[n:]
+		s1 %= mod
+		s2 %= mod
+	}
+	for _, x := range p {
+		s1 += uint64(x)
+		s2 += s1
+	}
+	return uint32(s2%mod)<<16 | uint32(s1%mod)
+}

@@ -3,6 +3,7 @@ package tiff
 import (
 	"bytes"
 	"compress/zlib"
+	"hash/adler32"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -82,4 +83,23 @@ func asStdlib(t *testing.T, f *wholeFlate, src, out []byte) (ok bool) {
 			n, used, len(got), bytes.Equal(got, out[:n]), len(src)-r.Len(), err)
 	}
 	return true
+}
+
+// TestAdler32Sum: adler32Sum is hash/adler32's, at every length around
+// its steps and reductions and on bytes that make the largest sums.
+func TestAdler32Sum(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	data := make([]byte, 70000)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	ff := bytes.Repeat([]byte{0xff}, len(data))
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 4095, 4096, 4097, 4103, 4104, 5552, 5553, 8192, 65536, 70000} {
+		for _, p := range [][]byte{data[:n], ff[:n], data[len(data)-n:]} {
+			if got, want := adler32Sum(p), adler32.Checksum(p); got != want {
+				t.Errorf("%d bytes: %08x, want %08x", n, got, want)
+			}
+		}
+	}
 }
