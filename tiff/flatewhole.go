@@ -311,56 +311,53 @@ func (t *wholeFlate) block(r *bitReader, out []byte, o int) (int, bool) {
 	lit, dist := &t.lit, &t.dist
 	b, nb, in, ip := r.b, r.nb, r.in, r.ip
 	for {
-		if nb < 48 {
-			// Enough for a length and a distance with their extra bits,
-			// or three literals of the main table.
-			if ip+8 <= len(in) {
+		// Literals while they come, the noisy pixels' common case: up
+		// to three a refill, in a loop of their own (its few variables
+		// stay in registers).
+		for {
+			if nb < 48 {
+				// Enough for a length and a distance with their extra
+				// bits, or three literals of the main table.
+				if ip+8 > len(in) {
+					break
+				}
 				b |= binary.LittleEndian.Uint64(in[ip:]) << nb
 				ip += int(63-nb) >> 3
 				nb |= 56
-			} else {
-				r.b, r.nb, r.ip = b, nb, ip
-				if !r.refill() {
-					return 0, false
-				}
-				b, nb, ip = r.b, r.nb, r.ip
 			}
+			e := lit[b&(1<<litMainBits-1)]
+			if e&litFlag == 0 || o >= len(out)-2 {
+				break
+			}
+			out[o] = byte(e >> 16)
+			b >>= e & entryBits
+			nb -= uint(e & entryBits)
+			e = lit[b&(1<<litMainBits-1)]
+			if e&litFlag == 0 {
+				o++
+				continue
+			}
+			out[o+1] = byte(e >> 16)
+			b >>= e & entryBits
+			nb -= uint(e & entryBits)
+			e = lit[b&(1<<litMainBits-1)]
+			if e&litFlag == 0 {
+				o += 2
+				continue
+			}
+			out[o+2] = byte(e >> 16)
+			o += 3
+			b >>= e & entryBits
+			nb -= uint(e & entryBits)
+		}
+		if nb < 48 {
+			r.b, r.nb, r.ip = b, nb, ip
+			if !r.refill() {
+				return 0, false
+			}
+			b, nb, ip = r.b, r.nb, r.ip
 		}
 		e := lit[b&(1<<litMainBits-1)]
-		if e&litFlag != 0 {
-			// Noisy pixels are mostly literals: up to three of them
-			// before the next refill.
-			if o >= len(out) {
-				return 0, false
-			}
-			out[o] = byte(e >> 16)
-			o++
-			b >>= e & entryBits
-			nb -= uint(e & entryBits)
-			e = lit[b&(1<<litMainBits-1)]
-			if e&litFlag == 0 {
-				continue
-			}
-			if o >= len(out) {
-				return 0, false
-			}
-			out[o] = byte(e >> 16)
-			o++
-			b >>= e & entryBits
-			nb -= uint(e & entryBits)
-			e = lit[b&(1<<litMainBits-1)]
-			if e&litFlag == 0 {
-				continue
-			}
-			if o >= len(out) {
-				return 0, false
-			}
-			out[o] = byte(e >> 16)
-			o++
-			b >>= e & entryBits
-			nb -= uint(e & entryBits)
-			continue
-		}
 		if e&kindMask == kindSub {
 			e = t.litSub[e>>16&valueMask+uint32(b>>litMainBits)&(1<<(e>>8&15)-1)]
 		}
@@ -477,28 +474,30 @@ func (f *wholeFlate) header(r *bitReader) bool {
 // preOrder is the order of the code length code's lengths.
 var preOrder = [19]uint8{16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15}
 
-// adler32Sum is hash/adler32.Checksum of p, eight bytes a step: what a
+// adler32Sum is hash/adler32.Checksum of p, sixteen bytes a step: what a
 // step adds to each sum comes from multiplications of its bytes spread
-// over 16-bit lanes, not from eight additions each.
+// over 16-bit lanes, not from sixteen additions each.
 func adler32Sum(p []byte) uint32 {
 	const (
 		mod   = 65521
 		chunk = 4 << 10 // bytes between reductions: the sums stay far below 1<<64
 		lanes = 0x00ff00ff00ff00ff
 		ones  = 1<<48 | 1<<32 | 1<<16 | 1
-		// A step adds 8*s1 + 8*b0 + 7*b1 + ... + 1*b7 to s2: the weights
-		// of the even bytes and of the odd ones, lane 3 first.
+		// Eight bytes add 8*s1 + 8*b0 + 7*b1 + ... + 1*b7 to s2: the
+		// weights of the even bytes and of the odd ones, lane 3 first.
 		even = 8<<48 | 6<<32 | 4<<16 | 2
 		odd  = 7<<48 | 5<<32 | 3<<16 | 1
 	)
 	s1, s2 := uint64(1), uint64(0)
-	for len(p) >= 8 {
-		n := min(len(p), chunk) &^ 7
-		for q := p[:n]; len(q) >= 8; q = q[8:] {
-			w := binary.LittleEndian.Uint64(q)
-			e, o := w&lanes, w>>8&lanes
-			s2 += s1<<3 + (e*even)>>48 + (o*odd)>>48
-			s1 += ((e + o) * ones) >> 48
+	for len(p) >= 16 {
+		n := min(len(p), chunk) &^ 15
+		for q := p[:n]; len(q) >= 16; q = q[16:] {
+			a, b := binary.LittleEndian.Uint64(q), binary.LittleEndian.Uint64(q[8:])
+			ae, ao, be, bo := a&lanes, a>>8&lanes, b&lanes, b>>8&lanes
+			sa := ((ae + ao) * ones) >> 48
+			// The first word's bytes count 8 more times each.
+			s2 += s1<<4 + sa<<3 + ((ae+be)*even+(ao+bo)*odd)>>48
+			s1 += sa + ((be+bo)*ones)>>48
 		}
 		p = p[n:]
 		s1 %= mod
