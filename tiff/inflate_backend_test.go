@@ -15,11 +15,10 @@ import (
 )
 
 // Both inflate backends of the strict count give the same answer: what
-// inflateWhole (zlib, in the zlib build) accepts, klauspost
-// counts to the same length without an error. Anything inflateWhole does
-// not accept is counted by klauspost, as in the default build, so these
-// tests are the whole difference between the builds. In the default build
-// inflateWhole accepts nothing and they check only that.
+// inflateWhole (wholeFlate, or zlib in the zlib build) accepts, klauspost
+// and compress/zlib count to the same length without an error. Anything
+// inflateWhole does not accept is counted by klauspost, so these tests are
+// the whole difference between inflateWhole and the streaming count.
 
 // countBoth counts the zlib block src with a bound of bound bytes both
 // ways: whole reports whether inflateWhole accepted it (and got what it
