@@ -261,6 +261,7 @@ func (f *wholeFlate) inflate(in, out []byte) (n, end int, ok bool) {
 	r := bitReader{in: in}
 	o := 0
 	fixed := fixedTables()
+	dynamic := 0
 	for final := false; !final; {
 		if r.nb < 3 && !r.refill() {
 			return 0, 0, false
@@ -287,6 +288,12 @@ func (f *wholeFlate) inflate(in, out []byte) (n, end int, ok bool) {
 		case 1:
 			t = fixed
 		case 2:
+			// A table costs about 2,500 writes: past one for each KiB
+			// made (encoders make one for tens), the streaming decoder,
+			// whose tables are a quarter of the size, counts the block.
+			if dynamic++; dynamic > 16 && dynamic > o>>10 {
+				return 0, 0, false
+			}
 			if !f.header(&r) {
 				return 0, 0, false
 			}

@@ -103,3 +103,32 @@ func TestAdler32Sum(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeFlateLeavesTinyBlocks: a stream of dynamic blocks of a few
+// hundred bytes each (a table built for every 300 bytes made) is left to
+// klauspost, which reads it; blocks of a few KiB are read whole.
+func TestWholeFlateLeavesTinyBlocks(t *testing.T) {
+	t.Parallel()
+	data := skewed(rand.New(rand.NewPCG(1, 2)), 100_000, 3)
+	for _, c := range []struct {
+		chunk int
+		whole bool
+	}{{300, false}, {5000, true}} {
+		var b bytes.Buffer
+		w, err := zlib.NewWriterLevel(&b, zlib.HuffmanOnly) // dynamic blocks, one a flush
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(data); i += c.chunk {
+			w.Write(data[i:min(i+c.chunk, len(data))])
+			w.Flush()
+		}
+		w.Close()
+		var f wholeFlate
+		_, _, whole := f.zlib(b.Bytes(), make([]byte, len(data)))
+		_, _, goGot, goErr := countBoth(t, b.Bytes(), uint64(len(data)))
+		if whole != c.whole || goErr != nil || goGot != uint64(len(data)) {
+			t.Errorf("blocks of %d bytes: read whole %v, want %v; klauspost %d of %d, %v", c.chunk, whole, c.whole, goGot, len(data), goErr)
+		}
+	}
+}
