@@ -164,9 +164,8 @@ type inflater struct {
 	// errors reported still come from the standard library's decoders.)
 	lzw *lzwTable
 	kz  io.ReadCloser // klauspost zlib, reused
-	// wi and out, when out's capacity is not 0 (the strict count of the
-	// zlib build), inflate a Deflate block read whole into out in one call
-	// (see inflateWhole). Anything else (a block that does not fit, bad
+	// wi and out, when out's capacity is not 0 (the strict count), inflate
+	// a Deflate block read whole into out in one call (see inflateWhole). Anything else (a block that does not fit, bad
 	// data, a bomb) is counted by klauspost as without them.
 	wi    *wholeInflater
 	out   []byte
@@ -288,7 +287,7 @@ func (in *inflater) count(p *Page, i int, limit uint64) (got uint64, ok bool, er
 }
 
 // inflateWhole counts the zlib block src with the build's wholeInflater
-// (zlib), when there is one and out holds the most the block may
+// (wholeFlate, or zlib), when there is one and out holds the most the block may
 // decompress to (limit-1 bytes): ok only when it read the block to its
 // checksum.
 func (in *inflater) inflateWhole(src []byte, limit uint64) (got uint64, ok bool) {

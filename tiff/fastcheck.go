@@ -98,10 +98,10 @@ func fastCount(r io.ReaderAt, p *Page, avail int64) (done bool, err error) {
 	}
 	readBuf := int64(min(largest, fastReadMax))
 	perWorker := fastWorkerFixed + readBuf
-	// A build with a whole inflater (-tags zlib) inflates a Deflate block
-	// whole, into a buffer of the most it may decompress to: charged too,
-	// or left out (klauspost streams) when the budget is short or the
-	// page's blocks may be larger than wholeOutMax.
+	// The whole inflater (wholeFlate, or zlib with -tags zlib) inflates a
+	// Deflate block whole, into a buffer of the most it may decompress to:
+	// charged too, or left out (klauspost streams) when the budget is short
+	// or the page's blocks may be larger than wholeOutMax.
 	outBuf := int64(0)
 	if wholeBackend && (p.Compression == 8 || p.Compression == 32946) {
 		if b := largestBlock(p); b <= wholeOutMax && avail/(perWorker+int64(b)) >= 1 {
@@ -200,9 +200,10 @@ func fastCount(r io.ReaderAt, p *Page, avail int64) (done bool, err error) {
 const wholeOutMax = 8 << 20
 
 // InflateBackend names what inflates the Deflate blocks of the strict
-// count in this build: "klauspost/compress" (the default, pure Go), or
-// "zlib" and the version of the system library (built with -tags zlib,
-// through cgo). Verdicts are the same in every build; figures are not.
+// count in this build: "wholeFlate, klauspost/compress" (the default, pure
+// Go: wholeFlate for a block read whole, klauspost for the rest), or "zlib"
+// and the version of the system library (built with -tags zlib, through
+// cgo). Verdicts are the same in every build; figures are not.
 func InflateBackend() string { return inflateBackendName }
 
 // fastInline: a page with no more compressed bytes than this is counted

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"hash/adler32"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,11 +15,10 @@ import (
 )
 
 // Both inflate backends of the strict count give the same answer: what
-// inflateWhole (zlib, in the zlib build) accepts, klauspost
-// counts to the same length without an error. Anything inflateWhole does
-// not accept is counted by klauspost, as in the default build, so these
-// tests are the whole difference between the builds. In the default build
-// inflateWhole accepts nothing and they check only that.
+// inflateWhole (wholeFlate, or zlib in the zlib build) accepts, klauspost
+// and compress/zlib count to the same length without an error. Anything
+// inflateWhole does not accept is counted by klauspost, so these tests are
+// the whole difference between inflateWhole and the streaming count.
 
 // countBoth counts the zlib block src with a bound of bound bytes both
 // ways: whole reports whether inflateWhole accepted it (and got what it
@@ -46,6 +46,20 @@ func checkBoth(t testing.TB, name string, src []byte, bound uint64) (whole bool)
 	whole, got, goGot, goErr := countBoth(t, src, bound)
 	if whole && (goErr != nil || goGot != got || got > bound) {
 		t.Errorf("%s: the whole inflater counted %d of at most %d; klauspost %d, %v", name, got, bound, goGot, goErr)
+	}
+	if whole {
+		// And what compress/zlib, the decoder's inflater, reads.
+		std, err := zlib.NewReader(bytes.NewReader(src))
+		if err == nil {
+			var n int64
+			n, err = io.Copy(io.Discard, std)
+			if err == nil && uint64(n) != got {
+				t.Errorf("%s: the whole inflater counted %d; compress/zlib %d", name, got, n)
+			}
+		}
+		if err != nil {
+			t.Errorf("%s: the whole inflater counted %d; compress/zlib: %v", name, got, err)
+		}
 	}
 	if whole && !wholeBackend {
 		t.Errorf("%s: inflateWhole accepted in a build without a whole inflater", name)
@@ -233,4 +247,39 @@ func FuzzInflateBackends(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src []byte, bound uint32) {
 		checkBoth(t, "input", src, uint64(bound%(1<<20)))
 	})
+}
+
+// BenchmarkInflateNoisy: one noisy strip (8000 RGB pixels by 16 rows, as
+// the noisy master's) counted by the build's whole inflater and by
+// klauspost. MB/s is of the pixels.
+func BenchmarkInflateNoisy(b *testing.B) {
+	b.Run("whole", func(b *testing.B) { benchInflate(b, true) })
+	b.Run("klauspost", func(b *testing.B) { benchInflate(b, false) })
+}
+
+func benchInflate(b *testing.B, whole bool) {
+	data, err := fixtures.NoisyTIFF(fixtures.Noisy{Width: 8000, Height: 16, Samples: 3, RowsPerStrip: 16, Compression: 8, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := WalkTIFF(bytes.NewReader(data), int64(len(data)), DefaultLimits)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &info.Pages[0]
+	bound := blockBound(p, 0)
+	in := newInflater(bytes.NewReader(data))
+	in.lzw = new(lzwTable)
+	if whole {
+		in.whole = make([]byte, 0, p.BlockCounts[0])
+		in.wi = newWholeInflater()
+		in.out = make([]byte, 0, blockLimit(bound))
+	}
+	b.SetBytes(int64(bound))
+	b.ReportAllocs()
+	for b.Loop() {
+		if got, _, err := in.count(p, 0, blockLimit(bound)+1); err != nil || got != bound {
+			b.Fatalf("counted %d, %v; want %d", got, err, bound)
+		}
+	}
 }
