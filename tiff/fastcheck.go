@@ -103,7 +103,7 @@ func fastCount(r io.ReaderAt, p *Page, avail int64) (done bool, err error) {
 	// charged too, or left out (klauspost streams) when the budget is short
 	// or the page's blocks may be larger than wholeOutMax.
 	outBuf := int64(0)
-	if wholeBackend && (p.Compression == 8 || p.Compression == 32946) {
+	if p.Compression == 8 || p.Compression == 32946 {
 		if b := largestBlock(p); b <= wholeOutMax && avail/(perWorker+int64(b)) >= 1 {
 			outBuf = int64(b)
 		}

@@ -8,9 +8,6 @@ package tiff
 // the system zlib (cgo) instead of wholeFlate.
 const inflateBackendName = "wholeFlate, klauspost/compress"
 
-// wholeBackend: this build has a wholeInflater.
-const wholeBackend = true
-
 // wholeInflater is wholeFlate in this build: its tables, for one goroutine
 // at a time (the inflater that holds it).
 type wholeInflater struct{ f wholeFlate }

@@ -49,9 +49,6 @@ import (
 // count with the system zlib (through cgo).
 const inflateBackendName = "zlib " + C.ZLIB_VERSION
 
-// wholeBackend: this build has a wholeInflater.
-const wholeBackend = true
-
 // zlib accepts no stream Go's decoders refuse (Go's decoder follows
 // zlib's rules; where they differ, a precode of one codeword, Go is the one
 // that accepts), so what it counts is what the decoder would; the
