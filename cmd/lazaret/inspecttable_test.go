@@ -9,27 +9,30 @@ import (
 	"github.com/lazaret/lazaret/internal/testenv"
 )
 
+// tableFlusher is what both table writers are to the tests.
+type tableFlusher interface {
+	Write([]byte) (int, error)
+	Flush() error
+}
+
 // tabwriterTable is what a tabwriter.Writer with the table's layout writes
 // for blocks, each written row by row and flushed.
 func tabwriterTable(t testing.TB, blocks [][]string) []byte {
-	var b bytes.Buffer
-	tw := tabwriter.NewWriter(&b, tableMinWidth, tableTabWidth, tablePadding, tablePadChar, 0)
-	for _, rows := range blocks {
-		for _, r := range rows {
-			if _, err := tw.Write([]byte(r)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tw.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b.Bytes()
+	return writeTable(t, blocks, func(b *bytes.Buffer) tableFlusher {
+		return tabwriter.NewWriter(b, tableMinWidth, tableTabWidth, tablePadding, tablePadChar, 0)
+	})
 }
 
+// tableWriterTable is the same written by tableWriter.
 func tableWriterTable(t testing.TB, blocks [][]string) []byte {
+	return writeTable(t, blocks, func(b *bytes.Buffer) tableFlusher { return newTableWriter(b) })
+}
+
+// writeTable writes blocks row by row into the writer made over a buffer,
+// flushing after each block, and returns what it wrote.
+func writeTable(t testing.TB, blocks [][]string, newWriter func(*bytes.Buffer) tableFlusher) []byte {
 	var b bytes.Buffer
-	tw := newTableWriter(&b)
+	tw := newWriter(&b)
 	for _, rows := range blocks {
 		for _, r := range rows {
 			if _, err := tw.Write([]byte(r)); err != nil {
