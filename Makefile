@@ -71,6 +71,7 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=20000x ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzSteps$$' -fuzztime=20000x ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzStoredEnvelope$$' -fuzztime=20000x ./premis/ledgersql
+	$(GO) test -run='^$$' -fuzz='^FuzzPacked$$' -fuzztime=20000x ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzExport$$' -fuzztime=5000x ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzReadCheckpoints$$' -fuzztime=20000x ./premis
 	$(GO) test -run='^$$' -fuzz='^FuzzInspectJSON$$' -fuzztime=20000x ./cmd/lazaret

@@ -22,6 +22,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 	_ "modernc.org/sqlite"
+
+	"github.com/lazaret/lazaret/premis/ledgersql"
 )
 
 // proc is one child process: a worker, a redis-server, a lock holder. Every
@@ -271,6 +273,18 @@ func (s *sqliteLedger) close() error { return nil }
 
 const eventColumns = `seq, id, type, destination, object_id, batch_id, correlation_id, attempt, task_id, replay_of, operator, code, class, members`
 
+// idText is an identifier column's value as text: a packed SQLite
+// ledger's bytes unpacked, another ledger's text as it is.
+func idText(v any) (string, error) {
+	switch v := v.(type) {
+	case []byte:
+		return ledgersql.Unpack(v)
+	case string:
+		return v, nil
+	}
+	return "", fmt.Errorf("a %T", v)
+}
+
 func scanEvents(rows interface {
 	Next() bool
 	Scan(...any) error
@@ -280,10 +294,17 @@ func scanEvents(rows interface {
 	for rows.Next() {
 		var e ev
 		var members string
-		if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Dest, &e.Object, &e.Batch, &e.Corr, &e.Attempt, &e.TaskID, &e.ReplayOf, &e.Operator, &e.Code, &e.Class, &members); err != nil {
+		var id, corr any // a packed SQLite ledger's are bytes (ledgersql.Pack)
+		if err := rows.Scan(&e.Seq, &id, &e.Type, &e.Dest, &e.Object, &e.Batch, &corr, &e.Attempt, &e.TaskID, &e.ReplayOf, &e.Operator, &e.Code, &e.Class, &members); err != nil {
 			return nil, err
 		}
 		var err error
+		if e.ID, err = idText(id); err != nil {
+			return nil, fmt.Errorf("event #%d: id: %w", e.Seq, err)
+		}
+		if e.Corr, err = idText(corr); err != nil {
+			return nil, fmt.Errorf("event #%d: correlation_id: %w", e.Seq, err)
+		}
 		if e.Members, err = decodeMembers(members); err != nil {
 			return nil, fmt.Errorf("event #%d: %w", e.Seq, err)
 		}

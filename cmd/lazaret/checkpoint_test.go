@@ -97,7 +97,7 @@ func TestLedgerVerifyHoldsTheCheckpoint(t *testing.T) {
 	}
 
 	sqliteExec(t, path, "DROP TRIGGER events_no_delete", "DROP TRIGGER ledger_head_forward", "DELETE FROM events", "DELETE FROM latest",
-		"UPDATE ledger_head SET event_count = 0, last_hash = '"+premis.ChainGenesis+"'", sqliteGuard(t, path, "events_no_delete"), sqliteGuard(t, path, "ledger_head_forward"))
+		"UPDATE ledger_head SET event_count = 0, last_hash = X'"+premis.ChainGenesis+"'", sqliteGuard(t, path, "events_no_delete"), sqliteGuard(t, path, "ledger_head_forward"))
 	if out, _, code := runCmd(t, "ledger", "verify", "--ledger", path, "--no-checkpoints"); code != 0 || !strings.HasPrefix(out, "0 events, chain intact") {
 		t.Fatalf("the wiped ledger on its own: exit %d %s, want it to pass (what the checkpoint is for)", code, out)
 	}

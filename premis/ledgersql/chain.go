@@ -29,8 +29,8 @@ func NewChain(head premis.Head, events []*premis.Event) *Chain {
 }
 
 // Row appends to args the insert's values for events[i] chained onto the
-// head — the NumColumns of Columns, then prev_hash and hash, in the time
-// representation of d — and returns them with its hash.
+// head — the NumColumns of Columns, then prev_hash and hash, as the ledger
+// d speaks to stores them — and returns them with its hash.
 func (c *Chain) Row(args []any, i int, d Dialect) ([]any, string, error) {
 	e := c.events[i]
 	hash := premis.ChainHash(c.Head.Hash, e)
@@ -38,7 +38,11 @@ func (c *Chain) Row(args []any, i int, d Dialect) ([]any, string, error) {
 	if err != nil {
 		return args, "", fmt.Errorf("append %s: %w", e.Type, err)
 	}
-	steps, err := EncodeSteps(e)
+	encode := EncodeSteps
+	if d.Packed {
+		encode = EncodeStepsPacked
+	}
+	steps, err := encode(e)
 	if err != nil {
 		return args, "", fmt.Errorf("append %s: %w", e.Type, err)
 	}
@@ -46,10 +50,23 @@ func (c *Chain) Row(args []any, i int, d Dialect) ([]any, string, error) {
 	if err != nil {
 		return args, "", fmt.Errorf("append %s: %w", e.Type, err)
 	}
-	return append(args, e.ID, e.Key, string(e.Type), d.Time(e.DateTime), e.Detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
+	if !d.Packed {
+		return append(args, e.ID, e.Key, string(e.Type), d.Time(e.DateTime), e.Detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
+			e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, string(e.Destination), e.ObjectID, e.BatchID,
+			e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries, e.TaskID, e.ReplayOf, e.Agent, e.Operator, env,
+			members, steps, c.Head.Hash, hash), hash, nil
+	}
+	if err := CheckPackedTime(e.DateTime); err != nil {
+		return args, "", fmt.Errorf("append %s: %w", e.Type, err)
+	}
+	detail, err := EncodeDetail(e)
+	if err != nil {
+		return args, "", fmt.Errorf("append %s: %w", e.Type, err)
+	}
+	return append(args, Pack(e.ID), Pack(e.Key), string(e.Type), PackTime(e.DateTime), detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
 		e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, string(e.Destination), e.ObjectID, e.BatchID,
-		e.CorrelationID, e.Kind, e.SHA256, e.Size, e.PUID, e.Path, e.Attempt, e.Retries, e.TaskID, e.ReplayOf, e.Agent, e.Operator, env,
-		members, steps, c.Head.Hash, hash), hash, nil
+		Pack(e.CorrelationID), e.Kind, Pack(e.SHA256), e.Size, e.PUID, e.Path, e.Attempt, e.Retries, e.TaskID, e.ReplayOf, e.Agent, e.Operator, env,
+		members, steps, Pack(c.Head.Hash), Pack(hash)), hash, nil
 }
 
 // Link records events[i], stored as its Row said with hash, as the next

@@ -54,6 +54,34 @@ type Dialect struct {
 	BeforeMembers bool
 	// BeforeSteps: likewise for the steps column (see premis.Step).
 	BeforeSteps bool
+	// Packed: the ledger stores events in the packed format (see Pack):
+	// identifiers and digests compared through Value, times through Time
+	// (which is PackTime).
+	Packed bool
+}
+
+// Value is how the ledger d speaks to stores the value of an identifier
+// or digest column (id, key, correlation_id, sha256, hash).
+func (d Dialect) Value(v string) any {
+	if d.Packed {
+		return Pack(v)
+	}
+	return v
+}
+
+// text is the text of an identifier or digest column's value as the
+// ledger d speaks to stores it.
+func (d Dialect) text(v any) (string, error) {
+	if d.Packed {
+		return Unpack(v)
+	}
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case []byte:
+		return string(v), nil
+	}
+	return "", fmt.Errorf("a %T, want text", v)
 }
 
 // Select is the select list of the ledger d speaks to.
@@ -113,10 +141,14 @@ func CountLatest(table, latest string, f premis.Filter, d Dialect) (string, []an
 		// each of its steps that does: each needle is found in the steps
 		// text as often as steps match it.
 		if row := rowTypeOutcome(f, arg); row == "" {
-			count += " + " + occurrences("'"+stepOpen+"'", len(stepOpen))
+			open := stepOpen
+			if d.Packed {
+				open = stepSep
+			}
+			count += " + " + occurrences("'"+open+"'", len(open))
 		} else {
 			count = "COALESCE(SUM(CASE WHEN " + row + " THEN 1 ELSE 0 END), 0)"
-			for _, n := range stepNeedles(f) {
+			for _, n := range stepNeedles(f, d.Packed) {
 				count += " + " + occurrences(arg(n), utf8.RuneCountInString(n))
 			}
 		}
@@ -134,6 +166,10 @@ func occurrences(needle string, n int) string {
 // stepOpen opens each step in the steps text, and occurs nowhere else in
 // it (a quote inside a JSON string is escaped).
 const stepOpen = `{"type":`
+
+// stepSep parts each step's type from its outcome in the packed steps
+// text (see EncodeStepsPacked), and occurs nowhere else in it.
+const stepSep = `","`
 
 // rowTypeOutcome renders f's type and outcome tests of a row's own
 // columns ("" when f has none).
@@ -168,7 +204,11 @@ func inList[T ~string](col string, values []T, arg func(any) string) string {
 
 // stepNeedles are what the steps text holds where a step f selects by its
 // type and outcome begins (or, for an outcome alone, is): one per type.
-func stepNeedles(f premis.Filter) []string {
+// packed: the text is a packed ledger's (EncodeStepsPacked).
+func stepNeedles(f premis.Filter, packed bool) []string {
+	if packed {
+		return pairNeedles(f)
+	}
 	outcome := ""
 	if f.Outcome != "" {
 		q, _ := json.Marshal(string(f.Outcome))
@@ -188,6 +228,28 @@ func stepNeedles(f premis.Filter) []string {
 	return out
 }
 
+// pairNeedles are stepNeedles in the packed steps text: a pair ["type",
+// "outcome"] whole, its opening ["type", or its closing ,"outcome"].
+func pairNeedles(f premis.Filter) []string {
+	var outcome string
+	if f.Outcome != "" {
+		q, _ := json.Marshal(string(f.Outcome))
+		outcome = string(q)
+	}
+	if len(f.Types) == 0 {
+		return []string{"," + outcome + "]"}
+	}
+	out := make([]string, len(f.Types))
+	for i, t := range f.Types {
+		q, _ := json.Marshal(string(t))
+		out[i] = "[" + string(q) + ","
+		if outcome != "" {
+			out[i] += outcome + "]"
+		}
+	}
+	return out
+}
+
 // fromWhere is the " FROM table WHERE ..." of QueryLatest and CountLatest,
 // and its arguments, appended to args.
 func fromWhere(table, latest string, f premis.Filter, d Dialect, args []any) (string, []any) {
@@ -196,6 +258,11 @@ func fromWhere(table, latest string, f premis.Filter, d Dialect, args []any) (st
 	eq := func(col, v string) {
 		if v != "" {
 			where = append(where, col+" = "+arg(v))
+		}
+	}
+	packed := func(col, v string) { // an identifier or digest column
+		if v != "" {
+			where = append(where, col+" = "+arg(d.Value(v)))
 		}
 	}
 	if parent, _, ok := strings.Cut(f.ObjectID, "#"); ok && mayHoldMembers(f) && !d.BeforeMembers {
@@ -215,9 +282,9 @@ func fromWhere(table, latest string, f premis.Filter, d Dialect, args []any) (st
 		where = append(where, "members <> ''")
 	}
 	eq("batch_id", f.BatchID)
-	eq("correlation_id", f.CorrelationID)
+	packed("correlation_id", f.CorrelationID)
 	eq("task_id", f.TaskID)
-	eq("key", f.Key)
+	packed("key", f.Key)
 	eq("kind", f.Kind)
 	eq("code", f.Code)
 	if row := rowTypeOutcome(f, arg); row != "" {
@@ -225,7 +292,7 @@ func fromWhere(table, latest string, f premis.Filter, d Dialect, args []any) (st
 			// Or a step of the row: its type and outcome are in the
 			// steps text, the rest are the row's.
 			var in []string
-			for _, n := range stepNeedles(f) {
+			for _, n := range stepNeedles(f, d.Packed) {
 				in = append(in, d.Contains("steps", arg(n)))
 			}
 			row = "(" + row + " OR (steps <> '' AND (" + strings.Join(in, " OR ") + ")))"
@@ -251,7 +318,7 @@ func fromWhere(table, latest string, f premis.Filter, d Dialect, args []any) (st
 		// The read model answers every filter: each destination's first
 		// Limit items through its (destination, seq) index, so a listing
 		// costs its page, not the open set.
-		where = append(where, "seq IN ("+latestPage(latest, f, arg)+")")
+		where = append(where, "seq IN ("+latestPage(latest, f, d, arg)+")")
 	case f.Latest && latest != "":
 		// The read model narrows first (by destination or batch, its
 		// indexes); the events' own columns filter the rest.
@@ -266,7 +333,7 @@ func fromWhere(table, latest string, f premis.Filter, d Dialect, args []any) (st
 			in = append(in, "batch_id = "+arg(f.BatchID))
 		}
 		if f.CorrelationID != "" {
-			in = append(in, "correlation_id = "+arg(f.CorrelationID))
+			in = append(in, "correlation_id = "+arg(d.Value(f.CorrelationID)))
 		}
 		sub := "SELECT seq FROM " + latest
 		if len(in) > 0 {
@@ -303,7 +370,7 @@ func latestAnswers(f premis.Filter) bool {
 // latestPage selects the seqs of the first f.Limit latest outcomes of each
 // destination f names (or of all), after f.AfterSeq, in f's batch or
 // correlation: one bounded index range per destination.
-func latestPage(latest string, f premis.Filter, arg func(any) string) string {
+func latestPage(latest string, f premis.Filter, d Dialect, arg func(any) string) string {
 	dests := f.Destinations
 	if f.Destination != "" {
 		dests = []premis.Destination{f.Destination}
@@ -319,7 +386,7 @@ func latestPage(latest string, f premis.Filter, arg func(any) string) string {
 			w = append(w, "batch_id = "+arg(f.BatchID))
 		}
 		if f.CorrelationID != "" {
-			w = append(w, "correlation_id = "+arg(f.CorrelationID))
+			w = append(w, "correlation_id = "+arg(d.Value(f.CorrelationID)))
 		}
 		if f.AfterSeq > 0 {
 			w = append(w, "seq > "+arg(f.AfterSeq))

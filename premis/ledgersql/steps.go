@@ -89,7 +89,22 @@ func stepsDictFor(dict []byte, e *premis.Event) []byte {
 
 // EncodeSteps is how the steps column stores record e's steps: "" for
 // none, else the shorter of the plain and the compact form.
-func EncodeSteps(e *premis.Event) (string, error) {
+func EncodeSteps(e *premis.Event) (string, error) { return encodeSteps(e, false) }
+
+// EncodeStepsPacked is how a packed ledger's steps column (see Pack)
+// stores record e's steps: "" for none, else the packed form, always.
+//
+// The packed form is the compact one with shorter heads: a JSON array of
+// each step's [type, outcome] pair (43 bytes for an accepted master's
+// three steps, where the compact heads take 93). Its needles
+// (stepNeedles) find only this form, so a packed ledger writes no other.
+// Each pair holds its quoted type, the three characters "," and its quoted
+// outcome; a quote inside a JSON string is escaped, so that sequence
+// occurs once a step (stepSep), and ["type", and ,"outcome"] only where a
+// pair begins or ends.
+func EncodeStepsPacked(e *premis.Event) (string, error) { return encodeSteps(e, true) }
+
+func encodeSteps(e *premis.Event, packed bool) (string, error) {
 	if len(e.Steps) == 0 {
 		return "", nil
 	}
@@ -101,7 +116,12 @@ func EncodeSteps(e *premis.Event) (string, error) {
 		// DecodeSteps would refuse it: a row no read could give back.
 		return "", fmt.Errorf("steps: %d bytes of JSON, more than %d", len(plain), MaxStepsText)
 	}
-	heads, err := json.Marshal(headsOf(e.Steps))
+	var heads []byte
+	if packed {
+		heads, err = json.Marshal(pairsOf(e.Steps))
+	} else {
+		heads, err = json.Marshal(headsOf(e.Steps))
+	}
 	if err != nil {
 		return "", err
 	}
@@ -117,7 +137,10 @@ func EncodeSteps(e *premis.Event) (string, error) {
 		return "", err
 	}
 	n := len(heads) + 2 + stepsB64.EncodedLen(c.buf.Len())
-	if n >= len(plain) {
+	switch {
+	case packed && n > MaxStepsText:
+		return "", fmt.Errorf("steps: %d bytes packed, more than %d", n, MaxStepsText)
+	case !packed && n >= len(plain):
 		return string(plain), nil
 	}
 	var b strings.Builder
@@ -129,6 +152,15 @@ func EncodeSteps(e *premis.Event) (string, error) {
 	stepsB64.Encode(enc, c.buf.Bytes())
 	b.Write(enc)
 	return b.String(), nil
+}
+
+// pairsOf is the packed form's heads of steps.
+func pairsOf(steps []premis.Step) [][2]string {
+	ps := make([][2]string, len(steps))
+	for i, s := range steps {
+		ps[i] = [2]string{string(s.Type), string(s.Outcome)}
+	}
+	return ps
 }
 
 func headsOf(steps []premis.Step) []stepHead {
@@ -145,7 +177,15 @@ func headsOf(steps []premis.Step) []stepHead {
 // the ledger must not read as steps the filters would not find. In the
 // compact form that means heads that are exactly those of the steps it
 // holds, which hold as many as the plain form allows.
-func DecodeSteps(s string, e *premis.Event) ([]premis.Step, error) {
+func DecodeSteps(s string, e *premis.Event) ([]premis.Step, error) { return decodeSteps(s, e, false) }
+
+// DecodeStepsPacked reads what EncodeStepsPacked wrote for record e, as
+// exactly: the packed form alone, its pairs those of the steps it holds.
+func DecodeStepsPacked(s string, e *premis.Event) ([]premis.Step, error) {
+	return decodeSteps(s, e, true)
+}
+
+func decodeSteps(s string, e *premis.Event, packed bool) ([]premis.Step, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -153,6 +193,9 @@ func DecodeSteps(s string, e *premis.Event) ([]premis.Step, error) {
 		return nil, fmt.Errorf("steps: %d bytes, more than %d", len(s), MaxStepsText)
 	}
 	heads, body, compact := strings.Cut(s, "\n")
+	if packed && !compact {
+		return nil, errors.New("steps: not in the packed form (the text was changed past the ledger)")
+	}
 	plain := []byte(s)
 	if compact {
 		var err error
@@ -171,7 +214,14 @@ func DecodeSteps(s string, e *premis.Event) ([]premis.Step, error) {
 		return nil, errors.New("steps: not written as the ledger writes them (the text was changed past the ledger)")
 	}
 	if compact {
-		if again, err := json.Marshal(headsOf(steps)); err != nil || string(again) != heads {
+		var again []byte
+		var err error
+		if packed {
+			again, err = json.Marshal(pairsOf(steps))
+		} else {
+			again, err = json.Marshal(headsOf(steps))
+		}
+		if err != nil || string(again) != heads {
 			return nil, errors.New("steps: the types and outcomes in the clear are not those of the steps held (the text was changed past the ledger)")
 		}
 	}

@@ -33,13 +33,21 @@ func FuzzSteps(f *testing.F) {
 	seeds.Add(compact, rec.SHA256, "tiff (fmt/353)", rec.PUID)
 	seeds.Add(strings.Replace(compact, `"suc"}]`, `"war"}]`, 1), "", "", "")
 	seeds.Add(`[{"type":"fix","outcome":"suc"}]`+"\na", "", "", "")
+	packed, err := EncodeStepsPacked(rec)
+	if err != nil {
+		f.Fatal(err)
+	}
+	seeds.Add(packed, rec.SHA256, `["val",`, rec.PUID)
+	seeds.Add(`[["fix","suc"]]`+"\n"+strings.SplitN(compact, "\n", 2)[1], "", `","`, "")
 	f.Fuzz(func(t *testing.T, column, detail, note, puid string) {
-		steps, err := DecodeSteps(column, rec)
-		if err == nil && ((len(steps) == 0) != (column == "") || len(steps) > premis.MaxSteps) {
-			t.Fatalf("DecodeSteps(%q) = %d steps", column, len(steps))
-		}
-		if err == nil {
-			needlesFind(t, column, steps)
+		for _, packed := range []bool{false, true} {
+			steps, err := decodeSteps(column, rec, packed)
+			if err == nil && ((len(steps) == 0) != (column == "") || len(steps) > premis.MaxSteps) {
+				t.Fatalf("DecodeSteps(%q) = %d steps", column, len(steps))
+			}
+			if err == nil {
+				needlesFind(t, column, steps, packed)
+			}
 		}
 		// As Prepare leaves them before any append: valid UTF-8.
 		detail, note, puid = premis.Printable(detail), premis.Printable(note), premis.Printable(puid)
@@ -47,26 +55,32 @@ func FuzzSteps(f *testing.F) {
 			{Type: premis.FixityCheck, Outcome: premis.Success, Detail: detail, Note: note},
 			{Type: premis.Validation, Outcome: premis.Warning, Detail: note, Note: detail, PUID: puid},
 		}}
-		text, err := EncodeSteps(e)
-		if err != nil {
-			if plain, _ := json.Marshal(e.Steps); len(plain) > MaxStepsText {
-				return // refused on the way in: DecodeSteps would refuse it
+		for _, packed := range []bool{false, true} {
+			text, err := encodeSteps(e, packed)
+			if err != nil {
+				if plain, _ := json.Marshal(e.Steps); len(plain) > MaxStepsText || packed && strings.Contains(err.Error(), "bytes packed") {
+					return // refused on the way in: DecodeSteps would refuse it
+				}
+				t.Fatal(err)
 			}
-			t.Fatal(err)
+			back, err := decodeSteps(text, e, packed)
+			if err != nil || !slices.Equal(back, e.Steps) {
+				t.Fatalf("the ledger's own steps text %q reads back as %+v, %v", text, back, err)
+			}
+			needlesFind(t, text, e.Steps, packed)
 		}
-		back, err := DecodeSteps(text, e)
-		if err != nil || !slices.Equal(back, e.Steps) {
-			t.Fatalf("the ledger's own steps text %q reads back as %+v, %v", text, back, err)
-		}
-		needlesFind(t, text, e.Steps)
 	})
 }
 
 // needlesFind fails t unless text, which holds steps, opens each step
 // once and the filters' needles count exactly the steps they select.
-func needlesFind(t *testing.T, text string, steps []premis.Step) {
+func needlesFind(t *testing.T, text string, steps []premis.Step, packed bool) {
 	t.Helper()
-	if n := strings.Count(text, stepOpen); n != len(steps) {
+	open := stepOpen
+	if packed {
+		open = stepSep
+	}
+	if n := strings.Count(text, open); n != len(steps) {
 		t.Fatalf("%q opens %d steps, holds %d", text, n, len(steps))
 	}
 	for _, f := range []premis.Filter{
@@ -84,7 +98,7 @@ func needlesFind(t *testing.T, text string, steps []premis.Step) {
 			}
 		}
 		got := 0
-		for _, n := range stepNeedles(f) {
+		for _, n := range stepNeedles(f, packed) {
 			got += strings.Count(text, n)
 		}
 		if got != want {

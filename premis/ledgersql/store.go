@@ -109,10 +109,10 @@ func (s *Store) CountEvents(ctx context.Context, f premis.Filter) (int64, error)
 // An id that may be a step's (premis.StepOf) is looked up as a row's and
 // as its record's, in one statement.
 func (s *Store) Event(ctx context.Context, id string) (premis.Event, error) {
-	q, args := `SELECT `+s.Syntax.Select()+` FROM `+s.B.Events+` WHERE id = `+s.Syntax.Placeholder(1), []any{id}
+	q, args := `SELECT `+s.Syntax.Select()+` FROM `+s.B.Events+` WHERE id = `+s.Syntax.Placeholder(1), []any{s.Syntax.Value(id)}
 	record, step, isStep := premis.StepOf(id)
 	if isStep && !s.Syntax.BeforeSteps {
-		q, args = q+` OR id = `+s.Syntax.Placeholder(2), append(args, record)
+		q, args = q+` OR id = `+s.Syntax.Placeholder(2), append(args, s.Syntax.Value(record))
 	}
 	rows, err := s.B.Query(ctx, q, args...)
 	if err != nil {
@@ -151,7 +151,7 @@ func (s *Store) LatestOf(ctx context.Context, correlationID string) (premis.Late
 		return premis.Latest{}, false, nil
 	}
 	rows, err := s.B.Query(ctx, `SELECT l.seq, l.destination, e.task_id FROM `+s.B.Latest+` l JOIN `+s.B.Events+` e ON e.seq = l.seq
-		WHERE l.correlation_id = `+s.Syntax.Placeholder(1), correlationID)
+		WHERE l.correlation_id = `+s.Syntax.Placeholder(1), s.Syntax.Value(correlationID))
 	if err != nil {
 		return premis.Latest{}, false, s.fail("latest", err)
 	}
@@ -180,7 +180,12 @@ func (s *Store) LatestOfAll(ctx context.Context, correlationIDs []string) (map[s
 		return out, nil
 	}
 	var args []any
-	in := inList("l.correlation_id", correlationIDs, argsIn(&args, s.Syntax))
+	arg := argsIn(&args, s.Syntax)
+	marks := make([]string, len(correlationIDs))
+	for i, id := range correlationIDs {
+		marks[i] = arg(s.Syntax.Value(id))
+	}
+	in := "l.correlation_id IN (" + strings.Join(marks, ", ") + ")"
 	rows, err := s.B.Query(ctx, `SELECT l.correlation_id, l.seq, l.destination, e.task_id FROM `+s.B.Latest+` l JOIN `+s.B.Events+` e ON e.seq = l.seq
 		WHERE `+in, args...)
 	if err != nil {
@@ -188,10 +193,15 @@ func (s *Store) LatestOfAll(ctx context.Context, correlationIDs []string) (map[s
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, dest string
+		var stored any
+		var dest string
 		var lt premis.Latest
-		if err := rows.Scan(&id, &lt.Seq, &dest, &lt.TaskID); err != nil {
+		if err := rows.Scan(&stored, &lt.Seq, &dest, &lt.TaskID); err != nil {
 			return nil, s.fail("latest", err)
+		}
+		id, err := s.Syntax.text(stored)
+		if err != nil {
+			return nil, s.fail("latest", fmt.Errorf("read model: correlation_id: %w", err))
 		}
 		lt.Destination = premis.Destination(dest)
 		out[id] = lt
@@ -234,12 +244,16 @@ func (s *Store) WalkFrom(ctx context.Context, seq int64, fn func(premis.Event, e
 // the backend has found its table: false when the row is gone.
 func (s *Store) HeadRecord(ctx context.Context) (premis.Head, bool, error) {
 	var h premis.Head
-	err := s.B.QueryRow(ctx, `SELECT event_count, last_hash FROM `+s.B.Head+` WHERE id = 1`).Scan(&h.Count, &h.Hash)
+	var last any
+	err := s.B.QueryRow(ctx, `SELECT event_count, last_hash FROM `+s.B.Head+` WHERE id = 1`).Scan(&h.Count, &last)
 	if errors.Is(err, s.B.NoRows) {
 		return h, false, nil
 	}
 	if err != nil {
 		return h, false, s.fail("head", err)
+	}
+	if h.Hash, err = s.Syntax.text(last); err != nil {
+		return h, false, fmt.Errorf("%s %s: %w: the head record's last_hash: %w", s.B.Name, s.B.Where, premis.ErrTampered, err)
 	}
 	return h, true, nil
 }
@@ -248,9 +262,9 @@ func (s *Store) HeadRecord(ctx context.Context) (premis.Head, bool, error) {
 // found in place: it names the last stored event.
 func (s *Store) CheckHead(ctx context.Context) error {
 	var h premis.Head
-	var last *string
+	var head, last any
 	err := s.B.QueryRow(ctx, `SELECT h.event_count, h.last_hash, (SELECT hash FROM `+s.B.Events+` ORDER BY seq DESC LIMIT 1)
-		FROM `+s.B.Head+` h WHERE h.id = 1`).Scan(&h.Count, &h.Hash, &last)
+		FROM `+s.B.Head+` h WHERE h.id = 1`).Scan(&h.Count, &head, &last)
 	if errors.Is(err, s.B.NoRows) {
 		return fmt.Errorf("%s %s: %w: the head record is gone (run lazaret ledger verify)", s.B.Name, s.B.Where, premis.ErrTampered)
 	}
@@ -259,7 +273,13 @@ func (s *Store) CheckHead(ctx context.Context) error {
 	}
 	lastHash := premis.ChainGenesis
 	if last != nil {
-		lastHash = *last
+		lastHash, err = s.Syntax.text(last)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w: the last event's hash: %w (run lazaret ledger verify)", s.B.Name, s.B.Where, premis.ErrTampered, err)
+		}
+	}
+	if h.Hash, err = s.Syntax.text(head); err != nil {
+		return fmt.Errorf("%s %s: %w: the head record's last_hash: %w (run lazaret ledger verify)", s.B.Name, s.B.Where, premis.ErrTampered, err)
 	}
 	if lastHash != h.Hash {
 		return fmt.Errorf("%s %s: %w: the head record (%s) is not the last stored event (hash %q): events were removed or added past the ledger (run lazaret ledger verify)",

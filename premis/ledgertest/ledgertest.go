@@ -508,12 +508,17 @@ func seedEvents() []*premis.Event {
 // ForgedSteps is the steps column of Seed's record (seq 1) as the ledger
 // would write it had forge changed its steps, as an SQL string literal:
 // what a forger who knows the stored format writes, so that only the
-// chain can show it.
-func ForgedSteps(t *testing.T, forge func([]premis.Step) []premis.Step) string {
+// chain can show it. packed: the ledger is in the packed format
+// (ledgersql.Pack).
+func ForgedSteps(t *testing.T, packed bool, forge func([]premis.Step) []premis.Step) string {
 	t.Helper()
 	rec := seedEvents()[0]
 	rec.Steps = forge(rec.Steps)
-	text, err := ledgersql.EncodeSteps(rec)
+	encode := ledgersql.EncodeSteps
+	if packed {
+		encode = ledgersql.EncodeStepsPacked
+	}
+	text, err := encode(rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func TestVerifyDetectsForgery(t *testing.T) {
 			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 4, "does not decode", "not written as the ledger writes them")}},
 		{Name: "a step's outcome rewritten, trigger put back",
 			Attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", `UPDATE lazaret_events SET steps = ` +
-				ledgertest.ForgedSteps(t, func(s []premis.Step) []premis.Step { s[0].Outcome = premis.Warning; return s }) + ` WHERE seq = 1`, restore("lazaret_events_no_change")},
+				ledgertest.ForgedSteps(t, false, func(s []premis.Step) []premis.Step { s[0].Outcome = premis.Warning; return s }) + ` WHERE seq = 1`, restore("lazaret_events_no_change")},
 			Want: []ledgertest.Problem{problem(premis.ProblemLink, 1, "changed after it was written")}},
 		{Name: "a step's outcome rewritten in the clear only, trigger put back",
 			Attack: []string{"DROP TRIGGER lazaret_events_no_change ON lazaret_events", `UPDATE lazaret_events SET steps = replace(steps, '"outcome":"suc"', '"outcome":"war"') WHERE seq = 1`, restore("lazaret_events_no_change")},

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/ledgersql"
 	"github.com/lazaret/lazaret/premis/ledgertest"
 	"github.com/lazaret/lazaret/premis/sqlite"
 )
@@ -39,7 +40,7 @@ func TestCheckpointCatchesAConsistentForgery(t *testing.T) {
 			Attack: func(t *testing.T, path string) {
 				g := []string{"events_no_delete", "ledger_head_forward"}
 				attack(t, path, append(append(drop(g...), "DELETE FROM events", "DELETE FROM latest",
-					"UPDATE ledger_head SET event_count = 0, last_hash = '"+premis.ChainGenesis+"'"), restore(g...)...)...)
+					"UPDATE ledger_head SET event_count = 0, last_hash = X'"+premis.ChainGenesis+"'"), restore(g...)...)...)
 			},
 			Want: ledgertest.Found(premis.ProblemTruncated, 0, "0 events stored", "signed checkpoint", "counts 4")},
 		{Name: "newest cut, head moved back, read model mended",
@@ -59,11 +60,11 @@ func TestCheckpointCatchesAConsistentForgery(t *testing.T) {
 				}
 				defer db.Close()
 				head := ledgertest.Recompute(t, ledgertest.AuditAt(t, path), 2, func(seq int64, prev, hash string) {
-					if _, err := db.Exec(`UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?`, prev, hash, seq); err != nil {
+					if _, err := db.Exec(`UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?`, ledgersql.Pack(prev), ledgersql.Pack(hash), seq); err != nil {
 						t.Fatal(err)
 					}
 				})
-				if _, err := db.Exec(`UPDATE ledger_head SET last_hash = ?`, head.Hash); err != nil {
+				if _, err := db.Exec(`UPDATE ledger_head SET last_hash = ?`, ledgersql.Pack(head.Hash)); err != nil {
 					t.Fatal(err)
 				}
 				attack(t, path, restore(g...)...)

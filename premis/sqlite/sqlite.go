@@ -19,6 +19,14 @@
 // A ledger written before the read model gets it, built from its events; one
 // written before events_item gets the index (see itemIndex) once its guards
 // are found to be exactly those it was written with.
+//
+// Formats. Open creates a ledger in the packed format (ledgersql.Pack:
+// identifiers and digests as bytes, times as integers, details and steps
+// compressed; some 1,450 bytes an accepted master where the text format
+// took 2,390). A ledger written in the text format before it stays in
+// that format, read and appended to as it was: the two cannot mix in one
+// file, since the idempotency lookups, the replace guard and the head's
+// trigger compare stored values.
 package sqlite
 
 import (
@@ -58,6 +66,9 @@ type Ledger struct {
 	// again for every event; nil in a ledger opened for audit.
 	appendStmts *appendStmts
 	queries     queries
+	// packed: the file stores events in the packed format (see
+	// ledgersql.Pack), set once at open.
+	packed bool
 }
 
 // store is embedded under this name so that its methods are the Ledger's
@@ -186,6 +197,24 @@ CREATE UNIQUE INDEX events_item ON events(correlation_id, key);
 CREATE INDEX events_datetime ON events(datetime);
 `
 
+// packedTables are the tables of a ledger created in the packed format
+// (see ledgersql.Pack): the columns tables has, those Pack stores
+// declared BLOB (a value as it is given: bytes, or text that is not
+// canonical), datetime an INTEGER of nanoseconds, detail text or its
+// compressed bytes. inspect tells the format by datetime's declared type.
+var packedTables = strings.NewReplacer(
+	"id             TEXT NOT NULL UNIQUE", "id             BLOB NOT NULL UNIQUE",
+	"key            TEXT NOT NULL,", "key            BLOB NOT NULL,",
+	"datetime       TEXT NOT NULL,", "datetime       INTEGER NOT NULL,",
+	"detail         TEXT NOT NULL DEFAULT '',", "detail         BLOB NOT NULL DEFAULT '',",
+	"correlation_id TEXT NOT NULL DEFAULT '',", "correlation_id BLOB NOT NULL DEFAULT '',",
+	"sha256         TEXT NOT NULL DEFAULT '',", "sha256         BLOB NOT NULL DEFAULT '',",
+	"prev_hash      TEXT NOT NULL DEFAULT '',", "prev_hash      BLOB NOT NULL DEFAULT '',",
+	"hash           TEXT NOT NULL DEFAULT '',", "hash           BLOB NOT NULL DEFAULT '',",
+	"correlation_id TEXT PRIMARY KEY,", "correlation_id BLOB PRIMARY KEY,",
+	"last_hash   TEXT NOT NULL", "last_hash   BLOB NOT NULL",
+).Replace(tables + headTable + latestTable)
+
 // membersColumn holds the members of an event that records several objects
 // (see premis.Member and ledgersql.EncodeMembers), added to a ledger
 // written before it; events_members finds a batch's such events of a type (a batch
@@ -305,7 +334,11 @@ var legacyGuards = guards[:2]
 // too. The file is in WAL mode with synchronous=FULL: an appended event
 // survives a power cut. See the package doc for what Open checks, creates
 // and migrates.
-func Open(ctx context.Context, path string) (*Ledger, error) {
+func Open(ctx context.Context, path string) (*Ledger, error) { return openFormat(ctx, path, true) }
+
+// openFormat is Open, creating a new ledger packed or in the text format
+// every ledger had before (which tests write, as older builds did).
+func openFormat(ctx context.Context, path string, packed bool) (*Ledger, error) {
 	if path == "" {
 		return nil, errors.New("sqlite ledger: empty path")
 	}
@@ -325,7 +358,7 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 	// together on a large old ledger wait minutes, not seconds.
 	deadline := time.Now().Add(openWait)
 	for {
-		err := l.prepare(ctx)
+		err := l.prepare(ctx, packed)
 		if err == nil {
 			break
 		}
@@ -335,6 +368,12 @@ func Open(ctx context.Context, path string) (*Ledger, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	st, err := inspect(ctx, l.db)
+	if err != nil {
+		l.db.Close()
+		return nil, fmt.Errorf("sqlite ledger: schema %s: %w", path, mapErr(err))
+	}
+	l.setFormat(st)
 	if err := l.check(ctx); err != nil {
 		l.db.Close()
 		return nil, err
@@ -362,7 +401,8 @@ func OpenAudit(ctx context.Context, path string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.db)
-	l.ReadModel, l.Syntax.BeforeMembers, l.Syntax.BeforeSteps = st.latest, !st.members, !st.steps
+	l.ReadModel = st.latest
+	l.setFormat(st)
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("sqlite ledger %s: no hash chain to audit (events table %v, chain columns %v)", path, st.events, st.chained)
 	}
@@ -391,7 +431,7 @@ func open(path string, pragmas ...string) (*Ledger, error) {
 		QueryRow: func(ctx context.Context, q string, args ...any) ledgersql.Row {
 			return db.QueryRowContext(ctx, q, args...)
 		},
-		Scan:    func(r ledgersql.Row) (premis.Event, error) { return scanOne(r) },
+		Scan:    func(r ledgersql.Row) (premis.Event, error) { return scanOne(r, l.packed) },
 		Damaged: func(err error) bool { var de *decodeError; return errors.As(err, &de) },
 		NoRows:  sql.ErrNoRows, MapErr: mapErr,
 	}}
@@ -400,6 +440,18 @@ func open(path string, pragmas ...string) (*Ledger, error) {
 	// page caches (up to 2 MiB each) and file descriptors.
 	db.SetConnMaxIdleTime(time.Minute)
 	return l, nil
+}
+
+// setFormat makes the reads speak the format st found: packed, or the
+// text columns with or without members and steps.
+func (l *Ledger) setFormat(st state) {
+	l.packed = st.packed
+	if st.packed {
+		l.Syntax = packedDialect
+		return
+	}
+	l.Syntax = dialect
+	l.Syntax.BeforeMembers, l.Syntax.BeforeSteps = !st.members, !st.steps
 }
 
 // SetReaders sizes the connection pool for n goroutines reading at once (a
@@ -415,6 +467,8 @@ func (l *Ledger) SetReaders(n int) {
 // state is what a file holds of the schema.
 type state struct {
 	events, chained, head, latest, item, members, steps bool
+	// packed: the ledger stores events in the packed format.
+	packed bool
 }
 
 func (st state) current() bool {
@@ -434,13 +488,15 @@ func inspect(ctx context.Context, q querier) (state, error) {
 		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'latest'),
 		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'events_item'),
 		EXISTS (SELECT 1 FROM pragma_table_info('events') WHERE name = 'members'),
-		EXISTS (SELECT 1 FROM pragma_table_info('events') WHERE name = 'steps')`).Scan(&st.events, &st.chained, &st.head, &st.latest, &st.item, &st.members, &st.steps)
+		EXISTS (SELECT 1 FROM pragma_table_info('events') WHERE name = 'steps'),
+		EXISTS (SELECT 1 FROM pragma_table_info('events') WHERE name = 'datetime' AND type = 'INTEGER')`).Scan(&st.events, &st.chained,
+		&st.head, &st.latest, &st.item, &st.members, &st.steps, &st.packed)
 	return st, err
 }
 
 // prepare creates the schema in a new file and chains a ledger written
 // before the chain. It takes the write lock only when there is work.
-func (l *Ledger) prepare(ctx context.Context) error {
+func (l *Ledger) prepare(ctx context.Context, packed bool) error {
 	st, err := inspect(ctx, l.db)
 	if err != nil {
 		return mapErr(err)
@@ -490,10 +546,14 @@ func (l *Ledger) prepare(ctx context.Context) error {
 			}
 		}
 	case !st.events && !st.head:
-		if _, err := tx.ExecContext(ctx, tables+headTable+latestTable); err != nil {
+		schema, syntax := tables+headTable+latestTable, dialect
+		if packed {
+			schema, syntax = packedTables, packedDialect
+		}
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
 			return mapErr(err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_head (id, event_count, last_hash) VALUES (1, 0, ?)`, premis.ChainGenesis); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_head (id, event_count, last_hash) VALUES (1, 0, ?)`, syntax.Value(premis.ChainGenesis)); err != nil {
 			return mapErr(err)
 		}
 		if err := createGuards(ctx, tx); err != nil {
@@ -560,7 +620,7 @@ func (l *Ledger) migrate(ctx context.Context, tx *sql.Tx) error {
 		}
 		var links []link
 		for rows.Next() {
-			e, err := scanOne(rows)
+			e, err := scanOne(rows, false)
 			if err != nil {
 				rows.Close()
 				return fmt.Errorf("seq %d does not decode, not chaining it: %w", e.Seq, err)
@@ -687,17 +747,21 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	defer tx.Rollback()
 	ins, latest := tx.StmtContext(ctx, st.insert), tx.StmtContext(ctx, st.latest)
 	var head premis.Head
-	err = tx.StmtContext(ctx, st.head).QueryRowContext(ctx).Scan(&head.Count, &head.Hash)
+	var last any
+	err = tx.StmtContext(ctx, st.head).QueryRowContext(ctx).Scan(&head.Count, &last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite ledger: %w: the head record is gone", premis.ErrTampered)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: head: %w", mapErr(err))
 	}
+	if head.Hash, err = l.hashText(last); err != nil {
+		return nil, fmt.Errorf("sqlite ledger: %w: the head record's last_hash: %w", premis.ErrTampered, err)
+	}
 	chain := ledgersql.NewChain(head, events)
 	row := make([]any, 0, ledgersql.NumColumns+2)
 	for i, e := range events {
-		args, hash, err := chain.Row(row[:0], i, dialect)
+		args, hash, err := chain.Row(row[:0], i, l.Syntax)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite ledger: %w", err)
 		}
@@ -712,13 +776,13 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 			}
 			chain.Link(i, seq, hash)
 			if e.Destination != "" {
-				if _, err := latest.ExecContext(ctx, e.CorrelationID, seq, e.Destination, e.BatchID); err != nil {
+				if _, err := latest.ExecContext(ctx, l.Syntax.Value(e.CorrelationID), seq, e.Destination, e.BatchID); err != nil {
 					return nil, fmt.Errorf("sqlite ledger: read model: %w", mapErr(err))
 				}
 			}
 			continue
 		}
-		stored, err := scanOne(tx.StmtContext(ctx, st.byKey).QueryRowContext(ctx, e.CorrelationID, e.Key))
+		stored, err := scanOne(tx.StmtContext(ctx, st.byKey).QueryRowContext(ctx, l.Syntax.Value(e.CorrelationID), l.Syntax.Value(e.Key)), l.packed)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("sqlite ledger: append %s: event id %s is stored already, under another key", e.Type, e.ID)
 		}
@@ -728,7 +792,7 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 		*e = stored
 	}
 	if chain.Moved() {
-		if _, err := tx.StmtContext(ctx, st.move).ExecContext(ctx, chain.Head.Count, chain.Head.Hash); err != nil {
+		if _, err := tx.StmtContext(ctx, st.move).ExecContext(ctx, chain.Head.Count, l.Syntax.Value(chain.Head.Hash)); err != nil {
 			return nil, fmt.Errorf("sqlite ledger: head: %w", mapErr(err))
 		}
 	}
@@ -736,6 +800,17 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 		return nil, fmt.Errorf("sqlite ledger: commit: %w", mapErr(err))
 	}
 	return chain.Done(), nil
+}
+
+// hashText is a hash as the file stores it, as text.
+func (l *Ledger) hashText(v any) (string, error) {
+	if l.packed {
+		return ledgersql.Unpack(v)
+	}
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	return "", fmt.Errorf("a %T, want text", v)
 }
 
 func sqlitePlaceholder(int) string { return "?" }
@@ -746,6 +821,13 @@ var dialect = ledgersql.Dialect{
 	Time:        func(t time.Time) any { return t.Format(time.RFC3339Nano) },
 	Contains:    func(col, arg string) string { return "instr(" + col + ", " + arg + ") > 0" },
 }
+
+// packedDialect is dialect for a ledger in the packed format.
+var packedDialect = func() ledgersql.Dialect {
+	d := dialect
+	d.Packed, d.Time = true, ledgersql.PackTime
+	return d
+}()
 
 // Ping implements premis.Ledger.
 func (l *Ledger) Ping(ctx context.Context) error {
@@ -792,7 +874,7 @@ func (e *decodeError) Error() string {
 // scanOne reads one row of ledgersql.Select. The values are read as SQLite
 // holds them and checked one by one, so a row that does not decode still
 // gives its seq, chain fields and the rest that does, with a *decodeError.
-func scanOne(s scanner) (premis.Event, error) {
+func scanOne(s scanner, packed bool) (premis.Event, error) {
 	vals := make([]any, len(selectNames))
 	ptrs := make([]any, len(vals))
 	for i := range vals {
@@ -801,12 +883,13 @@ func scanOne(s scanner) (premis.Event, error) {
 	if err := s.Scan(ptrs...); err != nil {
 		return premis.Event{}, err
 	}
-	d := decoder{vals: vals}
+	d := decoder{vals: vals, packed: packed}
 	var e premis.Event
-	e.Seq, e.PrevHash, e.Hash = d.int(), d.text(), d.text()
-	e.ID, e.Key, e.Type = d.text(), d.text(), premis.EventType(d.text())
+	e.Seq, e.PrevHash, e.Hash = d.int(), d.id(), d.id()
+	e.ID, e.Key, e.Type = d.id(), d.id(), premis.EventType(d.text())
 	e.DateTime = d.time()
-	e.Detail, e.Outcome, e.Note, e.Class, e.Code, e.Message = d.text(), premis.Outcome(d.text()), d.text(), premis.Class(d.text()), d.text(), d.text()
+	detail := d.next()
+	e.Outcome, e.Note, e.Class, e.Code, e.Message = premis.Outcome(d.text()), d.text(), premis.Class(d.text()), d.text(), d.text()
 	e.Offset = d.nullInt()
 	if p := d.nullInt(); p != nil {
 		v := int(*p)
@@ -814,11 +897,12 @@ func scanOne(s scanner) (premis.Event, error) {
 	}
 	e.Segment, e.Element, e.Component = int(d.int()), int(d.int()), int(d.int())
 	e.Tag, e.Destination = d.text(), premis.Destination(d.text())
-	e.ObjectID, e.BatchID, e.CorrelationID, e.Kind, e.SHA256 = d.text(), d.text(), d.text(), d.text(), d.text()
+	e.ObjectID, e.BatchID, e.CorrelationID, e.Kind, e.SHA256 = d.text(), d.text(), d.id(), d.text(), d.id()
 	e.Size = d.int()
 	e.PUID, e.Path = d.text(), d.text()
 	e.Attempt, e.Retries = int(d.int()), int(d.int())
 	e.TaskID, e.ReplayOf, e.Agent, e.Operator = d.text(), d.text(), d.text(), d.text()
+	e.Detail = d.detail(detail, &e)
 	if stored := d.blob(); d.err == nil {
 		env, err := ledgersql.DecodeEnvelope(stored, &e)
 		if err != nil {
@@ -834,7 +918,11 @@ func scanOne(s scanner) (premis.Event, error) {
 		e.Members = ms
 	}
 	if text := d.text(); d.err == nil {
-		steps, err := ledgersql.DecodeSteps(text, &e)
+		decode := ledgersql.DecodeSteps
+		if d.packed {
+			decode = ledgersql.DecodeStepsPacked
+		}
+		steps, err := decode(text, &e)
 		if err != nil {
 			d.err = &decodeError{Column: "steps", Value: truncated(text), Want: "the steps the ledger writes (" + err.Error() + ")"}
 		}
@@ -861,6 +949,8 @@ type decoder struct {
 	vals []any
 	i    int
 	err  *decodeError
+	// packed: the row is in the packed format (see ledgersql.Pack).
+	packed bool
 }
 
 func (d *decoder) next() any {
@@ -883,6 +973,46 @@ func (d *decoder) text() string {
 		return string(v)
 	default:
 		d.fail(v, "text")
+		return ""
+	}
+}
+
+// id reads an identifier or digest column, which a packed ledger stores
+// packed.
+func (d *decoder) id() string {
+	if !d.packed {
+		return d.text()
+	}
+	v := d.next()
+	s, err := ledgersql.Unpack(v)
+	if err != nil {
+		d.fail(v, "an identifier as the ledger packs it ("+err.Error()+")")
+	}
+	return s
+}
+
+// detail reads the detail column's value v (read before the columns its
+// compressed form needs) for row e.
+func (d *decoder) detail(v any, e *premis.Event) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		if !d.packed {
+			return string(v)
+		}
+		if d.err != nil {
+			return ""
+		}
+		s, err := ledgersql.DecodeDetail(v, e)
+		if err != nil {
+			d.err = &decodeError{Column: "detail", Value: truncated(string(v)), Want: "a detail the ledger writes (" + err.Error() + ")"}
+		}
+		return s
+	default:
+		if d.err == nil {
+			d.err = &decodeError{Column: "detail", Value: v, Want: "text"}
+		}
 		return ""
 	}
 }
@@ -923,6 +1053,14 @@ func (d *decoder) blob() []byte {
 }
 
 func (d *decoder) time() time.Time {
+	if d.packed {
+		v := d.next()
+		if n, ok := v.(int64); ok {
+			return time.Unix(0, n).UTC()
+		}
+		d.fail(v, "nanoseconds since 1970 (an integer)")
+		return time.Time{}
+	}
 	switch v := d.next().(type) {
 	case time.Time:
 		return v.UTC()

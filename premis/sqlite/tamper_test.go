@@ -19,6 +19,20 @@ import (
 // newPath is the path of a new ledger file.
 func newPath(t *testing.T) string { return filepath.Join(t.TempDir(), "ledger.db") }
 
+// newTextPath is newPath holding a new, empty ledger in the text format
+// every ledger had before the packed one, which it keeps.
+func newTextPath(t *testing.T) string {
+	path := newPath(t)
+	l, err := sqlite.OpenText(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // seeded writes ledgertest.Seed into a fresh ledger file and closes it.
 func seeded(t *testing.T) (string, []*premis.Event) {
 	path := newPath(t)
@@ -89,6 +103,17 @@ func TestReplaceCannotOverwrite(t *testing.T) {
 // back let the ledger open, so the chain must show the forgery.
 func TestVerifyDetectsForgery(t *testing.T) {
 	t.Parallel()
+	t.Run("packed", func(t *testing.T) { verifyDetectsForgery(t, true) })
+	t.Run("text", func(t *testing.T) { verifyDetectsForgery(t, false) })
+}
+
+// verifyDetectsForgery runs the forgeries against a ledger packed or in
+// the text format, each spelled as someone who knows the format would.
+func verifyDetectsForgery(t *testing.T, packed bool) {
+	newLedger, datetime, stepsWar := newPath, "1767225600000000000", `'["fix","suc"]', '["fix","war"]'`
+	if !packed {
+		newLedger, datetime, stepsWar = newTextPath, "'2026-01-01T00:00:00Z'", `'"outcome":"suc"', '"outcome":"war"'`
+	}
 	restore := func(names ...string) []string {
 		var s []string
 		for _, n := range names {
@@ -133,15 +158,13 @@ func TestVerifyDetectsForgery(t *testing.T) {
 			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET members = replace(members, '"m4#2"', '"\u006d4#2"') WHERE seq = 4`}, restore("events_no_update")),
 			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 4, "does not decode", "not written as the ledger writes them")}},
 		{Name: "a step's outcome rewritten, trigger put back",
-			// As a plain JSON array, the form of rows written before the
-			// compact one.
-			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = '[{"type":"fix","outcome":"war","note":"sha256 sha-m1"},{"type":"for","outcome":"suc","puid":"fmt/353"}]' WHERE seq = 1`}, restore("events_no_update")),
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = ` + ledgertest.ForgedSteps(t, packed, func(s []premis.Step) []premis.Step { s[0].Outcome = premis.Warning; return s }) + ` WHERE seq = 1`}, restore("events_no_update")),
 			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 1, "changed after it was written")}},
 		{Name: "a step removed, trigger put back",
-			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = ` + ledgertest.ForgedSteps(t, func(s []premis.Step) []premis.Step { return s[:1] }) + ` WHERE seq = 1`}, restore("events_no_update")),
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = ` + ledgertest.ForgedSteps(t, packed, func(s []premis.Step) []premis.Step { return s[:1] }) + ` WHERE seq = 1`}, restore("events_no_update")),
 			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 1, "changed after it was written")}},
 		{Name: "a step's outcome rewritten in the clear only, trigger put back",
-			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = replace(steps, '"outcome":"suc"', '"outcome":"war"') WHERE seq = 1`}, restore("events_no_update")),
+			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = replace(steps, ` + stepsWar + `) WHERE seq = 1`}, restore("events_no_update")),
 			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 1, "does not decode", "not those of the steps held")}},
 		{Name: "steps the ledger never writes",
 			Attack: join([]string{"DROP TRIGGER events_no_update", `UPDATE events SET steps = '[{"type":"fix"' WHERE seq = 1`}, restore("events_no_update")),
@@ -170,7 +193,7 @@ func TestVerifyDetectsForgery(t *testing.T) {
 			Attack: join([]string{"DROP TRIGGER events_no_delete", "DELETE FROM events WHERE seq = 1"}, restore("events_no_delete")),
 			Want:   []ledgertest.Problem{problem(premis.ProblemLink, 2, "genesis")}},
 		{Name: "row inserted past Append",
-			Attack: []string{`INSERT INTO events (id, key, type, datetime, outcome, object_id) VALUES ('x', 'x', 'ing', '2026-01-01T00:00:00Z', 'suc', 'm2')`},
+			Attack: []string{`INSERT INTO events (id, key, type, datetime, outcome, object_id) VALUES ('x', 'x', 'ing', ` + datetime + `, 'suc', 'm2')`},
 			// The head is not the last event any more.
 			OpenErr: "not the last stored event",
 			Want:    []ledgertest.Problem{problem(premis.ProblemLink, 5, "no chain fields"), problem(premis.ProblemHead, 0, "written past Append")}},
@@ -189,7 +212,7 @@ func TestVerifyDetectsForgery(t *testing.T) {
 			Anchored: true,
 			Want:     []ledgertest.Problem{problem(premis.ProblemAnchor, 0, "3 events stored", "counts 4")}},
 	}
-	ledgertest.Forge(t, ledgertest.Forger{New: newPath, Attack: attack}, cases)
+	ledgertest.Forge(t, ledgertest.Forger{New: newLedger, Attack: attack}, cases)
 }
 
 // TestOpenNeverRecreatesGuards: a missing trigger stays missing, and the
