@@ -142,6 +142,12 @@ func TestPackedFormat(t *testing.T) {
 		t.Fatalf("a duplicate appended: inserted %v, id %s, %v", ins, again.ID, err)
 	}
 	verifyIntact(t, l)
+	// A build from before the format would insert its time as text: the
+	// ledger refuses the row.
+	err = sqlite.Exec(ctx, l, `INSERT INTO events (id, key, type, datetime, outcome, object_id) VALUES ('x', 'x', 'ing', '2026-01-01T00:00:00Z', 'suc', 'm2')`)
+	if err == nil || !strings.Contains(err.Error(), "CHECK constraint failed") {
+		t.Fatalf("a row with a text time: %v, want it refused", err)
+	}
 }
 
 // TestTextLedgerStaysText: a ledger written in the text format is

@@ -202,10 +202,13 @@ CREATE INDEX events_datetime ON events(datetime);
 // declared BLOB (a value as it is given: bytes, or text that is not
 // canonical), datetime an INTEGER of nanoseconds, detail text or its
 // compressed bytes. inspect tells the format by datetime's declared type.
+// datetime's CHECK refuses the row a build from before the format would
+// insert (its time is text): such a build cannot write into a packed
+// ledger, and its reads fail on the integer time rather than misread.
 var packedTables = strings.NewReplacer(
 	"id             TEXT NOT NULL UNIQUE", "id             BLOB NOT NULL UNIQUE",
 	"key            TEXT NOT NULL,", "key            BLOB NOT NULL,",
-	"datetime       TEXT NOT NULL,", "datetime       INTEGER NOT NULL,",
+	"datetime       TEXT NOT NULL,", "datetime       INTEGER NOT NULL CHECK (typeof(datetime) = 'integer'),",
 	"detail         TEXT NOT NULL DEFAULT '',", "detail         BLOB NOT NULL DEFAULT '',",
 	"correlation_id TEXT NOT NULL DEFAULT '',", "correlation_id BLOB NOT NULL DEFAULT '',",
 	"sha256         TEXT NOT NULL DEFAULT '',", "sha256         BLOB NOT NULL DEFAULT '',",
