@@ -32,7 +32,9 @@ import (
 //     for 27 or more), which also orders as time does.
 //   - detail compressed against what a detail repeats of its row (see
 //     EncodeDetail) when that is shorter: the submission's 112 bytes in
-//     about 10.
+//     14.
+//   - steps always in the packed form, whose heads are [type, outcome]
+//     pairs (see EncodeStepsPacked).
 //
 // The chain hashes the event's values, never their stored form: an event
 // hashes the same in either format.
