@@ -66,7 +66,7 @@ func (c *Chain) Row(args []any, i int, d Dialect) ([]any, string, error) {
 	return append(args, Pack(e.ID), Pack(e.Key), string(e.Type), PackTime(e.DateTime), detail, string(e.Outcome), e.Note, string(e.Class), e.Code,
 		e.Message, e.Offset, e.Page, e.Segment, e.Element, e.Component, e.Tag, string(e.Destination), e.ObjectID, e.BatchID,
 		Pack(e.CorrelationID), e.Kind, Pack(e.SHA256), e.Size, e.PUID, e.Path, e.Attempt, e.Retries, e.TaskID, e.ReplayOf, e.Agent, e.Operator, env,
-		members, steps, Pack(c.Head.Hash), Pack(hash)), hash, nil
+		members, steps, PackPrev(c.Head.Hash), Pack(hash)), hash, nil
 }
 
 // Link records events[i], stored as its Row said with hash, as the next

@@ -87,6 +87,8 @@ func (d Dialect) text(v any) (string, error) {
 // Select is the select list of the ledger d speaks to.
 func (d Dialect) Select() string {
 	switch {
+	case d.Packed:
+		return SelectPacked
 	case d.BeforeMembers:
 		return SelectBeforeMembers
 	case d.BeforeSteps:
@@ -109,6 +111,14 @@ const SelectBeforeMembers = ChainColumns + ", " + ColumnsBeforeMembers + ", '' A
 // SelectBeforeSteps is Select from a ledger written before the steps
 // column, which it reads as empty.
 const SelectBeforeSteps = ChainColumns + ", " + ColumnsBeforeMembers + ", members, '' AS steps"
+
+// SelectPacked is Select from a packed ledger (SQLite's, whose table is
+// events), followed by the hash of the row before each (NULL for the
+// first), whose prev_hash it stores the start of (see UnpackPrev).
+const SelectPacked = Select + `, (SELECT p.hash FROM events p WHERE p.seq < events.seq ORDER BY p.seq DESC LIMIT 1)`
+
+// ChainGenesis is premis.ChainGenesis.
+const ChainGenesis = premis.ChainGenesis
 
 // Query renders a SELECT of Select from table for f, oldest first.
 func Query(table string, f premis.Filter, d Dialect) (string, []any) {

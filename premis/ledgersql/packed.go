@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/klauspost/compress/flate"
@@ -21,13 +22,17 @@ import (
 // half in the other would not find its own rows. It stores the same
 // events in about a third fewer bytes:
 //
-//   - identifiers and digests (id, key, correlation_id, sha256,
-//     prev_hash, hash; latest.correlation_id and ledger_head.last_hash)
+//   - identifiers and digests (id, key, correlation_id, sha256, hash;
+//     latest.correlation_id and ledger_head.last_hash)
 //     as bytes when they are in their canonical text form, a lowercase
 //     UUID (16 bytes for 36) or 64 lowercase hex digits (32 bytes for
 //     64), as text otherwise (Pack). A value has one stored form, so an
 //     equality test finds it either way; a canonical value stored as
 //     text reads as damage.
+//   - of prev_hash, its first four bytes (PackPrev): the whole is the hash
+//     of the row before, which reads select beside it (SelectPacked);
+//     the four bytes still tell a link that does not hold from a changed
+//     row (UnpackPrev).
 //   - datetime as an integer: nanoseconds since 1970 (8 bytes or fewer,
 //     for 27 or more), which also orders as time does.
 //   - detail compressed against what a detail repeats of its row (see
@@ -121,6 +126,54 @@ func canonicalUUID(s string) bool {
 		}
 	}
 	return true
+}
+
+// prevLen is how much of prev_hash a packed ledger stores: the hash's
+// first bytes, which tell a row whose link does not hold from one that
+// was changed (see UnpackPrev); the whole hash is the row before's.
+const prevLen = 4
+
+// PackPrev is how a packed ledger stores prev_hash: the first prevLen
+// bytes of a canonical hash, else (a hash Append never makes) Pack's.
+func PackPrev(h string) any {
+	if b, ok := Pack(h).([]byte); ok && len(b) == hexLen/2 {
+		return b[:prevLen:prevLen]
+	}
+	return Pack(h)
+}
+
+// UnpackPrev is the prev_hash a packed row stands for: stored is its
+// prev_hash column, before the hash of the row before it (nil for the
+// first row). When stored begins before's hash, that hash; when it does
+// not, stored itself in hex followed by "…", which no hash equals, so that
+// the chain shows a link that does not hold (events removed or inserted
+// between) rather than a changed row; "" for none stored.
+func UnpackPrev(stored, before any) (string, error) {
+	prev := ChainGenesis
+	if before != nil {
+		var err error
+		if prev, err = Unpack(before); err != nil {
+			return "", fmt.Errorf("the hash of the row before: %w", err)
+		}
+	}
+	switch v := stored.(type) {
+	case string:
+		if v == "" {
+			return "", nil
+		}
+		return Unpack(v)
+	case []byte:
+		switch {
+		case len(v) == 0:
+			return "", nil
+		case len(v) != prevLen:
+			return "", fmt.Errorf("%d bytes, want the %d a packed ledger stores of prev_hash", len(v), prevLen)
+		case strings.HasPrefix(prev, hex.EncodeToString(v)):
+			return prev, nil
+		}
+		return hex.EncodeToString(v) + "…", nil
+	}
+	return "", fmt.Errorf("a %T, want bytes or text", stored)
 }
 
 // The times a packed ledger can store: an int64 of nanoseconds.

@@ -10,7 +10,9 @@ import (
 	"github.com/lazaret/lazaret/premis"
 )
 
-// FuzzPacked: every text packs to one stored value that unpacks to it;
+// FuzzPacked: every text packs to one stored value that unpacks to it; a
+// prev_hash reads back against the hash before it, and stored bytes that
+// do not begin that hash read as a broken link;
 // any stored bytes unpack to a text that packs back to them, or are
 // refused; canonical text stored as text is refused. A detail, whatever
 // its row, reads back from what EncodeDetail stores, and any stored bytes
@@ -37,6 +39,13 @@ func FuzzPacked(f *testing.F) {
 			if again, ok := Pack(text).([]byte); !ok || !bytes.Equal(again, stored) {
 				t.Fatalf("bytes %x unpack to %q, which packs to %v", stored, text, Pack(text))
 			}
+		}
+		h := premis.ChainHash(s, &premis.Event{Key: s})
+		if prev, err := UnpackPrev(PackPrev(h), Pack(h)); err != nil || prev != h {
+			t.Fatalf("prev_hash %s reads back as %q, %v", h, prev, err)
+		}
+		if prev, err := UnpackPrev(stored, Pack(h)); err == nil && prev != h && len(stored) > 0 && !strings.HasSuffix(prev, "…") {
+			t.Fatalf("stored prev %x reads as %q, neither the hash before nor a broken link", stored, prev)
 		}
 		e := &premis.Event{Detail: premis.Printable(detail), BatchID: batch, TaskID: task, Agent: "lazaret/test", ObjectID: "obj"}
 		enc, err := EncodeDetail(e)

@@ -60,7 +60,7 @@ func TestCheckpointCatchesAConsistentForgery(t *testing.T) {
 				}
 				defer db.Close()
 				head := ledgertest.Recompute(t, ledgertest.AuditAt(t, path), 2, func(seq int64, prev, hash string) {
-					if _, err := db.Exec(`UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?`, ledgersql.Pack(prev), ledgersql.Pack(hash), seq); err != nil {
+					if _, err := db.Exec(`UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?`, ledgersql.PackPrev(prev), ledgersql.Pack(hash), seq); err != nil {
 						t.Fatal(err)
 					}
 				})

@@ -72,7 +72,7 @@ func TestPackedFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]column{"id": {"blob", 16}, "key": {"blob", 32}, "correlation_id": {"blob", 16}, "sha256": {"blob", 32},
-		"prev_hash": {"blob", 32}, "hash": {"blob", 32}, "datetime": {"integer", 19}}
+		"prev_hash": {"blob", 4}, "hash": {"blob", 32}, "datetime": {"integer", 19}}
 	got := stored(t, path, e.ID, "id", "key", "correlation_id", "sha256", "prev_hash", "hash", "datetime", "detail")
 	for c, w := range want {
 		if got[c] != w {

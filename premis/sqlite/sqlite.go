@@ -128,7 +128,7 @@ func (r sqlRows) Close() { r.Rows.Close() }
 
 const (
 	headQuery  = `SELECT event_count, last_hash FROM ledger_head WHERE id = 1`
-	byKeyQuery = `SELECT ` + ledgersql.Select + ` FROM events WHERE correlation_id = ? AND key = ?`
+	byKeyQuery = ` FROM events WHERE correlation_id = ? AND key = ?` // after SELECT and the ledger's select list
 	moveHead   = `UPDATE ledger_head SET event_count = ?, last_hash = ? WHERE id = 1`
 )
 
@@ -139,7 +139,7 @@ func (l *Ledger) prepareAppend(ctx context.Context) error {
 	for _, p := range []struct {
 		dst **sql.Stmt
 		q   string
-	}{{&st.head, headQuery}, {&st.insert, insert}, {&st.byKey, byKeyQuery}, {&st.move, moveHead}, {&st.latest, moveLatest}} {
+	}{{&st.head, headQuery}, {&st.insert, insert}, {&st.byKey, "SELECT " + l.Syntax.Select() + byKeyQuery}, {&st.move, moveHead}, {&st.latest, moveLatest}} {
 		s, err := l.db.PrepareContext(ctx, p.q)
 		if err != nil {
 			return fmt.Errorf("sqlite ledger: prepare: %w", mapErr(err))
@@ -201,7 +201,8 @@ CREATE INDEX events_datetime ON events(datetime);
 // (see ledgersql.Pack): the columns tables has, those Pack stores
 // declared BLOB (a value as it is given: bytes, or text that is not
 // canonical), datetime an INTEGER of nanoseconds, detail text or its
-// compressed bytes. inspect tells the format by datetime's declared type.
+// compressed bytes, prev_hash the start of the hash. inspect tells the
+// format by datetime's declared type.
 // datetime's CHECK refuses the row a build from before the format would
 // insert (its time is text): such a build cannot write into a packed
 // ledger, and its reads fail on the integer time rather than misread.
@@ -878,7 +879,11 @@ func (e *decodeError) Error() string {
 // holds them and checked one by one, so a row that does not decode still
 // gives its seq, chain fields and the rest that does, with a *decodeError.
 func scanOne(s scanner, packed bool) (premis.Event, error) {
-	vals := make([]any, len(selectNames))
+	n := len(selectNames)
+	if packed {
+		n++ // the hash of the row before (ledgersql.SelectPacked)
+	}
+	vals := make([]any, n)
 	ptrs := make([]any, len(vals))
 	for i := range vals {
 		ptrs[i] = &vals[i]
@@ -888,7 +893,9 @@ func scanOne(s scanner, packed bool) (premis.Event, error) {
 	}
 	d := decoder{vals: vals, packed: packed}
 	var e premis.Event
-	e.Seq, e.PrevHash, e.Hash = d.int(), d.id(), d.id()
+	e.Seq = d.int()
+	prev := d.next()
+	e.Hash = d.id()
 	e.ID, e.Key, e.Type = d.id(), d.id(), premis.EventType(d.text())
 	e.DateTime = d.time()
 	detail := d.next()
@@ -931,6 +938,7 @@ func scanOne(s scanner, packed bool) (premis.Event, error) {
 		}
 		e.Steps = steps
 	}
+	e.PrevHash = d.prev(prev)
 	if d.err != nil {
 		return e, d.err
 	}
@@ -990,6 +998,30 @@ func (d *decoder) id() string {
 	s, err := ledgersql.Unpack(v)
 	if err != nil {
 		d.fail(v, "an identifier as the ledger packs it ("+err.Error()+")")
+	}
+	return s
+}
+
+// prev reads prev_hash, whose value v was read in its place: a packed
+// row's from the start it stores and the row before's hash, the last
+// value of its select list.
+func (d *decoder) prev(v any) string {
+	if !d.packed {
+		switch v := v.(type) {
+		case string:
+			return v
+		case []byte:
+			return string(v)
+		}
+		if d.err == nil {
+			d.err = &decodeError{Column: "prev_hash", Value: v, Want: "text"}
+		}
+		return ""
+	}
+	before := d.next()
+	s, err := ledgersql.UnpackPrev(v, before)
+	if err != nil && d.err == nil {
+		d.err = &decodeError{Column: "prev_hash", Value: v, Want: "the start of a hash, as the ledger packs it (" + err.Error() + ")"}
 	}
 	return s
 }
