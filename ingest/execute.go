@@ -211,7 +211,7 @@ func (w *Worker) commit(ctx context.Context, r *result) (tally, error) {
 			return fmt.Errorf("ledger: %w", err)
 		}
 		if !skip {
-			if err := w.append(ctx, evs...); err != nil {
+			if err := w.appendFor(ctx, r.d, evs); err != nil {
 				return fmt.Errorf("ledger: %w", err)
 			}
 		}

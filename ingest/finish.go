@@ -65,7 +65,17 @@ func (w *Worker) deliver(ctx context.Context, t *asynq.Task, d *delivery) ending
 		return ending{how: decided, r: w.poisoned(t, d, derr)}
 	}
 	d.env, d.attempt = env, env.Attempt
-	if err := w.readHistory(ctx, d); err != nil {
+	d.first = w.takesFirst(d)
+	return w.decide(ctx, d)
+}
+
+// decide is deliver once the envelope is read: what the ledger knows of the
+// task (unless the delivery takes itself for the task's first, see
+// takesFirst), then the decision.
+func (w *Worker) decide(ctx context.Context, d *delivery) ending {
+	if d.first {
+		d.retries, d.attempt, d.decided = 0, d.env.Attempt, nil
+	} else if err := w.readHistory(ctx, d); err != nil {
 		return ending{how: routingFailed, err: fmt.Errorf("ledger: %w", err)}
 	}
 	if d.decided != nil {
@@ -96,6 +106,13 @@ func (w *Worker) finish(ctx context.Context, d *delivery, e ending) error {
 		case err == nil:
 			w.report(ctx, e.r, t)
 			return e.r.broker(t)
+		case errors.Is(err, premis.ErrNotFirst):
+			// The delivery took itself for the task's first, and the
+			// ledger holds more of the item than its submission by this
+			// task (a redelivery asynq did not count, a resubmission):
+			// nothing was written; decided again from the history.
+			d.first = false
+			return w.finish(ctx, d, w.decide(ctx, d))
 		case t.rereadFirst(ctx, e.r):
 			// The second read of the interchange found it changed before
 			// anything was recorded: that is this attempt's verdict, as if
@@ -173,8 +190,18 @@ func (w *Worker) routingFailed(ctx context.Context, d *delivery, r *result, err 
 		w.Logger.LogAttrs(ctx, slog.LevelWarn, "routing failed; the task will be retried", attrs...)
 		return &RoutingError{Destination: dest, Try: try, Err: err}
 	}
+	var aerr error
+	if d.first {
+		// Taken for the task's first delivery, unconfirmed: its history
+		// is read before anything is written on it.
+		d.first = false
+		aerr = w.readHistory(ctx, d)
+	}
 	ev := w.exhaustedEvent(d, r, err, try)
-	if aerr := w.append(ctx, ev); aerr != nil {
+	if aerr == nil {
+		aerr = w.append(ctx, ev)
+	}
+	if aerr != nil {
 		attrs = append(attrs, slog.String("ledger_error", aerr.Error()))
 		w.Logger.LogAttrs(ctx, slog.LevelError, "routing budget spent and the ledger does not answer: archived unrecorded, reconcile-broker records it", attrs...)
 	} else {

@@ -103,6 +103,9 @@ type delivery struct {
 	attempt int           // Lazaret's attempt: env.Attempt + retries
 	decided *premis.Event // the outcome already recorded for this task, if any
 	known   bool          // the ledger answered, so retries and decided are real
+	// first: taken for the task's first delivery without reading the
+	// ledger (takesFirst); its append checks it (premis.FirstAppender).
+	first bool
 }
 
 // routingSpent is how many deliveries of this task ended without a
@@ -157,6 +160,22 @@ func (w *Worker) firstDelivery(ctx context.Context, d *delivery) (bool, error) {
 	}
 	d.retries, d.known, d.attempt = 0, true, d.env.Attempt
 	return true, nil
+}
+
+// takesFirst says whether a delivery takes itself for the task's first
+// without asking the ledger: asynq counts no earlier run of the task, the
+// item is decided in one append (not an interchange, whose messages go in
+// chunks), and the ledger checks the assumption in that append
+// (premis.FirstAppender), so that a wrong one writes nothing and the
+// delivery is decided again from the history (see finish). The lookup it
+// saves (firstDelivery) is a round trip to a ledger across a network.
+func (w *Worker) takesFirst(d *delivery) bool {
+	fa, ok := w.Ledger.(premis.FirstAppender)
+	if !ok || !fa.AppendsFirst() || d.retried > 0 {
+		return false
+	}
+	k, _ := validate.KindNamed(d.env.Kind)
+	return !k.Messages
 }
 
 // budgetSpent says whether the deliveries of this task that ended without
@@ -325,6 +344,21 @@ func (w *Worker) append(ctx context.Context, evs ...*premis.Event) error {
 			slog.String(AttrObjectID, last.ObjectID))
 		return nil
 	}
+	return err
+}
+
+// appendFor is append for delivery d: for one that took itself for the
+// task's first (takesFirst), on that condition, which the ledger checks
+// (an error wrapping premis.ErrNotFirst when it does not hold). Such an
+// append's other errors are not read back as append's are: a row found
+// under its key could be an earlier delivery's, and the delivery ends as a
+// routing failure, whose retry reads the history.
+func (w *Worker) appendFor(ctx context.Context, d *delivery, evs []*premis.Event) error {
+	if !d.first {
+		return w.append(ctx, evs...)
+	}
+	first := []premis.FirstDelivery{{CorrelationID: d.env.CorrelationID, TaskID: d.taskID}}
+	_, err := w.Ledger.(premis.FirstAppender).AppendFirst(ctx, first, evs...)
 	return err
 }
 

@@ -370,6 +370,28 @@ type LatestEachLookup interface {
 	LatestOfEach(ctx context.Context, correlationIDs []string) (map[string]Latest, error)
 }
 
+// FirstDelivery is what the first delivery of a submitted task takes for
+// granted of its item: that the item's latest event with a destination
+// (its Latest) is its submission by that task, so that nothing is recorded
+// for the task yet. A LatestLookup tells it before the delivery; a
+// FirstAppender checks it in the delivery's append instead.
+type FirstDelivery struct{ CorrelationID, TaskID string }
+
+// FirstAppender is a Ledger that appends on the condition that each
+// FirstDelivery given holds, checked in the append's own transaction
+// under its write lock, so that nothing recorded meanwhile slips between
+// the check and the write. A first delivery learns that it was one from
+// its append, without a lookup beforehand: one round trip to the ledger
+// less, for a ledger across a network.
+type FirstAppender interface {
+	// AppendsFirst says whether AppendFirst checks its conditions: a
+	// wrapper (GroupCommit) over a ledger that cannot says false.
+	AppendsFirst() bool
+	// AppendFirst is Append when every one of firsts holds. Otherwise it
+	// writes nothing and returns an error wrapping ErrNotFirst.
+	AppendFirst(ctx context.Context, firsts []FirstDelivery, events ...*Event) (inserted []bool, err error)
+}
+
 // Ledger stores PREMIS events durably and append-only.
 type Ledger interface {
 	// Append stores events in one transaction. An event whose Key is
@@ -404,6 +426,12 @@ var (
 	// can read (another program's database, a ledger too old to read
 	// without upgrading it, which only Open does).
 	ErrNotLedger = errors.New("cannot be read as a lazaret ledger")
+	// ErrNotFirst: an append on a FirstDelivery found the item's latest
+	// event to be another than its submission by that task (something was
+	// recorded since, or it was submitted again, or never), and wrote
+	// nothing. Not a failure of the ledger: the caller reads the item's
+	// history and decides from it.
+	ErrNotFirst = errors.New("premis: not the first delivery of the task")
 )
 
 // recordID is the id of the ledger row e is stored in: its record's, for a

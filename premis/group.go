@@ -60,6 +60,7 @@ func (g *GroupCommit) committed(appends int) {
 
 type groupAppend struct {
 	events []*Event
+	firsts []FirstDelivery // AppendFirst's conditions
 	ins    []bool
 	err    error
 	done   chan struct{}
@@ -96,17 +97,41 @@ func NewGroupCommit(l Ledger, maxEvents int) *GroupCommit {
 
 // Append implements Ledger.
 func (g *GroupCommit) Append(ctx context.Context, events ...*Event) ([]bool, error) {
+	return g.append(ctx, nil, events)
+}
+
+// AppendsFirst implements FirstAppender: whether g's ledger checks a
+// FirstDelivery.
+func (g *GroupCommit) AppendsFirst() bool {
+	fa, ok := g.Ledger.(FirstAppender)
+	return ok && fa.AppendsFirst()
+}
+
+// AppendFirst implements FirstAppender, over a ledger that AppendsFirst:
+// the appends waiting together are written in one transaction on all
+// their conditions, and when one does not hold, each on its own (see
+// commit), so that only its caller gets ErrNotFirst.
+func (g *GroupCommit) AppendFirst(ctx context.Context, firsts []FirstDelivery, events ...*Event) ([]bool, error) {
+	if !g.AppendsFirst() {
+		return nil, fmt.Errorf("premis: group commit: %T does not check a first delivery", g.Ledger)
+	}
+	return g.append(ctx, firsts, events)
+}
+
+// append queues events, on the conditions firsts (none for Append), for
+// the committer and waits for their commit.
+func (g *GroupCommit) append(ctx context.Context, firsts []FirstDelivery, events []*Event) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
 	if len(events) == 0 || len(events) > g.maxEvents {
-		return g.Ledger.Append(ctx, events...)
+		return g.write(ctx, firsts, events)
 	}
 	// Events are prepared (and an invalid one refused) by the ledger, once:
 	// a combined commit holding an invalid event fails, and each caller's
 	// events are then written on their own (see commit), so it fails its
 	// caller alone.
-	r := &groupAppend{events: events, done: make(chan struct{})}
+	r := &groupAppend{events: events, firsts: firsts, done: make(chan struct{})}
 	select {
 	case g.reqs <- r:
 	case <-g.stop:
@@ -127,6 +152,15 @@ func (g *GroupCommit) Append(ctx context.Context, events ...*Event) ([]bool, err
 		return nil, context.Cause(ctx)
 	}
 	return r.ins, r.err
+}
+
+// write appends events to the ledger in one transaction, on the
+// conditions firsts when there are any.
+func (g *GroupCommit) write(ctx context.Context, firsts []FirstDelivery, events []*Event) ([]bool, error) {
+	if len(firsts) == 0 {
+		return g.Ledger.Append(ctx, events...)
+	}
+	return g.Ledger.(FirstAppender).AppendFirst(ctx, firsts, events...)
 }
 
 // closed says whether c is closed, without waiting.
@@ -188,24 +222,27 @@ func (g *GroupCommit) commit(batch []*groupAppend, n int) {
 	defer cancel()
 	if len(batch) == 1 {
 		r := batch[0]
-		if r.ins, r.err = g.Ledger.Append(ctx, r.events...); r.err == nil {
+		if r.ins, r.err = g.write(ctx, r.firsts, r.events); r.err == nil {
 			g.committed(1)
 		}
 		close(r.done)
 		return
 	}
 	all := make([]*Event, 0, n)
+	var firsts []FirstDelivery
 	for _, r := range batch {
 		all = append(all, r.events...)
+		firsts = append(firsts, r.firsts...)
 	}
-	ins, err := g.Ledger.Append(ctx, all...)
+	ins, err := g.write(ctx, firsts, all)
 	if err == nil && len(ins) != len(all) {
 		err = fmt.Errorf("premis: group commit: %d results for %d events", len(ins), len(all))
 	}
 	if err != nil {
-		// One caller's events may be what failed: write each on its own.
+		// One caller's events, or condition, may be what failed: write
+		// each on its own.
 		for _, r := range batch {
-			if r.ins, r.err = g.Ledger.Append(ctx, r.events...); r.err == nil {
+			if r.ins, r.err = g.write(ctx, r.firsts, r.events); r.err == nil {
 				g.committed(1)
 			}
 			close(r.done)

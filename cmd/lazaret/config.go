@@ -713,6 +713,19 @@ func (o observedLedger) Append(ctx context.Context, events ...*premis.Event) ([]
 	return ins, err
 }
 
+// AppendFirst is observed as Append is. A condition that does not hold
+// (premis.ErrNotFirst) is no failure of the ledger.
+func (o observedLedger) AppendFirst(ctx context.Context, firsts []premis.FirstDelivery, events ...*premis.Event) ([]bool, error) {
+	start := time.Now()
+	ins, err := o.GroupCommit.AppendFirst(ctx, firsts, events...)
+	if errors.Is(err, premis.ErrNotFirst) {
+		o.observe(time.Since(start), nil)
+	} else {
+		o.observe(time.Since(start), err)
+	}
+	return ins, err
+}
+
 // observeAppends wraps l, the group committer connect opened, so that
 // observe hears of every append; another ledger is returned as it is.
 func observeAppends(l premis.Ledger, observe func(time.Duration, error)) premis.Ledger {

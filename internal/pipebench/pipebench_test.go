@@ -56,11 +56,17 @@ func postgresLedger(t testing.TB) premis.Ledger {
 // TestPipelineSettlesEveryItem runs both sides of the benchmark on a small
 // batch: every item of the pipeline run is recorded where it must end
 // (accepted, or dead-lettered for the failing batch), once, and the anchor
-// handles every task.
+// handles every task. Over PostgreSQL, whose first deliveries are checked
+// in their appends instead of looked up (premis.FirstAppender), each item
+// has its one decision too, and the chain verifies.
 func TestPipelineSettlesEveryItem(t *testing.T) {
 	opt := redisOpt(t, 9)
-	for _, fail := range []bool{false, true} {
-		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
+	for _, c := range []struct {
+		lk   string
+		fail bool
+	}{{"sqlite", false}, {"sqlite", true}, {"postgres", false}, {"postgres", true}} {
+		fail := c.fail
+		t.Run(fmt.Sprintf("%s/fail=%v", c.lk, fail), func(t *testing.T) {
 			o := pipebench.Options{Redis: opt, Items: 60, Concurrency: 2, Fail: fail, Timeout: time.Minute}
 			if _, err := pipebench.Bare(context.Background(), o); err != nil {
 				t.Fatal(err)
@@ -69,11 +75,28 @@ func TestPipelineSettlesEveryItem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l := sqliteLedger(t)
+			var l premis.Ledger
+			if c.lk == "sqlite" {
+				l = sqliteLedger(t)
+			} else {
+				l = postgresLedger(t)
+			}
 			w, stop := worker(l, opt)
 			defer stop()
 			if _, _, err := pipebench.Pipeline(context.Background(), o, w, b); err != nil {
 				t.Fatal(err)
+			}
+			decisions, err := l.Events(context.Background(), premis.Filter{Destinations: []premis.Destination{premis.Accepted, premis.DeadLetter}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(decisions) != o.Items {
+				t.Errorf("%d decisions, want %d: one an item", len(decisions), o.Items)
+			}
+			if a, ok := l.(premis.Auditor); ok {
+				if v, err := premis.Verify(context.Background(), a); err != nil || !v.Intact() {
+					t.Errorf("chain: %v %v", v, err)
+				}
 			}
 			want := premis.Accepted
 			if fail {

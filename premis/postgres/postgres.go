@@ -728,6 +728,26 @@ func readSeqs(br pgx.BatchResults, events []*premis.Event, ins []int, chain *led
 // with no head known yet or another append chaining onto it, it reads the
 // head and the stored keys first, in two (appendOn).
 func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, error) {
+	return l.append(ctx, nil, events)
+}
+
+var _ premis.FirstAppender = (*Ledger)(nil)
+
+// AppendsFirst implements premis.FirstAppender: a ledger with its read
+// model (every ledger Open gives) checks a first delivery.
+func (l *Ledger) AppendsFirst() bool { return l.ReadModel }
+
+// AppendFirst implements premis.FirstAppender: Append, with the read
+// model's rows of the items checked in the same round trip, once the head
+// is held (see firstsHeld), so that no append can come between.
+func (l *Ledger) AppendFirst(ctx context.Context, firsts []premis.FirstDelivery, events ...*premis.Event) ([]bool, error) {
+	if !l.ReadModel {
+		return nil, errors.New("postgres ledger: no read model to check a first delivery against")
+	}
+	return l.append(ctx, firsts, events)
+}
+
+func (l *Ledger) append(ctx context.Context, firsts []premis.FirstDelivery, events []*premis.Event) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -740,13 +760,14 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 			e.ID = u.String()
 		}
 	}
+	firsts = distinctFirsts(firsts)
 	conn, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres ledger: begin: %w", mapErr(err))
 	}
 	defer conn.Release() // destroys a connection left in a transaction
 	c := conn.Conn()
-	inserted, err := l.appendAt(ctx, c, events)
+	inserted, err := l.appendAt(ctx, c, firsts, events)
 	if err == nil {
 		l.oneTrip.Add(1)
 		return inserted, nil
@@ -757,7 +778,7 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	if !errors.Is(err, errHeadMoved) {
 		return nil, err
 	}
-	inserted, head, err := appendOn(ctx, c, events)
+	inserted, head, err := appendOn(ctx, c, firsts, events)
 	if err != nil {
 		rollback(ctx, c)
 		return nil, err
@@ -770,6 +791,47 @@ func (l *Ledger) Append(ctx context.Context, events ...*premis.Event) ([]bool, e
 	l.twoTrips.Add(1)
 	return inserted, nil
 }
+
+// distinctFirsts is firsts without repeats, each counted once by the
+// check (see firstsHeld).
+func distinctFirsts(firsts []premis.FirstDelivery) []premis.FirstDelivery {
+	if len(firsts) < 2 {
+		return firsts
+	}
+	seen := make(map[premis.FirstDelivery]bool, len(firsts))
+	out := make([]premis.FirstDelivery, 0, len(firsts))
+	for _, f := range firsts {
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// firstsArgs are the arguments of firstsHeld and firstsFound.
+func firstsArgs(firsts []premis.FirstDelivery) []any {
+	corr, task := make([]string, len(firsts)), make([]string, len(firsts))
+	for i, f := range firsts {
+		corr[i], task[i] = f.CorrelationID, f.TaskID
+	}
+	return []any{corr, task, len(firsts)}
+}
+
+// firstsFound counts the premis.FirstDelivery conditions that hold: the
+// item's row in the read model is its submission (the latest event with a
+// destination), by that task. $3, the number of conditions, is unused
+// here; it is firstsHeld's.
+const firstsFound = `SELECT count(*), $3::int FROM unnest($1::text[], $2::text[]) AS f(correlation_id, task_id)
+	JOIN lazaret_latest l ON l.correlation_id = f.correlation_id
+	JOIN lazaret_events e ON e.seq = l.seq
+	WHERE l.destination = '` + string(premis.Submitted) + `' AND e.task_id = f.task_id`
+
+// firstsHeld fails the transaction, by a division by zero as holdHead
+// does, unless every condition holds. Sent after holdHead: the head's row
+// lock orders it after every append that committed before, and before
+// every one after.
+const firstsHeld = `SELECT 1 / (n = want)::int FROM (` + firstsFound + `) AS found(n, want)`
 
 // rollback ends the transaction a failed append left open on c, if any.
 func rollback(ctx context.Context, c *pgx.Conn) {
@@ -809,7 +871,7 @@ const holdHead = `SELECT 1 / count(*) FROM (SELECT 1 FROM lazaret_ledger_head
 // a moved head the next appends go the two-trip way at once (see skip),
 // so that processes appending side by side do not each pay a failed try
 // an append.
-func (l *Ledger) appendAt(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bool, error) {
+func (l *Ledger) appendAt(ctx context.Context, conn *pgx.Conn, firsts []premis.FirstDelivery, events []*premis.Event) ([]bool, error) {
 	l.headMu.Lock()
 	if !l.headKnown || l.headBusy || l.skip > 0 {
 		l.skip = max(0, l.skip-1)
@@ -825,20 +887,32 @@ func (l *Ledger) appendAt(ctx context.Context, conn *pgx.Conn, events []*premis.
 		b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
 		b.Queue(noSeqScan)
 		b.Queue(holdHead, head.Count, head.Hash)
+		lead := 3
+		if len(firsts) > 0 {
+			b.Queue(firstsHeld, firstsArgs(firsts)...)
+			lead++
+		}
 		first, ins, err := queueInserts(b, chain, events, nil)
 		if err != nil {
 			return nil, err
 		}
-		if err := readInserts(conn.SendBatch(ctx, b), chain, events, ins, 3); err != nil {
+		if err := readInserts(conn.SendBatch(ctx, b), chain, events, ins, lead); err != nil {
 			return nil, err
 		}
 		return done(chain, events, first), nil
 	}()
 	var pe *pgconn.PgError
 	errors.As(err, &pe)
-	moved := pe != nil && pe.Code == "22012"
+	var le *leadError
+	// A division by zero in firstsHeld (the fourth statement), not in
+	// holdHead: the head was held as expected, and some item has a history.
+	notFirst := pe != nil && pe.Code == "22012" && errors.As(err, &le) && le.n == 3
+	moved := pe != nil && pe.Code == "22012" && !notFirst
 	l.headMu.Lock()
 	l.head, l.headKnown, l.headBusy = chain.Head, err == nil, false
+	if notFirst {
+		l.head, l.headKnown = head, true // nothing written: the head stays
+	}
 	switch {
 	case err == nil:
 		l.backoff = 0
@@ -849,6 +923,9 @@ func (l *Ledger) appendAt(ctx context.Context, conn *pgx.Conn, events []*premis.
 	l.headMu.Unlock()
 	if moved {
 		l.moved.Add(1)
+	}
+	if notFirst {
+		return nil, fmt.Errorf("postgres ledger: %w", premis.ErrNotFirst)
 	}
 	if moved || pe != nil && pe.Code == "23505" {
 		return nil, errHeadMoved
@@ -872,7 +949,7 @@ const noSeqScan = `SET LOCAL enable_seqscan = off`
 // commit, orders appends, so nothing can be stored between the read-back
 // and the inserts; any conflict (an id stored under another key) aborts the
 // whole transaction. It returns the head the append leaves.
-func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bool, premis.Head, error) {
+func appendOn(ctx context.Context, conn *pgx.Conn, firsts []premis.FirstDelivery, events []*premis.Event) ([]bool, premis.Head, error) {
 	keys := make([]string, len(events))
 	for i, e := range events {
 		keys[i] = e.Key
@@ -881,6 +958,9 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
 	b.Queue(noSeqScan)
 	b.Queue(`SELECT event_count, last_hash FROM lazaret_ledger_head WHERE id = 1 FOR UPDATE`)
+	if len(firsts) > 0 {
+		b.Queue(firstsFound, firstsArgs(firsts)...)
+	}
 	b.Queue(`SELECT `+ledgersql.Select+` FROM lazaret_events WHERE key = ANY($1)`, keys)
 	var head premis.Head
 	stored := map[string]premis.Event{}
@@ -898,6 +978,15 @@ func appendOn(ctx context.Context, conn *pgx.Conn, events []*premis.Event) ([]bo
 		}
 		if err != nil {
 			return fmt.Errorf("postgres ledger: head: %w", mapErr(err))
+		}
+		if len(firsts) > 0 {
+			var found, want int
+			if err := br.QueryRow().Scan(&found, &want); err != nil {
+				return fmt.Errorf("postgres ledger: first delivery: %w", mapErr(err))
+			}
+			if found != want {
+				return fmt.Errorf("postgres ledger: %w", premis.ErrNotFirst)
+			}
 		}
 		rows, err := br.Query()
 		if err != nil {
@@ -984,9 +1073,9 @@ func queueInserts(b *pgx.Batch, chain *ledgersql.Chain, events []*premis.Event, 
 // statements of its own: each inserted event's seq into chain.
 func readInserts(br pgx.BatchResults, chain *ledgersql.Chain, events []*premis.Event, ins []int, lead int) error {
 	defer br.Close()
-	for range lead {
+	for n := range lead {
 		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("postgres ledger: begin: %w", mapErr(err))
+			return fmt.Errorf("postgres ledger: begin: %w", &leadError{n, mapErr(err)})
 		}
 	}
 	for from := 0; from < len(ins); from += rowsPerInsert {
@@ -1007,6 +1096,16 @@ func readInserts(br pgx.BatchResults, chain *ledgersql.Chain, events []*premis.E
 	}
 	return mapErr(br.Close())
 }
+
+// leadError is the error of the lead statement n (0-based) of a batch
+// readInserts reads.
+type leadError struct {
+	n   int
+	err error
+}
+
+func (e *leadError) Error() string { return e.err.Error() }
+func (e *leadError) Unwrap() error { return e.err }
 
 // done hands the committed events their chain fields and each event that
 // repeated a key the event first inserted under it, and says which were
