@@ -2,6 +2,7 @@ package directory
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -191,6 +192,57 @@ type Checker struct {
 	// what is missing at.
 	tag string
 	off int64
+	// found counts the findings reported, so that a segment whose
+	// elements raise none is known to be sound.
+	found int
+	sound soundSegments
+}
+
+// soundSegments remembers segments whose elements passed, with their
+// layout and the decimal mark: the element checks of a segment follow
+// from these and its values alone (edifact.Segment.SameValues), and an
+// interchange repeats many segments byte for byte (a port, a date, a
+// package type), which are then checked once. It is a small table of the
+// last ones seen, one slot per hash of their bytes, each slot taken over
+// by the next segment that passes and hashes to it.
+type soundSegments struct {
+	seed  maphash.Seed
+	slots []soundSlot
+	slot  *soundSlot // the slot of the segment known was last asked about
+}
+
+type soundSlot struct {
+	sd      *Segment
+	decimal byte
+	seg     edifact.Segment
+}
+
+// soundSlots is the size of the table; soundMax bounds the bytes of a
+// segment kept, so that the table holds at most soundSlots*soundMax bytes
+// and their spans.
+const (
+	soundSlots = 256
+	soundMax   = 256
+)
+
+// known reports whether s, laid out as sd, passed before.
+func (t *soundSegments) known(sd *Segment, decimal byte, s *edifact.Segment) bool {
+	if t.slots == nil {
+		t.seed, t.slots = maphash.MakeSeed(), make([]soundSlot, soundSlots)
+	}
+	e := &t.slots[maphash.Bytes(t.seed, s.Raw())%soundSlots]
+	t.slot = e
+	return e.sd == sd && e.decimal == decimal && e.seg.SameValues(s)
+}
+
+// remember records that s, which known was last asked about, passed.
+func (t *soundSegments) remember(sd *Segment, decimal byte, s *edifact.Segment) {
+	if len(s.Raw()) > soundMax {
+		return
+	}
+	e := t.slot
+	e.sd, e.decimal = sd, decimal
+	s.CloneInto(&e.seg)
 }
 
 var checkers = sync.Pool{New: func() any { return &Checker{stack: make([]frame, 0, 8)} }}
@@ -219,8 +271,12 @@ func (c *Checker) Begin(def *Message, opt Options, report func(Finding)) {
 // after the segment checked before. It keeps no reference to s.
 func (c *Checker) Segment(i int, s *edifact.Segment) {
 	c.seg, c.s, c.tag, c.off = i+1, s, s.Tag, s.Offset
-	if sd := c.match(s.Tag); sd != nil && !sd.Any {
+	if sd := c.match(s.Tag); sd != nil && !sd.Any && !c.sound.known(sd, c.opt.Decimal, s) {
+		found := c.found
 		c.elements(sd)
+		if c.found == found {
+			c.sound.remember(sd, c.opt.Decimal, s)
+		}
 	}
 	c.s = nil
 }
@@ -255,6 +311,7 @@ func (c *Checker) report(f Finding, format string, args []any) {
 	if c.opt.Reason == nil || c.opt.Reason(f) {
 		f.Reason = fmt.Sprintf(format, args...)
 	}
+	c.found++
 	c.emit(f)
 }
 
@@ -363,6 +420,7 @@ func (c *Checker) commit(level, idx int, repeat bool) *Segment {
 			if c.opt.Reason == nil || c.opt.Reason(fd) {
 				fd.Reason = fmt.Sprintf("%s occurs more than %d times", describe(n), n.Max)
 			}
+			c.found++
 			c.emit(fd)
 		}
 	} else {
