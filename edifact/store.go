@@ -198,6 +198,12 @@ func (st *store) count(s *Segment) {
 		st.extra += holeBytes + 4*int64(len(s.holes))
 	}
 	st.nraw += uint32(len(s.raw))
+	if len(s.raw) < longWord {
+		// No component is long: a word each, as add writes them.
+		st.nword += uint32(len(s.spans))
+		st.n++
+		return
+	}
 	for i := range s.spans {
 		if l := uint32(s.spans[i].end - s.spans[i].start); l < longWord {
 			st.nword++

@@ -1,5 +1,7 @@
 package edifact
 
+import "bytes"
+
 // Values are read one after the other, without allocating, for checks
 // that look at every component of a segment (message directories).
 
@@ -69,4 +71,42 @@ func (s *Segment) unescaped(sp span, buf []byte) []byte {
 		out = append(out, raw[i])
 	}
 	return out
+}
+
+// SameValues reports whether s and t are the same but for where they
+// stand in the input: the same bytes, split the same way, with the same
+// release character where one is used. Their values (ValueAt, Value) are
+// then the same, at the same data elements, components and repetitions.
+// A check whose verdict on a segment follows from its values alone may
+// keep a segment that passed (CloneInto) and skip one that is the same.
+func (s *Segment) SameValues(t *Segment) bool {
+	if len(s.spans) != len(t.spans) || !bytes.Equal(s.raw, t.raw) || (s.rel != t.rel && s.escaped()) {
+		return false
+	}
+	for i := range s.spans {
+		if s.spans[i] != t.spans[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// escaped reports whether a value of s holds a release character.
+func (s *Segment) escaped() bool {
+	for _, sp := range s.spans {
+		if sp.escaped() {
+			return true
+		}
+	}
+	return false
+}
+
+// CloneInto makes dst a copy of s that stays valid, as Clone does, in
+// dst's arrays when they are large enough.
+func (s *Segment) CloneInto(dst *Segment) {
+	raw, holes, spans := dst.raw, dst.holes, dst.spans
+	*dst = *s
+	dst.raw = append(raw[:0], s.raw...)
+	dst.holes = append(holes[:0], s.holes...)
+	dst.spans = append(spans[:0], s.spans...)
 }

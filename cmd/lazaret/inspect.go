@@ -274,7 +274,7 @@ func (r *inspectResult) appendRow(b []byte) []byte {
 // appendCell appends cell(a + mid + c), without the concatenation when
 // neither a nor c holds what cell replaces (mid never does).
 func appendCell(b []byte, a, mid, c string) []byte {
-	if strings.ContainsAny(a, "\r\n\t") || strings.ContainsAny(c, "\r\n\t") {
+	if breaksCell(a) || breaksCell(c) {
 		return append(b, cell(a+mid+c)...)
 	}
 	b = append(b, a...)

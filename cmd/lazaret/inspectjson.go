@@ -29,6 +29,37 @@ type jsonWriter struct {
 	recent [8]quoted
 	next   int  // the entry of recent a new string replaces
 	dirty  bool // a string came out with a byte clean refuses
+	// The fields before the offset and those after the message type, as
+	// the last line wrote them: on the lines of one interchange they are
+	// the same from message to message, and are copied as they came out.
+	head, tail jsonRun
+}
+
+// same reports whether run was written from strs and nums.
+func (run *jsonRun) same(strs *[7]string, nums [2]int64) bool {
+	return run.ok && run.nums == nums && sameStrings(&run.strs, strs)
+}
+
+// sameStrings reports whether a and b hold the same strings, most often
+// the very same (their bytes at the same address), told apart without a
+// call.
+func sameStrings(a, b *[7]string) bool {
+	for i := range a {
+		if len(a[i]) != len(b[i]) || (unsafe.StringData(a[i]) != unsafe.StringData(b[i]) && a[i] != b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonRun is a run of fields as a line wrote them: the strings and
+// numbers written, and the bytes they came out as.
+type jsonRun struct {
+	strs  [7]string
+	nums  [2]int64
+	ok    bool // written once
+	b     []byte
+	dirty bool
 }
 
 // quoted is a string as appendJSONString wrote it. A string's bytes never
@@ -73,6 +104,51 @@ func (w *jsonWriter) str(b []byte, s string) []byte {
 
 // append appends r as appendJSON does.
 func (w *jsonWriter) append(b []byte, r *inspectResult) []byte {
+	// Each run is written by a direct call: r passed to a func value
+	// would escape, and cost an allocation a line.
+	head := [7]string{r.File, r.ObjectID, r.Kind, r.Verdict, r.Class, r.Code, r.Message}
+	if run := &w.head; run.same(&head, [2]int64{}) {
+		b = w.copyRun(b, run)
+	} else {
+		at, dirty := w.startRun(b)
+		b = w.appendHead(b, r)
+		w.keepRun(run, b[at:], &head, [2]int64{}, dirty)
+	}
+	b = w.appendMiddle(b, r)
+	tail, nums := [7]string{r.PUID, r.SHA256}, [2]int64{r.Size, int64(r.Pages)}
+	if run := &w.tail; run.same(&tail, nums) {
+		b = w.copyRun(b, run)
+	} else {
+		at, dirty := w.startRun(b)
+		b = w.appendTail(b, r)
+		w.keepRun(run, b[at:], &tail, nums, dirty)
+	}
+	b = w.warnings(b, r.Warnings)
+	return append(b, "}\n"...)
+}
+
+// copyRun appends run's bytes to b.
+func (w *jsonWriter) copyRun(b []byte, run *jsonRun) []byte {
+	w.dirty = w.dirty || run.dirty
+	return append(b, run.b...)
+}
+
+// startRun starts a run written at the end of b: it returns where, and
+// whether what came before it is dirty (its own dirt is noted apart).
+func (w *jsonWriter) startRun(b []byte) (at int, dirty bool) {
+	dirty, w.dirty = w.dirty, false
+	return len(b), dirty
+}
+
+// keepRun keeps out, the bytes of a run written from strs and nums since
+// startRun, in run; dirty is what startRun returned.
+func (w *jsonWriter) keepRun(run *jsonRun, out []byte, strs *[7]string, nums [2]int64, dirty bool) {
+	run.strs, run.nums, run.ok, run.b, run.dirty = *strs, nums, true, append(run.b[:0], out...), w.dirty
+	w.dirty = w.dirty || dirty
+}
+
+// appendHead appends r's fields from the file to the message.
+func (w *jsonWriter) appendHead(b []byte, r *inspectResult) []byte {
 	b = append(b, `{"file":`...)
 	b = w.str(b, r.File)
 	if r.ObjectID != "" {
@@ -88,7 +164,11 @@ func (w *jsonWriter) append(b []byte, r *inspectResult) []byte {
 	b = append(b, `,"code":`...)
 	b = w.str(b, r.Code)
 	b = append(b, `,"message":`...)
-	b = w.str(b, r.Message)
+	return w.str(b, r.Message)
+}
+
+// appendMiddle appends r's fields from the offset to the message type.
+func (w *jsonWriter) appendMiddle(b []byte, r *inspectResult) []byte {
 	b = append(b, `,"offset":`...)
 	if r.Offset != nil {
 		b = strconv.AppendInt(b, *r.Offset, 10)
@@ -119,6 +199,12 @@ func (w *jsonWriter) append(b []byte, r *inspectResult) []byte {
 		b = append(b, `,"message_type":`...)
 		b = w.str(b, r.MessageType)
 	}
+	return b
+}
+
+// appendTail appends r's fields from the PUID to the pages, and the
+// name of the warnings.
+func (w *jsonWriter) appendTail(b []byte, r *inspectResult) []byte {
 	b = append(b, `,"puid":`...)
 	b = w.str(b, r.PUID)
 	b = append(b, `,"computed_sha256":`...)
@@ -127,9 +213,7 @@ func (w *jsonWriter) append(b []byte, r *inspectResult) []byte {
 	b = strconv.AppendInt(b, r.Size, 10)
 	b = append(b, `,"pages":`...)
 	b = strconv.AppendInt(b, int64(r.Pages), 10)
-	b = append(b, `,"warnings":`...)
-	b = w.warnings(b, r.Warnings)
-	return append(b, "}\n"...)
+	return append(b, `,"warnings":`...)
 }
 
 // warnings appends ws as encoding/json writes a []tiff.Warning.

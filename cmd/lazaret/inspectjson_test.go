@@ -62,8 +62,8 @@ func TestJSONWriterRemembers(t *testing.T) {
 	}
 	var w jsonWriter
 	for round := range 3 {
-		for i := range rs {
-			r := &rs[(i+round)%len(rs)]
+		for i := range 2 * len(rs) { // each line twice: the second as the first came out
+			r := &rs[(i/2+round)%len(rs)]
 			w.dirty = false
 			got, want := w.append(nil, r), encodingJSON(t, r)
 			if !bytes.Equal(got, want) {
@@ -71,6 +71,34 @@ func TestJSONWriterRemembers(t *testing.T) {
 			}
 			if w.dirty != !clean(got) {
 				t.Errorf("round %d: dirty %v for %q", round, w.dirty, got)
+			}
+		}
+	}
+}
+
+// TestJSONWriterSeesEveryField: a jsonWriter that copies the fields a line
+// shares with the line before writes a line that differs from the one
+// before in any one field, of its own or of its warnings, as
+// encoding/json does. A field added to inspectResult and not to what
+// tells two lines apart fails here.
+func TestJSONWriterSeesEveryField(t *testing.T) {
+	t.Parallel()
+	var base inspectResult
+	n := 0
+	fill(reflect.ValueOf(&base).Elem(), &n)
+	var w jsonWriter
+	rv := reflect.ValueOf(&base).Elem()
+	for i := range rv.NumField() {
+		if !rv.Type().Field(i).IsExported() {
+			continue
+		}
+		r := base
+		r.Warnings = append([]tiff.Warning(nil), base.Warnings...)
+		fill(reflect.ValueOf(&r).Elem().Field(i), &n)
+		for _, line := range []*inspectResult{&base, &r} {
+			got, want := w.append(nil, line), encodingJSON(t, line)
+			if !bytes.Equal(got, want) {
+				t.Errorf("field %s changed: jsonWriter:\n%s\nencoding/json:\n%s", rv.Type().Field(i).Name, got, want)
 			}
 		}
 	}

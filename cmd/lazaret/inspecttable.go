@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"io"
+	"math"
+	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
 )
@@ -32,12 +34,33 @@ const tableCells = 8
 // FuzzTableWriter hold it to tabwriter.
 type tableWriter struct {
 	w     io.Writer
-	buf   []byte // the block
-	rows  []int  // where each row of the block ends in buf
-	plain bool   // the block so far is rows of the kind aligned here
+	buf   []byte      // the block
+	cells []tableCell // the cells of the block's rows ended by a tab, row after row
+	plain bool        // the block so far is rows of the kind aligned here
 	out   []byte
 	tw    *tabwriter.Writer // for a block that is not plain, made once
 }
+
+// tableCell is a cell of a row, but its last: its length in bytes and in
+// runes as tabwriter counts them.
+type tableCell struct{ bytes, runes int32 }
+
+// Byte classes of a row, read in one pass (see Write).
+const (
+	rowText    = iota
+	rowTab     // ends a cell
+	rowNewline // ends the row
+	rowNot     // makes tabwriter read the row as more than text: \v, \f, its escape byte
+	rowWide    // the cell's runes are to be counted
+)
+
+var rowClass = func() (c [256]byte) {
+	for b := utf8.RuneSelf; b < 256; b++ {
+		c[b] = rowWide
+	}
+	c['\t'], c['\n'], c['\v'], c['\f'], c[tabwriter.Escape] = rowTab, rowNewline, rowNot, rowNot, rowNot
+	return c
+}()
 
 func newTableWriter(w io.Writer) *tableWriter {
 	return &tableWriter{w: w, plain: true}
@@ -50,20 +73,47 @@ func (t *tableWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	// Rows are written whole, one at a time, by inspect: anything else
-	// (a row in two writes, two rows in one) is left to tabwriter.
-	if len(p) == 0 || p[len(p)-1] != '\n' || bytes.Count(p, []byte{'\t'}) != tableCells-1 ||
-		bytes.IndexByte(p[:len(p)-1], '\n') >= 0 || bytes.ContainsAny(p, "\v\f") || bytes.IndexByte(p, tabwriter.Escape) >= 0 {
+	// (a row in two writes, two rows in one) is left to tabwriter. One
+	// pass finds the cells and whether the row is plain.
+	if len(p) == 0 || p[len(p)-1] != '\n' {
 		t.plain = false
 		return len(p), nil
 	}
-	t.rows = append(t.rows, len(t.buf))
+	cells, start, wide := t.cells, 0, false
+	for i, c := range p[:len(p)-1] {
+		switch rowClass[c] {
+		case rowText:
+		case rowTab:
+			if len(cells)-len(t.cells) == tableCells-1 {
+				t.plain = false // a tab too many
+				return len(p), nil
+			}
+			cell := p[start:i]
+			n := len(cell)
+			if wide {
+				n = utf8.RuneCount(cell)
+			}
+			cells = append(cells, tableCell{int32(len(cell)), int32(n)})
+			start, wide = i+1, false
+		case rowWide:
+			wide = true
+		default: // rowNewline, rowNot
+			t.plain = false
+			return len(p), nil
+		}
+	}
+	if len(cells)-len(t.cells) != tableCells-1 || len(t.buf) > math.MaxInt32 {
+		t.plain = false
+		return len(p), nil
+	}
+	t.cells = cells
 	return len(p), nil
 }
 
 // Flush writes the block out, aligned, and starts the next.
 func (t *tableWriter) Flush() error {
 	defer func() {
-		t.buf, t.rows, t.plain = t.buf[:0], t.rows[:0], true
+		t.buf, t.cells, t.plain = t.buf[:0], t.cells[:0], true
 	}()
 	if !t.plain {
 		if t.tw == nil {
@@ -74,35 +124,27 @@ func (t *tableWriter) Flush() error {
 		}
 		return t.tw.Flush()
 	}
-	var widths [tableCells - 1]int
+	var widths [tableCells - 1]int32
 	for i := range widths {
 		widths[i] = tableMinWidth
 	}
-	from := 0
-	for _, end := range t.rows {
-		row := t.buf[from : end-1]
-		from = end
-		for j := range widths {
-			k := bytes.IndexByte(row, '\t')
-			widths[j] = max(widths[j], runes(row[:k])+tablePadding)
-			row = row[k+1:]
-		}
+	for i, c := range t.cells {
+		j := i % len(widths)
+		widths[j] = max(widths[j], c.runes+tablePadding)
 	}
 	out := t.out[:0]
-	from = 0
-	for _, end := range t.rows {
-		row := t.buf[from : end-1]
-		from = end
-		for j := range widths {
-			k := bytes.IndexByte(row, '\t')
-			out = append(out, row[:k]...)
-			for n := widths[j] - runes(row[:k]); n > 0; n-- {
-				out = append(out, tablePadChar)
+	row := t.buf
+	for i := 0; i < len(t.cells); i += len(widths) {
+		for j, c := range t.cells[i : i+len(widths)] {
+			out = append(out, row[:c.bytes]...)
+			for n := widths[j] - c.runes; n > 0; n -= int32(len(tablePad)) {
+				out = append(out, tablePad[:min(n, int32(len(tablePad)))]...)
 			}
-			row = row[k+1:]
+			row = row[c.bytes+1:] // and the tab
 		}
-		out = append(out, row...)
-		out = append(out, '\n')
+		end := bytes.IndexByte(row, '\n') + 1 // the message, and the newline
+		out = append(out, row[:end]...)
+		row = row[end:]
 		if len(out) >= 64<<10 {
 			if _, err := t.w.Write(out); err != nil {
 				return err
@@ -115,12 +157,5 @@ func (t *tableWriter) Flush() error {
 	return err
 }
 
-// runes is how many runes tabwriter counts in b.
-func runes(b []byte) int {
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
-			return utf8.RuneCount(b)
-		}
-	}
-	return len(b)
-}
+// tablePad is the padding a cell is followed by, cut to length.
+var tablePad = strings.Repeat(string(rune(tablePadChar)), 64)

@@ -16,12 +16,24 @@ func writeJSON(w io.Writer, v any) error { return api.EncodeJSON(w, v) }
 // cell is s fit for one table cell: a line break or a tab in a message
 // would start a new row or column, so each becomes a visible mark.
 func cell(s string) string {
-	if !strings.ContainsAny(s, "\r\n\t") {
+	if !breaksCell(s) {
 		return s
 	}
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.NewReplacer("\n", " ⏎ ", "\r", " ⏎ ", "\t", " ").Replace(s)
 	return strings.TrimSpace(s)
+}
+
+// breaksCell reports whether s holds a line break or a tab, as
+// strings.ContainsAny(s, "\r\n\t") does, a byte at a time: inspect asks
+// it of a few cells of each of an interchange's rows.
+func breaksCell(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= '\r' && (c == '\r' || c == '\n' || c == '\t') {
+			return true
+		}
+	}
+	return false
 }
 
 // truncate shortens s to at most n runes, marking the cut.

@@ -2,6 +2,7 @@ package directory
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -191,6 +192,85 @@ type Checker struct {
 	// what is missing at.
 	tag string
 	off int64
+	// found counts the findings reported, so that a segment whose
+	// elements raise none is known to be sound; walked those of the walk
+	// through the segment table (match, commit, missing).
+	found, walked int
+	sound         soundSegments
+	walk          walkMemo
+}
+
+// walkMemo is the last walk through a segment table that found nothing:
+// the tags of the message's segments and the layout each matched. The
+// walk follows from the table and the tags alone, so a message of the
+// same type whose tags are the same (the common case: an interchange's
+// messages are alike) is not walked again: each segment takes its layout
+// from the memo. When a message leaves the memo's tags, the walk is
+// replayed up to there (finding nothing, as it found nothing before) and
+// goes on as usual.
+type walkMemo struct {
+	def  *Message
+	tags []string
+	sds  []*Segment
+	// The message being checked: its first n segments are the memo's,
+	// and the stack was not walked for them (following); its walk, as it
+	// goes, when it is not the memo's (rec, recSD); the findings of the
+	// walk before it.
+	following bool
+	n         int
+	rec       []string
+	recSD     []*Segment
+	walked    int
+}
+
+// walkMax bounds the segments of a walk kept.
+const walkMax = 256
+
+// soundSegments remembers segments whose elements passed, with their
+// layout and the decimal mark: the element checks of a segment follow
+// from these and its values alone (edifact.Segment.SameValues), and an
+// interchange repeats many segments byte for byte (a port, a date, a
+// package type), which are then checked once. It is a small table of the
+// last ones seen, one slot per hash of their bytes, each slot taken over
+// by the next segment that passes and hashes to it.
+type soundSegments struct {
+	seed  maphash.Seed
+	slots []soundSlot
+	slot  *soundSlot // the slot of the segment known was last asked about
+}
+
+type soundSlot struct {
+	sd      *Segment
+	decimal byte
+	seg     edifact.Segment
+}
+
+// soundSlots is the size of the table; soundMax bounds the bytes of a
+// segment kept, so that the table holds at most soundSlots*soundMax bytes
+// and their spans.
+const (
+	soundSlots = 256
+	soundMax   = 256
+)
+
+// known reports whether s, laid out as sd, passed before.
+func (t *soundSegments) known(sd *Segment, decimal byte, s *edifact.Segment) bool {
+	if t.slots == nil {
+		t.seed, t.slots = maphash.MakeSeed(), make([]soundSlot, soundSlots)
+	}
+	e := &t.slots[maphash.Bytes(t.seed, s.Raw())%soundSlots]
+	t.slot = e
+	return e.sd == sd && e.decimal == decimal && e.seg.SameValues(s)
+}
+
+// remember records that s, which known was last asked about, passed.
+func (t *soundSegments) remember(sd *Segment, decimal byte, s *edifact.Segment) {
+	if len(s.Raw()) > soundMax {
+		return
+	}
+	e := t.slot
+	e.sd, e.decimal = sd, decimal
+	s.CloneInto(&e.seg)
 }
 
 var checkers = sync.Pool{New: func() any { return &Checker{stack: make([]frame, 0, 8)} }}
@@ -213,14 +293,53 @@ func (c *Checker) Begin(def *Message, opt Options, report func(Finding)) {
 	c.opt, c.def, c.emit = opt, def, report
 	c.stack = append(c.stack[:0], frame{nodes: def.Table, keys: def.keys, pos: -1})
 	c.seg, c.tag, c.off = 0, "", 0
+	w := &c.walk
+	w.following, w.n, w.rec, w.recSD, w.walked = w.def == def && len(w.tags) > 0, 0, w.rec[:0], w.recSD[:0], c.walked
+}
+
+// layout is the layout of s, segment i, as the walk through the segment
+// table matches it (nil: not allowed here, reported), taken from the memo
+// while the message follows it.
+func (c *Checker) layout(i int, s *edifact.Segment) *Segment {
+	w := &c.walk
+	if w.following {
+		if i == w.n && i < len(w.tags) && w.tags[i] == s.Tag {
+			w.n++
+			return w.sds[i]
+		}
+		c.leave()
+	}
+	sd := c.match(s.Tag)
+	if len(w.rec) < walkMax {
+		w.rec, w.recSD = append(w.rec, s.Tag), append(w.recSD, sd)
+	}
+	return sd
+}
+
+// leave stops following the memo: the stack is walked through the
+// segments followed so far, which finds nothing, and they are recorded.
+func (c *Checker) leave() {
+	w := &c.walk
+	w.following = false
+	seg, tag, off := c.seg, c.tag, c.off
+	for j, t := range w.tags[:w.n] {
+		c.seg, c.tag = j+1, t
+		c.match(t)
+	}
+	c.seg, c.tag, c.off = seg, tag, off
+	w.rec, w.recSD = append(w.rec[:0], w.tags[:w.n]...), append(w.recSD[:0], w.sds[:w.n]...)
 }
 
 // Segment checks s, segment i (0-based; UNH is 0) of the message, the one
 // after the segment checked before. It keeps no reference to s.
 func (c *Checker) Segment(i int, s *edifact.Segment) {
 	c.seg, c.s, c.tag, c.off = i+1, s, s.Tag, s.Offset
-	if sd := c.match(s.Tag); sd != nil && !sd.Any {
+	if sd := c.layout(i, s); sd != nil && !sd.Any && !c.sound.known(sd, c.opt.Decimal, s) {
+		found := c.found
 		c.elements(sd)
+		if c.found == found {
+			c.sound.remember(sd, c.opt.Decimal, s)
+		}
 	}
 	c.s = nil
 }
@@ -228,9 +347,21 @@ func (c *Checker) Segment(i int, s *edifact.Segment) {
 // End ends the message: every group still open is closed and what it
 // lacks reported.
 func (c *Checker) End() {
+	w := &c.walk
+	if w.following && w.n == len(w.tags) {
+		// The memo's walk to the end, which found nothing missing.
+		c.stack = c.stack[:0]
+	} else if w.following {
+		c.leave()
+	}
 	for len(c.stack) > 0 {
 		c.close(&c.stack[len(c.stack)-1])
 		c.stack = c.stack[:len(c.stack)-1]
+	}
+	if !w.following && c.walked == w.walked && len(w.rec) < walkMax {
+		w.def = c.def
+		w.tags, w.rec = w.rec, w.tags
+		w.sds, w.recSD = w.recSD, w.sds
 	}
 	c.def, c.emit = nil, nil
 }
@@ -247,6 +378,7 @@ func (c *Checker) add(k Kind, elem, comp int, off int64, format string, args ...
 }
 
 func (c *Checker) addMissing(k Kind, want string, format string, args ...any) {
+	c.walked++
 	c.report(Finding{Kind: k, Segment: c.seg, Tag: c.tag, Offset: c.off, Expected: want}, format, args)
 }
 
@@ -255,6 +387,7 @@ func (c *Checker) report(f Finding, format string, args []any) {
 	if c.opt.Reason == nil || c.opt.Reason(f) {
 		f.Reason = fmt.Sprintf(format, args...)
 	}
+	c.found++
 	c.emit(f)
 }
 
@@ -340,6 +473,7 @@ func (c *Checker) match(tag string) *Segment {
 	if over.level >= 0 {
 		return c.commit(over.level, over.idx, true)
 	}
+	c.walked++
 	c.add(SegmentUnexpected, 0, 0, c.s.Offset, "segment %s is not allowed here in %s", tag, c.def.Name())
 	return nil
 }
@@ -363,6 +497,8 @@ func (c *Checker) commit(level, idx int, repeat bool) *Segment {
 			if c.opt.Reason == nil || c.opt.Reason(fd) {
 				fd.Reason = fmt.Sprintf("%s occurs more than %d times", describe(n), n.Max)
 			}
+			c.found++
+			c.walked++
 			c.emit(fd)
 		}
 	} else {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/lazaret/lazaret/edifact"
@@ -13,7 +14,9 @@ import (
 
 // FuzzValidate: whatever the input, checking its messages against their
 // directories does not panic, and every finding has a known kind, a
-// position inside its message and an offset inside the input.
+// position inside its message and an offset inside the input. A new
+// Checker finds the same, in the same order, as Validate's, which are
+// reused and skip the segments they saw pass before.
 func FuzzValidate(f *testing.F) {
 	seeds := testenv.NewSeeds(f)
 	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "corpus", "edifact", "*"))
@@ -39,11 +42,22 @@ func FuzzValidate(f *testing.F) {
 			if def == nil {
 				return nil
 			}
+			var got, want []directory.Finding
 			def.Validate(m, directory.Options{}, func(x directory.Finding) {
 				if !known[x.Kind] || x.Segment < 1 || x.Segment > m.Len() || x.Offset < 0 || x.Offset > int64(len(data)) || x.Reason == "" {
 					t.Fatalf("finding %+v in a message of %d segments, input of %d bytes", x, m.Len(), len(data))
 				}
+				got = append(got, x)
 			})
+			var fresh directory.Checker
+			fresh.Begin(def, directory.Options{}, func(x directory.Finding) { want = append(want, x) })
+			for i, s := range m.All() {
+				fresh.Segment(i, s)
+			}
+			fresh.End()
+			if !slices.Equal(got, want) {
+				t.Fatalf("a reused Checker finds\n%v\na new one\n%v", got, want)
+			}
 			return nil
 		})
 	})

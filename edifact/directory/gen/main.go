@@ -6,7 +6,7 @@
 //
 // Usage (from edifact/directory, through go generate):
 //
-//	go run ./gen -src ../../../shared/corpus/edifact-directory -out tables.txt.gz
+//	go run ./gen -src ../../../shared/corpus/edifact-directory -out tables.txt
 //
 // An output name ending in .gz is written gzip-compressed.
 package main

@@ -1,0 +1,63 @@
+package edifact_test
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/lazaret/lazaret/edifact"
+)
+
+// segmentsOf reads every segment of text, each cloned.
+func segmentsOf(t *testing.T, text string) []edifact.Segment {
+	t.Helper()
+	r := edifact.NewReader(strings.NewReader(text), edifact.Limits{})
+	var out []edifact.Segment
+	for {
+		s, err := r.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s.Clone())
+	}
+}
+
+// TestSameValues: segments of the same bytes split the same way are the
+// same at any offset, others are not, and a copy made with CloneInto is
+// the same as its original.
+func TestSameValues(t *testing.T) {
+	t.Parallel()
+	plain := segmentsOf(t, "LOC+9+NLRTM:139:6'\r\nLOC+9+NLRTM:139:6'LOC+9+NLRTM:139:7'LOC+9+NLRTM+139:6'LOC+9+NL?+RTM:139:6'")
+	// The same bytes, split by other separators, or with another release
+	// character.
+	other := segmentsOf(t, "UNA*+.? 'LOC+9+NLRTM:139:6'LOC+9+NL?+RTM:139:6'")
+	released := segmentsOf(t, "UNA:+.! 'LOC+9+NL?+RTM:139:6'")
+	for _, c := range []struct {
+		name string
+		a, b edifact.Segment
+		want bool
+	}{
+		{"at another offset", plain[0], plain[1], true},
+		{"another value", plain[0], plain[2], false},
+		{"another element", plain[0], plain[3], false},
+		{"a release character", plain[0], plain[4], false},
+		{"the same release character", plain[4], plain[4], true},
+		{"other separators", plain[0], other[0], false},
+		{"other separators, a release character", plain[4], other[1], false},
+		{"a release character that is data", plain[4], released[0], false},
+	} {
+		if got := c.a.SameValues(&c.b); got != c.want {
+			t.Errorf("%s: SameValues(%q, %q) = %v, want %v", c.name, c.a.Raw(), c.b.Raw(), got, c.want)
+		}
+	}
+	var dst edifact.Segment
+	for i := range plain {
+		plain[i].CloneInto(&dst)
+		if !dst.SameValues(&plain[i]) || dst.Offset != plain[i].Offset || dst.Tag != plain[i].Tag {
+			t.Errorf("CloneInto of %q gives %q at %d", plain[i].Raw(), dst.Raw(), dst.Offset)
+		}
+	}
+}
