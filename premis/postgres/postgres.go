@@ -213,11 +213,13 @@ INSERT INTO lazaret_latest (correlation_id, seq, destination, batch_id)
 	WHERE destination <> '' ORDER BY correlation_id, seq DESC;
 `
 
-// moveLatest records the appended events (by key) with a destination as
-// their correlations' latest.
+// moveLatest records the rows an INSERT of events returned (the CTE
+// inserted: seq, correlation_id, destination, batch_id) that have a
+// destination as their correlations' latest, in the INSERT's own statement
+// (see insertRows): no second statement that finds the rows again by key.
 const moveLatest = `INSERT INTO lazaret_latest (correlation_id, seq, destination, batch_id)
-	SELECT DISTINCT ON (correlation_id) correlation_id, seq, destination, batch_id FROM lazaret_events
-	WHERE key = ANY($1) AND destination <> '' ORDER BY correlation_id, seq DESC
+	SELECT DISTINCT ON (correlation_id) correlation_id, seq, destination, batch_id FROM inserted
+	WHERE destination <> '' ORDER BY correlation_id, seq DESC
 	ON CONFLICT (correlation_id) DO UPDATE SET seq = excluded.seq, destination = excluded.destination, batch_id = excluded.batch_id
 	WHERE excluded.seq > lazaret_latest.seq`
 
@@ -679,14 +681,16 @@ func (l *Ledger) RecordedHead(ctx context.Context) (premis.Head, bool, error) {
 const rowsPerInsert = 64
 
 // insertRows is the INSERT of n events (1 to rowsPerInsert), returning each
-// one's seq by id. Each text is rendered once, on first use, not on every
-// append: n×35 placeholders formatted again for every commit.
+// one's seq by id, that also moves the read model onto those with a
+// destination (moveLatest). Each text is rendered once, on first use, not
+// on every append: n×35 placeholders formatted again for every commit.
 func insertRows(n int) string { return insertSQL[n]() }
 
 var insertSQL = func() (f [rowsPerInsert + 1]func() string) {
 	for n := 1; n <= rowsPerInsert; n++ {
 		f[n] = sync.OnceValue(func() string {
-			return ledgersql.InsertRows("lazaret_events", n, pgPlaceholder) + " RETURNING seq, id"
+			return "WITH inserted AS (" + ledgersql.InsertRows("lazaret_events", n, pgPlaceholder) +
+				" RETURNING seq, id, correlation_id, destination, batch_id), moved AS (" + moveLatest + ")\nSELECT seq, id FROM inserted"
 		})
 	}
 	return f
@@ -1059,11 +1063,6 @@ func queueInserts(b *pgx.Batch, chain *ledgersql.Chain, events []*premis.Event, 
 	}
 	if len(ins) > 0 {
 		b.Queue(`UPDATE lazaret_ledger_head SET event_count = $1, last_hash = $2 WHERE id = 1`, chain.Head.Count, chain.Head.Hash)
-		newKeys := make([]string, 0, len(ins))
-		for _, i := range ins {
-			newKeys = append(newKeys, events[i].Key)
-		}
-		b.Queue(moveLatest, newKeys)
 	}
 	b.Queue(`COMMIT`)
 	return first, ins, nil
@@ -1086,9 +1085,6 @@ func readInserts(br pgx.BatchResults, chain *ledgersql.Chain, events []*premis.E
 	if len(ins) > 0 {
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("postgres ledger: head: %w", mapErr(err))
-		}
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("postgres ledger: read model: %w", mapErr(err))
 		}
 	}
 	if _, err := br.Exec(); err != nil {
