@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/flate"
-
 	"github.com/lazaret/lazaret/premis"
 )
 
@@ -232,24 +230,6 @@ func detailDictFor(dict []byte, e *premis.Event) []byte {
 // maxDetail bounds a detail a packed ledger compresses and inflates.
 const maxDetail = 64 << 10
 
-// detailLevel: klauspost/compress's level 6, as for steps; a detail is a
-// few matches against the dictionary.
-const detailLevel = 6
-
-type detailCoder struct {
-	dict  []byte
-	flate *flate.Writer
-	buf   bytes.Buffer
-}
-
-var detailCoders = newFreeList(func() *detailCoder {
-	w, err := flate.NewWriter(io.Discard, detailLevel) // its dictionary is each row's (ResetDict)
-	if err != nil {
-		panic(err) // only for a bad level
-	}
-	return &detailCoder{flate: w}
-})
-
 // EncodeDetail is how a packed ledger's detail column stores e's detail:
 // the text, or bytes (detailFlate1 and the stream) when those are
 // shorter. The stored type tells them apart: text is a detail as it is.
@@ -258,8 +238,8 @@ func EncodeDetail(e *premis.Event) (any, error) {
 	if len(d) < 8 || len(d) > maxDetail {
 		return d, nil
 	}
-	c := detailCoders.get()
-	defer detailCoders.put(c)
+	c := recordCoders.get() // as a record's steps are
+	defer recordCoders.put(c)
 	c.dict = detailDictFor(c.dict[:0], e)
 	c.buf.Reset()
 	c.buf.WriteByte(detailFlate1)

@@ -64,19 +64,21 @@ type stepHead struct {
 // at 5 µs a record; levels 7 to 9 save nothing more here at twice the time.
 const stepsLevel = 6
 
-// stepsCoder holds what one encoding of steps reuses.
-type stepsCoder struct {
+// recordCoder holds what one encoding against a record's own dictionary
+// reuses: a record's steps, and in a packed ledger its detail (see
+// EncodeDetail), both at stepsLevel.
+type recordCoder struct {
 	dict  []byte
 	flate *flate.Writer
 	buf   bytes.Buffer
 }
 
-var stepsCoders = newFreeList(func() *stepsCoder {
-	w, err := flate.NewWriterDict(io.Discard, stepsLevel, []byte(stepsDict))
+var recordCoders = newFreeList(func() *recordCoder {
+	w, err := flate.NewWriter(io.Discard, stepsLevel) // its dictionary is each record's (ResetDict)
 	if err != nil {
 		panic(err) // only for a bad level
 	}
-	return &stepsCoder{flate: w}
+	return &recordCoder{flate: w}
 })
 
 // stepsDictFor appends to dict stepsDict followed by what of record e its
@@ -125,8 +127,8 @@ func encodeSteps(e *premis.Event, packed bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c := stepsCoders.get()
-	defer stepsCoders.put(c)
+	c := recordCoders.get()
+	defer recordCoders.put(c)
 	c.buf.Reset()
 	c.dict = stepsDictFor(c.dict[:0], e)
 	c.flate.ResetDict(&c.buf, c.dict)
