@@ -361,9 +361,10 @@ func openFormat(ctx context.Context, path string, packed bool) (*Ledger, error) 
 	// in C SQLite here, more in this pure-Go one), so workers started
 	// together on a large old ledger wait minutes, not seconds.
 	deadline := time.Now().Add(openWait)
+	var st state
 	for {
-		err := l.prepare(ctx, packed)
-		if err == nil {
+		var err error
+		if st, err = l.prepare(ctx, packed); err == nil {
 			break
 		}
 		if !errors.Is(err, premis.ErrBusy) || time.Now().After(deadline) || ctx.Err() != nil {
@@ -371,11 +372,6 @@ func openFormat(ctx context.Context, path string, packed bool) (*Ledger, error) 
 			return nil, fmt.Errorf("sqlite ledger: schema %s: %w", path, err)
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-	st, err := inspect(ctx, l.db)
-	if err != nil {
-		l.db.Close()
-		return nil, fmt.Errorf("sqlite ledger: schema %s: %w", path, mapErr(err))
 	}
 	l.setFormat(st)
 	if err := l.check(ctx); err != nil {
@@ -499,21 +495,29 @@ func inspect(ctx context.Context, q querier) (state, error) {
 }
 
 // prepare creates the schema in a new file and chains a ledger written
-// before the chain. It takes the write lock only when there is work.
-func (l *Ledger) prepare(ctx context.Context, packed bool) error {
+// before the chain, and says what the file then holds. It takes the write
+// lock only when there is work.
+func (l *Ledger) prepare(ctx context.Context, packed bool) (state, error) {
 	st, err := inspect(ctx, l.db)
-	if err != nil {
-		return mapErr(err)
+	if err != nil || st.current() {
+		return st, mapErr(err)
 	}
-	if st.current() {
-		return nil
+	if err := l.upgrade(ctx, packed); err != nil {
+		return st, err
 	}
+	st, err = inspect(ctx, l.db)
+	return st, mapErr(err)
+}
+
+// upgrade is prepare's work, in one transaction.
+func (l *Ledger) upgrade(ctx context.Context, packed bool) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return mapErr(err)
 	}
 	defer tx.Rollback()
-	if st, err = inspect(ctx, tx); err != nil { // another process may have done it meanwhile
+	st, err := inspect(ctx, tx) // another process may have done it meanwhile
+	if err != nil {
 		return mapErr(err)
 	}
 	if st.events && !st.members && (st.chained == st.head) {
