@@ -20,16 +20,7 @@ import (
 // every append's events are there once.
 func TestAppendsChainOntoTheHeadTheyLeft(t *testing.T) {
 	ctx := context.Background()
-	dsn := testenv.Postgres(t)
-	open := func() *postgres.Ledger {
-		l, err := postgres.Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		return l
-	}
-	a, b := open(), open()
+	a, b := twoProcesses(t)
 	trips := func(l *postgres.Ledger, one, two, moved int64) {
 		t.Helper()
 		if o, w, m := postgres.AppendTrips(l); o != one || w != two || m != moved {
@@ -124,4 +115,20 @@ func TestAppendsChainOntoTheHeadTheyLeft(t *testing.T) {
 	ao, aw, am := postgres.AppendTrips(a)
 	bo, bw, bm := postgres.AppendTrips(b)
 	t.Logf("appends in one round trip: %d of %d; one-trip tries that found the head moved: %d", ao+bo, ao+aw+bo+bw, am+bm)
+}
+
+// twoProcesses opens the same fresh ledger twice, as two processes
+// appending side by side would.
+func twoProcesses(t *testing.T) (a, b *postgres.Ledger) {
+	t.Helper()
+	dsn := testenv.Postgres(t)
+	open := func() *postgres.Ledger {
+		l, err := postgres.Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	return open(), open()
 }

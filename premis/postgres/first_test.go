@@ -5,7 +5,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lazaret/lazaret/internal/testenv"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/premis/ledgertest"
 	"github.com/lazaret/lazaret/premis/postgres"
@@ -19,16 +18,7 @@ import (
 // that fails among several fails the append. The chain stays intact.
 func TestAppendFirstChecksTheSubmission(t *testing.T) {
 	ctx := context.Background()
-	dsn := testenv.Postgres(t)
-	open := func() *postgres.Ledger {
-		l, err := postgres.Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		return l
-	}
-	a, b := open(), open()
+	a, b := twoProcesses(t)
 	if !a.AppendsFirst() {
 		t.Fatal("a ledger with its read model does not check first deliveries")
 	}
