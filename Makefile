@@ -68,6 +68,7 @@ fuzz-smoke:
 	$(GO) test -run='^$$' -fuzz='^FuzzContrl$$' -fuzztime=5000x ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzAperak$$' -fuzztime=5000x ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=5000x ./edifact/directory
+	$(GO) test -run='^$$' -fuzz='^FuzzRules$$' -fuzztime=5000x ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=20000x ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzSteps$$' -fuzztime=20000x ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzStoredEnvelope$$' -fuzztime=20000x ./premis/ledgersql
@@ -99,6 +100,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzContrl$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzAperak$$' -fuzztime=$(FUZZTIME) ./edifact
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) ./edifact/directory
+	$(GO) test -run='^$$' -fuzz='^FuzzRules$$' -fuzztime=$(FUZZTIME) ./validate
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=$(FUZZTIME) ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzSteps$$' -fuzztime=$(FUZZTIME) ./premis/ledgersql
 	$(GO) test -run='^$$' -fuzz='^FuzzStoredEnvelope$$' -fuzztime=$(FUZZTIME) ./premis/ledgersql

@@ -3,7 +3,6 @@ package validate
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -201,169 +200,54 @@ func partyName(q string) string {
 var messagesWithoutBGM = map[string]bool{"CONTRL": true, "AUTACK": true, "KEYMAN": true, "PAORES": true}
 
 // CheckMessage applies the structural, semantic and regulatory rules to one
-// message, through its view (see ViewOf), and checks it against its
-// release's message directory (package edifact/directory: segment table,
-// elements, representation, length, code values) as rules.Directory says.
-// All problems come back joined, structural first, then regulatory, then
-// semantic; warnings are things worth a look that do not fail the message.
-// Numeric values may use either decimal mark (the message does not carry
-// its interchange's UNA).
+// message (what they read is what ViewOf's view holds) and checks it
+// against its release's message directory (package edifact/directory:
+// segment table, elements, representation, length, code values) as
+// rules.Directory says. All problems come back joined, structural first,
+// then regulatory, then semantic; warnings are things worth a look that do
+// not fail the message. Numeric values may use either decimal mark (the
+// message does not carry its interchange's UNA).
 func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warnings []Warning, err error) {
 	mc := messageChecks.Get().(*messageCheck)
 	defer mc.release()
-	// One pass over the segments: the view takes what the rules below
-	// need, the directory checks each segment as it goes by.
-	mc.begin(m, rules)
+	// One pass over the segments: the rules read each as it goes by, and
+	// so does the directory's check.
+	mc.begin(m, regs, &rules)
 	for i, s := range m.All() {
 		mc.segment(i, s)
 	}
-	return mc.end(m, regs, rules)
+	return mc.end()
 }
 
-// begin starts the check of m (its header: its segments follow).
-func (mc *messageCheck) begin(m *edifact.Message, rules EDIRules) {
+// begin starts the check of m (its header: its segments follow). regs
+// and rules are used until end returns.
+func (mc *messageCheck) begin(m *edifact.Message, regs *Registries, rules *EDIRules) {
 	mc.dirWarnings, mc.checkDir = mc.beginDirectory(m, rules.Directory)
-	mc.view.begin(m)
+	mc.rules.begin(m, regs, rules)
 }
 
-// segment takes s, segment i (0-based) of the message begun, into the
-// view and through the directory's check.
+// segment takes s, segment i (0-based) of the message begun, through the
+// rules and the directory's check.
 func (mc *messageCheck) segment(i int, s *edifact.Segment) {
-	if i == 1 {
-		mc.second = s.Offset
-	}
-	mc.view.add(i, s)
+	mc.rules.segment(i, s)
 	if mc.checkDir {
 		mc.checker.Segment(i, s)
 	}
 }
 
-// end applies the rules to the message begun, its segments all taken, and
-// returns what CheckMessage returns.
-func (mc *messageCheck) end(m *edifact.Message, regs *Registries, rules EDIRules) (warnings []Warning, err error) {
-	vs := &mc.view
-	vs.end()
+// end applies the rules that need the whole message begun, its segments
+// all taken, and returns what CheckMessage returns.
+func (mc *messageCheck) end() (warnings []Warning, err error) {
 	dirWarnings := mc.dirWarnings
 	if mc.checkDir {
 		mc.checker.End()
 		dirWarnings = mc.dir.end()
 	}
-	v := &vs.v
-	var errs []*RuleError
-	add := func(f Field, tier Tier, code string, syntax int, registry string, format string, args ...any) {
-		errs = append(errs, &RuleError{Tier: tier, Code: code, Syntax: syntax, Message: m.Ref, Segment: f.Segment, Tag: f.Tag,
-			Element: f.Element, Component: f.Component, Offset: f.Offset, Registry: registry, Reason: fmt.Sprintf(format, args...)})
-	}
-	if m.Charset != nil {
-		msg := fmt.Sprintf("byte 0x%02x at %d is outside the declared character repertoire", m.Charset.Byte, m.Charset.Offset)
-		if rules.StrictCharset {
-			add(Field{Segment: m.Charset.Segment, Offset: m.Charset.Offset}, TierSemantic, "edifact.charset", edifact.CodeInvalidCharacter, "", "%s", msg)
-		} else {
-			off := m.Charset.Offset
-			warnings = append(warnings, Warning{Code: "edifact.charset", Message: fmt.Sprintf("message %s: %s", m.Ref, msg), Offset: &off})
-		}
-	}
-	if v.Document == nil && !messagesWithoutBGM[m.Type] {
-		f := Field{Segment: 2, Tag: "BGM", Offset: m.Offset}
-		if m.Len() > 1 {
-			f.Offset = mc.second
-		}
-		add(f, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "", "mandatory BGM (beginning of message) missing")
-	}
-	for _, p := range v.Parties {
-		if p.Qualifier.Value == "" {
-			add(p.Qualifier, TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "", "NAD without a party function qualifier (3035)")
-		}
-	}
-	for _, q := range rules.RequiredParties[m.Type] {
-		if names(v.Parties, q) {
-			continue
-		}
-		f := Field{Segment: 1, Tag: "NAD", Offset: m.Offset}
-		if len(v.Parties) > 0 {
-			f = v.Parties[len(v.Parties)-1].Qualifier
-		}
-		add(f, TierSemantic, "edifact.party.missing", edifact.CodeMissing, "", "%s requires a %s; the message names %s",
-			m.Type, partyName(q), strings.Join(orNone(namedParties(v.Parties)), ", "))
-	}
-	for _, l := range v.Locations {
-		declared := l.CodeList == "139" || l.Agency == "6"
-		code := l.Code.Value
-		if !declared && (l.CodeList != "" || l.Agency != "" || !IsLOCODE(code)) {
-			continue // a terminal, berth or national code: not a UN/LOCODE
-		}
-		switch {
-		case code == "":
-			add(l.Code, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none")
-		case !IsLOCODE(code):
-			add(l.Code, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", code)
-		case !regs.LOCODE.Has(code):
-			add(l.Code, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, regs.LOCODE.Version(), "UN/LOCODE %s is not in the registry", code)
-		}
-	}
-	for _, eq := range v.Equipment {
-		if looksLikeContainer(eq.Number.Value) {
-			if err := CheckContainer(eq.Number.Value); err != nil {
-				add(eq.Number, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err)
-			}
-		}
-		if m.Type == "VERMAS" && len(eq.VGM) == 0 {
-			add(eq.Number, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "container %s has no verified gross mass (MEA+AAE+VGM)", eq.Number.Value)
-		}
-	}
-	if m.Type == "VERMAS" && len(v.Equipment) == 0 {
-		add(Field{Segment: 1, Tag: "EQD", Offset: m.Offset}, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "VERMAS declares no container")
-	}
-	for _, w := range v.Weights {
-		if w.Dimension != "VGM" {
-			continue
-		}
-		kg, err := massKg(w.Unit, w.Value.Value)
-		if err != nil {
-			add(w.Value, TierRegulatory, "edifact.vgm.invalid", edifact.CodeInvalidValue, "", "VGM %v", err)
-			continue
-		}
-		floor, ceil, size := rules.VGMFloorKg, rules.VGMMaxKg, "unknown size"
-		if w.Equipment != nil {
-			if f, c, ok := sizeLimits(w.Equipment.SizeType.Value); ok {
-				floor, ceil, size = f, c, w.Equipment.SizeType.Value
-			}
-		}
-		if kg < floor || kg > ceil {
-			add(w.Value, TierRegulatory, "edifact.vgm.implausible", edifact.CodeInvalidValue, "",
-				"VGM %.0f kg is outside %.0f..%.0f kg for %s (SOLAS VI/2)", kg, floor, ceil, size)
-		}
-	}
-	for _, hs := range v.HSCodes {
-		code := hs.Value
-		switch {
-		case !isDigits(code) || len(code) < 2 || len(code) > 10:
-			add(hs, TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code)
-		case !regs.HS.Has(code[:min(len(code), 6)]):
-			add(hs, TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, regs.HS.Version(),
-				"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)])
-		}
-	}
-	for _, d := range v.Dates {
-		if d.Value.Value != "" && !validDate(d.Value.Value, d.Format) {
-			add(d.Value, TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", d.Value.Value, d.Format)
-		}
-	}
-	errs = append(errs, mc.rejects...)
+	warnings, err = mc.rules.end(mc.rejects)
 	if warnings == nil {
-		warnings = dirWarnings
-	} else {
-		warnings = append(warnings, dirWarnings...)
+		return dirWarnings, err
 	}
-	if len(errs) == 0 {
-		return warnings, nil
-	}
-	slices.SortStableFunc(errs, func(a, b *RuleError) int { return a.Tier.rank() - b.Tier.rank() })
-	joined := make([]error, len(errs))
-	for i, e := range errs {
-		joined[i] = e
-	}
-	return warnings, errors.Join(joined...)
+	return append(warnings, dirWarnings...), err
 }
 
 // rank is the order in which CheckMessage joins a message's problems:
@@ -378,30 +262,6 @@ func (t Tier) rank() int {
 		return 2
 	}
 	return 0 // as a map's zero value ranked it
-}
-
-// names reports whether parties holds one of function q.
-func names(parties []Party, q string) bool {
-	for i := range parties {
-		if parties[i].Qualifier.Value == q {
-			return true
-		}
-	}
-	return false
-}
-
-// namedParties names the functions of parties (see partyName), each once,
-// in the order they first occur; parties without one are left out.
-func namedParties(parties []Party) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, p := range parties {
-		if q := p.Qualifier.Value; q != "" && !seen[q] {
-			seen[q] = true
-			out = append(out, partyName(q))
-		}
-	}
-	return out
 }
 
 // unknownWarnings holds one warning text per message type and release
@@ -442,7 +302,7 @@ func unknownWarning(m *edifact.Message) string {
 // messageChecks): the view, the directory's check and the tables it
 // looked up last.
 type messageCheck struct {
-	view    viewScratch
+	rules   ruleCheck
 	dir     dirCheck
 	checker directory.Checker
 	recent  recentDirs
@@ -450,12 +310,10 @@ type messageCheck struct {
 	// What beginDirectory said of the message being checked.
 	dirWarnings []Warning
 	checkDir    bool
-	second      int64 // the offset of the message's second segment
 }
 
 var messageChecks = sync.Pool{New: func() any {
 	mc := new(messageCheck)
-	mc.view.reuse = true
 	mc.dir.wantedFunc, mc.dir.reportFunc = mc.dir.wanted, mc.dir.report
 	return mc
 }}
@@ -467,11 +325,11 @@ func (mc *messageCheck) release() {
 
 // reset readies mc for the next message.
 func (mc *messageCheck) reset() {
-	mc.view.reset()
+	mc.rules.reset()
 	mc.dir.reset()
 	clear(mc.rejects)
 	mc.rejects = mc.rejects[:0]
-	mc.dirWarnings, mc.checkDir, mc.second = nil, false, 0
+	mc.dirWarnings, mc.checkDir = nil, false
 }
 
 // beginDirectory starts the check of m against its release's message

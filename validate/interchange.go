@@ -151,7 +151,7 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 		if i == 0 {
 			mc.reset() // of what the message before left, or one the parse stopped inside
 			if checking = only == "" || m.Ref == only; checking {
-				mc.begin(m, rules)
+				mc.begin(m, regs, &rules)
 			}
 		}
 		if checking {
@@ -162,7 +162,7 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 		if only != "" && m.Ref != only {
 			return nil
 		}
-		warns, cerr := mc.end(m, regs, rules)
+		warns, cerr := mc.end()
 		v, text := verdictOf(m, warns, cerr)
 		res.setPlain(res.Checked, plainnessOf(&v))
 		res.Checked++

@@ -86,33 +86,20 @@ func ViewOf(m *edifact.Message) *MessageView {
 	return &vs.v
 }
 
-// viewScratch is a view and the containers it points to, which
-// CheckMessage reuses from message to message (see messageCheck).
-// CheckMessage keeps none of the view's values past its return (what it
-// reports is formatted anew), so its viewScratch reuses their bytes too
-// (reuse); ViewOf's hands its view over and does not.
+// viewScratch is a view being built and the containers it points to.
 type viewScratch struct {
 	v       MessageView
 	doc     Field
 	eqs     []Equipment // v.Equipment points into it
 	t       viewText    // the values of the message being read
 	current *Equipment  // the container the segments being read follow
-	reuse   bool        // the next message's values overwrite this one's
 }
 
-// begin starts the view of m, reusing what vs holds; add then takes each
-// of m's segments in turn, and end finishes it.
+// begin starts the view of m; add then takes each of m's segments in
+// turn, and end finishes it.
 func (vs *viewScratch) begin(m *edifact.Message) {
-	v := &vs.v
-	*v = MessageView{Ref: m.Ref, Type: m.Type, Offset: m.Offset, Parties: v.Parties[:0], Locations: v.Locations[:0],
-		Equipment: v.Equipment[:0], Weights: v.Weights[:0], HSCodes: v.HSCodes[:0], Dates: v.Dates[:0]}
-	vs.eqs = vs.eqs[:0]
-	if vs.reuse {
-		vs.t.b = vs.t.b[:0]
-	} else {
-		vs.t.b = make([]byte, 0, 128) // the values of a typical IFTMIN or VERMAS
-	}
-	vs.current = nil
+	vs.v = MessageView{Ref: m.Ref, Type: m.Type, Offset: m.Offset}
+	vs.t.b = make([]byte, 0, 128) // the values of a typical IFTMIN or VERMAS
 }
 
 // field is value e:c of s, segment i (0-based) of the message, with its
@@ -168,31 +155,9 @@ func (vs *viewScratch) end() {
 	vs.current = nil
 }
 
-// reset drops what vs's view points to, for the next message.
-func (vs *viewScratch) reset() {
-	v := &vs.v
-	clear(v.Parties)
-	clear(v.Locations)
-	clear(v.Equipment)
-	clear(v.Weights)
-	clear(v.HSCodes)
-	clear(v.Dates)
-	for i := range vs.eqs {
-		clear(vs.eqs[i].VGM)
-		vs.eqs[i] = Equipment{VGM: vs.eqs[i].VGM[:0]}
-	}
-	vs.doc = Field{}
-	vs.current = nil
-	if !vs.reuse {
-		vs.t.b = nil // the last message's values stay with its strings
-	}
-}
-
 // viewText holds the values of one message's view end to end. A value
-// is a string of bytes b holds: bytes appended later never move them
-// (a b that grows is a new array, the old one stays as it is), so they
-// stay as they are until begin hands b over again to a viewScratch that
-// reuses it.
+// is a string of bytes b holds: bytes appended later never move them (a
+// b that grows is a new array, the old one stays as it is).
 type viewText struct {
 	b   []byte
 	esc []byte // a value with release characters, unescaped

@@ -1,0 +1,336 @@
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/lazaret/lazaret/edifact"
+)
+
+// ruleCheck applies the logistics rules to one message a segment at a
+// time, as the parser hands them over. Each value is looked at where it
+// stands, in the segment's own bytes: a message that passes leaves behind
+// a few counts and its party functions, nothing else. Only a failure
+// copies a value and builds a RuleError.
+//
+// It finds what the rules would find on ViewOf's view of the message, in
+// the same order (see end): TestRulesAsView and FuzzRules hold it to
+// that. The view stays for callers that want the values; the check does
+// not build it, because building it (a Field of six words for each value,
+// copied into slices) cost more than the rules themselves.
+type ruleCheck struct {
+	m     *edifact.Message
+	regs  *Registries
+	rules *EDIRules
+	// Values with release characters are unescaped into these, one per
+	// value in use at once; a longer one into an array of its own.
+	esc [3][64]byte
+
+	bgm    bool  // a BGM was read
+	second int64 // the offset of the message's second segment
+
+	// The party functions (NAD 3035) read, end to end, and where the last
+	// NAD's stands.
+	quals   []byte
+	qualEnd []int
+	lastNAD position
+
+	// The container being read (EQD+CN): MEA segments that follow it are
+	// its masses, until the next EQD.
+	eq       bool
+	eqAt     position
+	eqNumber []byte
+	eqSize   []byte
+	eqVGM    int // its verified gross masses (MEA+AAE+VGM)
+	eqs      int // containers read
+
+	// The problems found, by rule, in the order end joins them.
+	nad, loc, eqd, mea, pia, dtm []*RuleError
+}
+
+// position is where a value stands, as a RuleError gives it.
+type position struct {
+	segment            int
+	tag                string
+	element, component int
+	offset             int64
+}
+
+// at is the position of value e:c of s, segment i (0-based) of the
+// message; off is its offset (the segment's when it is absent).
+func at(i int, s *edifact.Segment, e, c int, off int64) position {
+	return position{segment: i + 1, tag: s.Tag, element: e, component: c, offset: off}
+}
+
+// begin starts the check of m.
+func (rc *ruleCheck) begin(m *edifact.Message, regs *Registries, rules *EDIRules) {
+	rc.m, rc.regs, rc.rules = m, regs, rules
+}
+
+// reset drops what the last message left, keeping the buffers.
+func (rc *ruleCheck) reset() {
+	for _, l := range [...]*[]*RuleError{&rc.nad, &rc.loc, &rc.eqd, &rc.mea, &rc.pia, &rc.dtm} {
+		if len(*l) > 0 {
+			clear(*l)
+			*l = (*l)[:0]
+		}
+	}
+	rc.m, rc.regs, rc.rules = nil, nil, nil
+	rc.bgm, rc.second = false, 0
+	rc.quals, rc.qualEnd, rc.lastNAD = rc.quals[:0], rc.qualEnd[:0], position{}
+	rc.eq, rc.eqAt, rc.eqNumber, rc.eqSize, rc.eqVGM, rc.eqs = false, position{}, rc.eqNumber[:0], rc.eqSize[:0], 0, 0
+}
+
+// fail is a RuleError of the message at p.
+func (rc *ruleCheck) fail(p position, tier Tier, code string, syntax int, registry string, format string, args ...any) *RuleError {
+	return &RuleError{Tier: tier, Code: code, Syntax: syntax, Message: rc.m.Ref, Segment: p.segment, Tag: p.tag,
+		Element: p.element, Component: p.component, Offset: p.offset, Registry: registry, Reason: fmt.Sprintf(format, args...)}
+}
+
+// value is s's value e:c, unescaped into buffer k if it must be: valid
+// until the segment is let go or buffer k is used again.
+func (rc *ruleCheck) value(k int, s *edifact.Segment, e, c int) []byte {
+	return s.ValueBytes(e, c, rc.esc[k][:0])
+}
+
+// valueOffset is value with its offset.
+func (rc *ruleCheck) valueOffset(k int, s *edifact.Segment, e, c int) ([]byte, int64) {
+	return s.ValueBytesOffset(e, c, rc.esc[k][:0])
+}
+
+// transient is b as a string that shares its bytes, for a call that
+// does not keep it past the segment: a comparison, a lookup, a parse, or
+// an error formatted at once (CheckContainer's holds the number).
+func transient(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// segment takes s, segment i (0-based) of the message begun.
+func (rc *ruleCheck) segment(i int, s *edifact.Segment) {
+	if i == 1 {
+		rc.second = s.Offset
+	}
+	switch s.Tag {
+	case "BGM":
+		rc.bgm = true
+	case "NAD":
+		rc.party(i, s)
+	case "LOC":
+		rc.location(i, s)
+	case "EQD":
+		rc.equipment(i, s)
+	case "MEA":
+		rc.measure(i, s)
+	case "PIA":
+		rc.product(i, s)
+	case "DTM":
+		rc.date(i, s)
+	}
+}
+
+// party reads a NAD: it must name its function (3035); the functions
+// named are kept for the message type's required parties (see end).
+func (rc *ruleCheck) party(i int, s *edifact.Segment) {
+	q, off := rc.valueOffset(0, s, 1, 1)
+	rc.lastNAD = at(i, s, 1, 1, off)
+	if len(q) == 0 {
+		rc.nad = append(rc.nad, rc.fail(rc.lastNAD, TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "", "NAD without a party function qualifier (3035)"))
+	}
+	rc.quals = append(rc.quals, q...)
+	rc.qualEnd = append(rc.qualEnd, len(rc.quals))
+}
+
+// location reads a LOC: a place declared a UN/LOCODE (code list 139 or
+// agency 6), or shaped like one and not declared anything else, must be
+// one the registry holds.
+func (rc *ruleCheck) location(i int, s *edifact.Segment) {
+	code, off := rc.valueOffset(0, s, 2, 1)
+	list, agency := transient(rc.value(1, s, 2, 2)), transient(rc.value(2, s, 2, 3))
+	c := transient(code)
+	if declared := list == "139" || agency == "6"; !declared && (list != "" || agency != "" || !IsLOCODE(c)) {
+		return // a terminal, berth or national code: not a UN/LOCODE
+	}
+	p := at(i, s, 2, 1, off)
+	switch {
+	case c == "":
+		rc.loc = append(rc.loc, rc.fail(p, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none"))
+	case !IsLOCODE(c):
+		rc.loc = append(rc.loc, rc.fail(p, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", c))
+	case !rc.regs.LOCODE.Has(c):
+		rc.loc = append(rc.loc, rc.fail(p, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, rc.regs.LOCODE.Version(), "UN/LOCODE %s is not in the registry", c))
+	}
+}
+
+// equipment reads an EQD: it ends the container before it (a VERMAS
+// container must have had a verified gross mass), and a container's
+// (8053 = CN) number must carry a sound check digit when it has the shape
+// of one.
+func (rc *ruleCheck) equipment(i int, s *edifact.Segment) {
+	rc.endEquipment()
+	if !s.ValueIs(1, 1, "CN") {
+		return
+	}
+	number, off := rc.valueOffset(0, s, 2, 1)
+	rc.eq, rc.eqVGM, rc.eqAt = true, 0, at(i, s, 2, 1, off)
+	rc.eqs++
+	rc.eqNumber = append(rc.eqNumber[:0], number...)
+	rc.eqSize = append(rc.eqSize[:0], rc.value(1, s, 3, 1)...)
+	if n := transient(number); looksLikeContainer(n) {
+		if err := CheckContainer(n); err != nil {
+			rc.eqd = append(rc.eqd, rc.fail(rc.eqAt, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err))
+		}
+	}
+}
+
+// endEquipment ends the container being read, if one is.
+func (rc *ruleCheck) endEquipment() {
+	if rc.eq && rc.m.Type == "VERMAS" && rc.eqVGM == 0 {
+		rc.eqd = append(rc.eqd, rc.fail(rc.eqAt, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "",
+			"container %s has no verified gross mass (MEA+AAE+VGM)", rc.eqNumber))
+	}
+	rc.eq = false
+}
+
+// measure reads a MEA: a verified gross mass (6313 = VGM) must be a
+// number in a unit of mass, and plausible for the container it follows
+// (SOLAS VI/2).
+func (rc *ruleCheck) measure(i int, s *edifact.Segment) {
+	dim := transient(rc.value(1, s, 2, 1))
+	if rc.eq && dim == "VGM" && transient(rc.value(0, s, 1, 1)) == "AAE" {
+		rc.eqVGM++
+	}
+	if dim != "VGM" {
+		return
+	}
+	unit := transient(rc.value(0, s, 3, 1))
+	value, off := rc.valueOffset(2, s, 3, 2)
+	p := at(i, s, 3, 2, off)
+	kg, err := massKg(unit, transient(value))
+	if err != nil {
+		rc.mea = append(rc.mea, rc.fail(p, TierRegulatory, "edifact.vgm.invalid", edifact.CodeInvalidValue, "", "VGM %v", err))
+		return
+	}
+	floor, ceil, size := rc.rules.VGMFloorKg, rc.rules.VGMMaxKg, "unknown size"
+	if rc.eq {
+		if f, c, ok := sizeLimits(transient(rc.eqSize)); ok {
+			floor, ceil, size = f, c, transient(rc.eqSize)
+		}
+	}
+	if kg < floor || kg > ceil {
+		rc.mea = append(rc.mea, rc.fail(p, TierRegulatory, "edifact.vgm.implausible", edifact.CodeInvalidValue, "",
+			"VGM %.0f kg is outside %.0f..%.0f kg for %s (SOLAS VI/2)", kg, floor, ceil, size))
+	}
+}
+
+// product reads a PIA: each of its HS codes (item type HS) must be 2 to
+// 10 digits whose subheading the tariff registry holds.
+func (rc *ruleCheck) product(i int, s *edifact.Segment) {
+	for e := 2; e <= s.Elements(); e++ {
+		if !s.ValueIs(e, 2, "HS") || s.ValueIs(e, 1, "") {
+			continue
+		}
+		b, off := rc.valueOffset(0, s, e, 1)
+		code := transient(b)
+		switch {
+		case !isDigits(code) || len(code) < 2 || len(code) > 10:
+			rc.pia = append(rc.pia, rc.fail(at(i, s, e, 1, off), TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code))
+		case !rc.regs.HS.Has(code[:min(len(code), 6)]):
+			rc.pia = append(rc.pia, rc.fail(at(i, s, e, 1, off), TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, rc.regs.HS.Version(),
+				"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)]))
+		}
+	}
+}
+
+// date reads a DTM: its value must be a date of its format (2379).
+func (rc *ruleCheck) date(i int, s *edifact.Segment) {
+	b, off := rc.valueOffset(0, s, 1, 2)
+	v, format := transient(b), transient(rc.value(1, s, 1, 3))
+	if v != "" && !validDate(v, format) {
+		rc.dtm = append(rc.dtm, rc.fail(at(i, s, 1, 2, off), TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", v, format))
+	}
+}
+
+// names says whether the message named a party of function q.
+func (rc *ruleCheck) names(q string) bool {
+	start := 0
+	for _, end := range rc.qualEnd {
+		if transient(rc.quals[start:end]) == q {
+			return true
+		}
+		start = end
+	}
+	return false
+}
+
+// named names the party functions read (see partyName), each once, in the
+// order they first occur.
+func (rc *ruleCheck) named() []string {
+	var out []string
+	seen := map[string]bool{}
+	start := 0
+	for _, end := range rc.qualEnd {
+		if q := string(rc.quals[start:end]); q != "" && !seen[q] {
+			seen[q] = true
+			out = append(out, partyName(q))
+		}
+		start = end
+	}
+	return out
+}
+
+// end applies the rules that need the whole message and returns every
+// problem found, structural first, then regulatory, then semantic; within
+// a tier, in the order the rules are listed here, each rule's in the
+// order of the message. rejects (the directory's) come last in each tier.
+func (rc *ruleCheck) end(rejects []*RuleError) (warnings []Warning, err error) {
+	rc.endEquipment()
+	m, rules := rc.m, rc.rules
+	var errs []*RuleError
+	if m.Charset != nil {
+		msg := fmt.Sprintf("byte 0x%02x at %d is outside the declared character repertoire", m.Charset.Byte, m.Charset.Offset)
+		if rules.StrictCharset {
+			errs = append(errs, rc.fail(position{segment: m.Charset.Segment, offset: m.Charset.Offset}, TierSemantic, "edifact.charset", edifact.CodeInvalidCharacter, "", "%s", msg))
+		} else {
+			off := m.Charset.Offset
+			warnings = append(warnings, Warning{Code: "edifact.charset", Message: fmt.Sprintf("message %s: %s", m.Ref, msg), Offset: &off})
+		}
+	}
+	if !rc.bgm && !messagesWithoutBGM[m.Type] {
+		p := position{segment: 2, tag: "BGM", offset: m.Offset}
+		if m.Len() > 1 {
+			p.offset = rc.second
+		}
+		errs = append(errs, rc.fail(p, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "", "mandatory BGM (beginning of message) missing"))
+	}
+	errs = append(errs, rc.nad...)
+	for _, q := range rules.RequiredParties[m.Type] {
+		if rc.names(q) {
+			continue
+		}
+		p := position{segment: 1, tag: "NAD", offset: m.Offset}
+		if len(rc.qualEnd) > 0 {
+			p = rc.lastNAD
+		}
+		errs = append(errs, rc.fail(p, TierSemantic, "edifact.party.missing", edifact.CodeMissing, "", "%s requires a %s; the message names %s",
+			m.Type, partyName(q), strings.Join(orNone(rc.named()), ", ")))
+	}
+	errs = append(errs, rc.loc...)
+	errs = append(errs, rc.eqd...)
+	if m.Type == "VERMAS" && rc.eqs == 0 {
+		errs = append(errs, rc.fail(position{segment: 1, tag: "EQD", offset: m.Offset}, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "VERMAS declares no container"))
+	}
+	errs = append(errs, rc.mea...)
+	errs = append(errs, rc.pia...)
+	errs = append(errs, rc.dtm...)
+	errs = append(errs, rejects...)
+	if len(errs) == 0 {
+		return warnings, nil
+	}
+	slices.SortStableFunc(errs, func(a, b *RuleError) int { return a.Tier.rank() - b.Tier.rank() })
+	joined := make([]error, len(errs))
+	for i, e := range errs {
+		joined[i] = e
+	}
+	return warnings, errors.Join(joined...)
+}

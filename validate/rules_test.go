@@ -1,0 +1,316 @@
+package validate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lazaret/lazaret/edifact"
+	"github.com/lazaret/lazaret/internal/testenv"
+)
+
+// checkByView is CheckMessage as it was before ruleCheck: the view built
+// whole (ViewOf's), then each rule run over it. It is the reference
+// ruleCheck is held to: the same problems, the same positions, the same
+// order.
+func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings []Warning, err error) {
+	mc := messageChecks.New().(*messageCheck)
+	mc.dirWarnings, mc.checkDir = mc.beginDirectory(m, rules.Directory)
+	var vs viewScratch
+	vs.begin(m)
+	var second int64
+	for i, s := range m.All() {
+		if i == 1 {
+			second = s.Offset
+		}
+		vs.add(i, s)
+		if mc.checkDir {
+			mc.checker.Segment(i, s)
+		}
+	}
+	vs.end()
+	dirWarnings := mc.dirWarnings
+	if mc.checkDir {
+		mc.checker.End()
+		dirWarnings = mc.dir.end()
+	}
+	v := &vs.v
+	var errs []*RuleError
+	add := func(f Field, tier Tier, code string, syntax int, registry string, format string, args ...any) {
+		errs = append(errs, &RuleError{Tier: tier, Code: code, Syntax: syntax, Message: m.Ref, Segment: f.Segment, Tag: f.Tag,
+			Element: f.Element, Component: f.Component, Offset: f.Offset, Registry: registry, Reason: fmt.Sprintf(format, args...)})
+	}
+	if m.Charset != nil {
+		msg := fmt.Sprintf("byte 0x%02x at %d is outside the declared character repertoire", m.Charset.Byte, m.Charset.Offset)
+		if rules.StrictCharset {
+			add(Field{Segment: m.Charset.Segment, Offset: m.Charset.Offset}, TierSemantic, "edifact.charset", edifact.CodeInvalidCharacter, "", "%s", msg)
+		} else {
+			off := m.Charset.Offset
+			warnings = append(warnings, Warning{Code: "edifact.charset", Message: fmt.Sprintf("message %s: %s", m.Ref, msg), Offset: &off})
+		}
+	}
+	if v.Document == nil && !messagesWithoutBGM[m.Type] {
+		f := Field{Segment: 2, Tag: "BGM", Offset: m.Offset}
+		if m.Len() > 1 {
+			f.Offset = second
+		}
+		add(f, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "", "mandatory BGM (beginning of message) missing")
+	}
+	for _, p := range v.Parties {
+		if p.Qualifier.Value == "" {
+			add(p.Qualifier, TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "", "NAD without a party function qualifier (3035)")
+		}
+	}
+	for _, q := range rules.RequiredParties[m.Type] {
+		if names(v.Parties, q) {
+			continue
+		}
+		f := Field{Segment: 1, Tag: "NAD", Offset: m.Offset}
+		if len(v.Parties) > 0 {
+			f = v.Parties[len(v.Parties)-1].Qualifier
+		}
+		add(f, TierSemantic, "edifact.party.missing", edifact.CodeMissing, "", "%s requires a %s; the message names %s",
+			m.Type, partyName(q), strings.Join(orNone(namedParties(v.Parties)), ", "))
+	}
+	for _, l := range v.Locations {
+		declared := l.CodeList == "139" || l.Agency == "6"
+		code := l.Code.Value
+		if !declared && (l.CodeList != "" || l.Agency != "" || !IsLOCODE(code)) {
+			continue
+		}
+		switch {
+		case code == "":
+			add(l.Code, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none")
+		case !IsLOCODE(code):
+			add(l.Code, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", code)
+		case !regs.LOCODE.Has(code):
+			add(l.Code, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, regs.LOCODE.Version(), "UN/LOCODE %s is not in the registry", code)
+		}
+	}
+	for _, eq := range v.Equipment {
+		if looksLikeContainer(eq.Number.Value) {
+			if err := CheckContainer(eq.Number.Value); err != nil {
+				add(eq.Number, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err)
+			}
+		}
+		if m.Type == "VERMAS" && len(eq.VGM) == 0 {
+			add(eq.Number, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "container %s has no verified gross mass (MEA+AAE+VGM)", eq.Number.Value)
+		}
+	}
+	if m.Type == "VERMAS" && len(v.Equipment) == 0 {
+		add(Field{Segment: 1, Tag: "EQD", Offset: m.Offset}, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "VERMAS declares no container")
+	}
+	for _, w := range v.Weights {
+		if w.Dimension != "VGM" {
+			continue
+		}
+		kg, err := massKg(w.Unit, w.Value.Value)
+		if err != nil {
+			add(w.Value, TierRegulatory, "edifact.vgm.invalid", edifact.CodeInvalidValue, "", "VGM %v", err)
+			continue
+		}
+		floor, ceil, size := rules.VGMFloorKg, rules.VGMMaxKg, "unknown size"
+		if w.Equipment != nil {
+			if f, c, ok := sizeLimits(w.Equipment.SizeType.Value); ok {
+				floor, ceil, size = f, c, w.Equipment.SizeType.Value
+			}
+		}
+		if kg < floor || kg > ceil {
+			add(w.Value, TierRegulatory, "edifact.vgm.implausible", edifact.CodeInvalidValue, "",
+				"VGM %.0f kg is outside %.0f..%.0f kg for %s (SOLAS VI/2)", kg, floor, ceil, size)
+		}
+	}
+	for _, hs := range v.HSCodes {
+		code := hs.Value
+		switch {
+		case !isDigits(code) || len(code) < 2 || len(code) > 10:
+			add(hs, TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code)
+		case !regs.HS.Has(code[:min(len(code), 6)]):
+			add(hs, TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, regs.HS.Version(),
+				"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)])
+		}
+	}
+	for _, d := range v.Dates {
+		if d.Value.Value != "" && !validDate(d.Value.Value, d.Format) {
+			add(d.Value, TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", d.Value.Value, d.Format)
+		}
+	}
+	errs = append(errs, mc.rejects...)
+	if warnings == nil {
+		warnings = dirWarnings
+	} else {
+		warnings = append(warnings, dirWarnings...)
+	}
+	if len(errs) == 0 {
+		return warnings, nil
+	}
+	slices.SortStableFunc(errs, func(a, b *RuleError) int { return a.Tier.rank() - b.Tier.rank() })
+	joined := make([]error, len(errs))
+	for i, e := range errs {
+		joined[i] = e
+	}
+	return warnings, errors.Join(joined...)
+}
+
+// names reports whether parties holds one of function q.
+func names(parties []Party, q string) bool {
+	for i := range parties {
+		if parties[i].Qualifier.Value == q {
+			return true
+		}
+	}
+	return false
+}
+
+// namedParties names the functions of parties (see partyName), each once,
+// in the order they first occur; parties without one are left out.
+func namedParties(parties []Party) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range parties {
+		if q := p.Qualifier.Value; q != "" && !seen[q] {
+			seen[q] = true
+			out = append(out, partyName(q))
+		}
+	}
+	return out
+}
+
+// brokenRules is an interchange whose messages break every rule ruleCheck
+// applies, each value once plainly and once behind release characters.
+const brokenRules = "UNA:+.? '" +
+	"UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+R1'" +
+	"UNH+1+IFTMIN:D:99B:UN'BGM+610+B?+1+9'DTM+137:20261331:102'DTM+137:2026?:0101:102'DTM+2:1:999'" +
+	"LOC+9+XXAAA:139:6'LOC+9+nlrtm:139'LOC+9+::6'LOC+11+NLRTM'LOC+11+NL?+RT'LOC+11+TERM1:ZZZ'" +
+	"NAD++X'NAD+CZ'NAD+C?:N+Y'GID+1+10:CT'PIA+5+84713:HS+9999:HS+ABC:HS+:HS+1?:2:HS'" +
+	"MEA+AAE+VGM+KGM:12'MEA+AAE+VGM+XXX:1200'MEA+AAE+VGM+KGM:1?+2'MEA+AAE+G+KGM:1'" +
+	"EQD+CN+MSKU9070324+22G1:6346:5'MEA+AAE+VGM+KGM:40000'EQD+BB+X'MEA+AAE+VGM+LBR:99999'UNT+25+1'" +
+	"UNH+2+VERMAS:D:99B:UN'BGM+749+V2+9'EQD+CN+CSQU3054383+45G1:6346:5'EQD+CN+MSKU9070323+L5G1'" +
+	"MEA+AAE+VGM+TNE:40'EQD+CN+ABCU1234560'MEA+AAX+VGM+KGM:1000'UNT+8+2'" +
+	"UNH+3+VERMAS:D:99B:UN'BGM+749+V3+9'NAD+TB+X'UNT+4+3'" +
+	"UNH+4+IFTMIN:D:99B:UN'DTM+137:20260101:102'UNT+3+4'" +
+	"UNH+5+IFTMIN:D:99B:UN'UNT+2+5'" +
+	"UNH+6+COPRAR:D:95B:UN'BGM+45+C6+9'NAD+CA+MSC'LOC+9+DEHAM:139:6'PIA+5+0101:HS'UNT+6+6'" +
+	"UNZ+6+R1'"
+
+// brokenCharset's message has a byte outside its repertoire (UNOA has no
+// lower case), which the rules warn of, or fail it for.
+const brokenCharset = "UNB+UNOA:3+A:ZZ+B:ZZ+261130:1200+R2'" +
+	"UNH+1+IFTMIN:D:99B:UN'BGM+610+b1+9'NAD+CZ+S'NAD+CN+R'UNT+5+1'UNZ+1+R2'"
+
+// ruleInputs are the interchanges TestRulesAsView reads: the repository's
+// logistics fixtures, the shared corpus's interchanges and brokenRules.
+func ruleInputs(t *testing.T) map[string][]byte {
+	in := map[string][]byte{"brokenRules": []byte(brokenRules), "brokenCharset": []byte(brokenCharset)}
+	for _, dir := range []string{filepath.Join(testenv.RepoRoot(t), "fixtures", "logistics"), testenv.Corpus(t, "edifact")} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.IsDir() || strings.HasSuffix(e.Name(), ".json") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in[e.Name()] = b
+		}
+	}
+	return in
+}
+
+// sameAsView fails t unless every message of data checks the same with
+// CheckMessage as with checkByView, under rules; it returns how many
+// messages it compared and how many failed.
+func sameAsView(t testing.TB, data []byte, rules EDIRules) (messages, failed int) {
+	regs := Builtin()
+	edifact.Parse(bytes.NewReader(data), edifact.Limits{}, func(m *edifact.Message) error {
+		messages++
+		w1, e1 := CheckMessage(m, regs, rules)
+		w2, e2 := checkByView(m, regs, rules)
+		if e1 != nil {
+			failed++
+		}
+		if !reflect.DeepEqual(w1, w2) {
+			t.Errorf("message %s: warnings\n%v\nwant (the view's)\n%v", m.Ref, w1, w2)
+		}
+		if !reflect.DeepEqual(joinedRules(e1), joinedRules(e2)) {
+			t.Errorf("message %s: problems\n%v\nwant (the view's)\n%v", m.Ref, e1, e2)
+		}
+		return nil
+	})
+	return messages, failed
+}
+
+// joinedRules are the RuleErrors err joins, in order.
+func joinedRules(err error) []RuleError {
+	if err == nil {
+		return nil
+	}
+	var out []RuleError
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		out = append(out, *e.(*RuleError))
+	}
+	return out
+}
+
+// rulesVariants are rules that switch on what the defaults leave off.
+func rulesVariants() []EDIRules {
+	strict := DefaultEDIRules()
+	strict.StrictCharset = true
+	strict.RequiredParties = map[string][]string{"IFTMIN": {"CZ", "CN", "FW"}, "VERMAS": {"TB"}, "COPRAR": {"CA", "ZZ"}}
+	strict.Directory.Unknown = ActionReject
+	return []EDIRules{DefaultEDIRules(), strict}
+}
+
+// TestRulesAsView holds ruleCheck, which reads each value where it stands
+// as the segments go by, to the rules run over the whole view.
+func TestRulesAsView(t *testing.T) {
+	for _, text := range []string{brokenRules, brokenCharset} {
+		n := 0
+		if _, err := edifact.Parse(strings.NewReader(text), edifact.Limits{}, func(*edifact.Message) error { n++; return nil }); err != nil || n == 0 {
+			t.Fatalf("the broken interchanges must parse to be of use: %d messages, %v", n, err)
+		}
+	}
+	var messages, failed int
+	for name, data := range ruleInputs(t) {
+		for _, rules := range rulesVariants() {
+			t.Run(name, func(t *testing.T) {
+				n, f := sameAsView(t, data, rules)
+				messages, failed = messages+n, failed+f
+			})
+		}
+	}
+	// brokenRules alone fails its six messages under both rules; a
+	// comparison of passes only would prove little.
+	if messages < 50 || failed < 13 {
+		t.Fatalf("compared %d messages, %d failing: too few to hold the rules to anything", messages, failed)
+	}
+	t.Logf("%d messages compared, %d failing", messages, failed)
+}
+
+// FuzzRules holds ruleCheck to the view's rules on any interchange.
+func FuzzRules(f *testing.F) {
+	f.Add([]byte(brokenRules))
+	f.Add([]byte(brokenCharset))
+	for _, name := range []string{"vermas-good.edi", "iftmin-good.edi", "mixed.edi", "vgm-low.edi", "check-digit.edi"} {
+		b, err := os.ReadFile(filepath.Join("..", "fixtures", "logistics", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, rules := range rulesVariants() {
+			sameAsView(t, data, rules)
+		}
+	})
+}
