@@ -320,6 +320,7 @@ var messageChecks = sync.Pool{New: func() any {
 
 func (mc *messageCheck) release() {
 	mc.reset()
+	mc.rules.forget() // the next check may be of another interchange, under other separators
 	messageChecks.Put(mc)
 }
 

@@ -49,7 +49,27 @@ type ruleCheck struct {
 
 	// The problems found, by rule, in the order end joins them.
 	nad, loc, eqd, mea, pia, dtm []*RuleError
+
+	// passed holds the last LOC, PIA and DTM in which the rules found
+	// nothing: the same bytes again pass again, unread. An interchange
+	// names the same ports, goods and dates over and over. The rules on
+	// these three read nothing but the segment (and the registries, which
+	// do not change during a check); the bytes mean the same only under
+	// the same separators, so passed is forgotten with the interchange
+	// (see forget).
+	passed [3][]byte
 }
+
+// The segments whose passes ruleCheck remembers, as indexes of passed.
+const (
+	passedLOC = iota
+	passedPIA
+	passedDTM
+)
+
+// maxPassed bounds the segments remembered as passed: longer ones are
+// rare and are read each time.
+const maxPassed = 128
 
 // position is where a value stands, as a RuleError gives it.
 type position struct {
@@ -117,15 +137,49 @@ func (rc *ruleCheck) segment(i int, s *edifact.Segment) {
 	case "NAD":
 		rc.party(i, s)
 	case "LOC":
-		rc.location(i, s)
+		if !rc.passedBefore(passedLOC, s) {
+			n := len(rc.loc)
+			rc.location(i, s)
+			rc.remember(passedLOC, s, len(rc.loc) == n)
+		}
 	case "EQD":
 		rc.equipment(i, s)
 	case "MEA":
 		rc.measure(i, s)
 	case "PIA":
-		rc.product(i, s)
+		if !rc.passedBefore(passedPIA, s) {
+			n := len(rc.pia)
+			rc.product(i, s)
+			rc.remember(passedPIA, s, len(rc.pia) == n)
+		}
 	case "DTM":
-		rc.date(i, s)
+		if !rc.passedBefore(passedDTM, s) {
+			n := len(rc.dtm)
+			rc.date(i, s)
+			rc.remember(passedDTM, s, len(rc.dtm) == n)
+		}
+	}
+}
+
+// passedBefore says whether s is byte for byte the last segment of its
+// kind (k) that passed.
+func (rc *ruleCheck) passedBefore(k int, s *edifact.Segment) bool {
+	return rc.passed[k] != nil && string(rc.passed[k]) == string(s.Raw())
+}
+
+// remember keeps s as the last segment of its kind that passed, if it
+// did; if it did not, the one before stays.
+func (rc *ruleCheck) remember(k int, s *edifact.Segment, passed bool) {
+	if raw := s.Raw(); passed && len(raw) <= maxPassed {
+		rc.passed[k] = append(rc.passed[k][:0], raw...)
+	}
+}
+
+// forget drops the segments remembered as passed, for a check under
+// other separators.
+func (rc *ruleCheck) forget() {
+	for k := range rc.passed {
+		rc.passed[k] = nil
 	}
 }
 

@@ -199,6 +199,16 @@ const brokenRules = "UNA:+.? '" +
 	"UNH+6+COPRAR:D:95B:UN'BGM+45+C6+9'NAD+CA+MSC'LOC+9+DEHAM:139:6'PIA+5+0101:HS'UNT+6+6'" +
 	"UNZ+6+R1'"
 
+// repeatedRules is a sound interchange of three messages alike, each
+// with segments that pass and fail, some twice: what failed in the first
+// must fail in the next as it did, what passed must pass.
+const repeatedRules = "UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+R3'" +
+	"UNH+1" + repeatedBody + "1'" + "UNH+2" + repeatedBody + "2'" + "UNH+3" + repeatedBody + "3'" + "UNZ+3+R3'"
+
+const repeatedBody = "+VERMAS:D:99B:UN'BGM+749+V+9'DTM+137:20260101:102'DTM+137:20260101:102'DTM+137:20261331:102'DTM+137:20261331:102'" +
+	"LOC+9+NLRTM:139:6'LOC+9+NLRTM:139:6'LOC+9+XXAAA:139:6'LOC+9+XXAAA:139:6'PIA+5+847130:HS'PIA+5+847130:HS'PIA+5+1:HS'PIA+5+1:HS'" +
+	"EQD+CN+MSKU9070323+22G1'MEA+AAE+VGM+KGM:24000'UNT+17+"
+
 // brokenCharset's message has a byte outside its repertoire (UNOA has no
 // lower case), which the rules warn of, or fail it for.
 const brokenCharset = "UNB+UNOA:3+A:ZZ+B:ZZ+261130:1200+R2'" +
@@ -207,7 +217,7 @@ const brokenCharset = "UNB+UNOA:3+A:ZZ+B:ZZ+261130:1200+R2'" +
 // ruleInputs are the interchanges TestRulesAsView reads: the repository's
 // logistics fixtures, the shared corpus's interchanges and brokenRules.
 func ruleInputs(t *testing.T) map[string][]byte {
-	in := map[string][]byte{"brokenRules": []byte(brokenRules), "brokenCharset": []byte(brokenCharset)}
+	in := map[string][]byte{"brokenRules": []byte(brokenRules), "brokenCharset": []byte(brokenCharset), "repeatedRules": []byte(repeatedRules)}
 	for _, dir := range []string{filepath.Join(testenv.RepoRoot(t), "fixtures", "logistics"), testenv.Corpus(t, "edifact")} {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
@@ -230,12 +240,18 @@ func ruleInputs(t *testing.T) map[string][]byte {
 // sameAsView fails t unless every message of data checks the same with
 // CheckMessage as with checkByView, under rules; it returns how many
 // messages it compared and how many failed.
-func sameAsView(t testing.TB, data []byte, rules EDIRules) (messages, failed int) {
+//
+// It checks data as an interchange too, as a worker does (one message
+// check from the first message to the last, see ruleCheck.passed), and if
+// it is sound, holds every message's verdict to the view's.
+func sameAsView(t testing.TB, data []byte, rules EDIRules) (messages, failed int, sound bool) {
 	regs := Builtin()
+	var views []MessageResult
 	edifact.Parse(bytes.NewReader(data), edifact.Limits{}, func(m *edifact.Message) error {
 		messages++
 		w1, e1 := CheckMessage(m, regs, rules)
 		w2, e2 := checkByView(m, regs, rules)
+		views = append(views, MessageResult{Ref: m.Ref, Warnings: w2, Err: e2})
 		if e1 != nil {
 			failed++
 		}
@@ -247,7 +263,32 @@ func sameAsView(t testing.TB, data []byte, rules EDIRules) (messages, failed int
 		}
 		return nil
 	})
-	return messages, failed
+	path := filepath.Join(t.TempDir(), "interchange.edi")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := CheckInterchange(t.Context(), path, nil, regs, rules, "")
+	if err != nil {
+		return messages, failed, false // not sound: no verdicts to compare
+	}
+	n := 0
+	if err := res.EachMessage(t.Context(), func(m MessageResult) error {
+		if n >= len(views) {
+			return fmt.Errorf("message %s: past the %d the parse found", m.Ref, len(views))
+		}
+		v := views[n]
+		n++
+		if !reflect.DeepEqual(m.Warnings, v.Warnings) || !reflect.DeepEqual(joinedRules(m.Err), joinedRules(v.Err)) {
+			t.Errorf("interchange, message %s: %v %v\nwant (the view's) %v %v", m.Ref, m.Warnings, m.Err, v.Warnings, v.Err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(views) {
+		t.Errorf("interchange: %d verdicts, the parse found %d messages", n, len(views))
+	}
+	return messages, failed, true
 }
 
 // joinedRules are the RuleErrors err joins, in order.
@@ -274,33 +315,39 @@ func rulesVariants() []EDIRules {
 // TestRulesAsView holds ruleCheck, which reads each value where it stands
 // as the segments go by, to the rules run over the whole view.
 func TestRulesAsView(t *testing.T) {
-	for _, text := range []string{brokenRules, brokenCharset} {
+	for _, text := range []string{brokenRules, brokenCharset, repeatedRules} {
 		n := 0
 		if _, err := edifact.Parse(strings.NewReader(text), edifact.Limits{}, func(*edifact.Message) error { n++; return nil }); err != nil || n == 0 {
 			t.Fatalf("the broken interchanges must parse to be of use: %d messages, %v", n, err)
 		}
 	}
-	var messages, failed int
+	var messages, failed, sound int
 	for name, data := range ruleInputs(t) {
 		for _, rules := range rulesVariants() {
 			t.Run(name, func(t *testing.T) {
-				n, f := sameAsView(t, data, rules)
+				n, f, ok := sameAsView(t, data, rules)
 				messages, failed = messages+n, failed+f
+				if ok {
+					sound++
+				} else if name == "repeatedRules" {
+					t.Error("repeatedRules must be sound, to compare what one message check finds from message to message")
+				}
 			})
 		}
 	}
-	// brokenRules alone fails its six messages under both rules; a
+	// brokenRules alone fails its eight messages under both rules; a
 	// comparison of passes only would prove little.
-	if messages < 50 || failed < 13 {
+	if messages < 50 || failed < 17 {
 		t.Fatalf("compared %d messages, %d failing: too few to hold the rules to anything", messages, failed)
 	}
-	t.Logf("%d messages compared, %d failing", messages, failed)
+	t.Logf("%d messages compared, %d failing; %d interchanges compared whole", messages, failed, sound)
 }
 
 // FuzzRules holds ruleCheck to the view's rules on any interchange.
 func FuzzRules(f *testing.F) {
 	f.Add([]byte(brokenRules))
 	f.Add([]byte(brokenCharset))
+	f.Add([]byte(repeatedRules))
 	for _, name := range []string{"vermas-good.edi", "iftmin-good.edi", "mixed.edi", "vgm-low.edi", "check-digit.edi"} {
 		b, err := os.ReadFile(filepath.Join("..", "fixtures", "logistics", name))
 		if err != nil {
@@ -313,4 +360,39 @@ func FuzzRules(f *testing.F) {
 			sameAsView(t, data, rules)
 		}
 	})
+}
+
+// TestRulesForgetPassesWithTheSeparators checks two interchanges one
+// after the other, the second under another component separator, with the
+// same LOC bytes: a UN/LOCODE declared by code list 139 in the second,
+// only a terminal code in the first. What passed under the first
+// separators must be read again under the second.
+func TestRulesForgetPassesWithTheSeparators(t *testing.T) {
+	const loc = "LOC+9+XXAAA*139'"
+	msg := "UNH+1+IFTMIN:D:99B:UN'BGM+610+B1+9'" + loc + "NAD+CZ+S'NAD+CN+R'UNT+6+1'"
+	plain := "UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+F1'" + msg + "UNZ+1+F1'"
+	starred := "UNA*+.? '" + strings.NewReplacer(":", "*").Replace(plain)
+	dir := t.TempDir()
+	var codes [2][]string
+	for n, text := range []string{plain, starred} {
+		path := filepath.Join(dir, fmt.Sprintf("%d.edi", n))
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, res, err := CheckInterchange(t.Context(), path, nil, Builtin(), DefaultEDIRules(), "")
+		if err != nil {
+			t.Fatalf("interchange %d: %v", n, err)
+		}
+		if err := res.EachMessage(t.Context(), func(m MessageResult) error {
+			for _, r := range joinedRules(m.Err) {
+				codes[n] = append(codes[n], r.Code)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if slices.Contains(codes[0], "edifact.locode.unknown") || !slices.Contains(codes[1], "edifact.locode.unknown") {
+		t.Fatalf("problems %q then %q: want edifact.locode.unknown under the second separators only", codes[0], codes[1])
+	}
 }
