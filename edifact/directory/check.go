@@ -232,17 +232,25 @@ const walkMax = 256
 // interchange repeats many segments byte for byte (a port, a date, a
 // package type), which are then checked once. It is a small table of the
 // last ones seen, one slot per hash of their bytes, each slot taken over
-// by the next segment that passes and hashes to it.
+// by a segment that passes and hashes to it twice in a row (see
+// soundSlot.seen).
 type soundSegments struct {
 	seed  maphash.Seed
 	slots []soundSlot
-	slot  *soundSlot // the slot of the segment known was last asked about
+	// The slot of the segment known was last asked about, and its hash.
+	slot *soundSlot
+	hash uint64
 }
 
 type soundSlot struct {
 	sd      *Segment
 	decimal byte
 	seg     edifact.Segment
+	// seen is the hash of the last segment that passed and hashed to the
+	// slot: one is kept only when it comes a second time, so that a
+	// segment met once (a reference, a name) costs no copy and evicts
+	// none that comes back.
+	seen uint64
 }
 
 // soundSlots is the size of the table; soundMax bounds the bytes of a
@@ -258,17 +266,23 @@ func (t *soundSegments) known(sd *Segment, decimal byte, s *edifact.Segment) boo
 	if t.slots == nil {
 		t.seed, t.slots = maphash.MakeSeed(), make([]soundSlot, soundSlots)
 	}
-	e := &t.slots[maphash.Bytes(t.seed, s.Raw())%soundSlots]
+	t.hash = maphash.Bytes(t.seed, s.Raw())
+	e := &t.slots[t.hash%soundSlots]
 	t.slot = e
 	return e.sd == sd && e.decimal == decimal && e.seg.SameValues(s)
 }
 
-// remember records that s, which known was last asked about, passed.
+// remember records that s, which known was last asked about and did not
+// know, passed.
 func (t *soundSegments) remember(sd *Segment, decimal byte, s *edifact.Segment) {
+	e := t.slot
+	if e.seen != t.hash {
+		e.seen = t.hash
+		return
+	}
 	if len(s.Raw()) > soundMax {
 		return
 	}
-	e := t.slot
 	e.sd, e.decimal = sd, decimal
 	s.CloneInto(&e.seg)
 }
