@@ -532,16 +532,24 @@ func (c *Checker) commit(level, idx int, repeat bool) *Segment {
 
 // elem is the state of the element repetition being checked.
 type elem struct {
-	e, r      int
-	ed        *Element // nil past the segment's elements
-	start     int      // index of its first value
-	off       int64    // offset of its first value
-	end       int64    // offset just after its last value
-	present   uint64   // components with a value
-	surplus   bool     // an element or repetition the segment does not have
-	reported  bool     // surplus reported
-	otherList bool     // a code qualified by another list than UNCL
+	e, r     int
+	ed       *Element // nil past the segment's elements
+	start    int      // index of its first value
+	off      int64    // offset of its first value
+	end      int64    // offset just after its last value
+	present  uint64   // components with a value
+	surplus  bool     // an element or repetition the segment does not have
+	reported bool     // surplus reported
+	// other is whether a code of the repetition is qualified by another
+	// list than UNCL: 0 not yet looked at, otherNo or otherYes (see
+	// otherList).
+	other uint8
 }
+
+const (
+	otherNo = 1 + iota
+	otherYes
+)
 
 // elements checks the data elements of the current segment against sd in
 // one pass over its values, one element repetition at a time.
@@ -590,7 +598,7 @@ func (c *Checker) elements(sd *Segment) {
 		if ed.Composite {
 			cc = comp
 		}
-		c.value(e, cc, &ed.Components[comp-1], v, off, st.otherList)
+		c.value(e, cc, &ed.Components[comp-1], v, off, &st)
 	}
 	if st.e > 0 {
 		c.finish(&st, nv)
@@ -607,7 +615,7 @@ func (c *Checker) begin(sd *Segment, st *elem, e, r, i int, off int64) {
 	// Field by field: the composite literal was zeroed and copied, for
 	// every element of every segment.
 	st.e, st.r, st.ed, st.start, st.off, st.end, st.present = e, r, nil, i, off, off, 0
-	st.surplus, st.reported, st.otherList = false, false, false
+	st.surplus, st.reported, st.other = false, false, 0
 	if e > len(sd.Elements) {
 		st.surplus = true
 		return
@@ -616,21 +624,35 @@ func (c *Checker) begin(sd *Segment, st *elem, e, r, i int, off int64) {
 	st.ed = ed
 	if r > 0 && ed.Repeat != 0 && r >= ed.Repeat {
 		st.surplus = true
-		return
 	}
+}
+
+// otherList reports whether a code of the element repetition st is
+// qualified by a list other than UNCL (ISO 6346, EAN, a partner's) in its
+// code list (1131) or agency (3055) component, and is then not checked
+// against UNCL. It is looked for only when a code is not in its list:
+// most are, and the values of the repetition are then gone through once.
+func (c *Checker) otherList(st *elem) bool {
+	if st.other != 0 {
+		return st.other == otherYes
+	}
+	st.other = otherNo
+	ed := st.ed
 	if !ed.coded || (ed.listComp == 0 && ed.agencyComp == 0) {
-		return
+		return false
 	}
 	s := c.s
-	for j := i; j < s.ValueCount(); j++ {
+	for j := st.start; j < s.ValueCount(); j++ {
 		e2, comp, r2, _, v := s.ValueAt(j, nil)
-		if e2 != e || r2 != r {
+		if e2 != st.e || r2 != st.r {
 			break
 		}
 		if len(v) > 0 && (comp == ed.listComp || (comp == ed.agencyComp && string(v) != "6")) {
-			st.otherList = true // qualified by a list other than UNCL (ISO 6346, EAN, a partner's)
+			st.other = otherYes
+			return true
 		}
 	}
+	return false
 }
 
 // finish reports what the element repetition that ends before value i
@@ -662,7 +684,7 @@ func (c *Checker) finish(st *elem, i int) {
 }
 
 // value checks one non-empty value against its simple element.
-func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, otherList bool) {
+func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, st *elem) {
 	name := sd.Num
 	if name == "" {
 		name = "the value"
@@ -675,7 +697,7 @@ func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, otherList 
 				c.add(TooLong, e, comp, off, "%d characters, longer than any coded element (%s) may be (an..%d)", n, name, MaxCodeLength)
 			}
 		}
-		if !otherList && !sd.Codes.Has(v) {
+		if !sd.Codes.Has(v) && !c.otherList(st) {
 			c.add(CodeUnknown, e, comp, off, "%q is not a code of %s", v, name)
 		}
 		return
