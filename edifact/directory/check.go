@@ -3,6 +3,7 @@ package directory
 import (
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -603,7 +604,7 @@ func (c *Checker) elements(sd *Segment) {
 	if st.e > 0 {
 		c.finish(&st, nv)
 	}
-	for k := st.e + 1; k <= len(sd.Elements); k++ {
+	for k := st.e + 1; k <= sd.lastMandatory; k++ {
 		if sd.Elements[k-1].Mandatory {
 			c.add(ElementMissing, k, 0, s.Offset+int64(len(s.Raw())), "mandatory data element %s missing", sd.Elements[k-1].Num)
 		}
@@ -671,10 +672,8 @@ func (c *Checker) finish(st *elem, i int) {
 	if !ed.Composite {
 		return
 	}
-	for k := range ed.Components {
-		if k >= 64 || !ed.Components[k].Mandatory || st.present&(1<<k) != 0 {
-			continue
-		}
+	for lack := ed.mandatory &^ st.present; lack != 0; lack &= lack - 1 {
+		k := bits.TrailingZeros64(lack)
 		coff := st.end // where the component would stand
 		if st.start+k < i {
 			_, _, _, coff, _ = c.s.ValueAt(st.start+k, nil)
@@ -685,34 +684,30 @@ func (c *Checker) finish(st *elem, i int) {
 
 // value checks one non-empty value against its simple element.
 func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, st *elem) {
-	name := sd.Num
-	if name == "" {
-		name = "the value"
-	}
 	switch sd.Rep {
 	case Code:
 		// A value has no more runes than bytes: most need no count.
 		if len(v) > MaxCodeLength {
 			if n := utf8.RuneCount(v); n > MaxCodeLength {
-				c.add(TooLong, e, comp, off, "%d characters, longer than any coded element (%s) may be (an..%d)", n, name, MaxCodeLength)
+				c.add(TooLong, e, comp, off, "%d characters, longer than any coded element (%s) may be (an..%d)", n, sd.name(), MaxCodeLength)
 			}
 		}
 		if !sd.Codes.Has(v) && !c.otherList(st) {
-			c.add(CodeUnknown, e, comp, off, "%q is not a code of %s", v, name)
+			c.add(CodeUnknown, e, comp, off, "%q is not a code of %s", v, sd.name())
 		}
 		return
 	case N:
 		digits, bad, badAt := c.numeric(v)
 		if bad {
-			c.add(Representation, e, comp, off+int64(badAt), "%q is not numeric (%s n%s)", v, name, span(sd))
+			c.add(Representation, e, comp, off+int64(badAt), "%q is not numeric (%s n%s)", v, sd.name(), span(sd))
 			return
 		}
-		c.length(e, comp, sd, name, v, digits, off)
+		c.length(e, comp, sd, digits, off)
 		return
 	case A:
 		for k, b := range v {
 			if b >= '0' && b <= '9' {
-				c.add(Representation, e, comp, off+int64(k), "%q holds a digit; %s is alphabetic (a%s)", v, name, span(sd))
+				c.add(Representation, e, comp, off+int64(k), "%q holds a digit; %s is alphabetic (a%s)", v, sd.name(), span(sd))
 				return
 			}
 		}
@@ -729,16 +724,25 @@ func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, st *elem) 
 			break
 		}
 	}
-	c.length(e, comp, sd, name, v, n, off)
+	c.length(e, comp, sd, n, off)
 }
 
-func (c *Checker) length(e, comp int, sd *Simple, name string, v []byte, n int, off int64) {
+func (c *Checker) length(e, comp int, sd *Simple, n int, off int64) {
 	switch {
 	case n > sd.Max:
-		c.add(TooLong, e, comp, off, "%d characters, %s is %s%s", n, name, sd.Rep, span(sd))
+		c.add(TooLong, e, comp, off, "%d characters, %s is %s%s", n, sd.name(), sd.Rep, span(sd))
 	case n < sd.Min:
-		c.add(TooShort, e, comp, off, "%d characters, %s is %s%s", n, name, sd.Rep, span(sd))
+		c.add(TooShort, e, comp, off, "%d characters, %s is %s%s", n, sd.name(), sd.Rep, span(sd))
 	}
+}
+
+// name is how a finding names the element: its number, or "the value"
+// when the directory gives none. It is written out only for a finding.
+func (sd *Simple) name() string {
+	if sd.Num == "" {
+		return "the value"
+	}
+	return sd.Num
 }
 
 func span(sd *Simple) string {
