@@ -3,6 +3,7 @@ package directory
 import (
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -232,17 +233,25 @@ const walkMax = 256
 // interchange repeats many segments byte for byte (a port, a date, a
 // package type), which are then checked once. It is a small table of the
 // last ones seen, one slot per hash of their bytes, each slot taken over
-// by the next segment that passes and hashes to it.
+// by a segment that passes and hashes to it twice in a row (see
+// soundSlot.seen).
 type soundSegments struct {
 	seed  maphash.Seed
 	slots []soundSlot
-	slot  *soundSlot // the slot of the segment known was last asked about
+	// The slot of the segment known was last asked about, and its hash.
+	slot *soundSlot
+	hash uint64
 }
 
 type soundSlot struct {
 	sd      *Segment
 	decimal byte
 	seg     edifact.Segment
+	// seen is the hash of the last segment that passed and hashed to the
+	// slot: one is kept only when it comes a second time, so that a
+	// segment met once (a reference, a name) costs no copy and evicts
+	// none that comes back.
+	seen uint64
 }
 
 // soundSlots is the size of the table; soundMax bounds the bytes of a
@@ -258,17 +267,23 @@ func (t *soundSegments) known(sd *Segment, decimal byte, s *edifact.Segment) boo
 	if t.slots == nil {
 		t.seed, t.slots = maphash.MakeSeed(), make([]soundSlot, soundSlots)
 	}
-	e := &t.slots[maphash.Bytes(t.seed, s.Raw())%soundSlots]
+	t.hash = maphash.Bytes(t.seed, s.Raw())
+	e := &t.slots[t.hash%soundSlots]
 	t.slot = e
 	return e.sd == sd && e.decimal == decimal && e.seg.SameValues(s)
 }
 
-// remember records that s, which known was last asked about, passed.
+// remember records that s, which known was last asked about and did not
+// know, passed.
 func (t *soundSegments) remember(sd *Segment, decimal byte, s *edifact.Segment) {
+	e := t.slot
+	if e.seen != t.hash {
+		e.seen = t.hash
+		return
+	}
 	if len(s.Raw()) > soundMax {
 		return
 	}
-	e := t.slot
 	e.sd, e.decimal = sd, decimal
 	s.CloneInto(&e.seg)
 }
@@ -518,16 +533,24 @@ func (c *Checker) commit(level, idx int, repeat bool) *Segment {
 
 // elem is the state of the element repetition being checked.
 type elem struct {
-	e, r      int
-	ed        *Element // nil past the segment's elements
-	start     int      // index of its first value
-	off       int64    // offset of its first value
-	end       int64    // offset just after its last value
-	present   uint64   // components with a value
-	surplus   bool     // an element or repetition the segment does not have
-	reported  bool     // surplus reported
-	otherList bool     // a code qualified by another list than UNCL
+	e, r     int
+	ed       *Element // nil past the segment's elements
+	start    int      // index of its first value
+	off      int64    // offset of its first value
+	end      int64    // offset just after its last value
+	present  uint64   // components with a value
+	surplus  bool     // an element or repetition the segment does not have
+	reported bool     // surplus reported
+	// other is whether a code of the repetition is qualified by another
+	// list than UNCL: 0 not yet looked at, otherNo or otherYes (see
+	// otherList).
+	other uint8
 }
+
+const (
+	otherNo = 1 + iota
+	otherYes
+)
 
 // elements checks the data elements of the current segment against sd in
 // one pass over its values, one element repetition at a time.
@@ -576,12 +599,12 @@ func (c *Checker) elements(sd *Segment) {
 		if ed.Composite {
 			cc = comp
 		}
-		c.value(e, cc, &ed.Components[comp-1], v, off, st.otherList)
+		c.value(e, cc, &ed.Components[comp-1], v, off, &st)
 	}
 	if st.e > 0 {
 		c.finish(&st, nv)
 	}
-	for k := st.e + 1; k <= len(sd.Elements); k++ {
+	for k := st.e + 1; k <= sd.lastMandatory; k++ {
 		if sd.Elements[k-1].Mandatory {
 			c.add(ElementMissing, k, 0, s.Offset+int64(len(s.Raw())), "mandatory data element %s missing", sd.Elements[k-1].Num)
 		}
@@ -593,7 +616,7 @@ func (c *Checker) begin(sd *Segment, st *elem, e, r, i int, off int64) {
 	// Field by field: the composite literal was zeroed and copied, for
 	// every element of every segment.
 	st.e, st.r, st.ed, st.start, st.off, st.end, st.present = e, r, nil, i, off, off, 0
-	st.surplus, st.reported, st.otherList = false, false, false
+	st.surplus, st.reported, st.other = false, false, 0
 	if e > len(sd.Elements) {
 		st.surplus = true
 		return
@@ -602,21 +625,35 @@ func (c *Checker) begin(sd *Segment, st *elem, e, r, i int, off int64) {
 	st.ed = ed
 	if r > 0 && ed.Repeat != 0 && r >= ed.Repeat {
 		st.surplus = true
-		return
 	}
+}
+
+// otherList reports whether a code of the element repetition st is
+// qualified by a list other than UNCL (ISO 6346, EAN, a partner's) in its
+// code list (1131) or agency (3055) component, and is then not checked
+// against UNCL. It is looked for only when a code is not in its list:
+// most are, and the values of the repetition are then gone through once.
+func (c *Checker) otherList(st *elem) bool {
+	if st.other != 0 {
+		return st.other == otherYes
+	}
+	st.other = otherNo
+	ed := st.ed
 	if !ed.coded || (ed.listComp == 0 && ed.agencyComp == 0) {
-		return
+		return false
 	}
 	s := c.s
-	for j := i; j < s.ValueCount(); j++ {
+	for j := st.start; j < s.ValueCount(); j++ {
 		e2, comp, r2, _, v := s.ValueAt(j, nil)
-		if e2 != e || r2 != r {
+		if e2 != st.e || r2 != st.r {
 			break
 		}
 		if len(v) > 0 && (comp == ed.listComp || (comp == ed.agencyComp && string(v) != "6")) {
-			st.otherList = true // qualified by a list other than UNCL (ISO 6346, EAN, a partner's)
+			st.other = otherYes
+			return true
 		}
 	}
+	return false
 }
 
 // finish reports what the element repetition that ends before value i
@@ -635,10 +672,8 @@ func (c *Checker) finish(st *elem, i int) {
 	if !ed.Composite {
 		return
 	}
-	for k := range ed.Components {
-		if k >= 64 || !ed.Components[k].Mandatory || st.present&(1<<k) != 0 {
-			continue
-		}
+	for lack := ed.mandatory &^ st.present; lack != 0; lack &= lack - 1 {
+		k := bits.TrailingZeros64(lack)
 		coff := st.end // where the component would stand
 		if st.start+k < i {
 			_, _, _, coff, _ = c.s.ValueAt(st.start+k, nil)
@@ -648,35 +683,31 @@ func (c *Checker) finish(st *elem, i int) {
 }
 
 // value checks one non-empty value against its simple element.
-func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, otherList bool) {
-	name := sd.Num
-	if name == "" {
-		name = "the value"
-	}
+func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, st *elem) {
 	switch sd.Rep {
 	case Code:
 		// A value has no more runes than bytes: most need no count.
 		if len(v) > MaxCodeLength {
 			if n := utf8.RuneCount(v); n > MaxCodeLength {
-				c.add(TooLong, e, comp, off, "%d characters, longer than any coded element (%s) may be (an..%d)", n, name, MaxCodeLength)
+				c.add(TooLong, e, comp, off, "%d characters, longer than any coded element (%s) may be (an..%d)", n, sd.name(), MaxCodeLength)
 			}
 		}
-		if !otherList && !sd.Codes.Has(v) {
-			c.add(CodeUnknown, e, comp, off, "%q is not a code of %s", v, name)
+		if !sd.Codes.Has(v) && !c.otherList(st) {
+			c.add(CodeUnknown, e, comp, off, "%q is not a code of %s", v, sd.name())
 		}
 		return
 	case N:
 		digits, bad, badAt := c.numeric(v)
 		if bad {
-			c.add(Representation, e, comp, off+int64(badAt), "%q is not numeric (%s n%s)", v, name, span(sd))
+			c.add(Representation, e, comp, off+int64(badAt), "%q is not numeric (%s n%s)", v, sd.name(), span(sd))
 			return
 		}
-		c.length(e, comp, sd, name, v, digits, off)
+		c.length(e, comp, sd, digits, off)
 		return
 	case A:
 		for k, b := range v {
 			if b >= '0' && b <= '9' {
-				c.add(Representation, e, comp, off+int64(k), "%q holds a digit; %s is alphabetic (a%s)", v, name, span(sd))
+				c.add(Representation, e, comp, off+int64(k), "%q holds a digit; %s is alphabetic (a%s)", v, sd.name(), span(sd))
 				return
 			}
 		}
@@ -693,16 +724,25 @@ func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, otherList 
 			break
 		}
 	}
-	c.length(e, comp, sd, name, v, n, off)
+	c.length(e, comp, sd, n, off)
 }
 
-func (c *Checker) length(e, comp int, sd *Simple, name string, v []byte, n int, off int64) {
+func (c *Checker) length(e, comp int, sd *Simple, n int, off int64) {
 	switch {
 	case n > sd.Max:
-		c.add(TooLong, e, comp, off, "%d characters, %s is %s%s", n, name, sd.Rep, span(sd))
+		c.add(TooLong, e, comp, off, "%d characters, %s is %s%s", n, sd.name(), sd.Rep, span(sd))
 	case n < sd.Min:
-		c.add(TooShort, e, comp, off, "%d characters, %s is %s%s", n, name, sd.Rep, span(sd))
+		c.add(TooShort, e, comp, off, "%d characters, %s is %s%s", n, sd.name(), sd.Rep, span(sd))
 	}
+}
+
+// name is how a finding names the element: its number, or "the value"
+// when the directory gives none. It is written out only for a finding.
+func (sd *Simple) name() string {
+	if sd.Num == "" {
+		return "the value"
+	}
+	return sd.Num
 }
 
 func span(sd *Simple) string {

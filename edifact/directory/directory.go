@@ -152,6 +152,9 @@ type Element struct {
 	// a code qualified by another list is not checked against UNCL.
 	listComp, agencyComp int
 	coded                bool // a component is coded
+	// mandatory has bit k set when component k+1 is mandatory (of the
+	// first 64), for a check that finds those missing in one test.
+	mandatory uint64
 }
 
 // Segment is a segment layout.
@@ -161,6 +164,20 @@ type Segment struct {
 	// Any is set when the directory gives no layout (CONTRL's UNH and UNT
 	// come from a schema not shipped): the elements are not checked.
 	Any bool
+	// lastMandatory is the 1-based position of the last mandatory element,
+	// 0 when none is: a segment that ends past it lacks none.
+	lastMandatory int
+}
+
+// lastMandatory is the 1-based position of the last mandatory element of
+// es, 0 when none is.
+func lastMandatory(es []Element) int {
+	for k := len(es); k > 0; k-- {
+		if es[k-1].Mandatory {
+			return k
+		}
+	}
+	return 0
 }
 
 // Node is one entry of a segment table: a segment or a segment group.
@@ -382,6 +399,7 @@ func (t *tables) segment(id int) (*Segment, error) {
 		}
 		s.Elements = append(s.Elements, e)
 	}
+	s.lastMandatory = lastMandatory(s.Elements)
 	t.segs[id] = s
 	return s, nil
 }
@@ -436,6 +454,9 @@ func parseElement(tok string, codes func(id int) *CodeList) (Element, error) {
 		e.Num = ""
 	}
 	for i, c := range e.Components {
+		if c.Mandatory && i < 64 {
+			e.mandatory |= 1 << i
+		}
 		switch {
 		case c.Rep == Code && c.Num != "1131" && c.Num != "3055":
 			e.coded = true

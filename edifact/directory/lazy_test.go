@@ -51,6 +51,7 @@ func eagerTables(t *testing.T, text string) map[key]*Message {
 				}
 				s.Elements = append(s.Elements, e)
 			}
+			s.lastMandatory = lastMandatory(s.Elements)
 			segs = append(segs, s)
 		case "M":
 			m := &Message{Version: f[1], Release: f[2], Type: f[3]}
