@@ -50,14 +50,17 @@ type ruleCheck struct {
 	// The problems found, by rule, in the order end joins them.
 	nad, loc, eqd, mea, pia, dtm []*RuleError
 
-	// passed holds the last LOC, PIA and DTM in which the rules found
-	// nothing: the same bytes again pass again, unread. An interchange
-	// names the same ports, goods and dates over and over. The rules on
-	// these three read nothing but the segment (and the registries, which
-	// do not change during a check); the bytes mean the same only under
-	// the same separators, so passed is forgotten with the interchange
-	// (see forget).
-	passed [3][]byte
+	// passed holds the last few LOC, PIA, DTM and EQD segments in which
+	// the rules found nothing: the same bytes again pass again, unread.
+	// An interchange names the same ports, goods, dates and containers
+	// over and over, often by turns (an IFTMIN's port of loading, then a
+	// VERMAS's). The rules on the first three read nothing but the
+	// segment (and the registries, which do not change during a check);
+	// an EQD that passed is still read for the container it opens, only
+	// its check digit is not computed again. The bytes mean the same only
+	// under the same separators, so passed is forgotten with the
+	// interchange (see forget).
+	passed [4]passedSet
 }
 
 // The segments whose passes ruleCheck remembers, as indexes of passed.
@@ -65,11 +68,36 @@ const (
 	passedLOC = iota
 	passedPIA
 	passedDTM
+	passedEQD
 )
 
-// maxPassed bounds the segments remembered as passed: longer ones are
-// rare and are read each time.
+// passedSet is the last few segments of one kind that passed, each up to
+// maxPassed bytes (longer ones are rare and are read each time).
+type passedSet struct {
+	raw  [4][]byte
+	next int // the entry the next segment that passes replaces
+}
+
 const maxPassed = 128
+
+// has says whether raw is one of the set's.
+func (p *passedSet) has(raw []byte) bool {
+	for k := range p.raw {
+		if p.raw[k] != nil && string(p.raw[k]) == string(raw) {
+			return true
+		}
+	}
+	return false
+}
+
+// add keeps raw, in place of the oldest entry.
+func (p *passedSet) add(raw []byte) {
+	if len(raw) > maxPassed {
+		return
+	}
+	p.raw[p.next] = append(p.raw[p.next][:0], raw...)
+	p.next = (p.next + 1) % len(p.raw)
+}
 
 // position is where a value stands, as a RuleError gives it.
 type position struct {
@@ -137,50 +165,40 @@ func (rc *ruleCheck) segment(i int, s *edifact.Segment) {
 	case "NAD":
 		rc.party(i, s)
 	case "LOC":
-		if !rc.passedBefore(passedLOC, s) {
+		if p := &rc.passed[passedLOC]; !p.has(s.Raw()) {
 			n := len(rc.loc)
 			rc.location(i, s)
-			rc.remember(passedLOC, s, len(rc.loc) == n)
+			if len(rc.loc) == n {
+				p.add(s.Raw())
+			}
 		}
 	case "EQD":
 		rc.equipment(i, s)
 	case "MEA":
 		rc.measure(i, s)
 	case "PIA":
-		if !rc.passedBefore(passedPIA, s) {
+		if p := &rc.passed[passedPIA]; !p.has(s.Raw()) {
 			n := len(rc.pia)
 			rc.product(i, s)
-			rc.remember(passedPIA, s, len(rc.pia) == n)
+			if len(rc.pia) == n {
+				p.add(s.Raw())
+			}
 		}
 	case "DTM":
-		if !rc.passedBefore(passedDTM, s) {
+		if p := &rc.passed[passedDTM]; !p.has(s.Raw()) {
 			n := len(rc.dtm)
 			rc.date(i, s)
-			rc.remember(passedDTM, s, len(rc.dtm) == n)
+			if len(rc.dtm) == n {
+				p.add(s.Raw())
+			}
 		}
-	}
-}
-
-// passedBefore says whether s is byte for byte the last segment of its
-// kind (k) that passed.
-func (rc *ruleCheck) passedBefore(k int, s *edifact.Segment) bool {
-	return rc.passed[k] != nil && string(rc.passed[k]) == string(s.Raw())
-}
-
-// remember keeps s as the last segment of its kind that passed, if it
-// did; if it did not, the one before stays.
-func (rc *ruleCheck) remember(k int, s *edifact.Segment, passed bool) {
-	if raw := s.Raw(); passed && len(raw) <= maxPassed {
-		rc.passed[k] = append(rc.passed[k][:0], raw...)
 	}
 }
 
 // forget drops the segments remembered as passed, for a check under
 // other separators.
 func (rc *ruleCheck) forget() {
-	for k := range rc.passed {
-		rc.passed[k] = nil
-	}
+	clear(rc.passed[:])
 }
 
 // party reads a NAD: it must name its function (3035); the functions
@@ -230,10 +248,14 @@ func (rc *ruleCheck) equipment(i int, s *edifact.Segment) {
 	rc.eqs++
 	rc.eqNumber = append(rc.eqNumber[:0], number...)
 	rc.eqSize = append(rc.eqSize[:0], rc.value(1, s, 3, 1)...)
-	if n := transient(number); looksLikeContainer(n) {
-		if err := CheckContainer(n); err != nil {
-			rc.eqd = append(rc.eqd, rc.fail(rc.eqAt, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err))
+	if p := &rc.passed[passedEQD]; !p.has(s.Raw()) {
+		if n := transient(number); looksLikeContainer(n) {
+			if err := CheckContainer(n); err != nil {
+				rc.eqd = append(rc.eqd, rc.fail(rc.eqAt, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err))
+				return
+			}
 		}
+		p.add(s.Raw())
 	}
 }
 
