@@ -76,6 +76,19 @@ func BenchmarkParseMessages(b *testing.B) {
 	})
 }
 
+// BenchmarkParseSegments hands every segment and then every message to
+// callbacks that do nothing: what validate's first read costs in the
+// parser, its checks aside.
+func BenchmarkParseSegments(b *testing.B) {
+	benchFile(b, func(r io.Reader) {
+		n := 0
+		if _, err := edifact.ParseSegments(r, edifact.Limits{}, func(*edifact.Message, int, *edifact.Segment) { n++ },
+			func(*edifact.Message) error { return nil }); err != nil || n < 100000 {
+			b.Fatal(n, err)
+		}
+	})
+}
+
 // BenchmarkTokenize is the anchor alone.
 func BenchmarkTokenize(b *testing.B) {
 	buf := make([]byte, 1<<20)

@@ -118,9 +118,15 @@ func (v *Verdict) EachMessage(ctx context.Context, each func(MessageVerdict) err
 		return nil
 	}
 	d := v.r.d
+	// A message that passed is decided as every other that passed: once.
+	accepted := v.w.Policy.Decide(nil, d.attempt, d.retries)
 	var eerr error
 	err := v.r.ires.EachMessage(ctx, func(m validate.MessageResult) error {
-		eerr = each(MessageVerdict{Message: m, Decision: v.w.Policy.Decide(m.Err, d.attempt, d.retries)})
+		mv := MessageVerdict{Message: m, Decision: accepted}
+		if m.Err != nil {
+			mv.Decision = v.w.Policy.Decide(m.Err, d.attempt, d.retries)
+		}
+		eerr = each(mv)
 		return eerr
 	})
 	if eerr != nil {

@@ -43,13 +43,28 @@ const unknownDirectoryCode = "edifact.directory.unknown"
 // release the directory does not hold, text its warning's message (see
 // unknownWarning): the warning and its offset in one allocation.
 func unknownDirectory(text string, offset int64) []Warning {
-	w := &struct {
-		w   [1]Warning
-		off int64
-	}{off: offset}
-	w.w[0] = Warning{Code: unknownDirectoryCode, Message: text, Offset: &w.off}
-	return w.w[:]
+	w := &unknownEntry{off: offset}
+	return w.set(text)
 }
+
+// unknownEntry is the warnings of a message whose type and release the
+// directory does not hold, and the offset its warning points to.
+type unknownEntry struct {
+	w   [1]Warning
+	off int64
+}
+
+// set makes text (and e.off) e's warning and returns e's warnings.
+func (e *unknownEntry) set(text string) []Warning {
+	e.w[0] = Warning{Code: unknownDirectoryCode, Message: text, Offset: &e.off}
+	return e.w[:]
+}
+
+// unknownBatch is how many unknownEntry verdictLog.each allocates at a
+// time: one allocation for many messages, where one a message cost as
+// much as the rest of handing its verdict over. A verdict kept after its
+// yield keeps its batch too, some 9 KiB.
+const unknownBatch = 128
 
 // verdictLog is the verdicts CheckInterchange keeps while they fit the
 // budget, in the order they were reached. A plain verdict (see plainness)
@@ -151,6 +166,7 @@ func index(table *[]string, s string) (int, bool) {
 func (l *verdictLog) each(yield func(MessageResult) error) error {
 	r := logReader{chunks: l.chunks, k: -1}
 	number, offset := 0, int64(0)
+	var unknown []unknownEntry // each verdict's warnings are its own, allocated unknownBatch at a time
 	for range l.n {
 		if r.i == len(r.s) { // the next entry is in the next chunk
 			r.k++
@@ -170,7 +186,13 @@ func (l *verdictLog) each(yield func(MessageResult) error) error {
 		ref := r.next(int(r.uvarint()))
 		v := MessageResult{Ref: ref, Type: l.types[r.uvarint()], Number: number, Offset: offset}
 		if plainness(kind) == unknownOnly {
-			v.Warnings = unknownDirectory(l.texts[r.uvarint()], offset)
+			if len(unknown) == 0 {
+				unknown = make([]unknownEntry, unknownBatch)
+			}
+			e := &unknown[0]
+			unknown = unknown[1:]
+			e.off = offset
+			v.Warnings = e.set(l.texts[r.uvarint()])
 		}
 		if err := yield(v); err != nil {
 			return err

@@ -43,4 +43,11 @@ func TestVerdictLogChunks(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
 		t.Errorf("each (-want +got):\n%s", diff)
 	}
+	// Warnings made a batch at a time are each verdict's own: one
+	// appended to does not write into the next.
+	for _, v := range got {
+		if cap(v.Warnings) != len(v.Warnings) {
+			t.Fatalf("message %d: warnings of length %d, capacity %d", v.Number, len(v.Warnings), cap(v.Warnings))
+		}
+	}
 }

@@ -101,18 +101,26 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 		var line []byte // one JSON line or table row, reused
 		var jw jsonWriter
 		failed, rows := 0, 0
-		emit := func(r inspectResult) error {
+		emit := func(r *inspectResult) error {
 			if r.Verdict != string(premis.Accepted) {
 				failed++
 			}
 			if *asJSON {
+				// A line is written where out would copy it to, when there
+				// is room for the common one.
 				jw.dirty = false
-				line = jw.append(line[:0], &r)
+				b := out.AvailableBuffer()
+				if cap(b) < lineRoom {
+					line = jw.append(line[:0], r)
+					b = line
+				} else {
+					b = jw.append(b, r)
+				}
 				if bypass && jw.dirty {
-					_, err := out.WriteString(safeText(string(line)))
+					_, err := out.WriteString(safeText(string(b)))
 					return err
 				}
-				_, err := out.Write(line)
+				_, err := out.Write(b)
 				return err
 			}
 			line = r.appendRow(line[:0])
@@ -144,7 +152,7 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 			}
 			var err error
 			if k == "edifact" && regErr != nil {
-				err = emit(inspectResult{File: j.path, Kind: "edifact", Verdict: string(premis.Quarantined), Class: string(premis.Unknown),
+				err = emit(&inspectResult{File: j.path, Kind: "edifact", Verdict: string(premis.Quarantined), Class: string(premis.Unknown),
 					Code: "registry.unavailable", Message: regErr.Error(), Warnings: []tiff.Warning{}})
 			} else {
 				err = inspect(ctx, w, j.path, k, j.item, emit)
@@ -168,6 +176,10 @@ func declareInspect(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	}
 }
 
+// lineRoom is the room a JSON line is written into out's buffer with:
+// the lines of an interchange's messages take some 450 bytes.
+const lineRoom = 1 << 10
+
 // tableBlock is how many rows the text output aligns at a time.
 const tableBlock = 1024
 
@@ -175,8 +187,9 @@ const tableBlock = 1024
 // panics, opened as the worker opens, decided by Policy.Decide) and emits
 // one result, or for a sound interchange one per message as each is
 // decided (and one more if the interchange fails on the way): nothing is
-// held per message.
-func inspect(ctx context.Context, w *ingest.Worker, path, kind string, item *validate.Item, emit func(inspectResult) error) error {
+// held per message. The result emit is given, and its Offset, are reused
+// for the next message: one to keep is copied with kept.
+func inspect(ctx context.Context, w *ingest.Worker, path, kind string, item *validate.Item, emit func(*inspectResult) error) error {
 	env := &ingest.Envelope{Kind: kind, Path: path, Attempt: 1}
 	if item != nil {
 		env.ObjectID, env.SHA256, env.Size, env.Item = item.ObjectID, item.SHA256, item.Size, *item
@@ -196,29 +209,42 @@ func inspect(ctx context.Context, w *ingest.Worker, path, kind string, item *val
 		}
 	}
 	n := 0
+	var r inspectResult
+	var off int64
 	if err := v.EachMessage(ctx, func(m ingest.MessageVerdict) error {
 		n++
-		r := base
+		r = base
 		r.MessageRef, r.MessageType = m.Message.Ref, m.Message.Type
 		if m.Message.Warnings != nil {
 			r.Warnings = m.Message.Warnings
 		}
 		r.verdict(m.Decision, m.Message.Err)
 		if m.Message.Err == nil {
-			off := m.Message.Offset
+			off = m.Message.Offset
 			r.Offset, r.Segment, r.Tag = &off, 1, "UNH"
 		}
-		return emit(r)
+		return emit(&r)
 	}); err != nil {
 		return err
 	}
 	if n == 0 || v.Err != nil {
-		r := base
+		r = base
 		r.whole = true
 		r.verdict(v.Decision, v.Err)
-		return emit(r)
+		return emit(&r)
 	}
 	return nil
+}
+
+// kept is a copy of r that stays valid after the emit call that received
+// r returns (see inspect).
+func (r *inspectResult) kept() inspectResult {
+	c := *r
+	if r.Offset != nil {
+		off := *r.Offset
+		c.Offset = &off
+	}
+	return c
 }
 
 // verdict records the decision, and the failure's message and position.

@@ -29,6 +29,10 @@ type jsonWriter struct {
 	recent [8]quoted
 	next   int  // the entry of recent a new string replaces
 	dirty  bool // a string came out with a byte clean refuses
+	// The line's offset and its digits: a warning's offset is most often
+	// the message's.
+	offset       int64
+	offsetDigits []byte
 	// The fields before the offset and those after the message type, as
 	// the last line wrote them: on the lines of one interchange they are
 	// the same from message to message, and are copied as they came out.
@@ -170,8 +174,11 @@ func (w *jsonWriter) appendHead(b []byte, r *inspectResult) []byte {
 // appendMiddle appends r's fields from the offset to the message type.
 func (w *jsonWriter) appendMiddle(b []byte, r *inspectResult) []byte {
 	b = append(b, `,"offset":`...)
+	w.offsetDigits = w.offsetDigits[:0]
 	if r.Offset != nil {
+		at := len(b)
 		b = strconv.AppendInt(b, *r.Offset, 10)
+		w.offset, w.offsetDigits = *r.Offset, append(w.offsetDigits, b[at:]...)
 	} else {
 		b = append(b, "null"...)
 	}
@@ -186,11 +193,11 @@ func (w *jsonWriter) appendMiddle(b []byte, r *inspectResult) []byte {
 		b = w.str(b, r.Tag)
 	}
 	b = append(b, `,"segment":`...)
-	b = strconv.AppendInt(b, int64(r.Segment), 10)
+	b = appendInt(b, r.Segment)
 	b = append(b, `,"element":`...)
-	b = strconv.AppendInt(b, int64(r.Element), 10)
+	b = appendInt(b, r.Element)
 	b = append(b, `,"component":`...)
-	b = strconv.AppendInt(b, int64(r.Component), 10)
+	b = appendInt(b, r.Component)
 	if r.MessageRef != "" {
 		b = append(b, `,"message_ref":`...)
 		b = w.str(b, r.MessageRef)
@@ -241,11 +248,23 @@ func (w *jsonWriter) warnings(b []byte, ws []tiff.Warning) []byte {
 		}
 		if x.Offset != nil {
 			b = append(b, `,"offset":`...)
-			b = strconv.AppendInt(b, *x.Offset, 10)
+			if len(w.offsetDigits) > 0 && *x.Offset == w.offset {
+				b = append(b, w.offsetDigits...)
+			} else {
+				b = strconv.AppendInt(b, *x.Offset, 10)
+			}
 		}
 		b = append(b, '}')
 	}
 	return append(b, ']')
+}
+
+// appendInt appends n in decimal: a position, most often one digit.
+func appendInt(b []byte, n int) []byte {
+	if uint(n) < 10 {
+		return append(b, byte('0'+n))
+	}
+	return strconv.AppendInt(b, int64(n), 10)
 }
 
 // appendJSONString appends s quoted as encoding/json quotes it. A string

@@ -52,13 +52,18 @@ func TestInspectJSONIsEncodingJSON(t *testing.T) {
 // and says whether a line holds a byte clean refuses.
 func TestJSONWriterRemembers(t *testing.T) {
 	t.Parallel()
-	off := int64(7)
+	off, other := int64(7), int64(-1234567)
 	long := strings.Repeat("/tmp/lazaret-bench-50mb.edi", 2)
 	rs := []inspectResult{
 		{File: long, Kind: "edifact", Verdict: "accept", Offset: &off, MessageRef: "1", SHA256: strings.Repeat("9a", 32),
 			Warnings: []tiff.Warning{{Code: "edifact.directory.unknown", Message: "no message directory for VERMAS:D:16A:UN; only the envelope was checked"}}},
 		{File: long + " <&> \"x\" é \u202e \x1b[31m", Message: strings.Repeat("Zürich ", 5)},
 		{File: long[:30], Message: strings.Repeat("\xff", 30), Code: "\u2028 and a line separator"},
+		// A warning's offset is written from the line's digits when it is
+		// the line's, and only then.
+		{File: long, Offset: &off, Warnings: []tiff.Warning{{Code: "c", Offset: &off}}},
+		{File: long, Warnings: []tiff.Warning{{Code: "c", Offset: &off}}},
+		{File: long, Offset: &other, Warnings: []tiff.Warning{{Code: "c", Offset: &off}, {Code: "d", Offset: &other}}},
 	}
 	var w jsonWriter
 	for round := range 3 {

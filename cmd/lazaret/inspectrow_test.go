@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/lazaret/lazaret/tiff"
@@ -61,6 +62,29 @@ func TestInspectRowIsFmt(t *testing.T) {
 		r := rows[i]
 		if got, want := string(r.appendRow(nil)), fmtRow(r); got != want {
 			t.Errorf("row %d:\ngot  %q\nwant %q", i, got, want)
+		}
+	}
+}
+
+// TestBreaksCellIsContainsAny: breaksCell, which reads eight bytes at a
+// time, finds a line break or a tab wherever it is, after any other byte
+// below it (a borrow across the word) or none.
+func TestBreaksCellIsContainsAny(t *testing.T) {
+	t.Parallel()
+	const text = "no message directory for VERMAS"
+	for first := 0; first <= 0xff; first++ {
+		for i := range 20 {
+			for j := i; j < 20; j++ {
+				b := []byte(text)
+				b[i] = byte(first)
+				for _, second := range []byte{'\t', '\n', '\r', 'x'} {
+					b[j] = second
+					s := string(b[:i+1+(j-i)+3])
+					if got, want := breaksCell(s), strings.ContainsAny(s, "\r\n\t"); got != want {
+						t.Fatalf("breaksCell(%q) = %v, want %v", s, got, want)
+					}
+				}
+			}
 		}
 	}
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"math"
+	"math/bits"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
@@ -80,7 +82,22 @@ func (t *tableWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	cells, start, wide := t.cells, 0, false
-	for i, c := range p[:len(p)-1] {
+	row := p[:len(p)-1]
+	for i := 0; i < len(row); i++ {
+		// Eight bytes at a time, to the next that is not printable
+		// ASCII (see notText).
+		for i+8 <= len(row) {
+			m := notText(binary.LittleEndian.Uint64(row[i:]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i == len(row) {
+			break
+		}
+		c := row[i]
 		switch rowClass[c] {
 		case rowText:
 		case rowTab:
@@ -108,6 +125,16 @@ func (t *tableWriter) Write(p []byte) (int, error) {
 	}
 	t.cells = cells
 	return len(p), nil
+}
+
+// notText marks, with its high bit, the first byte of x (the lowest)
+// that is below 0x0d or from 0x80 up: every byte rowClass does not call
+// text is one (and a few it does, which Write looks at and passes). A
+// byte after the first may be marked wrongly: a borrow runs up from a
+// byte below 0x0d, and only from one.
+func notText(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return ((x-0x0d*ones)&^x | x) & highs
 }
 
 // Flush writes the block out, aligned, and starts the next.

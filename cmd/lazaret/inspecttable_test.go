@@ -55,6 +55,7 @@ func TestTableWriterIsTabwriter(t *testing.T) {
 	t.Parallel()
 	header := "FILE\tVERDICT\tCLASS\tCODE\tWHERE\tOFFSET\tPUID\tMESSAGE\n"
 	row := func(cells ...string) string { return strings.Join(cells, "\t") + "\n" }
+	long := "no message directory for VERMAS" // more than the eight bytes Write reads at once
 	plain := []string{header,
 		row("/tmp/a.edi#1", "accept", "-", "-", "seg 1", "64", "-", "1 warning(s): no message directory"),
 		row("/tmp/a.edi#12", "quarantine", "semantic", "edifact.locode.unknown", "seg 5 el 2:1", "311", "-", "UN/LOCODE XXABC"),
@@ -76,6 +77,14 @@ func TestTableWriterIsTabwriter(t *testing.T) {
 		"split row":        {{header, "a\tb\tc\t", "d\te\tf\tg\th\n"}},
 		"two rows at once": {{header, row("1", "2", "3", "4", "5", "6", "7", "8") + row("a", "b", "c", "d", "e", "f", "g", "h")}},
 		"no newline":       {{header, "a\tb\tc\td\te\tf\tg\th"}},
+		// Long cells, read eight bytes at a time: what is not text at
+		// every place in a word, and the text just below and above it.
+		"long cells": {{header, row(long+"é"+long, "accept", long+"\r\x00\x08"+long, "-", "seg 1", "64", long+"\x7f", long+" 北京 "+long)}},
+		"late tab":   {{header, row(long+"\t"+long, "2", "3", "4", "5", "6", "7")}},
+		"late vt":    {{header, row(long[:13]+"\v", "2", "3", "4", "5", "6", "7", "8")}, plain},
+		"late ff":    {{header, row("1", long[:17]+"\f"+long, "3", "4", "5", "6", "7", "8")}, plain},
+		"late esc":   {{header, row("1", "2", long[:22]+"\xff"+long+"\xff", "4", "5", "6", "7", "8")}, plain},
+		"late break": {{header, row("1", "2", "3", long[:9]+"\n"+long, "5", "6", "7", "8")}, plain},
 	} {
 		if got, want := tableWriterTable(t, blocks), tabwriterTable(t, blocks); !bytes.Equal(got, want) {
 			t.Errorf("%s: tableWriter:\n%q\ntabwriter:\n%q", name, got, want)

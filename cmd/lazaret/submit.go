@@ -140,7 +140,7 @@ func predict(ctx context.Context, cfg Config, m *validate.Manifest, dir string, 
 				fmt.Fprintf(stderr, "registries: %v (interchanges are checked against the built-in set)\n", err)
 			}
 		}
-		if err := inspect(ctx, w, path, it.Kind, &it, func(r inspectResult) error { out = append(out, r); return nil }); err != nil {
+		if err := inspect(ctx, w, path, it.Kind, &it, func(r *inspectResult) error { out = append(out, r.kept()); return nil }); err != nil {
 			return nil, err
 		}
 	}
