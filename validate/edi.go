@@ -306,7 +306,8 @@ type messageCheck struct {
 	dir     dirCheck
 	checker directory.Checker
 	recent  recentDirs
-	rejects []*RuleError // the message's rejected directory findings
+	unknown unknownEntries // the warnings of messages the directory does not hold
+	rejects []*RuleError   // the message's rejected directory findings
 	// What beginDirectory said of the message being checked.
 	dirWarnings []Warning
 	checkDir    bool
@@ -354,7 +355,7 @@ func (mc *messageCheck) beginDirectory(m *edifact.Message, policy DirectoryPolic
 		if r.unknown == "" {
 			r.unknown = unknownWarning(m)
 		}
-		return unknownDirectory(r.unknown, m.Offset), false
+		return mc.unknown.warnings(r.unknown, m.Offset), false
 	}
 	d := &mc.dir
 	d.m, d.def, d.policy, d.rejects = m, r.def, policy, &mc.rejects

@@ -60,11 +60,26 @@ func (e *unknownEntry) set(text string) []Warning {
 	return e.w[:]
 }
 
-// unknownBatch is how many unknownEntry verdictLog.each allocates at a
-// time: one allocation for many messages, where one a message cost as
-// much as the rest of handing its verdict over. A verdict kept after its
-// yield keeps its batch too, some 9 KiB.
+// unknownEntries hands out the warnings of messages the directory does
+// not hold, their entries allocated unknownBatch at a time: one
+// allocation for many messages, where one a message cost as much as the
+// rest of checking it or handing its verdict over. Each message's
+// warnings are still its own (an entry is never handed out twice); a
+// verdict kept after its yield keeps its batch too, some 9 KiB.
+type unknownEntries []unknownEntry
+
 const unknownBatch = 128
+
+// warnings is unknownDirectory(text, offset), from the next entry.
+func (u *unknownEntries) warnings(text string, offset int64) []Warning {
+	if len(*u) == 0 {
+		*u = make([]unknownEntry, unknownBatch)
+	}
+	e := &(*u)[0]
+	*u = (*u)[1:]
+	e.off = offset
+	return e.set(text)
+}
 
 // verdictLog is the verdicts CheckInterchange keeps while they fit the
 // budget, in the order they were reached. A plain verdict (see plainness)
@@ -166,7 +181,7 @@ func index(table *[]string, s string) (int, bool) {
 func (l *verdictLog) each(yield func(MessageResult) error) error {
 	r := logReader{chunks: l.chunks, k: -1}
 	number, offset := 0, int64(0)
-	var unknown []unknownEntry // each verdict's warnings are its own, allocated unknownBatch at a time
+	var unknown unknownEntries
 	for range l.n {
 		if r.i == len(r.s) { // the next entry is in the next chunk
 			r.k++
@@ -186,13 +201,7 @@ func (l *verdictLog) each(yield func(MessageResult) error) error {
 		ref := r.next(int(r.uvarint()))
 		v := MessageResult{Ref: ref, Type: l.types[r.uvarint()], Number: number, Offset: offset}
 		if plainness(kind) == unknownOnly {
-			if len(unknown) == 0 {
-				unknown = make([]unknownEntry, unknownBatch)
-			}
-			e := &unknown[0]
-			unknown = unknown[1:]
-			e.off = offset
-			v.Warnings = e.set(l.texts[r.uvarint()])
+			v.Warnings = unknown.warnings(l.texts[r.uvarint()], offset)
 		}
 		if err := yield(v); err != nil {
 			return err
