@@ -299,8 +299,9 @@ func unknownWarning(m *edifact.Message) string {
 }
 
 // messageCheck is what CheckMessage reuses from message to message (see
-// messageChecks): the view, the directory's check and the tables it
-// looked up last.
+// messageChecks): the rules' check, the directory's and the tables it
+// looked up last, and the warnings of messages the directory does not
+// hold.
 type messageCheck struct {
 	rules   ruleCheck
 	dir     dirCheck

@@ -50,16 +50,18 @@ type ruleCheck struct {
 	// The problems found, by rule, in the order end joins them.
 	nad, loc, eqd, mea, pia, dtm []*RuleError
 
-	// passed holds the last few LOC, PIA, DTM and EQD segments in which
-	// the rules found nothing: the same bytes again pass again, unread.
-	// An interchange names the same ports, goods, dates and containers
-	// over and over, often by turns (an IFTMIN's port of loading, then a
+	// passed holds the last few LOC, PIA and DTM segments in which the
+	// rules found nothing, and EQD segments whose container number passed
+	// its check digit: the same bytes again pass again, unread. An
+	// interchange names the same ports, goods, dates and containers over
+	// and over, often by turns (an IFTMIN's port of loading, then a
 	// VERMAS's). The rules on the first three read nothing but the
 	// segment (and the registries, which do not change during a check);
-	// an EQD that passed is still read for the container it opens, only
-	// its check digit is not computed again. The bytes mean the same only
-	// under the same separators, so passed is forgotten with the
-	// interchange (see forget).
+	// an EQD found there is still read for the container it opens (its
+	// masses, its size, a VERMAS's missing mass), only its check digit is
+	// not computed again. The bytes mean the same only under the same
+	// separators, so passed is forgotten with the interchange (see
+	// forget).
 	passed [4]passedSet
 }
 
@@ -83,7 +85,7 @@ const maxPassed = 128
 // has says whether raw is one of the set's.
 func (p *passedSet) has(raw []byte) bool {
 	for k := range p.raw {
-		if p.raw[k] != nil && string(p.raw[k]) == string(raw) {
+		if len(p.raw[k]) > 0 && string(p.raw[k]) == string(raw) {
 			return true
 		}
 	}
@@ -99,7 +101,10 @@ func (p *passedSet) add(raw []byte) {
 	p.next = (p.next + 1) % len(p.raw)
 }
 
-// position is where a value stands, as a RuleError gives it.
+// position is where a value stands, as a RuleError gives it: segment
+// 1-based in the message (UNH = 1), element and component as CONTRL
+// counts them (1-based; 0 for the segment as a whole), offset the byte
+// in the interchange.
 type position struct {
 	segment            int
 	tag                string
@@ -107,9 +112,9 @@ type position struct {
 	offset             int64
 }
 
-// at is the position of value e:c of s, segment i (0-based) of the
-// message; off is its offset (the segment's when it is absent).
-func at(i int, s *edifact.Segment, e, c int, off int64) position {
+// positionOf is the position of value e:c of s, segment i (0-based) of
+// the message; off is its offset (the segment's when it is absent).
+func positionOf(i int, s *edifact.Segment, e, c int, off int64) position {
 	return position{segment: i + 1, tag: s.Tag, element: e, component: c, offset: off}
 }
 
@@ -139,7 +144,9 @@ func (rc *ruleCheck) fail(p position, tier Tier, code string, syntax int, regist
 }
 
 // value is s's value e:c, unescaped into buffer k if it must be: valid
-// until the segment is let go or buffer k is used again.
+// until the segment is let go or buffer k is used again. Each method
+// below gives the values it holds at once buffers of their own (0, 1, 2
+// in the order it reads them).
 func (rc *ruleCheck) value(k int, s *edifact.Segment, e, c int) []byte {
 	return s.ValueBytes(e, c, rc.esc[k][:0])
 }
@@ -149,9 +156,11 @@ func (rc *ruleCheck) valueOffset(k int, s *edifact.Segment, e, c int) ([]byte, i
 	return s.ValueBytesOffset(e, c, rc.esc[k][:0])
 }
 
-// transient is b as a string that shares its bytes, for a call that
-// does not keep it past the segment: a comparison, a lookup, a parse, or
-// an error formatted at once (CheckContainer's holds the number).
+// transient is b as a string that shares its bytes, for a use that ends
+// before they change: before the segment is let go or, for a value
+// unescaped into a buffer, before that buffer is used again. A
+// comparison, a lookup, a parse, or an error formatted at once
+// (CheckContainer's holds the number).
 func transient(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // segment takes s, segment i (0-based) of the message begun.
@@ -196,16 +205,22 @@ func (rc *ruleCheck) segment(i int, s *edifact.Segment) {
 }
 
 // forget drops the segments remembered as passed, for a check under
-// other separators.
+// other separators, and keeps their buffers.
 func (rc *ruleCheck) forget() {
-	clear(rc.passed[:])
+	for k := range rc.passed {
+		p := &rc.passed[k]
+		for j := range p.raw {
+			p.raw[j] = p.raw[j][:0]
+		}
+		p.next = 0
+	}
 }
 
 // party reads a NAD: it must name its function (3035); the functions
 // named are kept for the message type's required parties (see end).
 func (rc *ruleCheck) party(i int, s *edifact.Segment) {
 	q, off := rc.valueOffset(0, s, 1, 1)
-	rc.lastNAD = at(i, s, 1, 1, off)
+	rc.lastNAD = positionOf(i, s, 1, 1, off)
 	if len(q) == 0 {
 		rc.nad = append(rc.nad, rc.fail(rc.lastNAD, TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "", "NAD without a party function qualifier (3035)"))
 	}
@@ -223,7 +238,7 @@ func (rc *ruleCheck) location(i int, s *edifact.Segment) {
 	if declared := list == "139" || agency == "6"; !declared && (list != "" || agency != "" || !IsLOCODE(c)) {
 		return // a terminal, berth or national code: not a UN/LOCODE
 	}
-	p := at(i, s, 2, 1, off)
+	p := positionOf(i, s, 2, 1, off)
 	switch {
 	case c == "":
 		rc.loc = append(rc.loc, rc.fail(p, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none"))
@@ -244,7 +259,7 @@ func (rc *ruleCheck) equipment(i int, s *edifact.Segment) {
 		return
 	}
 	number, off := rc.valueOffset(0, s, 2, 1)
-	rc.eq, rc.eqVGM, rc.eqAt = true, 0, at(i, s, 2, 1, off)
+	rc.eq, rc.eqVGM, rc.eqAt = true, 0, positionOf(i, s, 2, 1, off)
 	rc.eqs++
 	rc.eqNumber = append(rc.eqNumber[:0], number...)
 	rc.eqSize = append(rc.eqSize[:0], rc.value(1, s, 3, 1)...)
@@ -281,7 +296,7 @@ func (rc *ruleCheck) measure(i int, s *edifact.Segment) {
 	}
 	unit := transient(rc.value(0, s, 3, 1))
 	value, off := rc.valueOffset(2, s, 3, 2)
-	p := at(i, s, 3, 2, off)
+	p := positionOf(i, s, 3, 2, off)
 	kg, err := massKg(unit, transient(value))
 	if err != nil {
 		rc.mea = append(rc.mea, rc.fail(p, TierRegulatory, "edifact.vgm.invalid", edifact.CodeInvalidValue, "", "VGM %v", err))
@@ -299,22 +314,51 @@ func (rc *ruleCheck) measure(i int, s *edifact.Segment) {
 	}
 }
 
-// product reads a PIA: each of its HS codes (item type HS) must be 2 to
-// 10 digits whose subheading the tariff registry holds.
+// product reads a PIA: each of its HS codes (component 1 of an element
+// from the second on, whose component 2 is HS; first repetitions only)
+// must be 2 to 10 digits whose subheading the tariff registry holds. The
+// values are read once, in order: a segment of thousands of elements
+// costs as many steps, not their square.
 func (rc *ruleCheck) product(i int, s *edifact.Segment) {
-	for e := 2; e <= s.Elements(); e++ {
-		if !s.ValueIs(e, 2, "HS") || s.ValueIs(e, 1, "") {
+	n := s.ValueCount()
+	e, code, hs := 0, -1, false // the element being read, the index of its non-empty component 1, whether its component 2 is HS
+	for j := 0; j <= n; j++ {
+		el, comp, rep := -1, 0, 0 // past the last value: an element that ends the one being read
+		var v []byte
+		if j < n {
+			el, comp, rep, _, v = s.ValueAt(j, rc.esc[1][:0])
+		}
+		if el != e {
+			if e >= 2 && hs && code >= 0 {
+				rc.tariff(i, s, e, code)
+			}
+			e, code, hs = el, -1, false
+		}
+		if rep != 0 {
 			continue
 		}
-		b, off := rc.valueOffset(0, s, e, 1)
-		code := transient(b)
-		switch {
-		case !isDigits(code) || len(code) < 2 || len(code) > 10:
-			rc.pia = append(rc.pia, rc.fail(at(i, s, e, 1, off), TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code))
-		case !rc.regs.HS.Has(code[:min(len(code), 6)]):
-			rc.pia = append(rc.pia, rc.fail(at(i, s, e, 1, off), TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, rc.regs.HS.Version(),
-				"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)]))
+		switch comp {
+		case 1:
+			if len(v) > 0 {
+				code = j
+			}
+		case 2:
+			hs = string(v) == "HS"
 		}
+	}
+}
+
+// tariff checks the HS code that is value j (component 1 of element e)
+// of s, segment i of the message.
+func (rc *ruleCheck) tariff(i int, s *edifact.Segment, e, j int) {
+	_, _, _, off, b := s.ValueAt(j, rc.esc[0][:0])
+	code := transient(b)
+	switch {
+	case !isDigits(code) || len(code) < 2 || len(code) > 10:
+		rc.pia = append(rc.pia, rc.fail(positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code))
+	case !rc.regs.HS.Has(code[:min(len(code), 6)]):
+		rc.pia = append(rc.pia, rc.fail(positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, rc.regs.HS.Version(),
+			"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)]))
 	}
 }
 
@@ -323,7 +367,7 @@ func (rc *ruleCheck) date(i int, s *edifact.Segment) {
 	b, off := rc.valueOffset(0, s, 1, 2)
 	v, format := transient(b), transient(rc.value(1, s, 1, 3))
 	if v != "" && !validDate(v, format) {
-		rc.dtm = append(rc.dtm, rc.fail(at(i, s, 1, 2, off), TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", v, format))
+		rc.dtm = append(rc.dtm, rc.fail(positionOf(i, s, 1, 2, off), TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", v, format))
 	}
 }
 

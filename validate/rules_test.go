@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/internal/testenv"
@@ -183,58 +184,79 @@ func namedParties(parties []Party) []string {
 }
 
 // brokenRules is an interchange whose messages break every rule ruleCheck
-// applies, each value once plainly and once behind release characters.
+// applies, some values behind release characters, two of them in one
+// segment. Its directory findings are structural under the default rules;
+// under lenientRules it is sound, and compared as a whole interchange too.
 const brokenRules = "UNA:+.? '" +
 	"UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+R1'" +
 	"UNH+1+IFTMIN:D:99B:UN'BGM+610+B?+1+9'DTM+137:20261331:102'DTM+137:2026?:0101:102'DTM+2:1:999'" +
-	"LOC+9+XXAAA:139:6'LOC+9+nlrtm:139'LOC+9+::6'LOC+11+NLRTM'LOC+11+NL?+RT'LOC+11+TERM1:ZZZ'" +
-	"NAD++X'NAD+CZ'NAD+C?:N+Y'GID+1+10:CT'PIA+5+84713:HS+9999:HS+ABC:HS+:HS+1?:2:HS'" +
-	"MEA+AAE+VGM+KGM:12'MEA+AAE+VGM+XXX:1200'MEA+AAE+VGM+KGM:1?+2'MEA+AAE+G+KGM:1'" +
-	"EQD+CN+MSKU9070324+22G1:6346:5'MEA+AAE+VGM+KGM:40000'EQD+BB+X'MEA+AAE+VGM+LBR:99999'UNT+25+1'" +
+	"LOC+9+XXAAA:139:6'LOC+9+nlrtm:139'LOC+9+::6'LOC+11+NLRTM'LOC+11+NL?+RT'LOC+11+TERM1:ZZZ'LOC+9+XX?AAA:1?39:6'" +
+	"NAD++X'NAD+CZ'NAD+C?:N+Y'GID+1+10:CT'PIA+5+84713:HS+9999:HS+ABC:HS+:HS+1?:2:HS+12:H?S+47:HS*X:HS'" +
+	"MEA+AAE+VGM+KGM:12'MEA+AAE+VGM+XXX:1200'MEA+AAE+VGM+KGM:1?+2'MEA+AAE+G+KGM:1'MEA+AAE+VGM+K?GM:4?1000'" +
+	"EQD+CN+MSKU9070324+22G1:6346:5'MEA+AAE+VGM+KGM:40000'EQD+BB+X'MEA+AAE+VGM+LBR:99999'UNT+27+1'" +
 	"UNH+2+VERMAS:D:99B:UN'BGM+749+V2+9'EQD+CN+CSQU3054383+45G1:6346:5'EQD+CN+MSKU9070323+L5G1'" +
 	"MEA+AAE+VGM+TNE:40'EQD+CN+ABCU1234560'MEA+AAX+VGM+KGM:1000'UNT+8+2'" +
 	"UNH+3+VERMAS:D:99B:UN'BGM+749+V3+9'NAD+TB+X'UNT+4+3'" +
-	"UNH+4+IFTMIN:D:99B:UN'DTM+137:20260101:102'UNT+3+4'" +
-	"UNH+5+IFTMIN:D:99B:UN'UNT+2+5'" +
-	"UNH+6+COPRAR:D:95B:UN'BGM+45+C6+9'NAD+CA+MSC'LOC+9+DEHAM:139:6'PIA+5+0101:HS'UNT+6+6'" +
-	"UNZ+6+R1'"
+	"UNH+4+COPRAR:D:95B:UN'BGM+45+C6+9'NAD+CA+MSC'LOC+9+DEHAM:139:6'PIA+5+0101:HS'UNT+6+4'" +
+	"UNZ+4+R1'"
+
+// missingBGM's messages have no BGM: structural, whatever the rules.
+const missingBGM = "UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+R4'" +
+	"UNH+1+IFTMIN:D:99B:UN'DTM+137:20260101:102'UNT+3+1'" +
+	"UNH+2+IFTMIN:D:99B:UN'UNT+2+2'" +
+	"UNZ+2+R4'"
 
 // repeatedRules is a sound interchange of three messages alike, each
-// with segments that pass and fail, some twice: what failed in the first
-// must fail in the next as it did, what passed must pass.
+// with segments that pass and fail, some twice in a row: what failed in
+// the first must fail in the next as it did, what passed must pass. Its
+// containers come by turns: MSKU9070323 (45 ft: 31,000 kg is within its
+// limits, not a 20 ft's) with a mass, CSQU3054383 (20 ft) with none, then
+// MSKU9070323 again, whose EQD passed before, with the mass: the mass is
+// its, and CSQU3054383 still has none.
 const repeatedRules = "UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+R3'" +
 	"UNH+1" + repeatedBody + "1'" + "UNH+2" + repeatedBody + "2'" + "UNH+3" + repeatedBody + "3'" + "UNZ+3+R3'"
 
 const repeatedBody = "+VERMAS:D:99B:UN'BGM+749+V+9'DTM+137:20260101:102'DTM+137:20260101:102'DTM+137:20261331:102'DTM+137:20261331:102'" +
 	"LOC+9+NLRTM:139:6'LOC+9+NLRTM:139:6'LOC+9+XXAAA:139:6'LOC+9+XXAAA:139:6'PIA+5+847130:HS'PIA+5+847130:HS'PIA+5+1:HS'PIA+5+1:HS'" +
-	"EQD+CN+MSKU9070323+22G1'MEA+AAE+VGM+KGM:24000'EQD+CN+MSKU9070324+22G1'MEA+AAE+VGM+KGM:24000'UNT+19+"
+	"EQD+CN+MSKU9070323+45G1'MEA+AAE+VGM+KGM:31000'EQD+CN+CSQU3054383+22G1'EQD+CN+MSKU9070323+45G1'MEA+AAE+VGM+KGM:31000'" +
+	"EQD+CN+MSKU9070324+22G1'MEA+AAE+VGM+KGM:24000'EQD+CN+MSKU9070324+22G1'MEA+AAE+VGM+KGM:24000'UNT+24+"
+
+// repeatedElements has data elements in repetitions (syntax version 4):
+// only the first of each is read for an HS code.
+const repeatedElements = "UNA:+.?*'UNB+UNOC:4+A:ZZ+B:ZZ+20261130:1200+R5'" +
+	"UNH+1+VERMAS:D:99B:UN'BGM+749+V+9'PIA+5+1:ZZ*2:HS+847130:HS*3:HS*:HS'EQD+CN+MSKU9070323+45G1'MEA+AAE+VGM+KGM:31000'UNT+6+1'" +
+	"UNZ+1+R5'"
 
 // brokenCharset's message has a byte outside its repertoire (UNOA has no
 // lower case), which the rules warn of, or fail it for.
 const brokenCharset = "UNB+UNOA:3+A:ZZ+B:ZZ+261130:1200+R2'" +
 	"UNH+1+IFTMIN:D:99B:UN'BGM+610+b1+9'NAD+CZ+S'NAD+CN+R'UNT+5+1'UNZ+1+R2'"
 
-// ruleInputs are the interchanges TestRulesAsView reads: the repository's
-// logistics fixtures, the shared corpus's interchanges and brokenRules.
-func ruleInputs(t *testing.T) map[string][]byte {
-	in := map[string][]byte{"brokenRules": []byte(brokenRules), "brokenCharset": []byte(brokenCharset), "repeatedRules": []byte(repeatedRules)}
-	for _, dir := range []string{filepath.Join(testenv.RepoRoot(t), "fixtures", "logistics"), testenv.Corpus(t, "edifact")} {
-		entries, err := os.ReadDir(dir)
+// builtInRuleInputs are the interchanges above and the repository's
+// logistics fixtures.
+func builtInRuleInputs(t testing.TB) map[string][]byte {
+	in := map[string][]byte{"brokenRules": []byte(brokenRules), "missingBGM": []byte(missingBGM),
+		"repeatedRules": []byte(repeatedRules), "brokenCharset": []byte(brokenCharset), "repeatedElements": []byte(repeatedElements)}
+	readDir(t, in, filepath.Join(testenv.RepoRoot(t), "fixtures", "logistics"))
+	return in
+}
+
+// readDir adds the interchanges of dir to in, by name.
+func readDir(t testing.TB, in map[string][]byte, dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range entries {
-			if e.IsDir() || strings.HasSuffix(e.Name(), ".json") {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			in[e.Name()] = b
-		}
+		in[e.Name()] = b
 	}
-	return in
 }
 
 // sameAsView fails t unless every message of data checks the same with
@@ -243,8 +265,8 @@ func ruleInputs(t *testing.T) map[string][]byte {
 //
 // It checks data as an interchange too, as a worker does (one message
 // check from the first message to the last, see ruleCheck.passed), and if
-// it is sound, holds every message's verdict to the view's.
-func sameAsView(t testing.TB, data []byte, rules EDIRules) (messages, failed int, sound bool) {
+// it is sound (whole), holds every message's verdict to the view's.
+func sameAsView(t testing.TB, data []byte, rules EDIRules) (messages, failed int, whole bool) {
 	regs := Builtin()
 	var views []MessageResult
 	edifact.Parse(bytes.NewReader(data), edifact.Limits{}, func(m *edifact.Message) error {
@@ -255,11 +277,11 @@ func sameAsView(t testing.TB, data []byte, rules EDIRules) (messages, failed int
 		if e1 != nil {
 			failed++
 		}
-		if !reflect.DeepEqual(w1, w2) {
-			t.Errorf("message %s: warnings\n%v\nwant (the view's)\n%v", m.Ref, w1, w2)
+		if diff := cmp.Diff(w2, w1); diff != "" {
+			t.Errorf("message %s: warnings (-view +check):\n%s", m.Ref, diff)
 		}
-		if !reflect.DeepEqual(joinedRules(e1), joinedRules(e2)) {
-			t.Errorf("message %s: problems\n%v\nwant (the view's)\n%v", m.Ref, e1, e2)
+		if diff := cmp.Diff(joinedRules(e2), joinedRules(e1)); diff != "" {
+			t.Errorf("message %s: problems (-view +check):\n%s", m.Ref, diff)
 		}
 		return nil
 	})
@@ -278,8 +300,11 @@ func sameAsView(t testing.TB, data []byte, rules EDIRules) (messages, failed int
 		}
 		v := views[n]
 		n++
-		if !reflect.DeepEqual(m.Warnings, v.Warnings) || !reflect.DeepEqual(joinedRules(m.Err), joinedRules(v.Err)) {
-			t.Errorf("interchange, message %s: %v %v\nwant (the view's) %v %v", m.Ref, m.Warnings, m.Err, v.Warnings, v.Err)
+		if diff := cmp.Diff(v.Warnings, m.Warnings); diff != "" {
+			t.Errorf("interchange, message %s: warnings (-view +check):\n%s", m.Ref, diff)
+		}
+		if diff := cmp.Diff(joinedRules(v.Err), joinedRules(m.Err)); diff != "" {
+			t.Errorf("interchange, message %s: problems (-view +check):\n%s", m.Ref, diff)
 		}
 		return nil
 	}); err != nil {
@@ -303,57 +328,79 @@ func joinedRules(err error) []RuleError {
 	return out
 }
 
-// rulesVariants are rules that switch on what the defaults leave off.
-func rulesVariants() []EDIRules {
+// rulesVariants are the default rules; strict ones, which switch on what
+// the defaults leave off; and lenient ones, under which the directory's
+// findings are warnings, so that an interchange whose messages break the
+// logistics rules is sound and checked whole.
+func rulesVariants() map[string]EDIRules {
 	strict := DefaultEDIRules()
 	strict.StrictCharset = true
 	strict.RequiredParties = map[string][]string{"IFTMIN": {"CZ", "CN", "FW"}, "VERMAS": {"TB"}, "COPRAR": {"CA", "ZZ"}}
 	strict.Directory.Unknown = ActionReject
-	return []EDIRules{DefaultEDIRules(), strict}
+	lenient := DefaultEDIRules()
+	lenient.Directory = DirectoryPolicy{Segments: ActionWarn, Elements: ActionWarn, Representation: ActionWarn,
+		Length: ActionWarn, Codes: ActionWarn, Unknown: ActionWarn}
+	return map[string]EDIRules{"default": DefaultEDIRules(), "strict": strict, "lenient": lenient}
 }
 
 // TestRulesAsView holds ruleCheck, which reads each value where it stands
-// as the segments go by, to the rules run over the whole view.
+// as the segments go by, to the rules run over the whole view, on the
+// interchanges above and the repository's fixtures.
 func TestRulesAsView(t *testing.T) {
-	for _, text := range []string{brokenRules, brokenCharset, repeatedRules} {
+	for name, text := range map[string]string{"brokenRules": brokenRules, "missingBGM": missingBGM, "repeatedRules": repeatedRules, "brokenCharset": brokenCharset, "repeatedElements": repeatedElements} {
 		n := 0
 		if _, err := edifact.Parse(strings.NewReader(text), edifact.Limits{}, func(*edifact.Message) error { n++; return nil }); err != nil || n == 0 {
-			t.Fatalf("the broken interchanges must parse to be of use: %d messages, %v", n, err)
+			t.Fatalf("%s must parse to be of use: %d messages, %v", name, n, err)
 		}
 	}
-	var messages, failed, sound int
-	for name, data := range ruleInputs(t) {
-		for _, rules := range rulesVariants() {
-			t.Run(name, func(t *testing.T) {
+	var messages, failed int
+	whole := map[string]bool{}
+	for name, data := range builtInRuleInputs(t) {
+		for variant, rules := range rulesVariants() {
+			t.Run(name+"/"+variant, func(t *testing.T) {
 				n, f, ok := sameAsView(t, data, rules)
 				messages, failed = messages+n, failed+f
-				if ok {
-					sound++
-				} else if name == "repeatedRules" {
-					t.Error("repeatedRules must be sound, to compare what one message check finds from message to message")
-				}
+				whole[name+"/"+variant] = ok
 			})
 		}
 	}
-	// brokenRules alone fails its eight messages under both rules; a
-	// comparison of passes only would prove little.
-	if messages < 50 || failed < 17 {
-		t.Fatalf("compared %d messages, %d failing: too few to hold the rules to anything", messages, failed)
+	// The interchanges above alone have 10 messages, each failing under
+	// every rule set but brokenCharset's under the default and lenient
+	// ones: a comparison of passes would prove little. Those that carry a
+	// message check from message to message must be compared whole.
+	if messages < 30 || failed < 28 {
+		t.Errorf("compared %d messages, %d failing: too few to hold the rules to anything", messages, failed)
 	}
-	t.Logf("%d messages compared, %d failing; %d interchanges compared whole", messages, failed, sound)
+	for _, w := range []string{"brokenRules/lenient", "repeatedElements/default", "repeatedRules/default", "repeatedRules/strict", "repeatedRules/lenient"} {
+		if !whole[w] {
+			t.Errorf("%s was not sound, and was not compared as a whole interchange", w)
+		}
+	}
+	n := 0
+	for _, ok := range whole {
+		if ok {
+			n++
+		}
+	}
+	t.Logf("%d messages compared, %d failing; %d of %d interchanges also whole", messages, failed, n, len(whole))
+}
+
+// TestRulesAsViewOnCorpus is TestRulesAsView on the shared corpus's
+// interchanges.
+func TestRulesAsViewOnCorpus(t *testing.T) {
+	in := map[string][]byte{}
+	readDir(t, in, testenv.Corpus(t, "edifact"))
+	for name, data := range in {
+		for variant, rules := range rulesVariants() {
+			t.Run(name+"/"+variant, func(t *testing.T) { sameAsView(t, data, rules) })
+		}
+	}
 }
 
 // FuzzRules holds ruleCheck to the view's rules on any interchange.
 func FuzzRules(f *testing.F) {
-	f.Add([]byte(brokenRules))
-	f.Add([]byte(brokenCharset))
-	f.Add([]byte(repeatedRules))
-	for _, name := range []string{"vermas-good.edi", "iftmin-good.edi", "mixed.edi", "vgm-low.edi", "check-digit.edi"} {
-		b, err := os.ReadFile(filepath.Join("..", "fixtures", "logistics", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, data := range builtInRuleInputs(f) {
+		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, rules := range rulesVariants() {
@@ -366,12 +413,39 @@ func FuzzRules(f *testing.F) {
 // after the other, the second under another component separator, with the
 // same LOC bytes: a UN/LOCODE declared by code list 139 in the second,
 // only a terminal code in the first. What passed under the first
-// separators must be read again under the second.
+// separators must be read again under the second: a message check that
+// goes back to the pool forgets what passed.
 func TestRulesForgetPassesWithTheSeparators(t *testing.T) {
 	const loc = "LOC+9+XXAAA*139'"
 	msg := "UNH+1+IFTMIN:D:99B:UN'BGM+610+B1+9'" + loc + "NAD+CZ+S'NAD+CN+R'UNT+6+1'"
 	plain := "UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+F1'" + msg + "UNZ+1+F1'"
 	starred := "UNA*+.? '" + strings.NewReplacer(":", "*").Replace(plain)
+
+	// The pool may or may not hand the same message check over again, so
+	// that the two interchanges below share one only most of the time:
+	// the check that goes back to it is looked at too.
+	mc := messageChecks.Get().(*messageCheck)
+	edifact.Parse(strings.NewReader(plain), edifact.Limits{}, func(m *edifact.Message) error {
+		rules := DefaultEDIRules()
+		mc.begin(m, Builtin(), &rules)
+		for i, s := range m.All() {
+			mc.segment(i, s)
+		}
+		mc.end()
+		return nil
+	})
+	if !mc.rules.passed[passedLOC].has([]byte(loc[:len(loc)-1])) {
+		t.Fatal("the LOC that passed is not remembered: the test proves nothing")
+	}
+	mc.release()
+	for k := range mc.rules.passed {
+		for _, raw := range mc.rules.passed[k].raw {
+			if len(raw) > 0 {
+				t.Fatalf("a message check back in the pool remembers %q as passed", raw)
+			}
+		}
+	}
+
 	dir := t.TempDir()
 	var codes [2][]string
 	for n, text := range []string{plain, starred} {
