@@ -308,7 +308,14 @@ type messageCheck struct {
 	checker directory.Checker
 	recent  recentDirs
 	unknown unknownEntries // the warnings of messages the directory does not hold
-	rejects []*RuleError   // the message's rejected directory findings
+	// transient: the caller is done with a message's warnings when the
+	// next message begins, or copies them (a verdictLog keeps a plain
+	// verdict as its text's index, and copies one it keeps whole). The
+	// warning of a message the directory does not hold is then scratch,
+	// the same for every message.
+	transient bool
+	scratch   unknownEntry
+	rejects   []*RuleError // the message's rejected directory findings
 	// What beginDirectory said of the message being checked.
 	dirWarnings []Warning
 	checkDir    bool
@@ -322,6 +329,7 @@ var messageChecks = sync.Pool{New: func() any {
 
 func (mc *messageCheck) release() {
 	mc.reset()
+	mc.transient = false
 	mc.rules.forget() // the next check may be of another interchange, under other separators
 	messageChecks.Put(mc)
 }
@@ -355,6 +363,10 @@ func (mc *messageCheck) beginDirectory(m *edifact.Message, policy DirectoryPolic
 		}
 		if r.unknown == "" {
 			r.unknown = unknownWarning(m)
+		}
+		if mc.transient {
+			mc.scratch.off = m.Offset
+			return mc.scratch.set(r.unknown), false
 		}
 		return mc.unknown.warnings(r.unknown, m.Offset), false
 	}

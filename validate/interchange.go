@@ -146,7 +146,8 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 	// edifact.ParseSegments), and its verdict reached once it is whole.
 	mc := messageChecks.Get().(*messageCheck)
 	defer mc.release()
-	checking := false // the message being read is one to check
+	mc.transient = true // a verdict is kept (kept.add) or digested (ch.add) before the next message begins
+	checking := false   // the message being read is one to check
 	onSegment := func(m *edifact.Message, i int, s *edifact.Segment) {
 		if i == 0 {
 			mc.reset() // of what the message before left, or one the parse stopped inside

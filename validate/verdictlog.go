@@ -2,6 +2,7 @@ package validate
 
 import (
 	"encoding/binary"
+	"slices"
 	"unsafe"
 
 	"github.com/lazaret/lazaret/edifact"
@@ -132,7 +133,9 @@ func (l *verdictLog) add(v *MessageResult, text string) int64 {
 		e = append(e, logWhole)
 		e = binary.AppendUvarint(e, uint64(len(l.whole)))
 		l.write(e)
-		l.whole = append(l.whole, *v)
+		w := *v
+		w.Warnings = ownWarnings(v.Warnings) // a message check may reuse them (messageCheck.transient)
+		l.whole = append(l.whole, w)
 		return verdictCost(v, text)
 	}
 	e = append(e, byte(p))
@@ -159,6 +162,26 @@ func (l *verdictLog) write(e []byte) {
 		k++
 	}
 	l.chunks[k] = append(l.chunks[k], e...)
+}
+
+// ownWarnings is a copy of ws that shares nothing with it: its offsets
+// and pages are copied too.
+func ownWarnings(ws []Warning) []Warning {
+	if len(ws) == 0 {
+		return ws
+	}
+	ws = slices.Clone(ws)
+	for k := range ws {
+		if o := ws[k].Offset; o != nil {
+			off := *o
+			ws[k].Offset = &off
+		}
+		if p := ws[k].Page; p != nil {
+			page := *p
+			ws[k].Page = &page
+		}
+	}
+	return ws
 }
 
 // index is the position of s in *table, added when it is not there and
