@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -399,8 +400,10 @@ func TestRulesAsViewOnCorpus(t *testing.T) {
 
 // FuzzRules holds ruleCheck to the view's rules on any interchange.
 func FuzzRules(f *testing.F) {
-	for _, data := range builtInRuleInputs(f) {
-		f.Add(data)
+	seeds := testenv.NewSeeds(f)
+	in := builtInRuleInputs(f)
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		seeds.Add(in[name])
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, rules := range rulesVariants() {
