@@ -174,33 +174,30 @@ func (rc *ruleCheck) segment(i int, s *edifact.Segment) {
 	case "NAD":
 		rc.party(i, s)
 	case "LOC":
-		if p := &rc.passed[passedLOC]; !p.has(s.Raw()) {
-			n := len(rc.loc)
-			rc.location(i, s)
-			if len(rc.loc) == n {
-				p.add(s.Raw())
-			}
-		}
+		rc.unlessPassed(passedLOC, &rc.loc, (*ruleCheck).location, i, s)
 	case "EQD":
 		rc.equipment(i, s)
 	case "MEA":
 		rc.measure(i, s)
 	case "PIA":
-		if p := &rc.passed[passedPIA]; !p.has(s.Raw()) {
-			n := len(rc.pia)
-			rc.product(i, s)
-			if len(rc.pia) == n {
-				p.add(s.Raw())
-			}
-		}
+		rc.unlessPassed(passedPIA, &rc.pia, (*ruleCheck).product, i, s)
 	case "DTM":
-		if p := &rc.passed[passedDTM]; !p.has(s.Raw()) {
-			n := len(rc.dtm)
-			rc.date(i, s)
-			if len(rc.dtm) == n {
-				p.add(s.Raw())
-			}
-		}
+		rc.unlessPassed(passedDTM, &rc.dtm, (*ruleCheck).date, i, s)
+	}
+}
+
+// unlessPassed applies check, which adds what it finds to found, to s,
+// segment i of the message, unless s is byte for byte one of the last of
+// its kind (k) that passed; one that passes now is remembered.
+func (rc *ruleCheck) unlessPassed(k int, found *[]*RuleError, check func(*ruleCheck, int, *edifact.Segment), i int, s *edifact.Segment) {
+	p := &rc.passed[k]
+	if p.has(s.Raw()) {
+		return
+	}
+	n := len(*found)
+	check(rc, i, s)
+	if len(*found) == n {
+		p.add(s.Raw())
 	}
 }
 
