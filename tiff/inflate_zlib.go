@@ -86,6 +86,9 @@ func (w *wholeInflater) zlib(in, out []byte) (n, used int, ok bool) {
 	var made, took C.ulong
 	r := C.lz_inflate(w.s, (*C.uchar)(unsafe.Pointer(unsafe.SliceData(in))), C.unsigned(len(in)),
 		(*C.uchar)(unsafe.Pointer(unsafe.SliceData(out))), C.unsigned(len(out)), &made, &took)
+	// w too: the call holds only w.s, and once w is unreachable its cleanup
+	// frees the stream, which would free it under zlib's feet.
+	runtime.KeepAlive(w)
 	runtime.KeepAlive(in)
 	runtime.KeepAlive(out)
 	if r != 1 || uint64(made) > uint64(len(out)) || uint64(took) > uint64(len(in)) {
