@@ -114,7 +114,8 @@ type DirectoryPolicy struct {
 	// semantic).
 	Unknown Action `json:"unknown"`
 	// MaxFindings bounds the findings kept per message (0 = 1000); the
-	// rest are counted in one last finding.
+	// rest are counted in one last finding. It bounds each logistics
+	// rule's findings of each tier too (see ruleFindings).
 	MaxFindings int `json:"max_findings"`
 }
 

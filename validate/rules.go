@@ -47,8 +47,10 @@ type ruleCheck struct {
 	eqVGM    int // its verified gross masses (MEA+AAE+VGM)
 	eqs      int // containers read
 
-	// The problems found, by rule, in the order end joins them.
-	nad, loc, eqd, mea, pia, dtm []*RuleError
+	// The problems found, by rule, in the order end joins them; each rule
+	// keeps at most limit of each tier (see ruleFindings).
+	nad, loc, eqd, mea, pia, dtm ruleFindings
+	limit                        int
 
 	// passed holds the last few LOC, PIA and DTM segments in which the
 	// rules found nothing, and EQD segments whose container number passed
@@ -72,6 +74,37 @@ const (
 	passedDTM
 	passedEQD
 )
+
+// ruleFindings are one rule's problems in a message. At most limit of
+// each tier are kept, the first ones; past it they are counted, not built
+// (a message of a million bad dates must not cost a million RuleErrors
+// and their text), and the last one kept of the tier says how many more
+// there were. A tier's first finding is always kept, so the verdict (the
+// first finding of the highest tier) is the one the whole list gives.
+type ruleFindings struct {
+	errs []*RuleError
+	n    [3]int // the findings of each tier (Tier.rank), kept or not
+}
+
+// count is the findings of l, kept or not.
+func (l *ruleFindings) count() int { return l.n[0] + l.n[1] + l.n[2] }
+
+// kept is l's kept findings, the last of each tier past limit saying how
+// many more there were.
+func (l *ruleFindings) kept(limit int) []*RuleError {
+	for r, n := range l.n {
+		if n <= limit {
+			continue
+		}
+		for i := len(l.errs) - 1; i >= 0; i-- {
+			if e := l.errs[i]; e.Tier.rank() == r {
+				e.Reason = fmt.Sprintf("%s; and %d more past the limit of %d (edi directory max_findings)", e.Reason, n-limit, limit)
+				break
+			}
+		}
+	}
+	return l.errs
+}
 
 // passedSet is the last few segments of one kind that passed, each up to
 // maxPassed bytes (longer ones are rare and are read each time).
@@ -121,15 +154,19 @@ func positionOf(i int, s *edifact.Segment, e, c int, off int64) position {
 // begin starts the check of m.
 func (rc *ruleCheck) begin(m *edifact.Message, regs *Registries, rules *EDIRules) {
 	rc.m, rc.regs, rc.rules = m, regs, rules
+	if rc.limit = rules.Directory.MaxFindings; rc.limit <= 0 {
+		rc.limit = 1000
+	}
 }
 
 // reset drops what the last message left, keeping the buffers.
 func (rc *ruleCheck) reset() {
-	for _, l := range [...]*[]*RuleError{&rc.nad, &rc.loc, &rc.eqd, &rc.mea, &rc.pia, &rc.dtm} {
-		if len(*l) > 0 {
-			clear(*l)
-			*l = (*l)[:0]
+	for _, l := range [...]*ruleFindings{&rc.nad, &rc.loc, &rc.eqd, &rc.mea, &rc.pia, &rc.dtm} {
+		if len(l.errs) > 0 {
+			clear(l.errs)
+			l.errs = l.errs[:0]
 		}
+		l.n = [3]int{}
 	}
 	rc.m, rc.regs, rc.rules = nil, nil, nil
 	rc.bgm, rc.second = false, 0
@@ -141,6 +178,16 @@ func (rc *ruleCheck) reset() {
 func (rc *ruleCheck) fail(p position, tier Tier, code string, syntax int, registry string, format string, args ...any) *RuleError {
 	return &RuleError{Tier: tier, Code: code, Syntax: syntax, Message: rc.m.Ref, Segment: p.segment, Tag: p.tag,
 		Element: p.element, Component: p.component, Offset: p.offset, Registry: registry, Reason: fmt.Sprintf(format, args...)}
+}
+
+// add adds the RuleError of the message at p to l, unless l holds limit
+// of its tier already: then it is only counted.
+func (rc *ruleCheck) add(l *ruleFindings, p position, tier Tier, code string, syntax int, registry string, format string, args ...any) {
+	r := tier.rank()
+	if l.n[r]++; l.n[r] > rc.limit {
+		return
+	}
+	l.errs = append(l.errs, rc.fail(p, tier, code, syntax, registry, format, args...))
 }
 
 // value is s's value e:c, unescaped into buffer k if it must be: valid
@@ -189,14 +236,14 @@ func (rc *ruleCheck) segment(i int, s *edifact.Segment) {
 // unlessPassed applies check, which adds what it finds to found, to s,
 // segment i of the message, unless s is byte for byte one of the last of
 // its kind (k) that passed; one that passes now is remembered.
-func (rc *ruleCheck) unlessPassed(k int, found *[]*RuleError, check func(*ruleCheck, int, *edifact.Segment), i int, s *edifact.Segment) {
+func (rc *ruleCheck) unlessPassed(k int, found *ruleFindings, check func(*ruleCheck, int, *edifact.Segment), i int, s *edifact.Segment) {
 	p := &rc.passed[k]
 	if p.has(s.Raw()) {
 		return
 	}
-	n := len(*found)
+	n := found.count()
 	check(rc, i, s)
-	if len(*found) == n {
+	if found.count() == n {
 		p.add(s.Raw())
 	}
 }
@@ -219,7 +266,7 @@ func (rc *ruleCheck) party(i int, s *edifact.Segment) {
 	q, off := rc.valueOffset(0, s, 1, 1)
 	rc.lastNAD = positionOf(i, s, 1, 1, off)
 	if len(q) == 0 {
-		rc.nad = append(rc.nad, rc.fail(rc.lastNAD, TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "", "NAD without a party function qualifier (3035)"))
+		rc.add(&rc.nad, rc.lastNAD, TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "", "NAD without a party function qualifier (3035)")
 	}
 	rc.quals = append(rc.quals, q...)
 	rc.qualEnd = append(rc.qualEnd, len(rc.quals))
@@ -238,11 +285,11 @@ func (rc *ruleCheck) location(i int, s *edifact.Segment) {
 	p := positionOf(i, s, 2, 1, off)
 	switch {
 	case c == "":
-		rc.loc = append(rc.loc, rc.fail(p, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none"))
+		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none")
 	case !IsLOCODE(c):
-		rc.loc = append(rc.loc, rc.fail(p, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", c))
+		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", c)
 	case !rc.regs.LOCODE.Has(c):
-		rc.loc = append(rc.loc, rc.fail(p, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, rc.regs.LOCODE.Version(), "UN/LOCODE %s is not in the registry", c))
+		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, rc.regs.LOCODE.Version(), "UN/LOCODE %s is not in the registry", c)
 	}
 }
 
@@ -263,7 +310,7 @@ func (rc *ruleCheck) equipment(i int, s *edifact.Segment) {
 	if p := &rc.passed[passedEQD]; !p.has(s.Raw()) {
 		if n := transient(number); looksLikeContainer(n) {
 			if err := CheckContainer(n); err != nil {
-				rc.eqd = append(rc.eqd, rc.fail(rc.eqAt, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err))
+				rc.add(&rc.eqd, rc.eqAt, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err)
 				return
 			}
 		}
@@ -274,8 +321,8 @@ func (rc *ruleCheck) equipment(i int, s *edifact.Segment) {
 // endEquipment ends the container being read, if one is.
 func (rc *ruleCheck) endEquipment() {
 	if rc.eq && rc.m.Type == "VERMAS" && rc.eqVGM == 0 {
-		rc.eqd = append(rc.eqd, rc.fail(rc.eqAt, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "",
-			"container %s has no verified gross mass (MEA+AAE+VGM)", rc.eqNumber))
+		rc.add(&rc.eqd, rc.eqAt, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "",
+			"container %s has no verified gross mass (MEA+AAE+VGM)", rc.eqNumber)
 	}
 	rc.eq = false
 }
@@ -296,7 +343,7 @@ func (rc *ruleCheck) measure(i int, s *edifact.Segment) {
 	p := positionOf(i, s, 3, 2, off)
 	kg, err := massKg(unit, transient(value))
 	if err != nil {
-		rc.mea = append(rc.mea, rc.fail(p, TierRegulatory, "edifact.vgm.invalid", edifact.CodeInvalidValue, "", "VGM %v", err))
+		rc.add(&rc.mea, p, TierRegulatory, "edifact.vgm.invalid", edifact.CodeInvalidValue, "", "VGM %v", err)
 		return
 	}
 	floor, ceil, size := rc.rules.VGMFloorKg, rc.rules.VGMMaxKg, "unknown size"
@@ -306,8 +353,8 @@ func (rc *ruleCheck) measure(i int, s *edifact.Segment) {
 		}
 	}
 	if kg < floor || kg > ceil {
-		rc.mea = append(rc.mea, rc.fail(p, TierRegulatory, "edifact.vgm.implausible", edifact.CodeInvalidValue, "",
-			"VGM %.0f kg is outside %.0f..%.0f kg for %s (SOLAS VI/2)", kg, floor, ceil, size))
+		rc.add(&rc.mea, p, TierRegulatory, "edifact.vgm.implausible", edifact.CodeInvalidValue, "",
+			"VGM %.0f kg is outside %.0f..%.0f kg for %s (SOLAS VI/2)", kg, floor, ceil, size)
 	}
 }
 
@@ -352,10 +399,10 @@ func (rc *ruleCheck) tariff(i int, s *edifact.Segment, e, j int) {
 	code := transient(b)
 	switch {
 	case !isDigits(code) || len(code) < 2 || len(code) > 10:
-		rc.pia = append(rc.pia, rc.fail(positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code))
+		rc.add(&rc.pia, positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code)
 	case !rc.regs.HS.Has(code[:min(len(code), 6)]):
-		rc.pia = append(rc.pia, rc.fail(positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, rc.regs.HS.Version(),
-			"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)]))
+		rc.add(&rc.pia, positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, rc.regs.HS.Version(),
+			"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)])
 	}
 }
 
@@ -364,7 +411,7 @@ func (rc *ruleCheck) date(i int, s *edifact.Segment) {
 	b, off := rc.valueOffset(0, s, 1, 2)
 	v, format := transient(b), transient(rc.value(1, s, 1, 3))
 	if v != "" && !validDate(v, format) {
-		rc.dtm = append(rc.dtm, rc.fail(positionOf(i, s, 1, 2, off), TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", v, format))
+		rc.add(&rc.dtm, positionOf(i, s, 1, 2, off), TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", v, format)
 	}
 }
 
@@ -420,7 +467,7 @@ func (rc *ruleCheck) end(rejects []*RuleError) (warnings []Warning, err error) {
 		}
 		errs = append(errs, rc.fail(p, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "", "mandatory BGM (beginning of message) missing"))
 	}
-	errs = append(errs, rc.nad...)
+	errs = append(errs, rc.nad.kept(rc.limit)...)
 	for _, q := range rules.RequiredParties[m.Type] {
 		if rc.names(q) {
 			continue
@@ -432,14 +479,14 @@ func (rc *ruleCheck) end(rejects []*RuleError) (warnings []Warning, err error) {
 		errs = append(errs, rc.fail(p, TierSemantic, "edifact.party.missing", edifact.CodeMissing, "", "%s requires a %s; the message names %s",
 			m.Type, partyName(q), strings.Join(orNone(rc.named()), ", ")))
 	}
-	errs = append(errs, rc.loc...)
-	errs = append(errs, rc.eqd...)
+	errs = append(errs, rc.loc.kept(rc.limit)...)
+	errs = append(errs, rc.eqd.kept(rc.limit)...)
 	if m.Type == "VERMAS" && rc.eqs == 0 {
 		errs = append(errs, rc.fail(position{segment: 1, tag: "EQD", offset: m.Offset}, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "VERMAS declares no container"))
 	}
-	errs = append(errs, rc.mea...)
-	errs = append(errs, rc.pia...)
-	errs = append(errs, rc.dtm...)
+	errs = append(errs, rc.mea.kept(rc.limit)...)
+	errs = append(errs, rc.pia.kept(rc.limit)...)
+	errs = append(errs, rc.dtm.kept(rc.limit)...)
 	errs = append(errs, rejects...)
 	if len(errs) == 0 {
 		return warnings, nil
