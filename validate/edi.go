@@ -195,6 +195,23 @@ func partyName(q string) string {
 	return q
 }
 
+// A missing party's finding names at most maxNamed of the functions the
+// message names, each cut to maxNameLen bytes (3035 is an..3): a message
+// of thousands of NADs of long functions would otherwise make each such
+// finding as long as itself.
+const (
+	maxNamed   = 8
+	maxNameLen = 35
+)
+
+// shownParty is partyName(q), or q cut to maxNameLen bytes when longer.
+func shownParty(q string) string {
+	if len(q) > maxNameLen {
+		return q[:maxNameLen] + "..."
+	}
+	return partyName(q)
+}
+
 // messagesWithoutBGM are message types that have no BGM segment: the
 // UN/EDIFACT service messages (ISO 9735: CONTRL, AUTACK part 6, KEYMAN
 // part 9) and IATA's PAORES.

@@ -32,11 +32,14 @@ type ruleCheck struct {
 	bgm    bool  // a BGM was read
 	second int64 // the offset of the message's second segment
 
-	// The party functions (NAD 3035) read, end to end, and where the last
-	// NAD's stands.
-	quals   []byte
-	qualEnd []int
-	lastNAD position
+	// The party functions (NAD 3035): the first maxNamed+1 distinct ones
+	// read, end to end (all that a missing party's finding names; a
+	// message may hold a million NADs), whether each of the message
+	// type's required ones was read, and where the last NAD stands.
+	quals    []byte
+	qualEnd  []int
+	required []bool
+	lastNAD  position
 
 	// The container being read (EQD+CN): MEA segments that follow it are
 	// its masses, until the next EQD.
@@ -157,6 +160,9 @@ func (rc *ruleCheck) begin(m *edifact.Message, regs *Registries, rules *EDIRules
 	if rc.limit = rules.Directory.MaxFindings; rc.limit <= 0 {
 		rc.limit = 1000
 	}
+	for range rules.RequiredParties[m.Type] {
+		rc.required = append(rc.required, false)
+	}
 }
 
 // reset drops what the last message left, keeping the buffers.
@@ -170,7 +176,7 @@ func (rc *ruleCheck) reset() {
 	}
 	rc.m, rc.regs, rc.rules = nil, nil, nil
 	rc.bgm, rc.second = false, 0
-	rc.quals, rc.qualEnd, rc.lastNAD = rc.quals[:0], rc.qualEnd[:0], position{}
+	rc.quals, rc.qualEnd, rc.required, rc.lastNAD = rc.quals[:0], rc.qualEnd[:0], rc.required[:0], position{}
 	rc.eq, rc.eqAt, rc.eqNumber, rc.eqSize, rc.eqVGM, rc.eqs = false, position{}, rc.eqNumber[:0], rc.eqSize[:0], 0, 0
 }
 
@@ -268,8 +274,17 @@ func (rc *ruleCheck) party(i int, s *edifact.Segment) {
 	if len(q) == 0 {
 		rc.add(&rc.nad, rc.lastNAD, TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "", "NAD without a party function qualifier (3035)")
 	}
-	rc.quals = append(rc.quals, q...)
-	rc.qualEnd = append(rc.qualEnd, len(rc.quals))
+	if len(rc.required) > 0 {
+		for k, r := range rc.rules.RequiredParties[rc.m.Type] {
+			if transient(q) == r {
+				rc.required[k] = true
+			}
+		}
+	}
+	if len(q) > 0 && len(rc.qualEnd) <= maxNamed && !rc.holds(q) {
+		rc.quals = append(rc.quals, q...)
+		rc.qualEnd = append(rc.qualEnd, len(rc.quals))
+	}
 }
 
 // location reads a LOC: a place declared a UN/LOCODE (code list 139 or
@@ -415,11 +430,11 @@ func (rc *ruleCheck) date(i int, s *edifact.Segment) {
 	}
 }
 
-// names says whether the message named a party of function q.
-func (rc *ruleCheck) names(q string) bool {
+// holds says whether q is one of the party functions kept.
+func (rc *ruleCheck) holds(q []byte) bool {
 	start := 0
 	for _, end := range rc.qualEnd {
-		if transient(rc.quals[start:end]) == q {
+		if string(rc.quals[start:end]) == string(q) {
 			return true
 		}
 		start = end
@@ -427,17 +442,17 @@ func (rc *ruleCheck) names(q string) bool {
 	return false
 }
 
-// named names the party functions read (see partyName), each once, in the
-// order they first occur.
+// named names the party functions read (see shownParty), each once, in
+// the order they first occur: the first maxNamed, then "and others" if
+// there are more.
 func (rc *ruleCheck) named() []string {
 	var out []string
-	seen := map[string]bool{}
 	start := 0
 	for _, end := range rc.qualEnd {
-		if q := string(rc.quals[start:end]); q != "" && !seen[q] {
-			seen[q] = true
-			out = append(out, partyName(q))
+		if len(out) == maxNamed {
+			return append(out, "and others")
 		}
+		out = append(out, shownParty(string(rc.quals[start:end])))
 		start = end
 	}
 	return out
@@ -468,12 +483,12 @@ func (rc *ruleCheck) end(rejects []*RuleError) (warnings []Warning, err error) {
 		errs = append(errs, rc.fail(p, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "", "mandatory BGM (beginning of message) missing"))
 	}
 	errs = append(errs, rc.nad.kept(rc.limit)...)
-	for _, q := range rules.RequiredParties[m.Type] {
-		if rc.names(q) {
+	for k, q := range rules.RequiredParties[m.Type] {
+		if rc.required[k] {
 			continue
 		}
 		p := position{segment: 1, tag: "NAD", offset: m.Offset}
-		if len(rc.qualEnd) > 0 {
+		if rc.lastNAD.segment > 0 {
 			p = rc.lastNAD
 		}
 		errs = append(errs, rc.fail(p, TierSemantic, "edifact.party.missing", edifact.CodeMissing, "", "%s requires a %s; the message names %s",
