@@ -114,7 +114,8 @@ type DirectoryPolicy struct {
 	// semantic).
 	Unknown Action `json:"unknown"`
 	// MaxFindings bounds the findings kept per message (0 = 1000); the
-	// rest are counted in one last finding.
+	// rest are counted in one last finding. It bounds each logistics
+	// rule's findings of each tier too (see ruleFindings).
 	MaxFindings int `json:"max_findings"`
 }
 
@@ -192,6 +193,23 @@ func partyName(q string) string {
 		return fmt.Sprintf("%s (%s)", n, q)
 	}
 	return q
+}
+
+// A missing party's finding names at most maxNamed of the functions the
+// message names, each cut to maxNameLen bytes (3035 is an..3): a message
+// of thousands of NADs of long functions would otherwise make each such
+// finding as long as itself.
+const (
+	maxNamed   = 8
+	maxNameLen = 35
+)
+
+// shownParty is partyName(q), or q cut to maxNameLen bytes when longer.
+func shownParty(q string) string {
+	if len(q) > maxNameLen {
+		return q[:maxNameLen] + "..."
+	}
+	return partyName(q)
 }
 
 // messagesWithoutBGM are message types that have no BGM segment: the

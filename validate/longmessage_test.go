@@ -1,9 +1,12 @@
 package validate_test
 
 import (
+	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/lazaret/lazaret/fixtures"
@@ -71,5 +74,86 @@ func TestLongMessageInBoundedMemory(t *testing.T) {
 				t.Errorf("%.2fs of CPU, want under %ds", rep.CPUSeconds, longMessageCPUSeconds)
 			}
 		})
+	}
+}
+
+// TestFailingLongMessageInBoundedMemory is TestLongMessageInBoundedMemory
+// for a message whose segments each break a logistics rule: one IFTMIN of
+// 999,990 DTM segments with a date that is not one (20261331, format
+// 102). The rules' findings are bounded as the directory's are (by
+// max_findings); before, each was built and kept, a million RuleErrors
+// and a joined message text of some 100 MB: 1.9 GB of peak resident set
+// for a 22 MB file.
+func TestFailingLongMessageInBoundedMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("peak RSS is read from /proc/self/status (Linux)")
+	}
+	const n = 999_990
+	path := filepath.Join(t.TempDir(), "dates.edi")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	w.WriteString("UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+F1'\nUNH+1+IFTMIN:D:99B:UN'\nBGM+610+B1+9'\n")
+	for range n {
+		w.WriteString("DTM+137:20261331:102'\n")
+	}
+	fmt.Fprintf(w, "UNT+%d+1'\nUNZ+1+F1'\n", n+3)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(path)
+	rep := checkInChild(t, "edifact", path)
+	o := rep.Outcomes[0]
+	t.Logf("%d-byte file: peak RSS %.1f MiB in %.2fs, %.2fs of CPU: %s at segment %d, %d bytes of error text",
+		st.Size(), float64(rep.VmHWM)/(1<<20), rep.Seconds, rep.CPUSeconds, o.Code, o.Page, len(o.Err))
+	if rep.VmHWM >= longMessageRSSBound && !testenv.Race {
+		t.Errorf("peak RSS %d bytes (%.0f MiB), want under %d MiB", rep.VmHWM, float64(rep.VmHWM)/(1<<20), longMessageRSSBound>>20)
+	}
+	if rep.CPUSeconds >= longMessageCPUSeconds && !testenv.Race {
+		t.Errorf("%.2fs of CPU, want under %ds", rep.CPUSeconds, longMessageCPUSeconds)
+	}
+}
+
+// TestLongPartiesInBoundedMemory is TestLongMessageInBoundedMemory for a
+// message of 500 NADs whose functions (3035, an..3) are 60,000 distinct
+// bytes each, and neither of the two IFTMIN requires: a 30 MB file that
+// cost 196 MiB of peak resident set while every function was kept and
+// named whole in each missing party's finding, and 129 MiB while each
+// directory finding (code-unknown) still quoted its value whole.
+func TestLongPartiesInBoundedMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("peak RSS is read from /proc/self/status (Linux)")
+	}
+	const n = 500
+	path := filepath.Join(t.TempDir(), "parties.edi")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	w.WriteString("UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+F1'\nUNH+1+IFTMIN:D:99B:UN'\nBGM+610+B1+9'\n")
+	q := strings.Repeat("Q", 60_000)
+	for i := range n {
+		fmt.Fprintf(w, "NAD+%06d%s'\n", i, q)
+	}
+	fmt.Fprintf(w, "UNT+%d+1'\nUNZ+1+F1'\n", n+3)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(path)
+	rep := checkInChild(t, "edifact", path)
+	o := rep.Outcomes[0]
+	t.Logf("%d-byte file: peak RSS %.1f MiB in %.2fs, %.2fs of CPU: %s at segment %d, %d bytes of error text",
+		st.Size(), float64(rep.VmHWM)/(1<<20), rep.Seconds, rep.CPUSeconds, o.Code, o.Page, len(o.Err))
+	if rep.VmHWM >= longMessageRSSBound && !testenv.Race {
+		t.Errorf("peak RSS %d bytes (%.0f MiB), want under %d MiB", rep.VmHWM, float64(rep.VmHWM)/(1<<20), longMessageRSSBound>>20)
 	}
 }

@@ -32,11 +32,14 @@ type ruleCheck struct {
 	bgm    bool  // a BGM was read
 	second int64 // the offset of the message's second segment
 
-	// The party functions (NAD 3035) read, end to end, and where the last
-	// NAD's stands.
-	quals   []byte
-	qualEnd []int
-	lastNAD position
+	// The party functions (NAD 3035): the first maxNamed+1 distinct ones
+	// read, end to end (all that a missing party's finding names; a
+	// message may hold a million NADs), whether each of the message
+	// type's required ones was read, and where the last NAD stands.
+	quals    []byte
+	qualEnd  []int
+	required []bool
+	lastNAD  position
 
 	// The container being read (EQD+CN): MEA segments that follow it are
 	// its masses, until the next EQD.
@@ -47,8 +50,10 @@ type ruleCheck struct {
 	eqVGM    int // its verified gross masses (MEA+AAE+VGM)
 	eqs      int // containers read
 
-	// The problems found, by rule, in the order end joins them.
-	nad, loc, eqd, mea, pia, dtm []*RuleError
+	// The problems found, by rule, in the order end joins them; each rule
+	// keeps at most limit of each tier (see ruleFindings).
+	nad, loc, eqd, mea, pia, dtm ruleFindings
+	limit                        int
 
 	// passed holds the last few LOC, PIA and DTM segments in which the
 	// rules found nothing, and EQD segments whose container number passed
@@ -72,6 +77,37 @@ const (
 	passedDTM
 	passedEQD
 )
+
+// ruleFindings are one rule's problems in a message. At most limit of
+// each tier are kept, the first ones; past it they are counted, not built
+// (a message of a million bad dates must not cost a million RuleErrors
+// and their text), and the last one kept of the tier says how many more
+// there were. A tier's first finding is always kept, so the verdict (the
+// first finding of the highest tier) is the one the whole list gives.
+type ruleFindings struct {
+	errs []*RuleError
+	n    [3]int // the findings of each tier (Tier.rank), kept or not
+}
+
+// count is the findings of l, kept or not.
+func (l *ruleFindings) count() int { return l.n[0] + l.n[1] + l.n[2] }
+
+// kept is l's kept findings, the last of each tier past limit saying how
+// many more there were.
+func (l *ruleFindings) kept(limit int) []*RuleError {
+	for r, n := range l.n {
+		if n <= limit {
+			continue
+		}
+		for i := len(l.errs) - 1; i >= 0; i-- {
+			if e := l.errs[i]; e.Tier.rank() == r {
+				e.Reason = fmt.Sprintf("%s; and %d more past the limit of %d (edi directory max_findings)", e.Reason, n-limit, limit)
+				break
+			}
+		}
+	}
+	return l.errs
+}
 
 // passedSet is the last few segments of one kind that passed, each up to
 // maxPassed bytes (longer ones are rare and are read each time).
@@ -121,19 +157,26 @@ func positionOf(i int, s *edifact.Segment, e, c int, off int64) position {
 // begin starts the check of m.
 func (rc *ruleCheck) begin(m *edifact.Message, regs *Registries, rules *EDIRules) {
 	rc.m, rc.regs, rc.rules = m, regs, rules
+	if rc.limit = rules.Directory.MaxFindings; rc.limit <= 0 {
+		rc.limit = 1000
+	}
+	for range rules.RequiredParties[m.Type] {
+		rc.required = append(rc.required, false)
+	}
 }
 
 // reset drops what the last message left, keeping the buffers.
 func (rc *ruleCheck) reset() {
-	for _, l := range [...]*[]*RuleError{&rc.nad, &rc.loc, &rc.eqd, &rc.mea, &rc.pia, &rc.dtm} {
-		if len(*l) > 0 {
-			clear(*l)
-			*l = (*l)[:0]
+	for _, l := range [...]*ruleFindings{&rc.nad, &rc.loc, &rc.eqd, &rc.mea, &rc.pia, &rc.dtm} {
+		if len(l.errs) > 0 {
+			clear(l.errs)
+			l.errs = l.errs[:0]
 		}
+		l.n = [3]int{}
 	}
 	rc.m, rc.regs, rc.rules = nil, nil, nil
 	rc.bgm, rc.second = false, 0
-	rc.quals, rc.qualEnd, rc.lastNAD = rc.quals[:0], rc.qualEnd[:0], position{}
+	rc.quals, rc.qualEnd, rc.required, rc.lastNAD = rc.quals[:0], rc.qualEnd[:0], rc.required[:0], position{}
 	rc.eq, rc.eqAt, rc.eqNumber, rc.eqSize, rc.eqVGM, rc.eqs = false, position{}, rc.eqNumber[:0], rc.eqSize[:0], 0, 0
 }
 
@@ -141,6 +184,16 @@ func (rc *ruleCheck) reset() {
 func (rc *ruleCheck) fail(p position, tier Tier, code string, syntax int, registry string, format string, args ...any) *RuleError {
 	return &RuleError{Tier: tier, Code: code, Syntax: syntax, Message: rc.m.Ref, Segment: p.segment, Tag: p.tag,
 		Element: p.element, Component: p.component, Offset: p.offset, Registry: registry, Reason: fmt.Sprintf(format, args...)}
+}
+
+// add adds the RuleError of the message at p to l, unless l holds limit
+// of its tier already: then it is only counted.
+func (rc *ruleCheck) add(l *ruleFindings, p position, tier Tier, code string, syntax int, registry string, format string, args ...any) {
+	r := tier.rank()
+	if l.n[r]++; l.n[r] > rc.limit {
+		return
+	}
+	l.errs = append(l.errs, rc.fail(p, tier, code, syntax, registry, format, args...))
 }
 
 // value is s's value e:c, unescaped into buffer k if it must be: valid
@@ -189,14 +242,14 @@ func (rc *ruleCheck) segment(i int, s *edifact.Segment) {
 // unlessPassed applies check, which adds what it finds to found, to s,
 // segment i of the message, unless s is byte for byte one of the last of
 // its kind (k) that passed; one that passes now is remembered.
-func (rc *ruleCheck) unlessPassed(k int, found *[]*RuleError, check func(*ruleCheck, int, *edifact.Segment), i int, s *edifact.Segment) {
+func (rc *ruleCheck) unlessPassed(k int, found *ruleFindings, check func(*ruleCheck, int, *edifact.Segment), i int, s *edifact.Segment) {
 	p := &rc.passed[k]
 	if p.has(s.Raw()) {
 		return
 	}
-	n := len(*found)
+	n := found.count()
 	check(rc, i, s)
-	if len(*found) == n {
+	if found.count() == n {
 		p.add(s.Raw())
 	}
 }
@@ -219,10 +272,19 @@ func (rc *ruleCheck) party(i int, s *edifact.Segment) {
 	q, off := rc.valueOffset(0, s, 1, 1)
 	rc.lastNAD = positionOf(i, s, 1, 1, off)
 	if len(q) == 0 {
-		rc.nad = append(rc.nad, rc.fail(rc.lastNAD, TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "", "NAD without a party function qualifier (3035)"))
+		rc.add(&rc.nad, rc.lastNAD, TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "", "NAD without a party function qualifier (3035)")
 	}
-	rc.quals = append(rc.quals, q...)
-	rc.qualEnd = append(rc.qualEnd, len(rc.quals))
+	if len(rc.required) > 0 {
+		for k, r := range rc.rules.RequiredParties[rc.m.Type] {
+			if transient(q) == r {
+				rc.required[k] = true
+			}
+		}
+	}
+	if len(q) > 0 && len(rc.qualEnd) <= maxNamed && !rc.holds(q) {
+		rc.quals = append(rc.quals, q...)
+		rc.qualEnd = append(rc.qualEnd, len(rc.quals))
+	}
 }
 
 // location reads a LOC: a place declared a UN/LOCODE (code list 139 or
@@ -238,11 +300,11 @@ func (rc *ruleCheck) location(i int, s *edifact.Segment) {
 	p := positionOf(i, s, 2, 1, off)
 	switch {
 	case c == "":
-		rc.loc = append(rc.loc, rc.fail(p, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none"))
+		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none")
 	case !IsLOCODE(c):
-		rc.loc = append(rc.loc, rc.fail(p, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", c))
+		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", c)
 	case !rc.regs.LOCODE.Has(c):
-		rc.loc = append(rc.loc, rc.fail(p, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, rc.regs.LOCODE.Version(), "UN/LOCODE %s is not in the registry", c))
+		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, rc.regs.LOCODE.Version(), "UN/LOCODE %s is not in the registry", c)
 	}
 }
 
@@ -263,7 +325,7 @@ func (rc *ruleCheck) equipment(i int, s *edifact.Segment) {
 	if p := &rc.passed[passedEQD]; !p.has(s.Raw()) {
 		if n := transient(number); looksLikeContainer(n) {
 			if err := CheckContainer(n); err != nil {
-				rc.eqd = append(rc.eqd, rc.fail(rc.eqAt, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err))
+				rc.add(&rc.eqd, rc.eqAt, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err)
 				return
 			}
 		}
@@ -274,8 +336,8 @@ func (rc *ruleCheck) equipment(i int, s *edifact.Segment) {
 // endEquipment ends the container being read, if one is.
 func (rc *ruleCheck) endEquipment() {
 	if rc.eq && rc.m.Type == "VERMAS" && rc.eqVGM == 0 {
-		rc.eqd = append(rc.eqd, rc.fail(rc.eqAt, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "",
-			"container %s has no verified gross mass (MEA+AAE+VGM)", rc.eqNumber))
+		rc.add(&rc.eqd, rc.eqAt, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "",
+			"container %s has no verified gross mass (MEA+AAE+VGM)", rc.eqNumber)
 	}
 	rc.eq = false
 }
@@ -296,7 +358,7 @@ func (rc *ruleCheck) measure(i int, s *edifact.Segment) {
 	p := positionOf(i, s, 3, 2, off)
 	kg, err := massKg(unit, transient(value))
 	if err != nil {
-		rc.mea = append(rc.mea, rc.fail(p, TierRegulatory, "edifact.vgm.invalid", edifact.CodeInvalidValue, "", "VGM %v", err))
+		rc.add(&rc.mea, p, TierRegulatory, "edifact.vgm.invalid", edifact.CodeInvalidValue, "", "VGM %v", err)
 		return
 	}
 	floor, ceil, size := rc.rules.VGMFloorKg, rc.rules.VGMMaxKg, "unknown size"
@@ -306,8 +368,8 @@ func (rc *ruleCheck) measure(i int, s *edifact.Segment) {
 		}
 	}
 	if kg < floor || kg > ceil {
-		rc.mea = append(rc.mea, rc.fail(p, TierRegulatory, "edifact.vgm.implausible", edifact.CodeInvalidValue, "",
-			"VGM %.0f kg is outside %.0f..%.0f kg for %s (SOLAS VI/2)", kg, floor, ceil, size))
+		rc.add(&rc.mea, p, TierRegulatory, "edifact.vgm.implausible", edifact.CodeInvalidValue, "",
+			"VGM %.0f kg is outside %.0f..%.0f kg for %s (SOLAS VI/2)", kg, floor, ceil, size)
 	}
 }
 
@@ -352,10 +414,10 @@ func (rc *ruleCheck) tariff(i int, s *edifact.Segment, e, j int) {
 	code := transient(b)
 	switch {
 	case !isDigits(code) || len(code) < 2 || len(code) > 10:
-		rc.pia = append(rc.pia, rc.fail(positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code))
+		rc.add(&rc.pia, positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code)
 	case !rc.regs.HS.Has(code[:min(len(code), 6)]):
-		rc.pia = append(rc.pia, rc.fail(positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, rc.regs.HS.Version(),
-			"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)]))
+		rc.add(&rc.pia, positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, rc.regs.HS.Version(),
+			"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)])
 	}
 }
 
@@ -364,15 +426,15 @@ func (rc *ruleCheck) date(i int, s *edifact.Segment) {
 	b, off := rc.valueOffset(0, s, 1, 2)
 	v, format := transient(b), transient(rc.value(1, s, 1, 3))
 	if v != "" && !validDate(v, format) {
-		rc.dtm = append(rc.dtm, rc.fail(positionOf(i, s, 1, 2, off), TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", v, format))
+		rc.add(&rc.dtm, positionOf(i, s, 1, 2, off), TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", v, format)
 	}
 }
 
-// names says whether the message named a party of function q.
-func (rc *ruleCheck) names(q string) bool {
+// holds says whether q is one of the party functions kept.
+func (rc *ruleCheck) holds(q []byte) bool {
 	start := 0
 	for _, end := range rc.qualEnd {
-		if transient(rc.quals[start:end]) == q {
+		if string(rc.quals[start:end]) == string(q) {
 			return true
 		}
 		start = end
@@ -380,17 +442,17 @@ func (rc *ruleCheck) names(q string) bool {
 	return false
 }
 
-// named names the party functions read (see partyName), each once, in the
-// order they first occur.
+// named names the party functions read (see shownParty), each once, in
+// the order they first occur: the first maxNamed, then "and others" if
+// there are more.
 func (rc *ruleCheck) named() []string {
 	var out []string
-	seen := map[string]bool{}
 	start := 0
 	for _, end := range rc.qualEnd {
-		if q := string(rc.quals[start:end]); q != "" && !seen[q] {
-			seen[q] = true
-			out = append(out, partyName(q))
+		if len(out) == maxNamed {
+			return append(out, "and others")
 		}
+		out = append(out, shownParty(string(rc.quals[start:end])))
 		start = end
 	}
 	return out
@@ -420,26 +482,26 @@ func (rc *ruleCheck) end(rejects []*RuleError) (warnings []Warning, err error) {
 		}
 		errs = append(errs, rc.fail(p, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "", "mandatory BGM (beginning of message) missing"))
 	}
-	errs = append(errs, rc.nad...)
-	for _, q := range rules.RequiredParties[m.Type] {
-		if rc.names(q) {
+	errs = append(errs, rc.nad.kept(rc.limit)...)
+	for k, q := range rules.RequiredParties[m.Type] {
+		if rc.required[k] {
 			continue
 		}
 		p := position{segment: 1, tag: "NAD", offset: m.Offset}
-		if len(rc.qualEnd) > 0 {
+		if rc.lastNAD.segment > 0 {
 			p = rc.lastNAD
 		}
 		errs = append(errs, rc.fail(p, TierSemantic, "edifact.party.missing", edifact.CodeMissing, "", "%s requires a %s; the message names %s",
 			m.Type, partyName(q), strings.Join(orNone(rc.named()), ", ")))
 	}
-	errs = append(errs, rc.loc...)
-	errs = append(errs, rc.eqd...)
+	errs = append(errs, rc.loc.kept(rc.limit)...)
+	errs = append(errs, rc.eqd.kept(rc.limit)...)
 	if m.Type == "VERMAS" && rc.eqs == 0 {
 		errs = append(errs, rc.fail(position{segment: 1, tag: "EQD", offset: m.Offset}, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "VERMAS declares no container"))
 	}
-	errs = append(errs, rc.mea...)
-	errs = append(errs, rc.pia...)
-	errs = append(errs, rc.dtm...)
+	errs = append(errs, rc.mea.kept(rc.limit)...)
+	errs = append(errs, rc.pia.kept(rc.limit)...)
+	errs = append(errs, rc.dtm.kept(rc.limit)...)
 	errs = append(errs, rejects...)
 	if len(errs) == 0 {
 		return warnings, nil

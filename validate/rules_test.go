@@ -143,6 +143,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 			add(d.Value, TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", d.Value.Value, d.Format)
 		}
 	}
+	errs = capByRule(errs, rules.Directory.MaxFindings)
 	errs = append(errs, mc.rejects...)
 	if warnings == nil {
 		warnings = dirWarnings
@@ -160,6 +161,48 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 	return warnings, errors.Join(joined...)
 }
 
+// ruleOfCode is the rule (ruleCheck's list) each capped code is found by.
+var ruleOfCode = map[string]string{
+	"edifact.nad.qualifier-missing": "nad",
+	"edifact.locode.missing":        "loc", "edifact.locode.malformed": "loc", "edifact.locode.unknown": "loc",
+	"edifact.container.check-digit": "eqd", "edifact.vgm.missing": "eqd",
+	"edifact.vgm.invalid": "mea", "edifact.vgm.implausible": "mea",
+	"edifact.hs.malformed": "pia", "edifact.hs.unknown": "pia",
+	"edifact.dtm.invalid": "dtm",
+}
+
+// capByRule keeps of errs, in order, the first limit (0: 1000) findings
+// of each rule and tier, the last kept saying how many more there were,
+// as ruleCheck keeps them.
+func capByRule(errs []*RuleError, limit int) []*RuleError {
+	if limit <= 0 {
+		limit = 1000
+	}
+	type key struct {
+		rule string
+		tier Tier
+	}
+	n, last := map[key]int{}, map[key]*RuleError{}
+	var out []*RuleError
+	for _, e := range errs {
+		rule, ok := ruleOfCode[e.Code]
+		if !ok {
+			out = append(out, e)
+			continue
+		}
+		k := key{rule, e.Tier}
+		if n[k]++; n[k] <= limit {
+			out, last[k] = append(out, e), e
+		}
+	}
+	for k, c := range n {
+		if c > limit {
+			last[k].Reason = fmt.Sprintf("%s; and %d more past the limit of %d (edi directory max_findings)", last[k].Reason, c-limit, limit)
+		}
+	}
+	return out
+}
+
 // names reports whether parties holds one of function q.
 func names(parties []Party, q string) bool {
 	for i := range parties {
@@ -170,16 +213,22 @@ func names(parties []Party, q string) bool {
 	return false
 }
 
-// namedParties names the functions of parties (see partyName), each once,
-// in the order they first occur; parties without one are left out.
+// namedParties names the functions of parties (see shownParty), each
+// once, in the order they first occur, the first maxNamed then "and
+// others" if there are more; parties without one are left out.
 func namedParties(parties []Party) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range parties {
-		if q := p.Qualifier.Value; q != "" && !seen[q] {
-			seen[q] = true
-			out = append(out, partyName(q))
+		q := p.Qualifier.Value
+		if q == "" || seen[q] {
+			continue
 		}
+		if len(out) == maxNamed {
+			return append(out, "and others")
+		}
+		seen[q] = true
+		out = append(out, shownParty(q))
 	}
 	return out
 }
@@ -472,4 +521,110 @@ func TestRulesForgetPassesWithTheSeparators(t *testing.T) {
 	if slices.Contains(codes[0], "edifact.locode.unknown") || !slices.Contains(codes[1], "edifact.locode.unknown") {
 		t.Fatalf("problems %q then %q: want edifact.locode.unknown under the second separators only", codes[0], codes[1])
 	}
+}
+
+// TestRuleFindingsAreBounded: a rule keeps at most max_findings of its
+// findings of each tier per message; the last one kept counts the others,
+// and the verdict (the first finding, its tier and code) is the one the
+// whole list would give: a VERMAS whose containers break their check
+// digit past the limit before one lacks its verified gross mass still
+// fails as regulatory, on that container; and a message of more bad dates
+// than the limit keeps the first ones, in order.
+func TestRuleFindingsAreBounded(t *testing.T) {
+	const limit = 5
+	rules := DefaultEDIRules()
+	rules.Directory = DirectoryPolicy{Segments: ActionIgnore, Elements: ActionIgnore, Representation: ActionIgnore,
+		Length: ActionIgnore, Codes: ActionIgnore, Unknown: ActionIgnore, MaxFindings: limit}
+	var b strings.Builder
+	b.WriteString("UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+F1'UNH+1+VERMAS:D:16A:UN'BGM+749+V1+9'")
+	segs := 2 // UNH, BGM
+	for i := range 2 * limit {
+		fmt.Fprintf(&b, "DTM+137:2026%02d31:102'EQD+CN+MSKU907032%d'MEA+AAE+VGM+KGM:20000'", 13+i, i%3) // no check digit is 4
+		segs += 3
+	}
+	b.WriteString("EQD+CN+MSKU9070323'") // a sound number, but no VGM
+	segs++
+	fmt.Fprintf(&b, "UNT+%d+1'UNZ+1+F1'", segs+1)
+	n := 0
+	if _, err := edifact.Parse(strings.NewReader(b.String()), edifact.Limits{}, func(m *edifact.Message) error {
+		n++
+		_, err := CheckMessage(m, Builtin(), rules)
+		got := joinedRules(err)
+		codes := map[string]int{}
+		for _, r := range got {
+			codes[r.Code]++
+		}
+		want := map[string]int{"edifact.vgm.missing": 1, "edifact.container.check-digit": limit, "edifact.dtm.invalid": limit}
+		if diff := cmp.Diff(want, codes); diff != "" {
+			t.Fatalf("findings by code (-want +got):\n%s", diff)
+		}
+		if got[0].Code != "edifact.vgm.missing" || got[0].Tier != TierRegulatory || got[0].Segment != segs {
+			t.Errorf("first finding %+v, want the regulatory edifact.vgm.missing of segment %d", got[0], segs)
+		}
+		k := 0
+		for _, r := range got {
+			if r.Code == "edifact.dtm.invalid" {
+				if !strings.Contains(r.Reason, fmt.Sprintf("2026%02d31", 13+k)) {
+					t.Errorf("bad date %d: %s: want the first ones, in order", k, r.Reason)
+				}
+				k++
+			}
+		}
+		for _, code := range []string{"edifact.container.check-digit", "edifact.dtm.invalid"} {
+			var last RuleError
+			for _, r := range got {
+				if r.Code == code {
+					last = r
+				}
+			}
+			if want := fmt.Sprintf("and %d more", limit); !strings.Contains(last.Reason, want) {
+				t.Errorf("last %s: %q does not say %q", code, last.Reason, want)
+			}
+		}
+		return nil
+	}); err != nil || n != 1 {
+		t.Fatalf("parse: %v (%d messages)", err, n)
+	}
+	if _, _, whole := sameAsView(t, []byte(b.String()), rules); !whole {
+		t.Error("the interchange was not compared whole with the view's rules")
+	}
+}
+
+// TestPartyMissingNamesFewParties: the finding on a missing party names
+// the functions the message does name, but no more than a few and each
+// cut short, however many NADs of long, distinct functions it holds.
+// Before, each missing party's finding listed every one: 500 NADs of
+// 60,000-byte functions (a 30 MB file) made two findings of 30 MB each,
+// and `lazaret inspect` peaked at 851 MB.
+func TestPartyMissingNamesFewParties(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+F1'UNH+1+IFTMIN:D:99B:UN'BGM+610+B1+9'")
+	const n = 200
+	for i := range n {
+		fmt.Fprintf(&b, "NAD+%04d%s'", i, strings.Repeat("Q", 1000))
+	}
+	fmt.Fprintf(&b, "UNT+%d+1'UNZ+1+F1'", n+3)
+	rules := DefaultEDIRules()
+	rules.Directory.Length = ActionIgnore
+	found := 0
+	edifact.Parse(strings.NewReader(b.String()), edifact.Limits{}, func(m *edifact.Message) error {
+		_, err := CheckMessage(m, Builtin(), rules)
+		for _, r := range joinedRules(err) {
+			if r.Code != "edifact.party.missing" {
+				continue
+			}
+			found++
+			if len(r.Reason) > 2000 {
+				t.Errorf("%d-byte reason: %.200q...", len(r.Reason), r.Reason)
+			}
+			if !strings.Contains(r.Reason, "0000QQQQ") || !strings.HasSuffix(r.Reason, "and others") {
+				t.Errorf("reason %.300q...%q: want the first functions named, and others", r.Reason, r.Reason[max(0, len(r.Reason)-40):])
+			}
+		}
+		return nil
+	})
+	if found != 2 {
+		t.Fatalf("%d edifact.party.missing findings, want 2 (CZ, CN)", found)
+	}
+	sameAsView(t, []byte(b.String()), rules)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/bits"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -683,6 +684,24 @@ func (c *Checker) finish(st *elem, i int) {
 }
 
 // value checks one non-empty value against its simple element.
+// maxQuoted is the most bytes of a value a finding quotes: a value may be
+// nearly a whole segment (64 KiB), quoted with up to four bytes a byte, and
+// a message's findings are many.
+const maxQuoted = 64
+
+// quoted is a value as a finding quotes it (see String). It is quoted only
+// when the finding's Reason is written: as an argument it costs what v
+// itself would.
+type quoted []byte
+
+// String is v as %q writes it, its first maxQuoted bytes only, then "...".
+func (v quoted) String() string {
+	if len(v) > maxQuoted {
+		return strconv.Quote(string(v[:maxQuoted])) + "..."
+	}
+	return strconv.Quote(string(v))
+}
+
 func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, st *elem) {
 	switch sd.Rep {
 	case Code:
@@ -693,13 +712,13 @@ func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, st *elem) 
 			}
 		}
 		if !sd.Codes.Has(v) && !c.otherList(st) {
-			c.add(CodeUnknown, e, comp, off, "%q is not a code of %s", v, sd.name())
+			c.add(CodeUnknown, e, comp, off, "%s is not a code of %s", quoted(v), sd.name())
 		}
 		return
 	case N:
 		digits, bad, badAt := c.numeric(v)
 		if bad {
-			c.add(Representation, e, comp, off+int64(badAt), "%q is not numeric (%s n%s)", v, sd.name(), span(sd))
+			c.add(Representation, e, comp, off+int64(badAt), "%s is not numeric (%s n%s)", quoted(v), sd.name(), span(sd))
 			return
 		}
 		c.length(e, comp, sd, digits, off)
@@ -707,7 +726,7 @@ func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, st *elem) 
 	case A:
 		for k, b := range v {
 			if b >= '0' && b <= '9' {
-				c.add(Representation, e, comp, off+int64(k), "%q holds a digit; %s is alphabetic (a%s)", v, sd.name(), span(sd))
+				c.add(Representation, e, comp, off+int64(k), "%s holds a digit; %s is alphabetic (a%s)", quoted(v), sd.name(), span(sd))
 				return
 			}
 		}

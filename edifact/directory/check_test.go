@@ -177,3 +177,29 @@ func TestEveryKindIsPinned(t *testing.T) {
 		}
 	}
 }
+
+// TestFindingQuotesValueShort: a finding that quotes the value it is about
+// quotes no more than its first bytes, however long the value: a segment
+// may be 64 KiB, and a message's findings are a thousand (see the policy's
+// max_findings), each quoted with up to four bytes a byte. Before, a NAD
+// function (3035, an..3) of 60,000 bytes was quoted whole.
+func TestFindingQuotesValueShort(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("\x01", 60_000)
+	m, _ := parseMarked(t, "3", "UNH+1+APERAK:D:96A:UN'\nBGM+"+long+"+A1+9'\nCNT+2:"+long+"'\nNAD+MS1"+long+"'")
+	def := directory.Lookup(m.Version, m.Release, m.Type)
+	got := def.Check(m, directory.Options{})
+	n := 0
+	for _, f := range got {
+		if f.Kind != directory.CodeUnknown && f.Kind != directory.Representation {
+			continue
+		}
+		n++
+		if len(f.Reason) > 1000 || !strings.Contains(f.Reason, `\x01\x01"...`) {
+			t.Errorf("%s: %d-byte reason %.120q...", f.Kind, len(f.Reason), f.Reason)
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d findings quoting the value, want 3 (BGM 1001, CNT 6066, NAD 3035):\n%s", n, findings(got))
+	}
+}
