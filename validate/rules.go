@@ -38,7 +38,8 @@ type ruleCheck struct {
 	// type's required ones was read, and where the last NAD stands.
 	quals    []byte
 	qualEnd  []int
-	required []bool
+	parties  []string // the message type's required party functions
+	required []bool   // whether each of parties was read
 	lastNAD  position
 
 	// The container being read (EQD+CN): MEA segments that follow it are
@@ -160,7 +161,8 @@ func (rc *ruleCheck) begin(m *edifact.Message, regs *Registries, rules *EDIRules
 	if rc.limit = rules.Directory.MaxFindings; rc.limit <= 0 {
 		rc.limit = 1000
 	}
-	for range rules.RequiredParties[m.Type] {
+	rc.parties = rules.RequiredParties[m.Type]
+	for range rc.parties {
 		rc.required = append(rc.required, false)
 	}
 }
@@ -176,7 +178,7 @@ func (rc *ruleCheck) reset() {
 	}
 	rc.m, rc.regs, rc.rules = nil, nil, nil
 	rc.bgm, rc.second = false, 0
-	rc.quals, rc.qualEnd, rc.required, rc.lastNAD = rc.quals[:0], rc.qualEnd[:0], rc.required[:0], position{}
+	rc.quals, rc.qualEnd, rc.parties, rc.required, rc.lastNAD = rc.quals[:0], rc.qualEnd[:0], nil, rc.required[:0], position{}
 	rc.eq, rc.eqAt, rc.eqNumber, rc.eqSize, rc.eqVGM, rc.eqs = false, position{}, rc.eqNumber[:0], rc.eqSize[:0], 0, 0
 }
 
@@ -274,11 +276,9 @@ func (rc *ruleCheck) party(i int, s *edifact.Segment) {
 	if len(q) == 0 {
 		rc.add(&rc.nad, rc.lastNAD, TierSemantic, "edifact.nad.qualifier-missing", edifact.CodeMissing, "", "NAD without a party function qualifier (3035)")
 	}
-	if len(rc.required) > 0 {
-		for k, r := range rc.rules.RequiredParties[rc.m.Type] {
-			if transient(q) == r {
-				rc.required[k] = true
-			}
+	for k, r := range rc.parties {
+		if transient(q) == r {
+			rc.required[k] = true
 		}
 	}
 	if len(q) > 0 && len(rc.qualEnd) <= maxNamed && !rc.holds(q) {
@@ -483,7 +483,7 @@ func (rc *ruleCheck) end(rejects []*RuleError) (warnings []Warning, err error) {
 		errs = append(errs, rc.fail(p, TierStructural, "edifact.bgm.missing", edifact.CodeMissing, "", "mandatory BGM (beginning of message) missing"))
 	}
 	errs = append(errs, rc.nad.kept(rc.limit)...)
-	for k, q := range rules.RequiredParties[m.Type] {
+	for k, q := range rc.parties {
 		if rc.required[k] {
 			continue
 		}
