@@ -274,8 +274,10 @@ func (d *pageDecoder) decodePixels(p *Page) (err error) {
 	if handled, err := decodeOwn(r, info, p, avail, skipped); handled {
 		return err
 	}
-	if p.Compression == 1 && !opt.DecodeUncompressed && !info.BigTIFF && p.Photometric <= 3 {
-		return nil // proven by the walk: every strip holds its rows
+	if p.Compression == 1 && (!opt.DecodeUncompressed || tilesRefused(p)) && !info.BigTIFF && p.Photometric <= 3 {
+		// Proven by the walk: every strip holds its rows. (The decoder
+		// would refuse tiles of a size it does not take; see tilesRefused.)
+		return nil
 	}
 	reason := unsupported(p)
 	if info.BigTIFF {
