@@ -265,7 +265,7 @@ func decodeOwn(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped *[]*
 		return false, nil
 	case p.Compression == 5 && oldLZW(r, p):
 		old = true
-	case p.Photometric == 6, p.FillOrder == 2, info.BigTIFF && p.Compression != 1, p.Compression != 1 && tilesRefused(p):
+	case p.Photometric == 6, p.FillOrder == 2, viewless(info) && p.Compression != 1, p.Compression != 1 && tilesRefused(p):
 	default:
 		return false, nil
 	}
