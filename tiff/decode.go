@@ -297,8 +297,10 @@ func (d *pageDecoder) decodePixels(p *Page) (err error) {
 	if err := d.cancelled(); err != nil {
 		return err
 	}
-	if px := int64(p.Width) * int64(p.Height); px > pixelBudget || px < 0 {
-		return &LimitError{Page: p.Index + 1, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
+	// Width and Height are each below 2^32: their product fits a uint64,
+	// not always an int64.
+	if px := min(p.Width*p.Height, math.MaxInt64); int64(px) > pixelBudget {
+		return &LimitError{Page: p.Index + 1, Offset: p.Offset, What: "pixels", Have: int64(px), Limit: pixelBudget}
 	}
 	if handled, err := decodeOwn(r, info, p, avail, skipped); handled {
 		return err
