@@ -265,7 +265,7 @@ func decodeOwn(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped *[]*
 		return false, nil
 	case p.Compression == 5 && oldLZW(r, p):
 		old = true
-	case p.Photometric == 6, p.FillOrder == 2, info.BigTIFF && p.Compression != 1:
+	case p.Photometric == 6, p.FillOrder == 2, viewless(info) && p.Compression != 1, p.Compression != 1 && tilesRefused(p):
 	default:
 		return false, nil
 	}
@@ -282,6 +282,22 @@ func decodeOwn(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped *[]*
 		info.warn(Warning{Code: is.code, Message: is.msg, Page: &pg, Path: p.Path, Offset: &off})
 	}
 	return true, nil
+}
+
+// tilesRefused reports whether x/image/tiff refuses p's tile size before
+// reading a tile: under 8 pixels a side ("tile size is too small"), or
+// over 1024 and more than 16 past a side of the image ("tile size exceeds
+// image size"). TIFF 6.0 asks for multiples of 16, but libtiff reads such
+// tiles (warning "Nonstandard tile width") and so does decodeLossless:
+// they are that decoder's limits, not damage.
+func tilesRefused(p *Page) bool {
+	if !p.Tiled {
+		return false
+	}
+	if p.TileWidth < 8 || p.TileLength < 8 {
+		return true
+	}
+	return (p.TileWidth > p.Width+16 || p.TileLength > p.Height+16) && (p.TileWidth > 1024 || p.TileLength > 1024)
 }
 
 func allBits(p *Page, b uint64) bool {

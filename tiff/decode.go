@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -107,9 +108,37 @@ func newPageReader(r io.ReaderAt, info *TIFFInfo, p *Page, bd *band) (*pageReade
 	} else {
 		copy(pr.hdr[:4], "MM\x00*")
 	}
+	if pr.total() > math.MaxUint32 {
+		return nil, errors.New("tiff: page view past 32-bit offsets") // viewless pages never get here
+	}
 	bo.PutUint32(pr.hdr[4:8], uint32(pr.ifdAt))
 	pr.lastOff.Store(p.Offset)
 	return pr, nil
+}
+
+// maxViewSize is the largest classic TIFF a pageReader can present: the
+// view serves a copy of the page's IFD, and a band's block arrays, just
+// past the end of the file, and points at them with 32-bit offsets. Past
+// it those offsets would wrap into the file itself, and the decoder would
+// read whatever lies there as the page's IFD: a damaged page could pass
+// as the small good image an attacker put at that offset. The room left
+// holds an IFD copy (4096 entries: 48 KiB) and a band's arrays (16 Mi
+// blocks: 128 MiB).
+const maxViewSize = math.MaxUint32 - 256<<20
+
+// viewless reports whether info's pages cannot be read by the image
+// decoder through a pageReader: BigTIFF (the decoder reads classic TIFF
+// only) or a classic TIFF larger than maxViewSize (trailing data past its
+// last 32-bit offset). Such pages are decoded by Lazaret's own lossless
+// decoder or counted.
+func viewless(info *TIFFInfo) bool { return info.BigTIFF || info.Size > maxViewSize }
+
+// viewlessReason says why viewless(info).
+func viewlessReason(info *TIFFInfo) string {
+	if info.BigTIFF {
+		return "the image decoder reads classic TIFF only (BigTIFF)"
+	}
+	return fmt.Sprintf("the image decoder cannot address a classic TIFF of %d bytes", info.Size)
 }
 
 // total is the size of the view: the file, padding, then the IFD copy.
@@ -268,18 +297,22 @@ func (d *pageDecoder) decodePixels(p *Page) (err error) {
 	if err := d.cancelled(); err != nil {
 		return err
 	}
-	if px := int64(p.Width) * int64(p.Height); px > pixelBudget || px < 0 {
-		return &LimitError{Page: p.Index + 1, Offset: p.Offset, What: "pixels", Have: px, Limit: pixelBudget}
+	// Width and Height are each below 2^32: their product fits a uint64,
+	// not always an int64.
+	if px := min(p.Width*p.Height, math.MaxInt64); int64(px) > pixelBudget {
+		return &LimitError{Page: p.Index + 1, Offset: p.Offset, What: "pixels", Have: int64(px), Limit: pixelBudget}
 	}
 	if handled, err := decodeOwn(r, info, p, avail, skipped); handled {
 		return err
 	}
-	if p.Compression == 1 && !opt.DecodeUncompressed && !info.BigTIFF && p.Photometric <= 3 {
-		return nil // proven by the walk: every strip holds its rows
+	if p.Compression == 1 && (!opt.DecodeUncompressed || tilesRefused(p)) && !viewless(info) && p.Photometric <= 3 {
+		// Proven by the walk: every strip holds its rows. (The decoder
+		// would refuse tiles of a size it does not take; see tilesRefused.)
+		return nil
 	}
 	reason := unsupported(p)
-	if info.BigTIFF {
-		reason = "the image decoder reads classic TIFF only (BigTIFF)"
+	if viewless(info) {
+		reason = viewlessReason(info)
 	} else if reason == "" && p.Compression == 5 && oldLZW(r, p) {
 		reason = "old-style (LSB-first) LZW"
 	}

@@ -40,7 +40,7 @@ const fastReadMax = 1 << 20
 // decoder on p (see above): unsupported(p) is "" and the decoder accepts
 // the page's configuration.
 func fastEligible(r io.ReaderAt, info *TIFFInfo, p *Page) bool {
-	if !inflatable(p) || info.BigTIFF || len(p.BlockOffsets) == 0 || unsupported(p) != "" {
+	if !inflatable(p) || viewless(info) || len(p.BlockOffsets) == 0 || unsupported(p) != "" {
 		return false
 	}
 	if p.FillOrder == 2 {

@@ -455,8 +455,8 @@ func faxOwn(info *TIFFInfo, p *Page) string {
 	switch {
 	case p.Compression != 2 && p.Compression != 3 && p.Compression != 4:
 		return ""
-	case info.BigTIFF:
-		return "the image decoder reads classic TIFF only (BigTIFF)"
+	case viewless(info):
+		return viewlessReason(info)
 	case p.Compression == 2:
 		return "the image decoder does not read compression 2 (Modified Huffman)"
 	case p.Compression == 3 && p.T4Options&1 != 0:

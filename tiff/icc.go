@@ -35,6 +35,9 @@ func ReadICC(r io.ReaderAt, off, n int64) (*ICCProfile, error) {
 	if uint64(count)*12+132 > uint64(n) {
 		return nil, fmt.Errorf("icc: tag table of %d entries runs past the profile", count)
 	}
+	// The last 'desc' entry is the one read, and only once: a table may
+	// list one large text a million times.
+	var desc []byte
 	for i := uint32(0); i < count; i++ {
 		t := b[132+12*i:]
 		if string(t[:4]) != "desc" {
@@ -44,7 +47,10 @@ func ReadICC(r io.ReaderAt, off, n int64) (*ICCProfile, error) {
 		if to+ts > uint64(n) || ts < 12 {
 			return nil, fmt.Errorf("icc: desc tag outside the profile")
 		}
-		p.Description = iccText(b[to : to+ts])
+		desc = b[to : to+ts]
+	}
+	if desc != nil {
+		p.Description = iccText(desc)
 	}
 	return p, nil
 }

@@ -26,7 +26,9 @@ func (f jpegFrame) progressive() bool {
 var errJPEGStream = errors.New("JPEG stream")
 
 // scanFrame reads markers from a JPEG stream up to its frame header and
-// returns it. It reads segment lengths, never allocates by them.
+// returns it. It reads segment lengths, never allocates by them. It must
+// find the frame header image/jpeg will decode by, or refuse the stream:
+// where that decoder reads on, this reads the same bytes the same way.
 func scanFrame(r io.Reader) (jpegFrame, error) {
 	br := bufio.NewReaderSize(r, 4096)
 	var f jpegFrame
@@ -52,6 +54,12 @@ func scanFrame(r io.Reader) (jpegFrame, error) {
 			return f, fmt.Errorf("%w: ends before its frame header: %w", errJPEGStream, err)
 		}
 		switch {
+		case m == 0x00:
+			// image/jpeg takes "\xff\x00" for extraneous data and reads on
+			// (then skips to the next 0xff, which this refuses above). Read as
+			// a marker segment, its "length" could hide from this scan the
+			// frame header image/jpeg decodes by.
+			continue
 		case m == 0xd8 || m == 0x01 || (m >= 0xd0 && m <= 0xd7):
 			continue // no length
 		case m == 0xd9 || m == 0xda:
