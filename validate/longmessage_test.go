@@ -3,6 +3,7 @@ package validate_test
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -43,22 +44,11 @@ func TestLongMessageInBoundedMemory(t *testing.T) {
 		{"under-limit", 999_998, "edifact.bgm.missing", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "long.edi")
-			f, err := os.Create(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := fixtures.LongMessage(f, tc.segments); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				t.Fatal(err)
-			}
-			st, _ := os.Stat(path)
+			path, size := writeTemp(t, "long.edi", func(w io.Writer) error { return fixtures.LongMessage(w, tc.segments) })
 			rep := checkInChild(t, "edifact", path)
 			o := rep.Outcomes[0]
 			t.Logf("%d segments, %d-byte file: peak RSS %.1f MiB in %.2fs, %.2fs of CPU: %s at segment %d, byte %d: %s",
-				tc.segments, st.Size(), float64(rep.VmHWM)/(1<<20), rep.Seconds, rep.CPUSeconds, o.Code, o.Page, o.Offset, o.Err)
+				tc.segments, size, float64(rep.VmHWM)/(1<<20), rep.Seconds, rep.CPUSeconds, o.Code, o.Page, o.Offset, o.Err)
 			if o.Code != tc.code || o.Page != tc.at {
 				t.Errorf("got %s at segment %d (%s), want %s at segment %d", o.Code, o.Page, o.Err, tc.code, tc.at)
 			}
@@ -118,28 +108,42 @@ func checkIFTMINInChild(t *testing.T, name string, body func(*bufio.Writer) int)
 	if runtime.GOOS != "linux" {
 		t.Skip("peak RSS is read from /proc/self/status (Linux)")
 	}
-	path := filepath.Join(t.TempDir(), name)
+	path, size := writeTemp(t, name, func(f io.Writer) error {
+		w := bufio.NewWriter(f)
+		w.WriteString("UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+F1'\nUNH+1+IFTMIN:D:99B:UN'\nBGM+610+B1+9'\n")
+		n := body(w)
+		fmt.Fprintf(w, "UNT+%d+1'\nUNZ+1+F1'\n", n+3)
+		return w.Flush()
+	})
+	rep := checkInChild(t, "edifact", path)
+	o := rep.Outcomes[0]
+	t.Logf("%d-byte file: peak RSS %.1f MiB in %.2fs, %.2fs of CPU: %s at segment %d, %d bytes of error text",
+		size, float64(rep.VmHWM)/(1<<20), rep.Seconds, rep.CPUSeconds, o.Code, o.Page, len(o.Err))
+	if rep.VmHWM >= longMessageRSSBound && !testenv.Race {
+		t.Errorf("peak RSS %d bytes (%.0f MiB), want under %d MiB", rep.VmHWM, float64(rep.VmHWM)/(1<<20), longMessageRSSBound>>20)
+	}
+	return rep
+}
+
+// writeTemp writes a file named name in the test's temporary directory
+// with write, and returns its path and size.
+func writeTemp(t *testing.T, name string, write func(io.Writer) error) (path string, size int64) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), name)
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := bufio.NewWriter(f)
-	w.WriteString("UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+F1'\nUNH+1+IFTMIN:D:99B:UN'\nBGM+610+B1+9'\n")
-	n := body(w)
-	fmt.Fprintf(w, "UNT+%d+1'\nUNZ+1+F1'\n", n+3)
-	if err := w.Flush(); err != nil {
+	if err := write(f); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := os.Stat(path)
-	rep := checkInChild(t, "edifact", path)
-	o := rep.Outcomes[0]
-	t.Logf("%d-byte file: peak RSS %.1f MiB in %.2fs, %.2fs of CPU: %s at segment %d, %d bytes of error text",
-		st.Size(), float64(rep.VmHWM)/(1<<20), rep.Seconds, rep.CPUSeconds, o.Code, o.Page, len(o.Err))
-	if rep.VmHWM >= longMessageRSSBound && !testenv.Race {
-		t.Errorf("peak RSS %d bytes (%.0f MiB), want under %d MiB", rep.VmHWM, float64(rep.VmHWM)/(1<<20), longMessageRSSBound>>20)
-	}
-	return rep
+	return path, st.Size()
 }
