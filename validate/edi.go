@@ -214,8 +214,20 @@ func shownParty(q string) string {
 
 // messagesWithoutBGM are message types that have no BGM segment: the
 // UN/EDIFACT service messages (ISO 9735: CONTRL, AUTACK part 6, KEYMAN
-// part 9) and IATA's PAORES.
+// part 9) and IATA's PAORES (when it is sent under agency UN).
 var messagesWithoutBGM = map[string]bool{"CONTRL": true, "AUTACK": true, "KEYMAN": true, "PAORES": true}
+
+// unRules says whether the rules of the UN directory apply to m: the
+// mandatory BGM, the segment tables and code lists of UNTDID, and the
+// logistics rules that read segments (NAD, LOC, EQD, MEA, PIA, DTM) as
+// the UN directory defines them. They do when m's controlling agency
+// (UNH 0051) is UN. ISO 9735 itself requires no BGM: another agency's
+// message (the German health insurers' KOTR:02:001:KV begins with IDK)
+// is judged by the envelope and syntax rules, and by its agency's own
+// directory where one is held; the directory lookup (recentDirs.lookup)
+// holds only the UN's, so such a message gets the warning that no
+// directory was applied (see unknownWarning).
+func unRules(m *edifact.Message) bool { return m.Agency == "UN" }
 
 // CheckMessage applies the structural, semantic and regulatory rules to one
 // message (what they read is what ViewOf's view holds) and checks it
@@ -309,7 +321,12 @@ func unknownWarning(m *edifact.Message) string {
 	if unknownWarnings.m == nil {
 		unknownWarnings.m = map[unknownKey]string{}
 	}
-	text = fmt.Sprintf("no message directory for %s:%s:%s:%s; only the envelope was checked", m.Type, m.Version, m.Release, m.Agency)
+	if unRules(m) {
+		text = fmt.Sprintf("no message directory for %s:%s:%s:%s; only the envelope was checked", m.Type, m.Version, m.Release, m.Agency)
+	} else {
+		text = fmt.Sprintf("no directory applied to %s:%s:%s:%s: controlling agency %q has no directory configured and the UN directory's rules (BGM, segment tables, code lists) apply to agency UN only; only the envelope and syntax were checked",
+			m.Type, m.Version, m.Release, m.Agency, m.Agency)
+	}
 	if len(unknownWarnings.m) < 1024 { // the releases of one interchange are few; a hostile one's are not kept
 		unknownWarnings.m[k] = text
 	}
@@ -424,7 +441,7 @@ func (r *recentDirs) lookup(m *edifact.Message) *recentDir {
 	e := &r.e[r.next]
 	r.next = (r.next + 1) % len(r.e)
 	*e = recentDir{ok: true, typ: strings.Clone(m.Type), version: strings.Clone(m.Version), release: strings.Clone(m.Release), agency: strings.Clone(m.Agency)}
-	if m.Agency == "UN" {
+	if unRules(m) {
 		e.def = directory.Lookup(m.Version, m.Release, m.Type)
 	}
 	return e

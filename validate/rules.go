@@ -29,6 +29,10 @@ type ruleCheck struct {
 	// value in use at once; a longer one into an array of its own.
 	esc [3][64]byte
 
+	// un: the message is one of the UN directory (controlling agency
+	// 0051 UN), so the rules that read its segments as the UN directory
+	// defines them apply (see unRules).
+	un     bool
 	bgm    bool  // a BGM was read
 	second int64 // the offset of the message's second segment
 
@@ -158,10 +162,13 @@ func positionOf(i int, s *edifact.Segment, e, c int, off int64) position {
 // begin starts the check of m.
 func (rc *ruleCheck) begin(m *edifact.Message, regs *Registries, rules *EDIRules) {
 	rc.m, rc.regs, rc.rules = m, regs, rules
+	rc.un = unRules(m)
 	if rc.limit = rules.Directory.MaxFindings; rc.limit <= 0 {
 		rc.limit = 1000
 	}
-	rc.parties = rules.RequiredParties[m.Type]
+	if rc.un {
+		rc.parties = rules.RequiredParties[m.Type]
+	}
 	for range rc.parties {
 		rc.required = append(rc.required, false)
 	}
@@ -177,7 +184,7 @@ func (rc *ruleCheck) reset() {
 		l.n = [3]int{}
 	}
 	rc.m, rc.regs, rc.rules = nil, nil, nil
-	rc.bgm, rc.second = false, 0
+	rc.un, rc.bgm, rc.second = false, false, 0
 	rc.quals, rc.qualEnd, rc.parties, rc.required, rc.lastNAD = rc.quals[:0], rc.qualEnd[:0], nil, rc.required[:0], position{}
 	rc.eq, rc.eqAt, rc.eqNumber, rc.eqSize, rc.eqVGM, rc.eqs = false, position{}, rc.eqNumber[:0], rc.eqSize[:0], 0, 0
 }
@@ -222,6 +229,9 @@ func transient(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(
 func (rc *ruleCheck) segment(i int, s *edifact.Segment) {
 	if i == 1 {
 		rc.second = s.Offset
+	}
+	if !rc.un {
+		return
 	}
 	switch s.Tag {
 	case "BGM":
@@ -475,7 +485,7 @@ func (rc *ruleCheck) end(rejects []*RuleError) (warnings []Warning, err error) {
 			warnings = append(warnings, Warning{Code: "edifact.charset", Message: fmt.Sprintf("message %s: %s", m.Ref, msg), Offset: &off})
 		}
 	}
-	if !rc.bgm && !messagesWithoutBGM[m.Type] {
+	if rc.un && !rc.bgm && !messagesWithoutBGM[m.Type] {
 		p := position{segment: 2, tag: "BGM", offset: m.Offset}
 		if m.Len() > 1 {
 			p.offset = rc.second
@@ -496,7 +506,7 @@ func (rc *ruleCheck) end(rejects []*RuleError) (warnings []Warning, err error) {
 	}
 	errs = append(errs, rc.loc.kept(rc.limit)...)
 	errs = append(errs, rc.eqd.kept(rc.limit)...)
-	if m.Type == "VERMAS" && rc.eqs == 0 {
+	if rc.un && m.Type == "VERMAS" && rc.eqs == 0 {
 		errs = append(errs, rc.fail(position{segment: 1, tag: "EQD", offset: m.Offset}, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "VERMAS declares no container"))
 	}
 	errs = append(errs, rc.mea.kept(rc.limit)...)

@@ -57,7 +57,11 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 			warnings = append(warnings, Warning{Code: "edifact.charset", Message: fmt.Sprintf("message %s: %s", m.Ref, msg), Offset: &off})
 		}
 	}
-	if v.Document == nil && !messagesWithoutBGM[m.Type] {
+	un := unRules(m)
+	if !un {
+		v = new(MessageView) // another agency's message: no rule reads its segments
+	}
+	if un && v.Document == nil && !messagesWithoutBGM[m.Type] {
 		f := Field{Segment: 2, Tag: "BGM", Offset: m.Offset}
 		if m.Len() > 1 {
 			f.Offset = second
@@ -70,6 +74,9 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 		}
 	}
 	for _, q := range rules.RequiredParties[m.Type] {
+		if !un {
+			break
+		}
 		if names(v.Parties, q) {
 			continue
 		}
@@ -105,7 +112,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 			add(eq.Number, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "container %s has no verified gross mass (MEA+AAE+VGM)", eq.Number.Value)
 		}
 	}
-	if m.Type == "VERMAS" && len(v.Equipment) == 0 {
+	if un && m.Type == "VERMAS" && len(v.Equipment) == 0 {
 		add(Field{Segment: 1, Tag: "EQD", Offset: m.Offset}, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "VERMAS declares no container")
 	}
 	for _, w := range v.Weights {
