@@ -81,9 +81,20 @@ const maxEnvelopeGroups = 1 << 12
 // the envelope (Parse does); it keeps what was sent. A first segment that
 // is not UNB leaves HasUNB false and the scan goes on, so that the groups,
 // messages and UNZ of an interchange without UNB are still known.
+//
+// An input of several interchanges is read to the UNZ of its first:
+// ReadEnvelopeAt reads any of them.
 func ReadEnvelope(r io.Reader, lim Limits) *Envelope {
+	return ReadEnvelopeAt(r, 0, lim)
+}
+
+// ReadEnvelopeAt is ReadEnvelope for an interchange that begins at byte
+// start of its input (Interchange.Start), r reading from there: the
+// offsets it keeps count from the start of the input.
+func ReadEnvelopeAt(r io.Reader, start int64, lim Limits) *Envelope {
 	lim = lim.withDefaults()
 	rd := NewReader(r, lim)
+	rd.base = start
 	env := &Envelope{}
 	first, group, inMsg := true, 0, false
 	var segments int64
@@ -140,6 +151,9 @@ func ReadEnvelope(r io.Reader, lim Limits) *Envelope {
 			inMsg = false
 		case "UNZ":
 			env.HasUNZ, env.UNZCount, env.UNZReference = true, value(s, 1, 1), value(s, 2, 1)
+			if rd.NextInterchange() {
+				return env // the next interchange's envelope is its own
+			}
 		}
 	}
 	return env

@@ -51,6 +51,9 @@ var (
 	ErrGroupsMixed     = errors.New("groups and messages outside groups are mixed")
 	ErrEmpty           = errors.New("no messages")
 	ErrTooManySegments = errors.New("more segments than the limit")
+	// ErrTooManyInterchanges: the input holds more interchanges, one after
+	// the other, than Limits.MaxInterchanges.
+	ErrTooManyInterchanges = errors.New("more interchanges than the limit")
 	// ErrMessageTooLarge: the segments of one message, kept for the rules,
 	// would take more memory than Limits.MaxMessageBytes.
 	ErrMessageTooLarge = errors.New("message takes more memory than the limit")
@@ -128,6 +131,7 @@ var causeNames = []struct {
 	{ErrAfterUNZ, "data-after-unz"}, {ErrReference, "reference-mismatch"}, {ErrCount, "count-mismatch"},
 	{ErrGroupsMixed, "groups-mixed"}, {ErrEmpty, "empty"},
 	{ErrTooManySegments, "too-many-segments"}, {ErrMessageTooLarge, "message-too-large"},
+	{ErrTooManyInterchanges, "too-many-interchanges"},
 }
 
 // Name is a stable machine code for the error's cause, e.g.

@@ -10,8 +10,18 @@ import (
 	"unsafe"
 )
 
-// Interchange is what the envelope of an interchange says.
+// Interchange is what the envelope of an interchange says. An input may
+// hold several interchanges, one after the other (EDI translators take
+// each on its own): Parse returns the first, and Next links each to the
+// one that follows its UNZ. Offsets count from the start of the input.
 type Interchange struct {
+	// Number is the interchange's place in the input, 1-based.
+	Number int
+	// Next is the interchange after this one's UNZ, nil for the last.
+	Next *Interchange
+	// Start is the offset of the interchange's first byte: its UNA, or
+	// its UNB (0 for the first interchange of an input).
+	Start         int64
 	SyntaxID      string // e.g. "UNOA"
 	SyntaxVersion int
 	Sender        string
@@ -31,6 +41,26 @@ type Interchange struct {
 	// Unsupported is set when the syntax identifier or a message's agency is
 	// not one Lazaret supports; the envelope may still be well-formed.
 	Unsupported string
+}
+
+// Last is the last interchange of the input ic begins: the one the parse
+// stopped in when it failed.
+func (ic *Interchange) Last() *Interchange {
+	for ic.Next != nil {
+		ic = ic.Next
+	}
+	return ic
+}
+
+// All yields ic and every interchange after it, in order.
+func (ic *Interchange) All() func(yield func(*Interchange) bool) {
+	return func(yield func(*Interchange) bool) {
+		for c := ic; c != nil; c = c.Next {
+			if !yield(c) {
+				return
+			}
+		}
+	}
 }
 
 // CharsetUnchecked reports whether the syntax identifier names no
@@ -53,7 +83,11 @@ type Message struct {
 	Offset  int64  // of UNH
 	Index   int    // position of UNH in the interchange
 	Number  int    // 1-based message number in the interchange
-	Group   string // UNG reference, "" outside groups
+	// Interchange is the Number of the message's interchange in the
+	// input (1 for the first): two interchanges of one input may reuse
+	// message references, never this pair with Number.
+	Interchange int
+	Group       string // UNG reference, "" outside groups
 	// Charset is the first byte the declared syntax identifier does not
 	// allow, or nil.
 	Charset *CharsetIssue
@@ -210,7 +244,8 @@ func ParseSegments(r io.Reader, lim Limits, onSegment func(m *Message, i int, s 
 	if onMessage == nil {
 		onSegment = nil
 	}
-	p := &parser{rd: rd, lim: lim, onMessage: onMessage, onSegment: onSegment, ic: &Interchange{}}
+	first := &Interchange{Number: 1}
+	p := &parser{rd: rd, lim: lim, onMessage: onMessage, onSegment: onSegment, ic: first}
 	p.st.tags, p.st.iter, p.msg.st = rd.tags, new(segScratch), &p.st
 	p.st.counted = onSegment != nil
 	err := p.run()
@@ -220,10 +255,15 @@ func ParseSegments(r io.Reader, lim Limits, onSegment func(m *Message, i int, s 
 	}
 	p.ic.Bytes = rd.Offset()
 	p.ic.Delimiters, p.ic.HasUNA = rd.Delimiters(), rd.HasUNA()
-	if err == nil && p.ic.Unsupported != "" {
-		err = &UnsupportedError{Offset: p.ic.Offset, What: p.ic.Unsupported}
+	if err == nil {
+		for ic := range first.All() {
+			if ic.Unsupported != "" {
+				err = &UnsupportedError{Offset: ic.Offset, What: ic.Unsupported}
+				break
+			}
+		}
 	}
-	return p.ic, err
+	return first, err
 }
 
 type parser struct {
@@ -244,6 +284,7 @@ type parser struct {
 	allowed   *[256]bool
 	unicode   bool
 	segments  int64
+	segBase   int64 // segments before the interchange being read
 	lastIndex int
 	interned  map[string]string
 	st        store        // the message's kept segments
@@ -362,7 +403,13 @@ func (p *parser) run() error {
 			if err := p.unz(s); err != nil {
 				return err
 			}
-			return p.afterUNZ()
+			if !p.rd.NextInterchange() {
+				return p.afterUNZ()
+			}
+			if err := p.nextInterchange(s); err != nil {
+				return err
+			}
+			first = true // the next interchange begins with its UNB
 		default:
 			if !p.inMsg {
 				return p.fail(s, CodeOutsideMessage, 0, 0, ErrOutsideMessage, "%s", s.Tag)
@@ -384,6 +431,23 @@ func (p *parser) run() error {
 		return &SyntaxError{Offset: p.groupAt.Offset, Index: p.groupAt.Index, Tag: "UNG", Code: CodeMissing, Err: ErrMissingUNE}
 	}
 	return &SyntaxError{Offset: p.rd.Offset(), Index: p.lastIndex + 1, Tag: "UNZ", Code: CodeMissing, Err: ErrMissingUNZ}
+}
+
+// nextInterchange ends the interchange whose UNZ (s) was just read and
+// begins the one that follows it: the envelope's state starts again, the
+// offsets and the input's limits go on.
+func (p *parser) nextInterchange(s *Segment) error {
+	prev := p.ic
+	if prev.Number >= p.lim.MaxInterchanges {
+		return p.fail(s, CodeUnspecified, 0, 0, ErrTooManyInterchanges, "%d", p.lim.MaxInterchanges)
+	}
+	prev.Bytes = p.rd.Offset()
+	p.ic = &Interchange{Number: prev.Number + 1, Start: p.rd.Offset()}
+	prev.Next = p.ic
+	p.inGroup, p.groupRef, p.groupMsgs, p.groupAt, p.outside = false, "", 0, nil, 0
+	p.allowed, p.unicode = nil, false
+	p.segBase = p.segments
+	return nil
 }
 
 func (p *parser) afterUNZ() error {
@@ -604,6 +668,7 @@ func (p *parser) begin(ref string, id [5]string, offset int64, index int) {
 	m := &p.msg
 	m.Ref, m.Type, m.Version, m.Release, m.Agency, m.Assoc = ref, id[0], id[1], id[2], id[3], id[4]
 	m.Offset, m.Index, m.Number, m.Group, m.Charset = offset, index, p.ic.Messages, p.groupRef, nil
+	m.Interchange = p.ic.Number
 	if !p.inGroup {
 		m.Group = ""
 	}
@@ -802,6 +867,7 @@ func (p *parser) unz(s *Segment) error {
 	if p.ic.Messages == 0 {
 		return p.fail(s, CodeLowerLevelEmpty, 0, 0, ErrEmpty, "")
 	}
-	p.ic.Segments = int(p.segments)
+	p.ic.Segments = int(p.segments - p.segBase)
+	p.ic.Delimiters, p.ic.HasUNA = p.rd.Delimiters(), p.rd.HasUNA()
 	return nil
 }
