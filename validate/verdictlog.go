@@ -273,7 +273,7 @@ func (r *logReader) next(n int) string {
 // (clean or unknownOnly), made again without checking m: the second read's
 // chunk digests still check that it is the same.
 func again(m *edifact.Message, p plainness) MessageResult {
-	v := MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset}
+	v := MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset, Interchange: m.Interchange}
 	if p == unknownOnly {
 		v.Warnings = unknownDirectory(unknownWarning(m), m.Offset)
 	}
