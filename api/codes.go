@@ -213,6 +213,7 @@ var codeCatalogue = []CodeHelp{
 	ediSyntax("edifact.groups-mixed", "The interchange mixes functional groups and messages outside groups."),
 	ediSyntax("edifact.empty", "The interchange is empty."),
 	{Code: "edifact.too-many-segments", Meaning: "A message has more segments than the reader allows.", Cause: "A huge or runaway message.", Action: "Ask the sender to split it."},
+	ediSyntax("edifact.object-length", "A binary object (ISO 9735-8, UNO .. UNP) declares a length (0810) that is not a count, runs past the end of the file, or does not end where its UNP begins."),
 	{Code: "edifact.too-many-interchanges", Meaning: "A file holds more interchanges, one after the other, than the reader allows (16384).",
 		Cause: "A runaway concatenation of interchanges.", Action: "Ask the sender to send them in several files."},
 	{Code: "edifact.message-too-large", Meaning: "A message is larger than the reader allows.", Cause: "A huge or runaway message.", Action: "Ask the sender to split it."},

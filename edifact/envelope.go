@@ -2,7 +2,9 @@ package edifact
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"strconv"
 )
 
 // Envelope is what could be read of an interchange's service segments, as
@@ -149,6 +151,19 @@ func ReadEnvelopeAt(r io.Reader, start int64, lim Limits) *Envelope {
 				env.Messages[len(env.Messages)-1].Count = value(s, 1, 1)
 			}
 			inMsg = false
+		case "UNO":
+			// A package's octets are skipped by their declared length, as
+			// Parse skips them (a length that is not one stops the scan
+			// where the octets would be read as segments).
+			n, err := strconv.ParseInt(value(s, 4, 1), 10, 64)
+			if err != nil || n < 0 {
+				env.Stopped = fmt.Errorf("%w: UNO at byte %d", ErrObjectLength, s.Offset)
+				return env
+			}
+			if got, err := rd.SkipBytes(n); err != nil || got < n {
+				env.Stopped = fmt.Errorf("%w: UNO at byte %d declares %d octets, %d follow", ErrObjectLength, s.Offset, n, got)
+				return env
+			}
 		case "UNZ":
 			env.HasUNZ, env.UNZCount, env.UNZReference = true, value(s, 1, 1), value(s, 2, 1)
 			if rd.NextInterchange() {

@@ -33,8 +33,12 @@ type Interchange struct {
 	Offset        int64 // of UNB
 	Groups        int
 	Messages      int
-	Segments      int
-	Bytes         int64
+	// Packages are the binary objects (ISO 9735-8, UNO .. UNP) between
+	// the messages: each is skipped by its declared length, never read
+	// as segments. UNZ and UNE count them with the messages.
+	Packages int
+	Segments int
+	Bytes    int64
 	// Open is the header (no segments) of the message being read when the
 	// parse stopped inside one, for reports; nil otherwise.
 	Open *Message
@@ -399,6 +403,17 @@ func (p *parser) run() error {
 			if err := p.unt(s); err != nil {
 				return err
 			}
+		case "UNO":
+			if err := p.uno(s); err != nil {
+				return err
+			}
+		case "UNP":
+			if !p.inMsg {
+				return p.fail(s, CodeOutsideMessage, 0, 0, ErrOutsideMessage, "UNP without UNO")
+			}
+			if err := p.keep(s); err != nil {
+				return err
+			}
 		case "UNZ":
 			if err := p.unz(s); err != nil {
 				return err
@@ -447,6 +462,92 @@ func (p *parser) nextInterchange(s *Segment) error {
 	p.inGroup, p.groupRef, p.groupMsgs, p.groupAt, p.outside = false, "", 0, nil, 0
 	p.allowed, p.unicode = nil, false
 	p.segBase = p.segments
+	return nil
+}
+
+// maxObjectSegments bounds the segments a UNO may say stand between it
+// and its object (0814 is n..3).
+const maxObjectSegments = 999
+
+// uno reads a package (ISO 9735-8): its header s, the segments it says
+// come before the object (0814), the object's octets, skipped by their
+// declared length (0810) and never scanned for separators, and the UNP
+// that must follow them, with the same length and package reference.
+// The length is checked against the input as it is skipped.
+func (p *parser) uno(s *Segment) error {
+	if p.inMsg {
+		return p.fail(s, CodeMissing, 0, 0, ErrMissingUNT, "UNO inside message %s", p.msg.Ref)
+	}
+	if !p.inGroup {
+		if p.ic.Groups > 0 {
+			return p.fail(s, CodeGroupsMixed, 0, 0, ErrGroupsMixed, "")
+		}
+		p.outside++
+	} else {
+		p.groupMsgs++
+	}
+	p.ic.Packages++
+	ref, lenText, before := s.Value(1, 1), s.Value(4, 1), s.Value(4, 2)
+	if ref == "" {
+		return p.fail(s, CodeMissing, 1, 0, ErrMissingElement, "package reference number (0800)")
+	}
+	length, err := strconv.ParseInt(lenText, 10, 64)
+	if err != nil || length < 0 || len(lenText) > 18 {
+		return p.fail(s, CodeInvalidValue, 4, 1, ErrObjectLength, "length of object %q is not a count of octets (0810 n..18)", lenText)
+	}
+	lenAt := s.ValueOffset(4, 1)
+	n := 0
+	if before != "" {
+		if n, err = strconv.Atoi(before); err != nil || n < 0 || n > maxObjectSegments {
+			return p.fail(s, CodeInvalidValue, 4, 2, ErrObjectLength, "number of segments before the object %q (0814 n..3)", before)
+		}
+	}
+	for k := 0; k < n; k++ {
+		t, err := p.rd.Next()
+		if errors.Is(err, io.EOF) {
+			return &SyntaxError{Offset: p.rd.Offset(), Index: p.lastIndex + 1, Tag: "UNP", Code: CodeMissing,
+				Err: fmt.Errorf("%w: package %s ends after %d of the %d segments before its object", ErrObjectLength, ref, k, n)}
+		}
+		if err != nil {
+			return err
+		}
+		p.segments++
+		p.lastIndex = t.Index
+	}
+	start := p.rd.Offset()
+	got, err := p.rd.SkipBytes(length)
+	if err != nil {
+		return err // the storage's, not the data's
+	}
+	if got < length {
+		return &SyntaxError{Offset: lenAt, Index: s.Index, Tag: "UNO", Element: 4, Component: 1, Code: CodeInvalidValue,
+			Err: fmt.Errorf("%w: package %s declares %d octets at byte %d, the input holds %d", ErrObjectLength, ref, length, start, got)}
+	}
+	t, err := p.rd.Next()
+	switch {
+	case errors.Is(err, io.EOF):
+		return &SyntaxError{Offset: p.rd.Offset(), Index: p.lastIndex + 1, Tag: "UNP", Code: CodeMissing,
+			Err: fmt.Errorf("%w: package %s: no UNP after its %d octets", ErrObjectLength, ref, length)}
+	case err != nil:
+		var se *SyntaxError
+		if errors.As(err, &se) {
+			se.Err = fmt.Errorf("%w: package %s: what follows its %d octets (from byte %d) is not UNP: %w", ErrObjectLength, ref, length, start, se.Err)
+		}
+		return err
+	}
+	p.segments++
+	p.lastIndex = t.Index
+	if t.Tag != "UNP" {
+		return p.fail(t, CodeMissing, 0, 0, ErrObjectLength, "package %s: %s follows its %d octets (from byte %d), not UNP", ref, t.Tag, length, start)
+	}
+	if v := t.Value(1, 1); v != lenText {
+		if m, err := strconv.ParseInt(v, 10, 64); err != nil || m != length {
+			return p.fail(t, CodeCountMismatch, 1, 0, ErrCount, "UNP counts %q octets, UNO %d", v, length)
+		}
+	}
+	if v := t.Value(2, 1); v != ref {
+		return p.fail(t, CodeReferenceMismatch, 2, 0, ErrReference, "UNP %q, UNO %q", v, ref)
+	}
 	return nil
 }
 
@@ -856,15 +957,18 @@ func (p *parser) unz(s *Segment) error {
 	if ref := s.Value(2, 1); ref != p.ic.Reference {
 		return p.fail(s, CodeReferenceMismatch, 2, 0, ErrReference, "UNZ %q, UNB %q", ref, p.ic.Reference)
 	}
-	want := p.ic.Messages
+	want := p.ic.Messages + p.ic.Packages
 	what := "messages"
+	if p.ic.Packages > 0 {
+		what = "messages and packages"
+	}
 	if p.ic.Groups > 0 {
 		want, what = p.ic.Groups, "groups"
 	}
 	if n, err := strconv.Atoi(s.Value(1, 1)); err != nil || n != want {
 		return p.fail(s, CodeCountMismatch, 1, 0, ErrCount, "UNZ counts %q, the interchange has %d %s", s.Value(1, 1), want, what)
 	}
-	if p.ic.Messages == 0 {
+	if p.ic.Messages+p.ic.Packages == 0 {
 		return p.fail(s, CodeLowerLevelEmpty, 0, 0, ErrEmpty, "")
 	}
 	p.ic.Segments = int(p.segments - p.segBase)

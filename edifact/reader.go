@@ -414,6 +414,27 @@ func (r *Reader) NextInterchange() bool {
 	return true
 }
 
+// SkipBytes consumes the next n bytes of the input as they are, without
+// looking for separators in them (the octets of a binary object, ISO
+// 9735-8), and returns how many it consumed: fewer than n at the end of
+// the input, with the read error when one stopped it. It holds no more of
+// them than its buffer.
+func (r *Reader) SkipBytes(n int64) (int64, error) {
+	var done int64
+	for done < n {
+		if r.r == r.w && !r.fill() {
+			break
+		}
+		k := min(int64(r.w-r.r), n-done)
+		r.r += int(k)
+		done += k
+	}
+	if done < n && r.err != nil {
+		return done, r.err
+	}
+	return done, nil
+}
+
 // Next returns the next segment, or io.EOF after the last one. Errors are
 // *SyntaxError, or an I/O error from the underlying reader unchanged. The
 // segment and its bytes are valid until the next call; Clone keeps one.

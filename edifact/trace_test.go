@@ -85,7 +85,7 @@ func traceCase(data []byte, wrap func([]byte) io.Reader, lim edifact.Limits, cb 
 		}
 		// Written as before an input could hold several interchanges:
 		// one alone is the first, with no other after it.
-		fmt.Fprintf(&b, "I %s\n", strings.Replace(fmt.Sprintf("%+v", c), "{Number:1 Next:<nil> Start:0 ", "{", 1))
+		fmt.Fprintf(&b, "I %s\n", strings.Replace(strings.Replace(fmt.Sprintf("%+v", c), "{Number:1 Next:<nil> Start:0 ", "{", 1), " Packages:0 ", " ", 1))
 		if ic.Open != nil {
 			o := *ic.Open
 			cs := o.Charset

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,5 +170,41 @@ func TestGarbageBetweenInterchanges(t *testing.T) {
 		if ic := res.Answered(err); ic == nil || ic.Sender != c.answers {
 			t.Errorf("%s: the CONTRL answers %+v, want the interchange of %s", c.name, ic, c.answers)
 		}
+	}
+}
+
+// TestPackageInterchangeIsJudged: an interchange with a binary object
+// (ISO 9735-8: UNO, the object's octets, UNP) between its messages is
+// parsed and every message judged, the one after the object at its exact
+// offset; before, it was dead-lettered for a bad tag inside the object.
+func TestPackageInterchangeIsJudged(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	if err := fixtures.WriteInterchange(&b, fixtures.Interchange{Sender: "S", Recipient: "R", Ref: "P", Msgs: []fixtures.Msg{
+		fixtures.IFTMIN("1", [2]string{"CZ", "CN"}, "NLRTM", "SGSIN", fixtures.ContainerOK2, "847130"),
+		fixtures.IFTMIN("2", [2]string{"CZ", "CN"}, "NLRTM", "NLZZZ", fixtures.ContainerOK2, "847130"),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	object := "%PDF-1.4\n'+:?UNZ+1+P'\x00\xff"
+	pkg := fmt.Sprintf("UNO+PKG1+1:P+PDF+%d'%sUNP+%d+PKG1'\n", len(object), object, len(object))
+	text := b.String()
+	second := strings.Index(text, "UNH+2+")
+	text = text[:second] + pkg + text[second:]
+	text = strings.Replace(text, "UNZ+2+P'", "UNZ+3+P'", 1)
+	path := filepath.Join(t.TempDir(), "package.edi")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := validate.CheckInterchange(context.Background(), path, nil, validate.Builtin(), validate.DefaultEDIRules(), "")
+	if err != nil {
+		t.Fatalf("interchange with a package: %v", err)
+	}
+	want := []icVerdict{{1, 1, "1", int64(strings.Index(text, "UNH+1+")), ""}, {1, 2, "2", int64(second + len(pkg)), "edifact.locode.unknown"}}
+	if diff := cmp.Diff(want, icVerdicts(t, res)); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+	if res.Interchange.Packages != 1 {
+		t.Errorf("%d packages", res.Interchange.Packages)
 	}
 }
