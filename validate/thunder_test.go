@@ -53,3 +53,35 @@ func TestThunderScanMasterShortStrip(t *testing.T) {
 		t.Fatalf("10 codes short: %v, want short data at byte %d", err, at)
 	}
 }
+
+// TestUnknownCompressionMaster: a master in a compression no decoder
+// knows (52479) is accepted with tiff.not-decoded under today's policy;
+// a policy that refuses what is not decoded refuses it.
+func TestUnknownCompressionMaster(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	if _, err := fixtures.WriteDirs(&b, []*fixtures.Dir{fixtures.Image(8, 8, 1, 8, 52479, 1, 8, 0, 0, [][]byte{make([]byte, 40)})}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "private.tif")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := validate.DefaultMasterPolicy()
+	rep, err := validate.CheckMaster(context.Background(), path, nil, pol)
+	if err != nil || rep.Decoded != 0 {
+		t.Fatalf("compression 52479: %v", err)
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		found = found || w.Code == "tiff.not-decoded"
+	}
+	if !found {
+		t.Errorf("no tiff.not-decoded warning: %+v", rep.Warnings)
+	}
+	pol.Undecodable = "reject"
+	var pe *validate.PolicyError
+	if _, err := validate.CheckMaster(context.Background(), path, nil, pol); !errors.As(err, &pe) || pe.Code != "policy.undecodable" {
+		t.Errorf("refused as undecodable: %v", err)
+	}
+}
