@@ -91,7 +91,10 @@ type Message struct {
 	// input (1 for the first): two interchanges of one input may reuse
 	// message references, never this pair with Number.
 	Interchange int
-	Group       string // UNG reference, "" outside groups
+	// SyntaxID is its interchange's syntax identifier (UNB 0001): the
+	// character set its values are in (see CharsetOf).
+	SyntaxID string
+	Group    string // UNG reference, "" outside groups
 	// Charset is the first byte the declared syntax identifier does not
 	// allow, or nil.
 	Charset *CharsetIssue
@@ -769,7 +772,7 @@ func (p *parser) begin(ref string, id [5]string, offset int64, index int) {
 	m := &p.msg
 	m.Ref, m.Type, m.Version, m.Release, m.Agency, m.Assoc = ref, id[0], id[1], id[2], id[3], id[4]
 	m.Offset, m.Index, m.Number, m.Group, m.Charset = offset, index, p.ic.Messages, p.groupRef, nil
-	m.Interchange = p.ic.Number
+	m.Interchange, m.SyntaxID = p.ic.Number, p.ic.SyntaxID
 	if !p.inGroup {
 		m.Group = ""
 	}

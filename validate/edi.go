@@ -204,12 +204,13 @@ const (
 	maxNameLen = 35
 )
 
-// shownParty is partyName(q), or q cut to maxNameLen bytes when longer.
-func shownParty(q string) string {
+// shownParty is partyName(q), or q cut to maxNameLen bytes when longer,
+// as text of the character set cs (see edifact.Charset.Text).
+func shownParty(cs *edifact.Charset, q string) string {
 	if len(q) > maxNameLen {
-		return q[:maxNameLen] + "..."
+		return cs.Text([]byte(q[:maxNameLen])) + "..."
 	}
-	return partyName(q)
+	return partyName(cs.Text([]byte(q)))
 }
 
 // messagesWithoutBGM are message types that have no BGM segment: the
@@ -411,7 +412,7 @@ func (mc *messageCheck) beginDirectory(m *edifact.Message, policy DirectoryPolic
 	if d.limit <= 0 {
 		d.limit = 1000
 	}
-	mc.checker.Begin(r.def, directory.Options{Reason: d.wantedFunc}, d.reportFunc)
+	mc.checker.Begin(r.def, directory.Options{Reason: d.wantedFunc, Charset: edifact.CharsetOf(m.SyntaxID)}, d.reportFunc)
 	return nil, true
 }
 

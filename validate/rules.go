@@ -25,6 +25,7 @@ type ruleCheck struct {
 	m     *edifact.Message
 	regs  *Registries
 	rules *EDIRules
+	cs    *edifact.Charset // of the message's syntax identifier: a finding shows a value as its text
 	// Values with release characters are unescaped into these, one per
 	// value in use at once; a longer one into an array of its own.
 	esc [3][64]byte
@@ -162,7 +163,7 @@ func positionOf(i int, s *edifact.Segment, e, c int, off int64) position {
 // begin starts the check of m.
 func (rc *ruleCheck) begin(m *edifact.Message, regs *Registries, rules *EDIRules) {
 	rc.m, rc.regs, rc.rules = m, regs, rules
-	rc.un = unRules(m)
+	rc.un, rc.cs = unRules(m), edifact.CharsetOf(m.SyntaxID)
 	if rc.limit = rules.Directory.MaxFindings; rc.limit <= 0 {
 		rc.limit = 1000
 	}
@@ -183,7 +184,7 @@ func (rc *ruleCheck) reset() {
 		}
 		l.n = [3]int{}
 	}
-	rc.m, rc.regs, rc.rules = nil, nil, nil
+	rc.m, rc.regs, rc.rules, rc.cs = nil, nil, nil, nil
 	rc.un, rc.bgm, rc.second = false, false, 0
 	rc.quals, rc.qualEnd, rc.parties, rc.required, rc.lastNAD = rc.quals[:0], rc.qualEnd[:0], nil, rc.required[:0], position{}
 	rc.eq, rc.eqAt, rc.eqNumber, rc.eqSize, rc.eqVGM, rc.eqs = false, position{}, rc.eqNumber[:0], rc.eqSize[:0], 0, 0
@@ -312,7 +313,7 @@ func (rc *ruleCheck) location(i int, s *edifact.Segment) {
 	case c == "":
 		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none")
 	case !IsLOCODE(c):
-		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", c)
+		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%s is not a UN/LOCODE (country + 3 of A-Z, 2-9)", rc.cs.Quote(code))
 	case !rc.regs.LOCODE.Has(c):
 		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, rc.regs.LOCODE.Version(), "UN/LOCODE %s is not in the registry", c)
 	}
@@ -424,7 +425,7 @@ func (rc *ruleCheck) tariff(i int, s *edifact.Segment, e, j int) {
 	code := transient(b)
 	switch {
 	case !isDigits(code) || len(code) < 2 || len(code) > 10:
-		rc.add(&rc.pia, positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code)
+		rc.add(&rc.pia, positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %s is not 2-10 digits", rc.cs.Quote(b))
 	case !rc.regs.HS.Has(code[:min(len(code), 6)]):
 		rc.add(&rc.pia, positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, rc.regs.HS.Version(),
 			"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)])
@@ -436,7 +437,7 @@ func (rc *ruleCheck) date(i int, s *edifact.Segment) {
 	b, off := rc.valueOffset(0, s, 1, 2)
 	v, format := transient(b), transient(rc.value(1, s, 1, 3))
 	if v != "" && !validDate(v, format) {
-		rc.add(&rc.dtm, positionOf(i, s, 1, 2, off), TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", v, format)
+		rc.add(&rc.dtm, positionOf(i, s, 1, 2, off), TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %s does not match format %s", rc.cs.Quote(b), rc.cs.Text([]byte(format)))
 	}
 }
 
@@ -462,7 +463,7 @@ func (rc *ruleCheck) named() []string {
 		if len(out) == maxNamed {
 			return append(out, "and others")
 		}
-		out = append(out, shownParty(string(rc.quals[start:end])))
+		out = append(out, shownParty(rc.cs, string(rc.quals[start:end])))
 		start = end
 	}
 	return out

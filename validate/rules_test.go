@@ -57,7 +57,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 			warnings = append(warnings, Warning{Code: "edifact.charset", Message: fmt.Sprintf("message %s: %s", m.Ref, msg), Offset: &off})
 		}
 	}
-	un := unRules(m)
+	un, cs := unRules(m), edifact.CharsetOf(m.SyntaxID)
 	if !un {
 		v = new(MessageView) // another agency's message: no rule reads its segments
 	}
@@ -85,7 +85,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 			f = v.Parties[len(v.Parties)-1].Qualifier
 		}
 		add(f, TierSemantic, "edifact.party.missing", edifact.CodeMissing, "", "%s requires a %s; the message names %s",
-			m.Type, partyName(q), strings.Join(orNone(namedParties(v.Parties)), ", "))
+			m.Type, partyName(q), strings.Join(orNone(namedParties(cs, v.Parties)), ", "))
 	}
 	for _, l := range v.Locations {
 		declared := l.CodeList == "139" || l.Agency == "6"
@@ -97,7 +97,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 		case code == "":
 			add(l.Code, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none")
 		case !IsLOCODE(code):
-			add(l.Code, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", code)
+			add(l.Code, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%s is not a UN/LOCODE (country + 3 of A-Z, 2-9)", cs.Quote([]byte(code)))
 		case !regs.LOCODE.Has(code):
 			add(l.Code, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, regs.LOCODE.Version(), "UN/LOCODE %s is not in the registry", code)
 		}
@@ -139,7 +139,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 		code := hs.Value
 		switch {
 		case !isDigits(code) || len(code) < 2 || len(code) > 10:
-			add(hs, TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code)
+			add(hs, TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %s is not 2-10 digits", cs.Quote([]byte(code)))
 		case !regs.HS.Has(code[:min(len(code), 6)]):
 			add(hs, TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, regs.HS.Version(),
 				"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)])
@@ -147,7 +147,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 	}
 	for _, d := range v.Dates {
 		if d.Value.Value != "" && !validDate(d.Value.Value, d.Format) {
-			add(d.Value, TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", d.Value.Value, d.Format)
+			add(d.Value, TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %s does not match format %s", cs.Quote([]byte(d.Value.Value)), cs.Text([]byte(d.Format)))
 		}
 	}
 	errs = capByRule(errs, rules.Directory.MaxFindings)
@@ -223,7 +223,7 @@ func names(parties []Party, q string) bool {
 // namedParties names the functions of parties (see shownParty), each
 // once, in the order they first occur, the first maxNamed then "and
 // others" if there are more; parties without one are left out.
-func namedParties(parties []Party) []string {
+func namedParties(cs *edifact.Charset, parties []Party) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range parties {
@@ -235,7 +235,7 @@ func namedParties(parties []Party) []string {
 			return append(out, "and others")
 		}
 		seen[q] = true
-		out = append(out, shownParty(q))
+		out = append(out, shownParty(cs, q))
 	}
 	return out
 }
@@ -295,8 +295,17 @@ func builtInRuleInputs(t testing.TB) map[string][]byte {
 	in := map[string][]byte{"brokenRules": []byte(brokenRules), "missingBGM": []byte(missingBGM),
 		"repeatedRules": []byte(repeatedRules), "brokenCharset": []byte(brokenCharset), "repeatedElements": []byte(repeatedElements)}
 	readDir(t, in, filepath.Join(testenv.RepoRoot(t), "fixtures", "logistics"))
+	readDir(t, in, filepath.Join(testenv.RepoRoot(t), "validate", "testdata", "agency"))
+	in["cyrillicRules"] = []byte(cyrillicRules)
 	return in
 }
+
+// cyrillicRules is a UNOE (ISO 8859-5) message whose port, HS code, date
+// and party function are Cyrillic: each finding shows the value as its
+// text.
+const cyrillicRules = "UNB+UNOE:3+S+R+261130:1200+1'UNH+1+IFTMIN:D:99B:UN'BGM+610+B1+9'DTM+137:\xb4\xd0:102'" +
+	"LOC+9+\xbc\xde\xe1\xda\xd2\xd0:139:6'NAD+\xb4\xb4+S'PIA+5+\xb4\xb4:HS'UNT+7+1'UNZ+1+1'"
+
 
 // readDir adds the interchanges of dir to in, by name.
 func readDir(t testing.TB, in map[string][]byte, dir string) {

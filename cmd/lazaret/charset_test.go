@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lazaret/lazaret/fixtures"
+)
+
+// TestInspectShowsCharsetText: a value of an interchange in another
+// character set is shown as its text in inspect's JSON and table: the
+// Cyrillic port of a UNOE (ISO 8859-5) IFTMIN reads "Москва", not
+// escapes; a byte its set does not define (0xa5 in UNOG, ISO 8859-3)
+// stays an escape.
+func TestInspectShowsCharsetText(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, syntax, port string) string {
+		var b bytes.Buffer
+		m := fixtures.IFTMIN("1", [2]string{"CZ", "CN"}, "NLRTM", port, fixtures.ContainerOK2, "847130")
+		if err := fixtures.WriteInterchange(&b, fixtures.Interchange{Syntax: syntax, Sender: "S", Recipient: "R", Ref: "1", Msgs: []fixtures.Msg{m}}); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	unoe := write("unoe.edi", "UNOE", "\xbc\xde\xe1\xda\xd2\xd0") // Москва in ISO 8859-5
+	unog := write("unog.edi", "UNOG", "\xa5\xa6")                 // undefined, Ĥ in ISO 8859-3
+	for _, c := range []struct {
+		path, want string
+	}{{unoe, `"Москва" is not a UN/LOCODE`}, {unog, `"\xa5Ĥ" is not a UN/LOCODE`}} {
+		out, stderr, _ := runCmd(t, "inspect", "--json", c.path)
+		rs := jsonLines(t, out)
+		if len(rs) != 1 || rs[0].Code != "edifact.locode.malformed" || !strings.Contains(rs[0].Message, c.want) {
+			t.Errorf("%s --json: %+v (stderr %s), want a message with %s", filepath.Base(c.path), rs, stderr, c.want)
+		}
+		table, _, _ := runCmd(t, "inspect", c.path)
+		if !strings.Contains(table, c.want) {
+			t.Errorf("%s table:\n%s\nwant %s", filepath.Base(c.path), table, c.want)
+		}
+	}
+}
