@@ -306,7 +306,6 @@ func builtInRuleInputs(t testing.TB) map[string][]byte {
 const cyrillicRules = "UNB+UNOE:3+S+R+261130:1200+1'UNH+1+IFTMIN:D:99B:UN'BGM+610+B1+9'DTM+137:\xb4\xd0:102'" +
 	"LOC+9+\xbc\xde\xe1\xda\xd2\xd0:139:6'NAD+\xb4\xb4+S'PIA+5+\xb4\xb4:HS'UNT+7+1'UNZ+1+1'"
 
-
 // readDir adds the interchanges of dir to in, by name.
 func readDir(t testing.TB, in map[string][]byte, dir string) {
 	entries, err := os.ReadDir(dir)
