@@ -46,3 +46,31 @@ func TestInspectShowsCharsetText(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectTwoInterchanges: inspect of a file of two interchanges that
+// reuse message reference 1 names the second's message file#2#1 in the
+// table and gives its interchange in the JSON, at its offset in the file.
+func TestInspectTwoInterchanges(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	for _, ref := range []string{"A", "B"} {
+		m := fixtures.IFTMIN("1", [2]string{"CZ", "CN"}, "NLRTM", "SGSIN", fixtures.ContainerOK2, "847130")
+		if err := fixtures.WriteInterchange(&b, fixtures.Interchange{Sender: "S", Recipient: "R", Ref: ref, Msgs: []fixtures.Msg{m}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "two.edi")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := int64(strings.LastIndex(b.String(), "UNH+1+"))
+	out, stderr, _ := runCmd(t, "inspect", "--json", path)
+	rs := jsonLines(t, out)
+	if len(rs) != 2 || rs[0].Interchange != 0 || rs[1].Interchange != 2 || rs[1].Offset == nil || *rs[1].Offset != second || rs[1].Verdict != "accept" {
+		t.Fatalf("--json: %+v (stderr %s), want message 1 of interchange 2 at byte %d", rs, stderr, second)
+	}
+	table, _, _ := runCmd(t, "inspect", path)
+	if !strings.Contains(table, path+"#1 ") || !strings.Contains(table, path+"#2#1 ") {
+		t.Errorf("table:\n%s", table)
+	}
+}
