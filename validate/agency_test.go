@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lazaret/lazaret/edifact/directory"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -50,5 +52,49 @@ func TestAgencyAwareRules(t *testing.T) {
 	invoic, _ := os.ReadFile(path)
 	if want := int64(strings.Index(string(invoic), "DTM+137")); re.Offset != want || re.Segment != 2 {
 		t.Errorf("BGM finding at segment %d byte %d, want segment 2 byte %d", re.Segment, re.Offset, want)
+	}
+}
+
+// TestAgencyDirectory: an agency's own directory, where one is
+// configured, is applied to its messages: the sound KOTR:02:001:KV
+// message passes it without the warning that no directory was applied;
+// one without its mandatory IDK is refused at its second segment by the
+// KV directory (not by the UN's BGM rule); one of a release the KV
+// directory does not hold gets the warning, naming the configured
+// directory.
+func TestAgencyDirectory(t *testing.T) {
+	t.Parallel()
+	text, err := os.ReadFile("testdata/agency/kv-directory.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := directory.ParseSet(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := validate.DefaultEDIRules()
+	rules.Directories = map[string]*directory.Set{"KV": kv}
+	if got, warns := verdict(t, "testdata/agency/kotr-no-bgm.edi", rules); got != "accept" || len(warns) != 0 {
+		t.Errorf("KOTR under its own directory: %s %+v, want accept without warnings", got, warns)
+	}
+	kotr, _ := os.ReadFile("testdata/agency/kotr-no-bgm.edi")
+	dir := t.TempDir()
+	noIDK := strings.Replace(string(kotr), "IDK+101575519+99+BKK Beispiel+101575519'\n", "", 1)
+	noIDK = strings.Replace(noIDK, "UNT+5+", "UNT+4+", 1)
+	path := filepath.Join(dir, "no-idk.edi")
+	os.WriteFile(path, []byte(noIDK), 0o644)
+	_, _, err = validate.CheckInterchange(context.Background(), path, nil, validate.Builtin(), rules, "")
+	var re *validate.RuleError
+	if want := int64(strings.Index(noIDK, "VDT+")); !errors.As(err, &re) || re.Code != "edifact.directory.segment-missing" || re.Offset != want ||
+		!strings.Contains(re.Registry, "KOTR 02:001") {
+		t.Errorf("KOTR without IDK: %v, want segment-missing at byte %d from the KV directory", err, want)
+	}
+	other := filepath.Join(dir, "other-release.edi")
+	os.WriteFile(other, []byte(strings.Replace(string(kotr), "KOTR:02:001:KV", "KOTR:02:009:KV", 1)), 0o644)
+	if got, warns := verdict(t, other, rules); got != "accept" || len(warns) != 1 || !strings.Contains(warns[0].Message, `configured for agency "KV"`) {
+		t.Errorf("a release the KV directory does not hold: %s %+v", got, warns)
+	}
+	if _, err := directory.ParseSet("S 0 UNH M0062:an1-14\nM 02 001 KOTR 0/1/1 7/1/1\n"); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a table naming a segment the set does not hold: %v", err)
 	}
 }

@@ -381,7 +381,7 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 		if p := r.plainAt(i); p != notPlain {
 			// The first read's verdict; the chunk's digest still checks
 			// that this is the message it was given for.
-			v = again(m, p)
+			v = again(m, p, agencySet(m, &r.rules) != nil)
 		} else {
 			v, text = checkOne(m, r.regs, r.rules)
 		}

@@ -23,7 +23,7 @@ import (
 // order.
 func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings []Warning, err error) {
 	mc := messageChecks.New().(*messageCheck)
-	mc.dirWarnings, mc.checkDir = mc.beginDirectory(m, rules.Directory)
+	mc.dirWarnings, mc.checkDir = mc.beginDirectory(m, &rules)
 	var vs viewScratch
 	vs.begin(m)
 	var second int64
@@ -295,7 +295,14 @@ func builtInRuleInputs(t testing.TB) map[string][]byte {
 	in := map[string][]byte{"brokenRules": []byte(brokenRules), "missingBGM": []byte(missingBGM),
 		"repeatedRules": []byte(repeatedRules), "brokenCharset": []byte(brokenCharset), "repeatedElements": []byte(repeatedElements)}
 	readDir(t, in, filepath.Join(testenv.RepoRoot(t), "fixtures", "logistics"))
-	readDir(t, in, filepath.Join(testenv.RepoRoot(t), "validate", "testdata", "agency"))
+	agency, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(t), "validate", "testdata", "agency", "*.edi"))
+	for _, p := range agency {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in[filepath.Base(p)] = b
+	}
 	in["cyrillicRules"] = []byte(cyrillicRules)
 	return in
 }
