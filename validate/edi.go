@@ -449,7 +449,7 @@ type recentDirs struct {
 type recentDir struct {
 	ok                            bool
 	typ, version, release, agency string
-	set                           *directory.Set // the agency's directory looked in (nil: the UN's, or none)
+	set                           *directory.Set     // the agency's directory looked in (nil: the UN's, or none)
 	def                           *directory.Message // nil: the directory does not hold it
 	unknown                       string             // the warning on a message def is nil for, once made
 }
