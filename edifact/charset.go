@@ -2,6 +2,7 @@ package edifact
 
 import (
 	"strconv"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding/charmap"
@@ -96,4 +97,42 @@ func (c *Charset) appendText(out, b []byte) []byte {
 		i += n
 	}
 	return out
+}
+
+// encodeReply is s, UTF-8 text, in c for a reply: each character c holds
+// (above 0x9f in an ISO 8859 part; printable in UNOW and UNOY) written as
+// c writes it, every other byte that is not ASCII as '.'.
+func (c *Charset) encodeReply(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r < utf8.RuneSelf:
+			out = append(out, s[i])
+		case r == utf8.RuneError && n == 1:
+			out = append(out, '.')
+		case c.cm != nil:
+			if b, ok := c.cm.EncodeRune(r); ok && b >= 0xa0 {
+				out = append(out, b)
+			} else {
+				out = append(out, '.')
+			}
+		case c.utf8 && unicode.IsPrint(r):
+			out = append(out, s[i:i+n]...)
+		default:
+			out = append(out, '.')
+		}
+		i += n
+	}
+	return string(out)
+}
+
+// isASCII reports whether s is ASCII only.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package edifact_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lazaret/lazaret/edifact"
@@ -36,6 +37,28 @@ func TestCharsetQuote(t *testing.T) {
 		}
 		if got, want := cs.Text([]byte(c.in)), c.want[1:len(c.want)-1]; got != want {
 			t.Errorf("%s %q: text %s, want %s", c.id, c.in, got, want)
+		}
+	}
+}
+
+// TestAperakTextInTheSendersSet: a finding's text, UTF-8 since values
+// are shown as their text, is written into an APERAK in the sender's set:
+// Cyrillic back into ISO 8859-5 for a UNOE sender, kept in UNOW, a '.'
+// where the set lacks a character (UNOC has no Cyrillic; UNOA no byte
+// above 0x7f).
+func TestAperakTextInTheSendersSet(t *testing.T) {
+	t.Parallel()
+	errs := []edifact.AperakError{{Code: "LOCBAD", Segment: 4, Tag: "LOC", Element: 2, Component: 1, Text: `"Москва" is not a UN/LOCODE`}}
+	for _, c := range []struct{ syntax, want string }{
+		{"UNOE", "\"\xbc\xde\xe1\xda\xd2\xd0\" is not a UN/LOCODE"},
+		{"UNOW", `"Москва" is not a UN/LOCODE`},
+		{"UNOC", `"......" is not a UN/LOCODE`},
+		{"UNOB", `"............" is not a UN/LOCODE`},
+	} {
+		in := "UNB+" + c.syntax + ":4+S+R+20261201:1000+R1'UNH+1+IFTMIN:D:99B:UN'BGM+610'UNT+2+1'UNZ+1+R1'"
+		got := aperakOf(t, in, []edifact.AperakMessage{{Ref: "1", Type: "IFTMIN", Number: 1, Errors: errs}})
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s: no %q in\n%s", c.syntax, c.want, got)
 		}
 	}
 }
