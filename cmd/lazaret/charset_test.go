@@ -74,3 +74,29 @@ func TestInspectTwoInterchanges(t *testing.T) {
 		t.Errorf("table:\n%s", table)
 	}
 }
+
+// TestContrlAnswersTheInterchangeAtFault: lazaret contrl on a file whose
+// second interchange breaks its UNT count answers the second (its UNB's
+// reference and sender), not the first.
+func TestContrlAnswersTheInterchangeAtFault(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	for _, ic := range []fixtures.Interchange{{Sender: "FIRST", Recipient: "R", Ref: "A"}, {Sender: "SECOND", Recipient: "R", Ref: "B"}} {
+		m := fixtures.IFTMIN("1", [2]string{"CZ", "CN"}, "NLRTM", "SGSIN", fixtures.ContainerOK2, "847130")
+		if ic.Ref == "B" {
+			m.UNTCount = 99
+		}
+		ic.Msgs = []fixtures.Msg{m}
+		if err := fixtures.WriteInterchange(&b, ic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "two.edi")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, _ := runCmd(t, "contrl", path)
+	if !strings.Contains(out, "UCI+B+SECOND:ZZ+R:ZZ+4") || strings.Contains(out, "FIRST") {
+		t.Errorf("CONTRL (stderr %s):\n%s", stderr, out)
+	}
+}
