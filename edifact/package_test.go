@@ -104,3 +104,23 @@ func TestPackageFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestPackageSegmentsBeforeObject: a UNO whose S022 0814 says one
+// segment stands between it and the object: that segment is read as a
+// segment, the object after it skipped by its length; a UNO that says
+// more segments than follow before the end is refused.
+func TestPackageSegmentsBeforeObject(t *testing.T) {
+	t.Parallel()
+	obj := "'+:?\x00UNZ"
+	text := "UNB+UNOC:4+S+R+20261130:1200+IC1'UNO+P1+1:IC1+PDF+" + fmt.Sprint(len(obj)) + ":1'ABC+x'" + obj +
+		"UNP+" + fmt.Sprint(len(obj)) + "+P1'UNH+1+IFTMIN:D:99B:UN'BGM+610+A+9'UNT+3+1'UNZ+2+IC1'"
+	var at []int64
+	ic, err := edifact.Parse(strings.NewReader(text), edifact.Limits{}, func(m *edifact.Message) error { at = append(at, m.Offset); return nil })
+	if err != nil || ic.Packages != 1 || len(at) != 1 || at[0] != int64(strings.Index(text, "UNH+")) {
+		t.Fatalf("0814 = 1: %v, %d packages, messages at %v", err, ic.Packages, at)
+	}
+	cut := text[:strings.Index(text, "ABC+")] + "ABC+x'"
+	if _, err := edifact.Parse(strings.NewReader(strings.Replace(cut, ":1'ABC", ":3'ABC", 1)), edifact.Limits{}, nil); !errors.Is(err, edifact.ErrObjectLength) {
+		t.Errorf("0814 = 3 with one segment before the end: %v", err)
+	}
+}
