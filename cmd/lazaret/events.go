@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -149,20 +151,38 @@ func declareEvents(sub string) declaration {
 // pageRows is how many rows of events ls are aligned together (and held).
 const pageRows = 1000
 
-// exportFile writes the export to path through path.partial, renamed once
-// the document is whole: a failed export leaves no file that looks like
-// one, and replaces none. A file replaced keeps its mode; a symbolic link
-// is followed, as a plain create would.
+// exportFile writes the export to path. A regular file (or none) is
+// written through path.partial, renamed once the document is whole: a
+// failed export leaves no file that looks like one, and replaces none; a
+// file replaced keeps its mode; a symbolic link is followed, as a plain
+// create would. Anything else at path is never renamed over: a character
+// device (/dev/null, /dev/stdout) or a FIFO is written through, as a shell's
+// redirection would, and a directory, a block device or a socket is
+// refused. Renaming over
+// /dev/null as root replaced the device with a regular file.
 func exportFile(ctx context.Context, path string, l premis.Ledger, sel premis.Filter, opt premis.ExportOptions) (int, error) {
 	if p, err := filepath.EvalSymlinks(path); err == nil {
 		path = p
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		fi = nil
+	case err != nil:
+		return 0, err
+	case fi.IsDir():
+		return 0, fmt.Errorf("%s is a directory: name a file to write the export to", path)
+	case fi.Mode()&(os.ModeCharDevice|os.ModeNamedPipe) != 0:
+		return exportThrough(ctx, path, l, sel, opt)
+	case !fi.Mode().IsRegular():
+		return 0, fmt.Errorf("%s is not a regular file, a character device or a FIFO (%s): not written", path, fi.Mode().Type())
 	}
 	tmp := path + ".partial"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
 	if err != nil {
 		return 0, err
 	}
-	if fi, err := os.Stat(path); err == nil {
+	if fi != nil {
 		if err := f.Chmod(fi.Mode().Perm()); err != nil {
 			f.Close()
 			os.Remove(tmp)
@@ -184,6 +204,20 @@ func exportFile(ctx context.Context, path string, l premis.Ledger, sel premis.Fi
 		return 0, err
 	}
 	return n, nil
+}
+
+// exportThrough writes the export into the device or FIFO at path, opened
+// for writing as it is: never created, truncated or replaced.
+func exportThrough(ctx context.Context, path string, l premis.Ledger, sel premis.Filter, opt premis.ExportOptions) (int, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return 0, err
+	}
+	n, err := premis.ExportLedger(ctx, f, l, sel, software, opt)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
 }
 
 // exportVerify verifies the whole ledger (against the checkpoint log when
