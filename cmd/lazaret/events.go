@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +33,7 @@ func declareEvents(sub string) declaration {
 			out := fs.StringP("o", "o", "", "write to this `FILE` instead of standard output")
 			org := fs.String("organisation", "", "the `ORGANISATION` running lazaret: exported as an agent every event links")
 			am := fs.Bool("archivematica", false, "shape the document for Archivematica's metadata/premis.xml import (docs/archivematica.md)")
+			transfer := fs.String("transfer", "", "export only the files the Archivematica transfer `DIR` holds in DIR/objects/ (as Lazaret read them, by SHA-256), saying which items it leaves out and why; implies --archivematica")
 			unverified := fs.Bool("unverified", false, "export a ledger that does not verify anyway, marked so in the document")
 			return []string{"ledger", "checkpoint"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 				switch *format {
@@ -54,7 +57,22 @@ func declareEvents(sub string) declaration {
 				defer l.Close()
 				// The chain head the export was taken at, so a preservation system
 				// can later check the ledger against it (lazaret ledger verify --anchor).
-				opt := premis.ExportOptions{Organisation: *org, Archivematica: *am, METS: *format == "mets", LedgerHead: true}
+				opt := premis.ExportOptions{Organisation: *org, Archivematica: *am || *transfer != "", METS: *format == "mets", LedgerHead: true}
+				if *transfer != "" {
+					keep, closeTransfer, err := transferKeep(*transfer)
+					if err != nil {
+						return err
+					}
+					defer closeTransfer()
+					opt.Keep = keep
+					left := 0
+					opt.LeftOut = func(q premis.KeepQuery, why string) {
+						if left++; left == 1 {
+							fmt.Fprintf(stderr, "left out of the export (Archivematica's import fails on a file the transfer does not hold):\n")
+						}
+						fmt.Fprintf(stderr, "  %s (%d events): %s\n", safeText(q.ObjectID), q.Events, safeText(why))
+					}
+				}
 				// What leaves Lazaret stands on a verified ledger.
 				problem, err := exportVerify(ctx, cfg, l)
 				if err != nil {
@@ -240,4 +258,50 @@ func exportVerify(ctx context.Context, cfg *Config, l premis.Ledger) (string, er
 		return "", err
 	}
 	return v.Problems[0].String(), nil
+}
+
+// transferKeep is an export's Keep for the Archivematica transfer at dir:
+// an object is kept when dir/<originalName> (objects/<path>) is a regular
+// file beneath dir and, when Lazaret computed the SHA-256 of the bytes it
+// read, those are its bytes. Paths are opened beneath dir only (os.Root):
+// an originalName comes from the ledger, and a transfer may hold links.
+func transferKeep(dir string) (func(premis.KeepQuery) string, func(), error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("events export --transfer: %w", err)
+	}
+	if fi, err := root.Stat("objects"); err != nil || !fi.IsDir() {
+		root.Close()
+		return nil, nil, fmt.Errorf("events export --transfer %s: no objects/ folder: an Archivematica transfer holds its files in objects/", dir)
+	}
+	keep := func(q premis.KeepQuery) string {
+		if q.OriginalName == "" {
+			return "no path was recorded for it, so no file of the transfer can be matched to it"
+		}
+		fi, err := root.Lstat(q.OriginalName)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return q.OriginalName + " is not in the transfer"
+		case err != nil:
+			return q.OriginalName + ": " + err.Error()
+		case !fi.Mode().IsRegular():
+			return q.OriginalName + " in the transfer is not a regular file (" + fi.Mode().Type().String() + ")"
+		case q.SHA256 == "":
+			return ""
+		}
+		f, err := root.Open(q.OriginalName)
+		if err != nil {
+			return q.OriginalName + ": " + err.Error()
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return q.OriginalName + ": " + err.Error()
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != q.SHA256 {
+			return fmt.Sprintf("%s in the transfer is not the file Lazaret read (sha256 %s, Lazaret read %s)", q.OriginalName, got, q.SHA256)
+		}
+		return ""
+	}
+	return keep, func() { root.Close() }, nil
 }

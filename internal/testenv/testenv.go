@@ -600,3 +600,35 @@ func ArchivematicaSchematron(t testing.TB, path string) []string {
 	t.Logf("schematron: %s", strings.TrimSpace(stderr.String()))
 	return fails
 }
+
+// ArchivematicaImport runs Archivematica's own job that imports a
+// transfer's metadata/premis.xml (load_premis_events_from_xml.py with
+// metsrw, from ../shared/tools/archivematica-import: AGPL, run at test
+// time, never copied into the repository) on the PREMIS document at
+// premisPath, for a transfer whose objects/ folder is objectsDir. It
+// returns whether the job succeeded with at least minEvents events
+// imported, and what it printed. It fails the test under CI, and skips
+// elsewhere, when the tool or Debian's python3-lxml is missing.
+func ArchivematicaImport(t testing.TB, premisPath, objectsDir string, minEvents int) (ok bool, out string) {
+	t.Helper()
+	tool := filepath.Join(RepoRoot(t), "..", "shared", "tools", "archivematica-import", "am-import")
+	if _, err := os.Stat(tool); err != nil {
+		if InCI() {
+			t.Fatalf("Archivematica's import tool is required in CI, not found at %s (it lives beside the repository in ../shared/tools): %v", tool, err)
+		}
+		t.Skipf("Archivematica's import tool not found at %s: %v", tool, err)
+	}
+	if err := exec.Command(SystemPython, "-c", "import lxml.etree").Run(); err != nil {
+		if InCI() {
+			t.Fatalf("%s with lxml (Debian python3-lxml) is required in CI: %v", SystemPython, err)
+		}
+		t.Skipf("%s cannot import lxml (apt-get install python3-lxml): %v", SystemPython, err)
+	}
+	cmd := exec.Command(SystemPython, tool, premisPath, objectsDir, "--min-events="+strconv.Itoa(minEvents))
+	b, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+		t.Fatalf("am-import %s: %v\n%s", premisPath, err, b)
+	}
+	return err == nil, string(b)
+}
