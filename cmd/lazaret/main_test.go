@@ -187,6 +187,7 @@ func TestDemoAndExport(t *testing.T) {
 	if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "--format", "mets", "--organisation", "Demo Archive", "-o", metsPath); code != 0 {
 		t.Fatalf("export --format mets: exit %d %s", code, stderr)
 	}
+	testenv.ValidateMETS(t, metsPath)
 	if fails := testenv.ArchivematicaSchematron(t, metsPath); len(fails) > 0 {
 		t.Errorf("the demo's METS fails %d asserts of Archivematica's schematron:\n%s", len(fails), strings.Join(fails, "\n"))
 	}

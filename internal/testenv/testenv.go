@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -631,4 +632,60 @@ func ArchivematicaImport(t testing.TB, premisPath, objectsDir string, minEvents 
 		t.Fatalf("am-import %s: %v\n%s", premisPath, err, b)
 	}
 	return err == nil, string(b)
+}
+
+// ValidateMETS fails the test when the METS document at path does not
+// validate (CheckMETS).
+func ValidateMETS(t testing.TB, path string) {
+	t.Helper()
+	if err := CheckMETS(t, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckMETS validates the METS document at path against METS 1.12's
+// mets.xsd (the copy metsrw ships, in ../shared/tools/archivematica-import)
+// and the PREMIS it wraps against the corpus's premis.xsd, offline: the
+// XLink schema mets.xsd imports from www.loc.gov is resolved, through an
+// XML catalog, to internal/testenv/xlink/xlink.xsd, which declares
+// xlink:href an xs:anyURI as XLink 1.1 does. It returns what xmllint
+// said of a document that does not validate.
+func CheckMETS(t testing.TB, path string) error {
+	t.Helper()
+	lint := XMLLint(t)
+	mets := filepath.Join(RepoRoot(t), "..", "shared", "tools", "archivematica-import", "metsrw-0.5.1", "metsrw", "resources", "mets.xsd")
+	if _, err := os.Stat(mets); err != nil {
+		if InCI() {
+			t.Fatalf("mets.xsd is required in CI, not found at %s (../shared/tools beside the repository): %v", mets, err)
+		}
+		t.Skipf("mets.xsd not found at %s: %v", mets, err)
+	}
+	premisXSD := filepath.Join(Corpus(t, "premis"), "premis.xsd")
+	xlink := filepath.Join(RepoRoot(t), "internal", "testenv", "xlink", "xlink.xsd")
+	dir := t.TempDir()
+	both := filepath.Join(dir, "mets-and-premis.xsd")
+	catalog := filepath.Join(dir, "catalog.xml")
+	fileURI := func(p string) string { return (&url.URL{Scheme: "file", Path: p}).String() }
+	if err := os.WriteFile(both, []byte(`<?xml version="1.0"?>
+<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:lazaret:test:mets-and-premis">
+  <xs:import namespace="http://www.loc.gov/METS/" schemaLocation="`+fileURI(mets)+`"/>
+  <xs:import namespace="http://www.loc.gov/premis/v3" schemaLocation="`+fileURI(premisXSD)+`"/>
+</xs:schema>
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(catalog, []byte(`<?xml version="1.0"?>
+<catalog xmlns="urn:oasis:names:tc:entity:xmlns:xml:catalog">
+  <uri name="http://www.loc.gov/standards/xlink/xlink.xsd" uri="`+fileURI(xlink)+`"/>
+  <system systemId="http://www.loc.gov/standards/xlink/xlink.xsd" uri="`+fileURI(xlink)+`"/>
+</catalog>
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(lint, "--nonet", "--noout", "--schema", both, path)
+	cmd.Env = append(os.Environ(), "XML_CATALOG_FILES="+catalog)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s does not validate against mets.xsd and premis.xsd: %v\n%s", path, err, out)
+	}
+	return nil
 }
