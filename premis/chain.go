@@ -276,6 +276,12 @@ const (
 	// first event is not the one the checkpoints name, or a line of the
 	// checkpoint log does not read or its signature does not verify.
 	ProblemCheckpoint ProblemKind = "checkpoint"
+	// ProblemWitness: a checkpoint published to a witness (a place the
+	// ledger's host cannot rewrite, see Witness) is not on the chain: the
+	// ledger counts fewer events than it (restored from a backup, a promoted
+	// replica that lagged, its newest events removed, even with the
+	// checkpoint log rolled back with it), or has another event at its count.
+	ProblemWitness ProblemKind = "witness"
 	// ProblemReadModel: the read model (each item's latest outcome, which
 	// the listings answer from) disagrees with the events.
 	ProblemReadModel ProblemKind = "read-model"
@@ -283,7 +289,7 @@ const (
 
 // ProblemKinds lists every problem kind, in the order Verify reports them.
 func ProblemKinds() []ProblemKind {
-	return []ProblemKind{ProblemLink, ProblemTruncated, ProblemHead, ProblemAnchor, ProblemCheckpoint, ProblemGuard, ProblemReadModel}
+	return []ProblemKind{ProblemLink, ProblemTruncated, ProblemHead, ProblemAnchor, ProblemCheckpoint, ProblemWitness, ProblemGuard, ProblemReadModel}
 }
 
 // Problem is one thing Verify found wrong. Seq and EventID name the row,
@@ -316,6 +322,13 @@ type Verification struct {
 	Recorded    *Head       `json:"recorded_head,omitempty"` // the head record, as read after the walk
 	BrokenLinks int         `json:"broken_links,omitempty"`  // rows with a ProblemLink; only the first is in Problems
 	Problems    []Problem   `json:"problems,omitempty"`      // what was forged first (links, truncation, head, anchors), then the guards
+	// Unanchored: the ledger holds events and the checkpoint log holds no
+	// checkpoint of it (one of Problems; see VerifyCheckpointed).
+	Unanchored bool `json:"unanchored,omitempty"`
+	// Witness is the witness's checkpoint the chain was held to, if any;
+	// Reanchored the witness's latest re-anchoring, if any.
+	Witness    *Checkpoint `json:"witness,omitempty"`
+	Reanchored *Checkpoint `json:"reanchored,omitempty"`
 }
 
 // Intact reports whether Verify found nothing wrong.
@@ -328,6 +341,12 @@ func (v *Verification) String() string {
 		cp := ""
 		if c := v.Checkpoint; c != nil {
 			cp = fmt.Sprintf(", on the signed checkpoint of %s (%d events)", c.Time.UTC().Format(time.RFC3339), c.Count)
+		}
+		if c := v.Witness; c != nil {
+			cp += fmt.Sprintf(", and on the witness's of %s (%d events)", c.Time.UTC().Format(time.RFC3339), c.Count)
+		}
+		if c := v.Reanchored; c != nil {
+			cp += fmt.Sprintf("; the witness was re-anchored at %s (%d events)", c.Time.UTC().Format(time.RFC3339), c.Count)
 		}
 		return fmt.Sprintf("%d events, chain intact, head %s%s", v.Events, v.Head, cp)
 	}
@@ -369,8 +388,24 @@ func Verify(ctx context.Context, a Auditor, anchors ...Head) (*Verification, err
 // with the first event it names; a log line that does not read or verify
 // is a problem too. A ledger wiped, cut short (head moved back) or
 // rewritten and recomputed after the checkpoint was taken fails.
+//
+// A ledger that holds events while the log holds no checkpoint of it (the
+// log is missing, empty, or holds only failed entries) is not intact
+// either: a log removed with the ledger rewritten meanwhile would otherwise
+// verify. The first checkpoint of a ledger that has events is an explicit
+// act (lazaret ledger checkpoint --init); workers that sign checkpoints
+// start a log on their own as the ledger's first events are appended.
 func VerifyCheckpointed(ctx context.Context, a Auditor, cps *Checkpoints, anchors ...Head) (*Verification, error) {
-	return verify(ctx, a, verifyRun{anchors: anchors, checkpoints: cps, readModel: true})
+	return verify(ctx, a, verifyRun{anchors: anchors, checkpoints: cps, readModel: true, requireCheckpoint: cps != nil})
+}
+
+// VerifyWitnessed is VerifyCheckpointed (cps may be nil) that also holds
+// the chain to the newest checkpoint a witness holds (w, nil when it holds
+// none, and its problems): the ledger must count at least its events and
+// have its hash at its count. A ledger and its checkpoint log rolled back
+// together pass VerifyCheckpointed, and fail here.
+func VerifyWitnessed(ctx context.Context, a Auditor, cps *Checkpoints, w *Witnessed, anchors ...Head) (*Verification, error) {
+	return verify(ctx, a, verifyRun{anchors: anchors, checkpoints: cps, readModel: true, requireCheckpoint: cps != nil, witness: w})
 }
 
 // verifyRun is what one verification checks.
@@ -384,7 +419,16 @@ type verifyRun struct {
 	// its problems (unreadable or forged lines) are reported.
 	checkpoints *Checkpoints
 	readModel   bool
+	// requireCheckpoint: a ledger with events and no checkpoint in
+	// checkpoints is a problem (see VerifyCheckpointed).
+	requireCheckpoint bool
+	// witness, when set, is what a witness holds (see VerifyWitnessed).
+	witness *Witnessed
 }
+
+// LedgerID is the identity of a's ledger in checkpoints and witnesses: the
+// stored hash of its first event ("" when it has none).
+func LedgerID(ctx context.Context, a Auditor) (string, error) { return firstHash(ctx, a) }
 
 // errFirstRow stops the one-row walk of firstHash.
 var errFirstRow = errors.New("premis: first row read")
@@ -462,6 +506,20 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 			}
 		}
 	}
+	if w := run.witness; w != nil {
+		for _, p := range w.Problems {
+			add(Problem{Kind: ProblemWitness, Detail: p.Error()})
+		}
+		if w.Reanchored != nil {
+			v.Reanchored = &w.Reanchored.Checkpoint
+		}
+		if w.Newest != nil {
+			v.Witness = &w.Newest.Checkpoint
+			checks = append(checks, check{Head{Count: w.Newest.Count, Hash: w.Newest.Hash}, ProblemWitness, w.Newest.what()})
+		} else {
+			add(Problem{Kind: ProblemWitness, Detail: fmt.Sprintf("the witness %s holds no checkpoint signed with this key: publish one (lazaret ledger checkpoint --publish %s)", w.Dir, w.Dir)})
+		}
+	}
 	sort.SliceStable(checks, func(i, j int) bool { return checks[i].Count < checks[j].Count })
 	at := func(n int64, hash string, e *Event) {
 		for len(checks) > 0 && checks[0].Count <= n {
@@ -469,7 +527,7 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 			checks = checks[1:]
 			if c.Count == n && c.Hash != hash {
 				detail := fmt.Sprintf("%s says event %d has hash %s; it has %s", c.what, c.Count, c.Hash, hash)
-				if c.kind == ProblemCheckpoint {
+				if c.kind == ProblemCheckpoint || c.kind == ProblemWitness {
 					detail += ": the chain was rewritten and its hashes recomputed since"
 				}
 				p := Problem{Kind: c.kind, Detail: detail}
@@ -561,11 +619,21 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 		return nil, err
 	}
 	for _, c := range checks {
-		kind := ProblemTruncated
-		if c.kind == ProblemAnchor {
-			kind = ProblemAnchor
+		switch c.kind {
+		case ProblemWitness:
+			// Said plainly: a ledger behind its witness most often went
+			// back in time, whole, rather than being cut by a hand.
+			add(Problem{Kind: ProblemWitness, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the ledger went back in time (restored from a backup, or a replica that lagged was promoted), or its newest events were removed; the checkpoint log cannot show this when it went back with it. Re-run what was lost (lazaret reconcile-broker, lazaret ledger recover), then re-anchor the witness explicitly (lazaret ledger checkpoint --publish DIR --reanchor)",
+				v.Events, c.what, c.Count)})
+		case ProblemAnchor:
+			add(Problem{Kind: ProblemAnchor, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed", v.Events, c.what, c.Count)})
+		default:
+			add(Problem{Kind: ProblemTruncated, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed", v.Events, c.what, c.Count)})
 		}
-		add(Problem{Kind: kind, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed", v.Events, c.what, c.Count)})
+	}
+	if cps := run.checkpoints; run.requireCheckpoint && cps != nil && cps.Newest() == nil && v.Events > 0 {
+		v.Unanchored = true
+		add(Problem{Kind: ProblemCheckpoint, Detail: fmt.Sprintf("the checkpoint log %s holds no checkpoint, but the ledger holds %d events: a log removed, emptied or never written, so nothing outside the database vouches for the chain (a ledger rewritten meanwhile would verify). If checkpoints were never kept for this ledger, anchor it: lazaret ledger checkpoint --init", cps.Path, v.Events)})
 	}
 	after, hasHead, err := a.RecordedHead(ctx)
 	if err != nil {
