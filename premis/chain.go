@@ -227,8 +227,8 @@ func (e *GuardError) Error() string {
 
 func (e *GuardError) Unwrap() error { return ErrTampered }
 
-// Auditor is what Verify reads from a ledger. The SQLite and PostgreSQL
-// ledgers implement it, also when opened for audit only.
+// Auditor is what Verify reads from a ledger: the audit half of Ledger,
+// and all a ledger opened for audit only (Backend.OpenAudit) has.
 type Auditor interface {
 	// Guards returns nil when every append-only guard is in place, a
 	// *GuardError naming those that are not, or another error when they
@@ -241,11 +241,15 @@ type Auditor interface {
 	// comes with its decoding error, Seq, PrevHash, Hash and as much of the
 	// rest as could be read. An error from fn stops the walk and is returned.
 	Walk(ctx context.Context, fn func(e Event, err error) error) error
+	// WalkFrom is Walk over the rows stored at seq or after.
+	WalkFrom(ctx context.Context, seq int64, fn func(e Event, err error) error) error
+	// CheckReadModel says how the read model (each item's latest outcome,
+	// derived from the events) disagrees with the events, or "" when it
+	// agrees; a ledger that keeps none says "".
+	CheckReadModel(ctx context.Context) (string, error)
 }
 
-// ReadModelAuditor is a ledger with a read model derived from its events
-// (each item's latest outcome): CheckReadModel says how it disagrees with
-// the events, or "" when it agrees.
+// ReadModelAuditor is the read model's check alone (every Auditor has it).
 type ReadModelAuditor interface {
 	CheckReadModel(ctx context.Context) (string, error)
 }
@@ -367,7 +371,6 @@ func (p Point) Head() Head { return Head{Count: p.Count, Hash: p.Hash} }
 // SeqWalker is an Auditor that can walk from a seq on: what an incremental
 // check (Verifier) reads. The SQLite and PostgreSQL ledgers implement it.
 type SeqWalker interface {
-	// WalkFrom is Walk over the rows stored at seq or after.
 	WalkFrom(ctx context.Context, seq int64, fn func(e Event, err error) error) error
 }
 
@@ -440,13 +443,7 @@ func firstHash(ctx context.Context, a Auditor) (string, error) {
 		h = e.Hash
 		return errFirstRow
 	}
-	var err error
-	if sw, ok := a.(SeqWalker); ok {
-		err = sw.WalkFrom(ctx, 0, fn)
-	} else {
-		err = a.Walk(ctx, fn)
-	}
-	if err != nil && !errors.Is(err, errFirstRow) {
+	if err := a.WalkFrom(ctx, 0, fn); err != nil && !errors.Is(err, errFirstRow) {
 		return "", err
 	}
 	return h, nil
@@ -599,16 +596,7 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 		return nil
 	}
 	if from.Count > 0 {
-		if sw, ok := a.(SeqWalker); ok {
-			err = sw.WalkFrom(ctx, from.Seq, fn)
-		} else {
-			err = a.Walk(ctx, func(e Event, derr error) error {
-				if e.Seq < from.Seq && derr == nil {
-					return nil
-				}
-				return fn(e, derr)
-			})
-		}
+		err = a.WalkFrom(ctx, from.Seq, fn)
 		if err == nil && expectFrom {
 			gone()
 		}
@@ -653,8 +641,8 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 	if hasHead {
 		v.Recorded = &after
 	}
-	if rm, ok := a.(ReadModelAuditor); ok && run.readModel {
-		detail, err := rm.CheckReadModel(ctx)
+	if run.readModel {
+		detail, err := a.CheckReadModel(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -190,8 +190,8 @@ func ExportLedger(ctx context.Context, w io.Writer, l Ledger, f Filter, sw Softw
 			return nil
 		}
 		upTo = last
-		if a, ok := l.(Auditor); ok && opt.LedgerHead && opt.Head == nil {
-			head, has, err := a.RecordedHead(ctx)
+		if opt.LedgerHead && opt.Head == nil {
+			head, has, err := l.RecordedHead(ctx)
 			if err != nil {
 				return err
 			}

@@ -115,12 +115,7 @@ func verifyLedger(ctx context.Context, a premis.Auditor, cps *premis.Checkpoints
 func openAuditor(ctx context.Context, cfg *Config) (premis.Auditor, func() error, error) {
 	l, err := cfg.openExistingLedger(ctx)
 	if err == nil {
-		a, ok := l.(premis.Auditor)
-		if !ok {
-			l.Close()
-			return nil, nil, fmt.Errorf("ledger %s (%T) keeps no hash chain to verify", ledgerName(cfg), l)
-		}
-		return a, l.Close, nil
+		return l, l.Close, nil
 	}
 	if !errors.Is(err, premis.ErrTampered) {
 		return nil, nil, err
