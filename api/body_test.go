@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -72,9 +73,14 @@ func TestBodiesAreStrict(t *testing.T) {
 }
 
 // doRaw sends body as it is, not marshalled: a duplicate key survives.
+// An empty body is none.
 func (e *env) doRaw(method, path, token, body string) (int, map[string]any) {
 	e.t.Helper()
-	req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, e.srv.URL+path, rd)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

@@ -14,11 +14,10 @@ import (
 	"github.com/lazaret/lazaret/premis/sqlite"
 )
 
-// TestExportToFile: events export -o replaces the file only with a whole
-// document, keeping its mode, and a failed export leaves nothing behind.
-func TestExportToFile(t *testing.T) {
+// oneEventLedger is a ledger in dir holding one validation of master-1.
+func oneEventLedger(t *testing.T, dir string) string {
+	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
 	ledger := filepath.Join(dir, "ledger.db")
 	l, err := sqlite.Open(ctx, ledger)
 	if err != nil {
@@ -31,6 +30,14 @@ func TestExportToFile(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return ledger
+}
+
+// TestExportToFile: events export -o replaces the file only with a whole
+// document, keeping its mode, and a failed export leaves nothing behind.
+func TestExportToFile(t *testing.T) {
+	dir := t.TempDir()
+	ledger := oneEventLedger(t, dir)
 	out := filepath.Join(dir, "export.xml")
 	if err := os.WriteFile(out, []byte("an earlier export"), 0o600); err != nil {
 		t.Fatal(err)
@@ -61,20 +68,8 @@ func TestExportToFile(t *testing.T) {
 // through and stay what they were (as root, the rename replaced /dev/null
 // with a regular file); a directory is refused and left as it was.
 func TestExportToDevices(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	ledger := filepath.Join(dir, "ledger.db")
-	l, err := sqlite.Open(ctx, ledger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Append(ctx, &premis.Event{Key: premis.EventKey("c1", "", premis.Validation, 1), Type: premis.Validation,
-		Outcome: premis.Success, ObjectID: "master-1", BatchID: "b1", CorrelationID: "c1", Kind: "tiff"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	ledger := oneEventLedger(t, dir)
 	link := filepath.Join(dir, "null")
 	if err := os.Symlink("/dev/null", link); err != nil {
 		t.Fatal(err)
