@@ -212,6 +212,8 @@ var codeCatalogue = []CodeHelp{
 	ediSyntax("edifact.count-mismatch", "A trailer's count (UNT segments, UNZ messages) differs from what the interchange holds."),
 	ediSyntax("edifact.groups-mixed", "The interchange mixes functional groups and messages outside groups."),
 	ediSyntax("edifact.empty", "The interchange is empty."),
+	{Code: "edifact.duplicate-message", Meaning: "Two messages of the interchange share one message reference (UNH 0062); the interchange is refused whole (CONTRL 0085 code 26).",
+		Cause: "A sender that numbers every message 1, or copies messages without renumbering them.", Action: "Ask the sender to give each message its own reference and resend."},
 	{Code: "edifact.too-many-segments", Meaning: "A message has more segments than the reader allows.", Cause: "A huge or runaway message.", Action: "Ask the sender to split it."},
 	{Code: "edifact.message-too-large", Meaning: "A message is larger than the reader allows.", Cause: "A huge or runaway message.", Action: "Ask the sender to split it."},
 	{Code: "edifact.unsupported", Meaning: "The interchange is valid but uses something Lazaret does not support (a message type, a non-UN agency).",

@@ -279,3 +279,38 @@ func TestWriterRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Three messages sharing reference 1: the second is refused at its 0062
+// (code 26, duplicate detected), with or without a callback, so that no
+// message can stand for another in a reply or a record.
+func TestDuplicateMessageReference(t *testing.T) {
+	t.Parallel()
+	msg := "UNH+1+VERMAS:D:16A:UN'BGM+749'UNT+3+1'"
+	in := "UNB+UNOA:2+S+R+261130:1200+X1'" + msg + msg + msg + "UNZ+3+X1'"
+	second := strings.Index(in[len("UNB+UNOA:2+S+R+261130:1200+X1'")+len(msg):], "UNH") + len("UNB+UNOA:2+S+R+261130:1200+X1'") + len(msg)
+	for _, cb := range []bool{false, true} {
+		var on func(*edifact.Message) error
+		n := 0
+		if cb {
+			on = func(*edifact.Message) error { n++; return nil }
+		}
+		_, err := edifact.Parse(strings.NewReader(in), edifact.Limits{}, on)
+		var se *edifact.SyntaxError
+		if !errors.As(err, &se) || !errors.Is(err, edifact.ErrDuplicateMessage) {
+			t.Fatalf("callback %v: %v", cb, err)
+		}
+		// byte second+4 is the 1 of the second UNH+1
+		if se.Code != edifact.CodeDuplicate || se.Tag != "UNH" || se.Segment != 1 || se.Element != 1 || se.Component != 0 ||
+			se.Offset != int64(second+4) || se.Index != 5 || se.Message != "1" || se.Name() != "edifact.duplicate-message" {
+			t.Errorf("callback %v: %+v (%s)", cb, *se, se.Name())
+		}
+		if cb && n != 1 {
+			t.Errorf("%d messages handed over before the duplicate, want 1", n)
+		}
+	}
+	distinct := strings.Replace(strings.Replace(in, "UNH+1+", "UNH+2+", 2), "UNH+2+", "UNH+1+", 1)
+	distinct = strings.Replace(strings.Replace(distinct, "UNT+3+1'", "UNT+3+2'", 2), "UNT+3+2'", "UNT+3+1'", 1)
+	if _, err := edifact.Parse(strings.NewReader(distinct), edifact.Limits{}, nil); !errors.Is(err, edifact.ErrDuplicateMessage) {
+		t.Errorf("references 1, 2, 2: %v", err)
+	}
+}

@@ -249,6 +249,7 @@ type parser struct {
 	st        store        // the message's kept segments
 	recent    [8][4]string // the last values interned per component
 	ids       [4]s009Entry // the last distinct S009s
+	refs      refSet       // the message references seen
 	strs      []byte       // the chunk str carves strings from
 }
 
@@ -588,6 +589,9 @@ func (p *parser) unh(s *Segment) error {
 	if m.Type == "" || m.Version == "" || m.Release == "" || m.Agency == "" {
 		return p.fail(s, CodeMissing, 2, 0, ErrMissingElement, "message identifier (S009) needs type, version, release and agency")
 	}
+	if p.refs.add(unsafe.Slice(unsafe.StringData(m.Ref), len(m.Ref))) {
+		return p.fail(s, CodeDuplicate, 1, 0, ErrDuplicateMessage, "message %d has reference %s", m.Number, m.Ref)
+	}
 	if p.allowed != nil || p.unicode {
 		p.checkCharset(s)
 	}
@@ -619,7 +623,7 @@ func (p *parser) plainUNH() bool {
 		return false
 	}
 	ref, id, ok := rd.plainUNH()
-	if !ok {
+	if !ok || p.refs.has(ref) { // unh reports the duplicate
 		return false
 	}
 	var vals *[5]string
@@ -632,6 +636,7 @@ func (p *parser) plainUNH() bool {
 	if vals == nil || vals[0] == "" || vals[1] == "" || vals[2] == "" || vals[3] == "" {
 		return false
 	}
+	p.refs.add(ref)
 	off, index := rd.consumePlain()
 	p.segments++
 	p.lastIndex = index
