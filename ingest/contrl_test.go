@@ -167,3 +167,18 @@ func TestContrlForAcceptedInterchanges(t *testing.T) {
 		}
 	}
 }
+
+// A CONTRL that rejects the interchange because it could not name every
+// rejected message (ContrlReport.Unlisted) rejects each message with it:
+// the failure event of a message it does not name still names it.
+func TestUnlistedContrlIsNamedByEveryParkedMessage(t *testing.T) {
+	t.Parallel()
+	rs := replies{contrl: "c.contrl.edi", contrlMsgs: map[int]bool{1: true}}
+	if note := rs.noteFor(10001); note != "" {
+		t.Fatalf("a CONTRL that acknowledges the interchange is named by a message it does not list: %q", note)
+	}
+	rs.contrlAll = true
+	if note := rs.noteFor(10001); !strings.Contains(note, "CONTRL c.contrl.edi") {
+		t.Errorf("note %q", note)
+	}
+}

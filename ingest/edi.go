@@ -270,13 +270,14 @@ func (p ReplyPolicy) ModeFor(sender string) validate.ReplyMode {
 type replies struct {
 	contrl, aperak         string
 	contrlMsgs, aperakMsgs map[int]bool
+	contrlAll              bool // the CONTRL rejects the interchange, every message with it
 }
 
 // noteFor is what the failure event of message n (0: the interchange)
 // says of the replies that reject it: "CONTRL <file>", "APERAK <file>".
 func (rs *replies) noteFor(n int) string {
 	var parts []string
-	if rs.contrl != "" && (n == 0 || rs.contrlMsgs[n]) {
+	if rs.contrl != "" && (n == 0 || rs.contrlAll || rs.contrlMsgs[n]) {
 		parts = append(parts, "CONTRL "+rs.contrl)
 	}
 	if rs.aperak != "" && n > 0 && rs.aperakMsgs[n] {
@@ -337,6 +338,7 @@ func (w *Worker) writeReplies(env *Envelope, res *validate.InterchangeResult, er
 			return out, err
 		}
 		out.contrl = replyName(env, attempt, "contrl")
+		out.contrlAll = cr.Unlisted
 		out.contrlMsgs = map[int]bool{}
 		for n := range cr.Faults {
 			out.contrlMsgs[n] = true
