@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -180,5 +181,32 @@ func TestUnlistedContrlIsNamedByEveryParkedMessage(t *testing.T) {
 	rs.contrlAll = true
 	if note := rs.noteFor(10001); !strings.Contains(note, "CONTRL c.contrl.edi") {
 		t.Errorf("note %q", note)
+	}
+}
+
+// An interchange in a syntax identifier Lazaret does not read (UNOQ) is
+// parked, not dead-lettered, but it is refused all the same: the sender
+// gets a CONTRL rejecting the interchange with 0085 code 2 at UNB S001.
+func TestUnsupportedSyntaxGetsARejectingContrl(t *testing.T) {
+	t.Parallel()
+	w, good := contrlSetup(t, "edi-iftmin-good")
+	data, _ := os.ReadFile(good.Path)
+	if !strings.Contains(string(data), "UNB+UNOC:3+") {
+		t.Fatalf("fixture changed: %.80s", data)
+	}
+	path := filepath.Join(filepath.Dir(good.Path), "unoq.edi")
+	os.WriteFile(path, []byte(strings.Replace(string(data), "UNB+UNOC:3+", "UNB+UNOQ:3+", 1)), 0o644)
+	env := *good
+	env.Path, env.ObjectID, env.Item.SHA256, env.SHA256, env.Item.Size = path, "edi-unoq", "", "", 0
+	r := w.execute(context.Background(), &delivery{env: &env, attempt: 1})
+	if r.perMessage || !r.replies || r.decision.Class != premis.Semantic {
+		t.Fatalf("UNOQ: perMessage %v replies %v class %s (%v)", r.perMessage, r.replies, r.decision.Class, r.cause)
+	}
+	if _, err := w.writeReplies(&env, r.ires, r.cause, 1); err != nil {
+		t.Fatal(err)
+	}
+	got := contrlFiles(t, w)[contrlName(&env, 1)]
+	if want := "UCI+IC0002+CARRIER1:ZZ+LAZARET:ZZ+4+2+UNB+1:1'"; !strings.Contains(got, want) {
+		t.Errorf("CONTRL:\n%s\nwant %q", got, want)
 	}
 }

@@ -96,7 +96,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 		}
 	}
 	for _, eq := range v.Equipment {
-		if looksLikeContainer(eq.Number.Value) {
+		if eq.Number.Value != "" {
 			if err := CheckContainer(eq.Number.Value); err != nil {
 				add(eq.Number, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err)
 			}
