@@ -156,7 +156,7 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 		msgID = E("CONTRL", "4", "1", "UN")
 	}
 	w := NewWriter(out, d)
-	w.Newline = true
+	w.Newline, w.Printable = true, true
 	if err := w.WriteUNA(); err != nil {
 		return err
 	}

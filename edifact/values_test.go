@@ -1,6 +1,7 @@
 package edifact_test
 
 import (
+	"bytes"
 	"io"
 	"strings"
 	"testing"
@@ -59,5 +60,26 @@ func TestSameValues(t *testing.T) {
 		if !dst.SameValues(&plain[i]) || dst.Offset != plain[i].Offset || dst.Tag != plain[i].Tag {
 			t.Errorf("CloneInto of %q gives %q at %d", plain[i].Raw(), dst.Raw(), dst.Offset)
 		}
+	}
+}
+
+// A Printable writer writes a value's control characters as %HH and
+// leaves the caller's values as they were; service characters are still
+// released.
+func TestWriterPrintable(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	w := edifact.NewWriter(&b, edifact.DefaultDelimiters)
+	w.Printable = true
+	el := []string{"A\x1bB", "ok", "\x00+\x7f"}
+	if err := w.WriteSegment("FTX", edifact.E("AAO"), el, edifact.E("plain")); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	if got, want := b.String(), "FTX+AAO+A%1BB:ok:%00?+%7F+plain'"; got != want {
+		t.Errorf("wrote %q, want %q", got, want)
+	}
+	if el[0] != "A\x1bB" || el[2] != "\x00+\x7f" {
+		t.Errorf("the caller's values changed: %q", el)
 	}
 }
