@@ -310,7 +310,11 @@ func (p *parser) run() error {
 		p.segments++
 		p.lastIndex = s.Index
 		if p.segments > p.lim.MaxSegments {
-			return p.fail(s, CodeUnspecified, 0, 0, ErrTooManySegments, "%d", p.lim.MaxSegments)
+			se := p.fail(s, CodeUnspecified, 0, 0, ErrTooManySegments, "%d", p.lim.MaxSegments)
+			if p.inMsg {
+				se.Segment = p.msgSegs + 1 // s is the message's next segment
+			}
+			return se
 		}
 		if first {
 			first = false
