@@ -64,27 +64,27 @@ func TestContrlRedeliverySameBytes(t *testing.T) {
 		t.Fatal("a rejected interchange gets no CONTRL")
 	}
 	for range 2 {
-		if _, err := w.writeReplies(env, r.ires, r.cause, 1); err != nil {
+		if _, err := w.writeReplies(context.Background(), env, r.ires, r.cause, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	first := contrlFiles(t, w)
-	if _, err := w.writeReplies(env, r.ires, r.cause, 1); err != nil {
+	if _, err := w.writeReplies(context.Background(), env, r.ires, r.cause, 1); err != nil {
 		t.Fatal(err)
 	}
 	if again := contrlFiles(t, w); len(again) != 1 || again[contrlName(env, 1)] != first[contrlName(env, 1)] {
 		t.Fatalf("redelivery wrote other bytes:\n%v\n%v", first, again)
 	}
-	if contrlRef(env, 1) == contrlRef(env, 2) {
+	if contrlRef("", env, 1) == contrlRef("", env, 2) {
 		t.Error("attempts 1 and 2 share a control reference")
 	}
 	other := *env
 	other.ObjectID, other.SHA256 = "edi-other", strings.Repeat("0", 64)
-	if contrlRef(env, 1) == contrlRef(&other, 1) {
+	if contrlRef("", env, 1) == contrlRef("", &other, 1) {
 		t.Error("two interchanges share a control reference")
 	}
 	got := first[contrlName(env, 1)]
-	for _, want := range []string{"UNB+UNOC:3+LAZARET:ZZ+CARRIER1:ZZ+261201:0900+" + contrlRef(env, 1) + "'", "UCI+IC0005+CARRIER1:ZZ+LAZARET:ZZ+4'",
+	for _, want := range []string{"UNB+UNOC:3+LAZARET:ZZ+CARRIER1:ZZ+261201:0900+" + contrlRef("", env, 1) + "'", "UCI+IC0005+CARRIER1:ZZ+LAZARET:ZZ+4'",
 		"UCM+1+IFTMIN:D:99B:UN+4+29+UNT+1'"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in\n%s", want, got)
@@ -111,7 +111,7 @@ func TestContrlForAcceptedInterchanges(t *testing.T) {
 	if !r.perMessage || !r.replies {
 		t.Fatalf("0031 = 1: perMessage %v contrl %v (%v)", r.perMessage, r.replies, r.cause)
 	}
-	if _, err := w.writeReplies(&ask, r.ires, r.cause, 1); err != nil {
+	if _, err := w.writeReplies(context.Background(), &ask, r.ires, r.cause, 1); err != nil {
 		t.Fatal(err)
 	}
 	got := contrlFiles(t, w)[contrlName(&ask, 1)]
@@ -136,7 +136,7 @@ func TestContrlForAcceptedInterchanges(t *testing.T) {
 	if !r.replies {
 		t.Fatal("no reply for a parked message")
 	}
-	sent, err := w.writeReplies(low, r.ires, r.cause, 1)
+	sent, err := w.writeReplies(context.Background(), low, r.ires, r.cause, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestContrlForAcceptedInterchanges(t *testing.T) {
 
 	// A partner that reads CONTRL only: its UCM rejects the message.
 	w.Replies.Partners = map[string]validate.ReplyMode{"CARRIER1": validate.ReplyContrl}
-	if sent, err = w.writeReplies(low, r.ires, r.cause, 1); err != nil {
+	if sent, err = w.writeReplies(context.Background(), low, r.ires, r.cause, 1); err != nil {
 		t.Fatal(err)
 	}
 	if sent.contrl == "" || sent.aperak != "" {
@@ -202,7 +202,7 @@ func TestUnsupportedSyntaxGetsARejectingContrl(t *testing.T) {
 	if r.perMessage || !r.replies || r.decision.Class != premis.Semantic {
 		t.Fatalf("UNOQ: perMessage %v replies %v class %s (%v)", r.perMessage, r.replies, r.decision.Class, r.cause)
 	}
-	if _, err := w.writeReplies(&env, r.ires, r.cause, 1); err != nil {
+	if _, err := w.writeReplies(context.Background(), &env, r.ires, r.cause, 1); err != nil {
 		t.Fatal(err)
 	}
 	got := contrlFiles(t, w)[contrlName(&env, 1)]

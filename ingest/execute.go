@@ -209,7 +209,7 @@ func (w *Worker) registries() *validate.Registries {
 func (w *Worker) commit(ctx context.Context, r *result) (tally, error) {
 	var t tally
 	if r.replies {
-		sent, err := w.writeReplies(r.d.env, r.ires, r.cause, r.d.attempt)
+		sent, err := w.writeReplies(ctx, r.d.env, r.ires, r.cause, r.d.attempt)
 		if err != nil {
 			return t, fmt.Errorf("reply outbox: %w", err)
 		}
