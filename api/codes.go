@@ -214,6 +214,8 @@ var codeCatalogue = []CodeHelp{
 	ediSyntax("edifact.empty", "The interchange is empty."),
 	{Code: "edifact.duplicate-message", Meaning: "Two messages of the interchange share one message reference (UNH 0062); the interchange is refused whole (CONTRL 0085 code 26).",
 		Cause: "A sender that numbers every message 1, or copies messages without renumbering them.", Action: "Ask the sender to give each message its own reference and resend."},
+	{Code: "edifact.too-many-references", Meaning: "More than 1,048,576 message references of the interchange do not count up one by one (1, 2, 3 or 0001, 0002), the most Lazaret holds to find a repeated one; the interchange is refused whole.",
+		Cause: "A huge interchange whose message references are random or out of order.", Action: "Ask the sender to number the messages in sequence, or to split the interchange."},
 	{Code: "edifact.too-many-segments", Meaning: "A message has more segments than the reader allows.", Cause: "A huge or runaway message.", Action: "Ask the sender to split it."},
 	{Code: "edifact.message-too-large", Meaning: "A message is larger than the reader allows.", Cause: "A huge or runaway message.", Action: "Ask the sender to split it."},
 	{Code: "edifact.unsupported", Meaning: "The interchange is valid but uses something Lazaret does not support (a message type, a non-UN agency).",

@@ -1,11 +1,14 @@
 package edifact_test
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -312,5 +315,51 @@ func TestDuplicateMessageReference(t *testing.T) {
 	distinct = strings.Replace(strings.Replace(distinct, "UNT+3+1'", "UNT+3+2'", 2), "UNT+3+2'", "UNT+3+1'", 1)
 	if _, err := edifact.Parse(strings.NewReader(distinct), edifact.Limits{}, nil); !errors.Is(err, edifact.ErrDuplicateMessage) {
 		t.Errorf("references 1, 2, 2: %v", err)
+	}
+}
+
+// The references out of sequence a parse holds to find a repeated one are
+// bounded (1<<20, some 16 MiB): past them the interchange is refused with
+// its own cause, at the UNH whose reference no longer fits, with or
+// without a callback. References that count up cost nothing (see
+// TestRefSet).
+func TestMessageReferencesOutOfSequenceAreBounded(t *testing.T) {
+	t.Parallel()
+	const held = 1 << 20
+	n := held + 2 // the first starts the run; then held one by one; the next does not fit
+	input := func() io.Reader {
+		pr, pw := io.Pipe()
+		go func() {
+			bw := bufio.NewWriterSize(pw, 64<<10)
+			bw.WriteString("UNB+UNOA:2+S+R+261130:1200+X1'")
+			for i := n; i >= 1; i-- { // counting down: never the next of a run
+				fmt.Fprintf(bw, "UNH+%d+VERMAS:D:16A:UN'UNT+2+%d'", i, i)
+			}
+			fmt.Fprintf(bw, "UNZ+%d+X1'", n)
+			bw.Flush()
+			pw.Close()
+		}()
+		return pr
+	}
+	for _, cb := range []bool{false, true} {
+		var on func(*edifact.Message) error
+		if cb {
+			on = func(*edifact.Message) error { return nil }
+		}
+		r := input()
+		_, err := edifact.Parse(r, edifact.Limits{}, on)
+		io.Copy(io.Discard, r)
+		var se *edifact.SyntaxError
+		if !errors.As(err, &se) || !errors.Is(err, edifact.ErrTooManyReferences) {
+			t.Fatalf("callback %v: %v", cb, err)
+		}
+		// The offset of the last UNH's 0062: all before it, and "UNH+".
+		want := int64(len("UNB+UNOA:2+S+R+261130:1200+X1'") + len("UNH+"))
+		for i := n; i >= 2; i-- {
+			want += int64(2*len(strconv.Itoa(i)) + len("UNH++VERMAS:D:16A:UN'UNT+2+'"))
+		}
+		if se.Offset != want || se.Tag != "UNH" || se.Element != 1 || se.Segment != 1 || se.Message != "1" || se.Index != 2*(n-1)+2 || se.Name() != "edifact.too-many-references" {
+			t.Errorf("callback %v: %+v", cb, *se)
+		}
 	}
 }

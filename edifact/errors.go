@@ -55,6 +55,10 @@ var (
 	// ErrDuplicateMessage: a message's reference (UNH 0062) is that of an
 	// earlier message of the interchange (ISO 9735: unique within it).
 	ErrDuplicateMessage = errors.New("message reference used by an earlier message")
+	// ErrTooManyReferences: more message references than Lazaret holds to
+	// find a repeated one (maxScatteredRefs) do not count up one by one
+	// (1, 2, 3 or 0001, 0002, ...).
+	ErrTooManyReferences = errors.New("too many message references out of sequence")
 	// ErrMessageTooLarge: the segments of one message, kept for the rules,
 	// would take more memory than Limits.MaxMessageBytes.
 	ErrMessageTooLarge = errors.New("message takes more memory than the limit")
@@ -132,7 +136,7 @@ var causeNames = []struct {
 	{ErrAfterUNZ, "data-after-unz"}, {ErrReference, "reference-mismatch"}, {ErrCount, "count-mismatch"},
 	{ErrGroupsMixed, "groups-mixed"}, {ErrEmpty, "empty"},
 	{ErrTooManySegments, "too-many-segments"}, {ErrMessageTooLarge, "message-too-large"},
-	{ErrDuplicateMessage, "duplicate-message"},
+	{ErrDuplicateMessage, "duplicate-message"}, {ErrTooManyReferences, "too-many-references"},
 }
 
 // Name is a stable machine code for the error's cause, e.g.

@@ -593,8 +593,11 @@ func (p *parser) unh(s *Segment) error {
 	if m.Type == "" || m.Version == "" || m.Release == "" || m.Agency == "" {
 		return p.fail(s, CodeMissing, 2, 0, ErrMissingElement, "message identifier (S009) needs type, version, release and agency")
 	}
-	if p.refs.add(unsafe.Slice(unsafe.StringData(m.Ref), len(m.Ref))) {
+	switch dup, full := p.refs.add(unsafe.Slice(unsafe.StringData(m.Ref), len(m.Ref))); {
+	case dup:
 		return p.fail(s, CodeDuplicate, 1, 0, ErrDuplicateMessage, "message %d has reference %s", m.Number, m.Ref)
+	case full:
+		return p.fail(s, CodeUnspecified, 1, 0, ErrTooManyReferences, "more than %d message references out of sequence", maxScatteredRefs)
 	}
 	if p.allowed != nil || p.unicode {
 		p.checkCharset(s)
@@ -627,7 +630,7 @@ func (p *parser) plainUNH() bool {
 		return false
 	}
 	ref, id, ok := rd.plainUNH()
-	if !ok || p.refs.has(ref) { // unh reports the duplicate
+	if !ok {
 		return false
 	}
 	var vals *[5]string
@@ -640,7 +643,9 @@ func (p *parser) plainUNH() bool {
 	if vals == nil || vals[0] == "" || vals[1] == "" || vals[2] == "" || vals[3] == "" {
 		return false
 	}
-	p.refs.add(ref)
+	if dup, full := p.refs.add(ref); dup || full {
+		return false // unh reports it
+	}
 	off, index := rd.consumePlain()
 	p.segments++
 	p.lastIndex = index
