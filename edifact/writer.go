@@ -163,11 +163,27 @@ func E(components ...string) []string { return components }
 // sender's UNA declared one: syntax 4's default '*' in a UNA is what
 // several widely used parsers cannot read, and no reply repeats an
 // element.
+//
+// A sender's service character that is a control character other than
+// the information separators of syntax level B (IS4..IS1, 0x1C to 0x1F)
+// is not echoed (NUL, ESC, DEL...): the reply then has the default ones.
 func ReplyDelimiters(env *Envelope) Delimiters {
 	if env == nil || !env.HasUNA || env.Delimiters.Terminator == 0 {
 		return DefaultDelimiters
 	}
-	return env.Delimiters
+	d := env.Delimiters
+	forbidden := func(c byte) bool { return isControl(c) && (c < 0x1c || c > 0x1f) }
+	for _, c := range []byte{d.Component, d.Element, d.Decimal, d.Terminator} {
+		if forbidden(c) { // NUL included: these are never "none"
+			return DefaultDelimiters
+		}
+	}
+	for _, c := range []byte{d.Release, d.Repetition} {
+		if c != 0 && forbidden(c) {
+			return DefaultDelimiters
+		}
+	}
+	return d
 }
 
 // printableElements is elements with every control character of a value
