@@ -251,6 +251,11 @@ type ReplyPolicy struct {
 	// StandardSeparators writes replies with UNA:+.? ' instead of the
 	// separators of the interchange answered.
 	StandardSeparators bool
+	// Installation names this installation in the control references of
+	// its replies (UNB 0020 of a CONTRL or APERAK), so that two
+	// installations answering the same interchange never pick the same
+	// reference. Empty: the ledger's own (Worker.installationID).
+	Installation string
 }
 
 // ModeFor is the reply mode of the sender with that UNB identification.
@@ -270,13 +275,14 @@ func (p ReplyPolicy) ModeFor(sender string) validate.ReplyMode {
 type replies struct {
 	contrl, aperak         string
 	contrlMsgs, aperakMsgs map[int]bool
+	contrlAll              bool // the CONTRL rejects the interchange, every message with it
 }
 
 // noteFor is what the failure event of message n (0: the interchange)
 // says of the replies that reject it: "CONTRL <file>", "APERAK <file>".
 func (rs *replies) noteFor(n int) string {
 	var parts []string
-	if rs.contrl != "" && (n == 0 || rs.contrlMsgs[n]) {
+	if rs.contrl != "" && (n == 0 || rs.contrlAll || rs.contrlMsgs[n]) {
 		parts = append(parts, "CONTRL "+rs.contrl)
 	}
 	if rs.aperak != "" && n > 0 && rs.aperakMsgs[n] {
@@ -305,10 +311,14 @@ func (rs *replies) noteFor(n int) string {
 // (validate.ReadEnvelope), and never acknowledge a parked message. A reply
 // the sender's separators cannot carry (a service character in a value,
 // no release character) is written with UNA:+.? ' instead, never broken.
-func (w *Worker) writeReplies(env *Envelope, res *validate.InterchangeResult, err error, attempt int) (replies, error) {
+func (w *Worker) writeReplies(ctx context.Context, env *Envelope, res *validate.InterchangeResult, err error, attempt int) (replies, error) {
 	var out replies
 	if w.Outbox == "" || res == nil {
 		return out, nil
+	}
+	inst, ierr := w.installationID(ctx)
+	if ierr != nil {
+		return out, fmt.Errorf("installation id: %w", ierr)
 	}
 	full := validate.ReadEnvelope(w.source(env), 0)
 	sender := ""
@@ -317,7 +327,7 @@ func (w *Worker) writeReplies(env *Envelope, res *validate.InterchangeResult, er
 	}
 	mode := w.Replies.ModeFor(sender)
 	cr, ar := res.Replies(full, err, mode)
-	cr.Reference, ar.Reference = contrlRef(env, attempt), aperakRef(env, attempt)
+	cr.Reference, ar.Reference = contrlRef(inst, env, attempt), aperakRef(inst, env, attempt)
 	cr.Now = env.SubmittedAt.UTC()
 	ar.Now = cr.Now
 	standard := edifact.DefaultDelimiters
@@ -337,6 +347,7 @@ func (w *Worker) writeReplies(env *Envelope, res *validate.InterchangeResult, er
 			return out, err
 		}
 		out.contrl = replyName(env, attempt, "contrl")
+		out.contrlAll = cr.Unlisted
 		out.contrlMsgs = map[int]bool{}
 		for n := range cr.Faults {
 			out.contrlMsgs[n] = true
@@ -420,16 +431,58 @@ func replyName(env *Envelope, attempt int, kind string) string {
 }
 
 // contrlRef is a CONTRL control reference (0020, an..14): a hash of the
-// interchange's digest, the attempt, the batch, the object and the message
-// of a replay. Stable per item and attempt (a redelivery writes the same
-// bytes); different for any two interchanges or attempts, whenever they are
-// written.
-func contrlRef(env *Envelope, attempt int) string {
-	return edifact.ControlReference(env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message)
+// installation (installationID), the interchange's digest, the attempt,
+// the batch, the object and the message of a replay. Stable per
+// installation, item and attempt (a redelivery writes the same bytes);
+// different for any two installations, interchanges or attempts, whenever
+// they are written.
+func contrlRef(inst string, env *Envelope, attempt int) string {
+	return edifact.ControlReference(refParts(inst, env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message)...)
 }
 
 // aperakRef is an APERAK's control reference: contrlRef's parts, marked
 // as an APERAK's, so that the two replies to one attempt never share one.
-func aperakRef(env *Envelope, attempt int) string {
-	return edifact.ControlReference("APERAK", env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message)
+func aperakRef(inst string, env *Envelope, attempt int) string {
+	return edifact.ControlReference(refParts(inst, "APERAK", env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message)...)
+}
+
+// refParts are the parts of a reply's reference: the installation first
+// when there is one (without one, the references of before it existed).
+func refParts(inst string, parts ...string) []string {
+	if inst == "" {
+		return parts
+	}
+	return append([]string{"installation", inst}, parts...)
+}
+
+// installationID names this installation in its replies' references:
+// Replies.Installation when configured, otherwise the id of the ledger's
+// first event. That id is random (a UUIDv7 drawn when the ledger took
+// its first record), kept by the ledger itself (append-only,
+// hash-chained, in a backup and its restore) and the same for every
+// worker on one ledger, so that SQLite and PostgreSQL keep it alike with
+// no table of their own. A ledger with no event yet (a task enqueued
+// without its submission recorded) gives "": references are then derived
+// from the input alone, as before installations were named. Read once per
+// worker; a failed read is an error (the commit is retried).
+func (w *Worker) installationID(ctx context.Context) (string, error) {
+	if w.Replies.Installation != "" {
+		return w.Replies.Installation, nil
+	}
+	if w.Ledger == nil {
+		return "", nil
+	}
+	w.installation.Lock()
+	defer w.installation.Unlock()
+	if w.installation.id != "" {
+		return w.installation.id, nil
+	}
+	evs, err := w.Ledger.Events(ctx, premis.Filter{Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(evs) > 0 {
+		w.installation.id = "ledger:" + evs[0].ID
+	}
+	return w.installation.id, nil
 }

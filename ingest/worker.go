@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +68,12 @@ type Worker struct {
 	Hardlinks validate.HardlinkRoots
 
 	draining atomic.Bool
+	// installation is the ledger-kept installation id, once read (see
+	// installationID).
+	installation struct {
+		sync.Mutex
+		id string
+	}
 }
 
 // Drain asks running tasks to stop at their next checkpoint (between two
