@@ -69,9 +69,7 @@ type Config struct {
 
 	// InstallationID names this installation in its replies' control
 	// references (ingest.ReplyPolicy.Installation); empty: the ledger's.
-	// A flag only for now: a config file key needs its row in the
-	// README's configuration table (TestReadmeConfiguration).
-	InstallationID string `json:"-"`
+	InstallationID string `json:"installation_id"`
 
 	// The checkpoint log (premis.CheckpointLog): where the ledger's head
 	// is kept, signed, outside the database.
@@ -283,7 +281,7 @@ func (c *Config) jsonSettings() (map[string]any, map[string]*time.Duration) {
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
 		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ReplyParked, "reply_parked": &c.ReplyParked, "reply_mode": &c.ReplyMode,
 		"reply_partners": &c.ReplyPartners, "reply_separators": &c.ReplySeparators, "ingest_roots": &c.IngestRoots,
-		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory,
+		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory, "installation_id": &c.InstallationID,
 		"checkpoint_dir": &c.CheckpointDir, "checkpoint_key": &c.CheckpointKey, "checkpoint_pubkey": &c.CheckpointPubkey, "checkpoint_every": &c.CheckpointEvery,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
