@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -110,23 +109,12 @@ func setup(t *testing.T, token string) *env {
 
 func (e *env) do(method, path, token string, body any) (int, map[string]any) {
 	e.t.Helper()
-	var rd io.Reader
+	raw := ""
 	if body != nil {
 		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
+		raw = string(b)
 	}
-	req, _ := http.NewRequest(method, e.srv.URL+path, rd)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
+	return e.doRaw(method, path, token, raw)
 }
 
 func (e *env) waitSettled() {

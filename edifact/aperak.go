@@ -173,7 +173,7 @@ func WriteAPERAK(out io.Writer, rep AperakReport) error {
 		date = rep.Now.Format("20060102")
 	}
 	w := NewWriter(out, d)
-	w.Newline = true
+	w.Newline, w.Printable = true, true
 	if err := w.WriteUNA(); err != nil {
 		return err
 	}

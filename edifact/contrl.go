@@ -51,6 +51,11 @@ type ContrlReport struct {
 	// (WriteAPERAK), unless the partner reads CONTRL only, when it is here
 	// too (validate.ReplyMode).
 	Faults map[int][]*SyntaxError
+	// Unlisted says that more messages were rejected than Faults names
+	// (a report stays bounded): then UCI (and every UCF) rejects the
+	// interchange, action 4, for action 7 would acknowledge every
+	// message the report does not name, the unlisted rejected ones too.
+	Unlisted bool
 	// Reference is the CONTRL interchange's own control reference (UNB
 	// 0020, an..14). When empty it is derived from what the report
 	// answers (ControlReference), never from the clock.
@@ -151,7 +156,7 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 		msgID = E("CONTRL", "4", "1", "UN")
 	}
 	w := NewWriter(out, d)
-	w.Newline = true
+	w.Newline, w.Printable = true, true
 	if err := w.WriteUNA(); err != nil {
 		return err
 	}
@@ -165,7 +170,7 @@ func WriteCONTRL(out io.Writer, rep ContrlReport) error {
 	w.WriteSegment("UNH", E("1"), msgID)
 
 	action := ActionAcknowledged
-	if e != nil {
+	if e != nil || rep.Unlisted {
 		action = ActionRejected
 	}
 	uci := [][]string{E(ref), sender, recipient, E(action)}

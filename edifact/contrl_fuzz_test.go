@@ -25,7 +25,25 @@ func FuzzContrl(f *testing.F) {
 		if err != nil || n != 1 {
 			t.Fatalf("%d messages, %v:\n%s", n, err, out)
 		}
+		noControls(t, out)
 	})
+}
+
+// noControls fails t when a reply holds a control character other than
+// the newline after each segment and its own service characters (a
+// sender may declare control characters as separators in its UNA): none
+// from the input's values reaches a reply.
+func noControls(t *testing.T, out string) {
+	t.Helper()
+	service := ""
+	if strings.HasPrefix(out, "UNA") && len(out) >= 9 {
+		service = out[3:9]
+	}
+	for i := 0; i < len(out); i++ {
+		if c := out[i]; (c < 0x20 || c == 0x7f) && c != '\n' && strings.IndexByte(service, c) < 0 {
+			t.Fatalf("byte %#x at %d of the reply:\n%q", c, i, out)
+		}
+	}
 }
 
 // FuzzAperak: whatever the input, the APERAK that answers its messages
@@ -63,5 +81,6 @@ func FuzzAperak(f *testing.F) {
 		if err != nil || n != len(msgs) {
 			t.Fatalf("%d messages of %d, %v:\n%q", n, len(msgs), err, out.String())
 		}
+		noControls(t, out.String())
 	})
 }

@@ -1,11 +1,14 @@
 package edifact_test
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -276,6 +279,87 @@ func TestWriterRoundTrip(t *testing.T) {
 	for i, v := range vals {
 		if got := s.Value(4, i+1); got != v {
 			t.Errorf("component %d: %q, want %q", i+1, got, v)
+		}
+	}
+}
+
+// Three messages sharing reference 1: the second is refused at its 0062
+// (code 26, duplicate detected), with or without a callback, so that no
+// message can stand for another in a reply or a record.
+func TestDuplicateMessageReference(t *testing.T) {
+	t.Parallel()
+	msg := "UNH+1+VERMAS:D:16A:UN'BGM+749'UNT+3+1'"
+	in := "UNB+UNOA:2+S+R+261130:1200+X1'" + msg + msg + msg + "UNZ+3+X1'"
+	second := strings.Index(in[len("UNB+UNOA:2+S+R+261130:1200+X1'")+len(msg):], "UNH") + len("UNB+UNOA:2+S+R+261130:1200+X1'") + len(msg)
+	for _, cb := range []bool{false, true} {
+		var on func(*edifact.Message) error
+		n := 0
+		if cb {
+			on = func(*edifact.Message) error { n++; return nil }
+		}
+		_, err := edifact.Parse(strings.NewReader(in), edifact.Limits{}, on)
+		var se *edifact.SyntaxError
+		if !errors.As(err, &se) || !errors.Is(err, edifact.ErrDuplicateMessage) {
+			t.Fatalf("callback %v: %v", cb, err)
+		}
+		// byte second+4 is the 1 of the second UNH+1
+		if se.Code != edifact.CodeDuplicate || se.Tag != "UNH" || se.Segment != 1 || se.Element != 1 || se.Component != 0 ||
+			se.Offset != int64(second+4) || se.Index != 5 || se.Message != "1" || se.Name() != "edifact.duplicate-message" {
+			t.Errorf("callback %v: %+v (%s)", cb, *se, se.Name())
+		}
+		if cb && n != 1 {
+			t.Errorf("%d messages handed over before the duplicate, want 1", n)
+		}
+	}
+	distinct := strings.Replace(strings.Replace(in, "UNH+1+", "UNH+2+", 2), "UNH+2+", "UNH+1+", 1)
+	distinct = strings.Replace(strings.Replace(distinct, "UNT+3+1'", "UNT+3+2'", 2), "UNT+3+2'", "UNT+3+1'", 1)
+	if _, err := edifact.Parse(strings.NewReader(distinct), edifact.Limits{}, nil); !errors.Is(err, edifact.ErrDuplicateMessage) {
+		t.Errorf("references 1, 2, 2: %v", err)
+	}
+}
+
+// The references out of sequence a parse holds to find a repeated one are
+// bounded (1<<20, some 16 MiB): past them the interchange is refused with
+// its own cause, at the UNH whose reference no longer fits, with or
+// without a callback. References that count up cost nothing (see
+// TestRefSet).
+func TestMessageReferencesOutOfSequenceAreBounded(t *testing.T) {
+	t.Parallel()
+	const held = 1 << 20
+	n := held + 2 // the first starts the run; then held one by one; the next does not fit
+	input := func() io.Reader {
+		pr, pw := io.Pipe()
+		go func() {
+			bw := bufio.NewWriterSize(pw, 64<<10)
+			bw.WriteString("UNB+UNOA:2+S+R+261130:1200+X1'")
+			for i := n; i >= 1; i-- { // counting down: never the next of a run
+				fmt.Fprintf(bw, "UNH+%d+VERMAS:D:16A:UN'UNT+2+%d'", i, i)
+			}
+			fmt.Fprintf(bw, "UNZ+%d+X1'", n)
+			bw.Flush()
+			pw.Close()
+		}()
+		return pr
+	}
+	for _, cb := range []bool{false, true} {
+		var on func(*edifact.Message) error
+		if cb {
+			on = func(*edifact.Message) error { return nil }
+		}
+		r := input()
+		_, err := edifact.Parse(r, edifact.Limits{}, on)
+		io.Copy(io.Discard, r)
+		var se *edifact.SyntaxError
+		if !errors.As(err, &se) || !errors.Is(err, edifact.ErrTooManyReferences) {
+			t.Fatalf("callback %v: %v", cb, err)
+		}
+		// The offset of the last UNH's 0062: all before it, and "UNH+".
+		want := int64(len("UNB+UNOA:2+S+R+261130:1200+X1'") + len("UNH+"))
+		for i := n; i >= 2; i-- {
+			want += int64(2*len(strconv.Itoa(i)) + len("UNH++VERMAS:D:16A:UN'UNT+2+'"))
+		}
+		if se.Offset != want || se.Tag != "UNH" || se.Element != 1 || se.Segment != 1 || se.Message != "1" || se.Index != 2*(n-1)+2 || se.Name() != "edifact.too-many-references" {
+			t.Errorf("callback %v: %+v", cb, *se)
 		}
 	}
 }

@@ -22,6 +22,7 @@ const (
 	CodeUnspecified        = 18 // unspecified error
 	CodeInvalidServiceChar = 20 // character invalid as service character
 	CodeInvalidCharacter   = 21 // invalid character(s)
+	CodeDuplicate          = 26 // duplicate detected
 	CodeReferenceMismatch  = 28 // references do not match
 	CodeCountMismatch      = 29 // control count does not match number of instances received
 	CodeGroupsMixed        = 30 // groups and messages mixed
@@ -58,6 +59,13 @@ var (
 	// ErrTooManyInterchanges: the input holds more interchanges, one after
 	// the other, than Limits.MaxInterchanges.
 	ErrTooManyInterchanges = errors.New("more interchanges than the limit")
+	// ErrDuplicateMessage: a message's reference (UNH 0062) is that of an
+	// earlier message of the interchange (ISO 9735: unique within it).
+	ErrDuplicateMessage = errors.New("message reference used by an earlier message")
+	// ErrTooManyReferences: more message references than Lazaret holds to
+	// find a repeated one (maxScatteredRefs) do not count up one by one
+	// (1, 2, 3 or 0001, 0002, ...).
+	ErrTooManyReferences = errors.New("too many message references out of sequence")
 	// ErrMessageTooLarge: the segments of one message, kept for the rules,
 	// would take more memory than Limits.MaxMessageBytes.
 	ErrMessageTooLarge = errors.New("message takes more memory than the limit")
@@ -136,6 +144,7 @@ var causeNames = []struct {
 	{ErrGroupsMixed, "groups-mixed"}, {ErrEmpty, "empty"},
 	{ErrTooManySegments, "too-many-segments"}, {ErrMessageTooLarge, "message-too-large"},
 	{ErrTooManyInterchanges, "too-many-interchanges"}, {ErrObjectLength, "object-length"},
+	{ErrDuplicateMessage, "duplicate-message"}, {ErrTooManyReferences, "too-many-references"},
 }
 
 // Name is a stable machine code for the error's cause, e.g.

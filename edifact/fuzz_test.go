@@ -26,6 +26,19 @@ func seeds(f *testing.F) {
 	own.Add([]byte(two))
 	pkg, _ := marked(withPackage(len(object), len(object), 3, "P1"))
 	own.Add([]byte(pkg))
+	// The cases of the replies and message identity: references shared
+	// by messages, an unsupported syntax identifier, control characters
+	// and NUL in echoed values, a 10-character container number, syntax 4
+	// with its own separators.
+	const vermas = "UNH+1+VERMAS:D:16A:UN'BGM+749'EQD+CN+CSQU305438+45G1:6346:5'UNT+4+1'"
+	for _, in := range []string{
+		"UNB+UNOA:2+S+R+261130:1200+X1'" + vermas + vermas + vermas + "UNZ+3+X1'",
+		"UNA:+.? 'UNB+UNOQ:3+S+R+261130:1200+X1'" + vermas + "UNZ+1+X1'",
+		"UNB+UNOC:3+S\x1bX+R\x00Y+261130:1200+X\x1b1'UNH+1\x00+VERMAS:D:16A:UN'BGM+749'UNT+3+1\x00'UNZ+1+X\x1b1'",
+		"UNA:+.?*'UNB+UNOC:4+S+R+20261130:1200+X1'" + vermas + "UNZ+1+X1'",
+	} {
+		own.Add([]byte(in))
+	}
 	if files, err := filepath.Glob(filepath.Join("..", "..", "shared", "corpus", "edifact", "*")); err == nil {
 		for _, p := range files {
 			if d, err := os.ReadFile(p); err == nil {

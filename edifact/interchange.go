@@ -297,6 +297,7 @@ type parser struct {
 	st        store        // the message's kept segments
 	recent    [8][4]string // the last values interned per component
 	ids       [4]s009Entry // the last distinct S009s
+	refs      refSet       // the message references seen
 	strs      []byte       // the chunk str carves strings from
 }
 
@@ -357,7 +358,11 @@ func (p *parser) run() error {
 		p.segments++
 		p.lastIndex = s.Index
 		if p.segments > p.lim.MaxSegments {
-			return p.fail(s, CodeUnspecified, 0, 0, ErrTooManySegments, "%d", p.lim.MaxSegments)
+			se := p.fail(s, CodeUnspecified, 0, 0, ErrTooManySegments, "%d", p.lim.MaxSegments)
+			if p.inMsg {
+				se.Segment = p.msgSegs + 1 // s is the message's next segment
+			}
+			return se
 		}
 		if first {
 			first = false
@@ -464,6 +469,7 @@ func (p *parser) nextInterchange(s *Segment) error {
 	prev.Next = p.ic
 	p.inGroup, p.groupRef, p.groupMsgs, p.groupAt, p.outside = false, "", 0, nil, 0
 	p.allowed, p.unicode = nil, false
+	p.refs = refSet{max: p.refs.max} // references are unique within an interchange, not across a file
 	p.segBase = p.segments
 	return nil
 }
@@ -756,6 +762,12 @@ func (p *parser) unh(s *Segment) error {
 	if m.Type == "" || m.Version == "" || m.Release == "" || m.Agency == "" {
 		return p.fail(s, CodeMissing, 2, 0, ErrMissingElement, "message identifier (S009) needs type, version, release and agency")
 	}
+	switch dup, full := p.refs.add(unsafe.Slice(unsafe.StringData(m.Ref), len(m.Ref))); {
+	case dup:
+		return p.fail(s, CodeDuplicate, 1, 0, ErrDuplicateMessage, "message %d has reference %s", m.Number, m.Ref)
+	case full:
+		return p.fail(s, CodeUnspecified, 1, 0, ErrTooManyReferences, "more than %d message references out of sequence", maxScatteredRefs)
+	}
 	if p.allowed != nil || p.unicode {
 		p.checkCharset(s)
 	}
@@ -800,6 +812,9 @@ func (p *parser) plainUNH() bool {
 	}
 	if vals == nil || vals[0] == "" || vals[1] == "" || vals[2] == "" || vals[3] == "" {
 		return false
+	}
+	if dup, full := p.refs.add(ref); dup || full {
+		return false // unh reports it
 	}
 	off, index := rd.consumePlain()
 	p.segments++

@@ -1,6 +1,7 @@
 package edifact_test
 
 import (
+	"bytes"
 	"io"
 	"strings"
 	"testing"
@@ -59,5 +60,57 @@ func TestSameValues(t *testing.T) {
 		if !dst.SameValues(&plain[i]) || dst.Offset != plain[i].Offset || dst.Tag != plain[i].Tag {
 			t.Errorf("CloneInto of %q gives %q at %d", plain[i].Raw(), dst.Raw(), dst.Offset)
 		}
+	}
+}
+
+// A Printable writer writes a value's control characters as %HH and
+// leaves the caller's values as they were; service characters are still
+// released.
+func TestWriterPrintable(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	w := edifact.NewWriter(&b, edifact.DefaultDelimiters)
+	w.Printable = true
+	el := []string{"A\x1bB", "ok", "\x00+\x7f"}
+	if err := w.WriteSegment("FTX", edifact.E("AAO"), el, edifact.E("plain")); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	if got, want := b.String(), "FTX+AAO+A%1BB:ok:%00?+%7F+plain'"; got != want {
+		t.Errorf("wrote %q, want %q", got, want)
+	}
+	if el[0] != "A\x1bB" || el[2] != "\x00+\x7f" {
+		t.Errorf("the caller's values changed: %q", el)
+	}
+}
+
+// A reply echoes the sender's service characters, the information
+// separators of syntax level B included, but never NUL, ESC or another
+// control character: then it has the default ones.
+func TestReplyDelimitersAreNeverControls(t *testing.T) {
+	t.Parallel()
+	levelB := edifact.Delimiters{Component: 0x1f, Element: 0x1d, Decimal: '.', Release: '?', Terminator: 0x1c}
+	if got := edifact.ReplyDelimiters(&edifact.Envelope{HasUNA: true, Delimiters: levelB}); got != levelB {
+		t.Errorf("level B separators: %+v", got)
+	}
+	for _, d := range []edifact.Delimiters{
+		{Component: ':', Element: 0, Decimal: '.', Release: '?', Terminator: '\''},
+		{Component: ':', Element: '+', Decimal: '.', Release: 0x1b, Terminator: '\''},
+		{Component: ':', Element: '+', Decimal: 0x7f, Release: '?', Terminator: '\''},
+		{Component: ':', Element: '+', Decimal: '.', Release: '?', Repetition: 0x07, Terminator: '\''},
+		{Component: ':', Element: '+', Decimal: '.', Release: '?', Terminator: 0},
+	} {
+		if got := edifact.ReplyDelimiters(&edifact.Envelope{HasUNA: true, Delimiters: d}); got != edifact.DefaultDelimiters {
+			t.Errorf("%+v: reply delimiters %+v", d, got)
+		}
+	}
+	// Through the parser: a UNA that declares NUL as element separator.
+	in := "UNA:\x00.? 'UNB\x00UNOC:3\x00S\x00R\x00261130:1200\x00X1'UNH\x001\x00VERMAS:D:16A:UN'UNT\x003\x001'UNZ\x001\x00X1'"
+	var out bytes.Buffer
+	if err := edifact.WriteCONTRL(&out, edifact.ContrlReport{Envelope: edifact.ReadEnvelope(strings.NewReader(in), edifact.Limits{})}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.IndexByte(out.String(), 0) >= 0 || !strings.HasPrefix(out.String(), "UNA:+.? '") {
+		t.Errorf("CONTRL to a NUL separator:\n%q", out.String())
 	}
 }

@@ -16,9 +16,15 @@ var ErrUnencodable = errors.New("edifact: write: a value holds a service charact
 type Writer struct {
 	w       *bufio.Writer
 	d       Delimiters
-	Newline bool  // write "\n" after each terminator, for readability
-	n       int   // segments written
-	err     error // the first error of WriteSegment (Err)
+	Newline bool // write "\n" after each terminator, for readability
+	// Printable writes every control character of a value (C0, NUL
+	// included, and DEL) as '%' and two upper-case hexadecimal digits
+	// (ESC as %1B): no syntax level carries them, and a reply must not
+	// pass on what a sender's file held to the partner's translator, a
+	// terminal or a log. The replies (WriteCONTRL, WriteAPERAK) set it.
+	Printable bool
+	n         int   // segments written
+	err       error // the first error of WriteSegment (Err)
 }
 
 // NewWriter writes to w with delimiters d (DefaultDelimiters when zero).
@@ -63,6 +69,9 @@ func (w *Writer) Err() error { return w.err }
 func (w *Writer) writeSegment(tag string, elements [][]string) error {
 	if len(tag) != 3 || !isTagChar(tag[0]) || !isTagChar(tag[1]) || !isTagChar(tag[2]) {
 		return fmt.Errorf("edifact: write: bad tag %q", tag)
+	}
+	if w.Printable {
+		elements = printableElements(elements)
 	}
 	if w.d.Release == 0 {
 		for _, el := range elements {
@@ -154,9 +163,75 @@ func E(components ...string) []string { return components }
 // sender's UNA declared one: syntax 4's default '*' in a UNA is what
 // several widely used parsers cannot read, and no reply repeats an
 // element.
+//
+// A sender's service character that is a control character other than
+// the information separators of syntax level B (IS4..IS1, 0x1C to 0x1F)
+// is not echoed (NUL, ESC, DEL...): the reply then has the default ones.
 func ReplyDelimiters(env *Envelope) Delimiters {
 	if env == nil || !env.HasUNA || env.Delimiters.Terminator == 0 {
 		return DefaultDelimiters
 	}
-	return env.Delimiters
+	d := env.Delimiters
+	forbidden := func(c byte) bool { return isControl(c) && (c < 0x1c || c > 0x1f) }
+	for _, c := range []byte{d.Component, d.Element, d.Decimal, d.Terminator} {
+		if forbidden(c) { // NUL included: these are never "none"
+			return DefaultDelimiters
+		}
+	}
+	for _, c := range []byte{d.Release, d.Repetition} {
+		if c != 0 && forbidden(c) {
+			return DefaultDelimiters
+		}
+	}
+	return d
+}
+
+// printableElements is elements with every control character of a value
+// written as %HH (Writer.Printable); elements itself when none has one.
+func printableElements(elements [][]string) [][]string {
+	var out [][]string
+	for i, el := range elements {
+		for j, v := range el {
+			if !hasControl(v) {
+				continue
+			}
+			if out == nil {
+				out = make([][]string, len(elements))
+				copy(out, elements)
+			}
+			if &out[i][0] == &elements[i][0] {
+				out[i] = append([]string(nil), el...)
+			}
+			out[i][j] = escapeControls(v)
+		}
+	}
+	if out == nil {
+		return elements
+	}
+	return out
+}
+
+func isControl(c byte) bool { return c < 0x20 || c == 0x7f }
+
+func hasControl(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if isControl(v[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func escapeControls(v string) string {
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(v)+8)
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if isControl(c) {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+			continue
+		}
+		b = append(b, c)
+	}
+	return string(b)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lazaret/lazaret/fixtures"
+	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/validate"
 )
 
@@ -63,27 +64,27 @@ func TestContrlRedeliverySameBytes(t *testing.T) {
 		t.Fatal("a rejected interchange gets no CONTRL")
 	}
 	for range 2 {
-		if _, err := w.writeReplies(env, r.ires, r.cause, 1); err != nil {
+		if _, err := w.writeReplies(context.Background(), env, r.ires, r.cause, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	first := contrlFiles(t, w)
-	if _, err := w.writeReplies(env, r.ires, r.cause, 1); err != nil {
+	if _, err := w.writeReplies(context.Background(), env, r.ires, r.cause, 1); err != nil {
 		t.Fatal(err)
 	}
 	if again := contrlFiles(t, w); len(again) != 1 || again[contrlName(env, 1)] != first[contrlName(env, 1)] {
 		t.Fatalf("redelivery wrote other bytes:\n%v\n%v", first, again)
 	}
-	if contrlRef(env, 1) == contrlRef(env, 2) {
+	if contrlRef("", env, 1) == contrlRef("", env, 2) {
 		t.Error("attempts 1 and 2 share a control reference")
 	}
 	other := *env
 	other.ObjectID, other.SHA256 = "edi-other", strings.Repeat("0", 64)
-	if contrlRef(env, 1) == contrlRef(&other, 1) {
+	if contrlRef("", env, 1) == contrlRef("", &other, 1) {
 		t.Error("two interchanges share a control reference")
 	}
 	got := first[contrlName(env, 1)]
-	for _, want := range []string{"UNB+UNOC:3+LAZARET:ZZ+CARRIER1:ZZ+261201:0900+" + contrlRef(env, 1) + "'", "UCI+IC0005+CARRIER1:ZZ+LAZARET:ZZ+4'",
+	for _, want := range []string{"UNB+UNOC:3+LAZARET:ZZ+CARRIER1:ZZ+261201:0900+" + contrlRef("", env, 1) + "'", "UCI+IC0005+CARRIER1:ZZ+LAZARET:ZZ+4'",
 		"UCM+1+IFTMIN:D:99B:UN+4+29+UNT+1'"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in\n%s", want, got)
@@ -110,7 +111,7 @@ func TestContrlForAcceptedInterchanges(t *testing.T) {
 	if !r.perMessage || !r.replies {
 		t.Fatalf("0031 = 1: perMessage %v contrl %v (%v)", r.perMessage, r.replies, r.cause)
 	}
-	if _, err := w.writeReplies(&ask, r.ires, r.cause, 1); err != nil {
+	if _, err := w.writeReplies(context.Background(), &ask, r.ires, r.cause, 1); err != nil {
 		t.Fatal(err)
 	}
 	got := contrlFiles(t, w)[contrlName(&ask, 1)]
@@ -135,7 +136,7 @@ func TestContrlForAcceptedInterchanges(t *testing.T) {
 	if !r.replies {
 		t.Fatal("no reply for a parked message")
 	}
-	sent, err := w.writeReplies(low, r.ires, r.cause, 1)
+	sent, err := w.writeReplies(context.Background(), low, r.ires, r.cause, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestContrlForAcceptedInterchanges(t *testing.T) {
 
 	// A partner that reads CONTRL only: its UCM rejects the message.
 	w.Replies.Partners = map[string]validate.ReplyMode{"CARRIER1": validate.ReplyContrl}
-	if sent, err = w.writeReplies(low, r.ires, r.cause, 1); err != nil {
+	if sent, err = w.writeReplies(context.Background(), low, r.ires, r.cause, 1); err != nil {
 		t.Fatal(err)
 	}
 	if sent.contrl == "" || sent.aperak != "" {
@@ -165,5 +166,47 @@ func TestContrlForAcceptedInterchanges(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in\n%s", want, got)
 		}
+	}
+}
+
+// A CONTRL that rejects the interchange because it could not name every
+// rejected message (ContrlReport.Unlisted) rejects each message with it:
+// the failure event of a message it does not name still names it.
+func TestUnlistedContrlIsNamedByEveryParkedMessage(t *testing.T) {
+	t.Parallel()
+	rs := replies{contrl: "c.contrl.edi", contrlMsgs: map[int]bool{1: true}}
+	if note := rs.noteFor(10001); note != "" {
+		t.Fatalf("a CONTRL that acknowledges the interchange is named by a message it does not list: %q", note)
+	}
+	rs.contrlAll = true
+	if note := rs.noteFor(10001); !strings.Contains(note, "CONTRL c.contrl.edi") {
+		t.Errorf("note %q", note)
+	}
+}
+
+// An interchange in a syntax identifier Lazaret does not read (UNOQ) is
+// parked, not dead-lettered, but it is refused all the same: the sender
+// gets a CONTRL rejecting the interchange with 0085 code 2 at UNB S001.
+func TestUnsupportedSyntaxGetsARejectingContrl(t *testing.T) {
+	t.Parallel()
+	w, good := contrlSetup(t, "edi-iftmin-good")
+	data, _ := os.ReadFile(good.Path)
+	if !strings.Contains(string(data), "UNB+UNOC:3+") {
+		t.Fatalf("fixture changed: %.80s", data)
+	}
+	path := filepath.Join(filepath.Dir(good.Path), "unoq.edi")
+	os.WriteFile(path, []byte(strings.Replace(string(data), "UNB+UNOC:3+", "UNB+UNOQ:3+", 1)), 0o644)
+	env := *good
+	env.Path, env.ObjectID, env.Item.SHA256, env.SHA256, env.Item.Size = path, "edi-unoq", "", "", 0
+	r := w.execute(context.Background(), &delivery{env: &env, attempt: 1})
+	if r.perMessage || !r.replies || r.decision.Class != premis.Semantic {
+		t.Fatalf("UNOQ: perMessage %v replies %v class %s (%v)", r.perMessage, r.replies, r.decision.Class, r.cause)
+	}
+	if _, err := w.writeReplies(context.Background(), &env, r.ires, r.cause, 1); err != nil {
+		t.Fatal(err)
+	}
+	got := contrlFiles(t, w)[contrlName(&env, 1)]
+	if want := "UCI+IC0002+CARRIER1:ZZ+LAZARET:ZZ+4+2+UNB+1:1'"; !strings.Contains(got, want) {
+		t.Errorf("CONTRL:\n%s\nwant %q", got, want)
 	}
 }

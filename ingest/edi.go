@@ -266,6 +266,11 @@ type ReplyPolicy struct {
 	// StandardSeparators writes replies with UNA:+.? ' instead of the
 	// separators of the interchange answered.
 	StandardSeparators bool
+	// Installation names this installation in the control references of
+	// its replies (UNB 0020 of a CONTRL or APERAK), so that two
+	// installations answering the same interchange never pick the same
+	// reference. Empty: the ledger's own (Worker.installationID).
+	Installation string
 }
 
 // ModeFor is the reply mode of the sender with that UNB identification.
@@ -287,6 +292,7 @@ func (p ReplyPolicy) ModeFor(sender string) validate.ReplyMode {
 type replies struct {
 	contrl, aperak         string
 	contrlMsgs, aperakMsgs map[int]bool
+	contrlAll              bool // the CONTRL rejects the interchange, every message with it
 	later                  map[int]*replies
 }
 
@@ -294,7 +300,7 @@ type replies struct {
 // says of the replies that reject it: "CONTRL <file>", "APERAK <file>".
 func (rs *replies) noteFor(n int) string {
 	var parts []string
-	if rs.contrl != "" && (n == 0 || rs.contrlMsgs[n]) {
+	if rs.contrl != "" && (n == 0 || rs.contrlAll || rs.contrlMsgs[n]) {
 		parts = append(parts, "CONTRL "+rs.contrl)
 	}
 	if rs.aperak != "" && n > 0 && rs.aperakMsgs[n] {
@@ -338,10 +344,14 @@ func (rs *replies) noteIn(ic, n int) string {
 // A file of several interchanges, all accepted, gets the replies of each,
 // on its own (its sender's mode, its UNB, its messages); one rejected
 // gets the CONTRL of the interchange at fault.
-func (w *Worker) writeReplies(env *Envelope, res *validate.InterchangeResult, err error, attempt int) (replies, error) {
+func (w *Worker) writeReplies(ctx context.Context, env *Envelope, res *validate.InterchangeResult, err error, attempt int) (replies, error) {
 	var out replies
 	if w.Outbox == "" || res == nil {
 		return out, nil
+	}
+	inst, ierr := w.installationID(ctx)
+	if ierr != nil {
+		return out, fmt.Errorf("installation id: %w", ierr)
 	}
 	targets := []*edifact.Interchange{res.Answered(err)}
 	if err == nil && res.Interchange != nil && res.Interchange.Next != nil && env.Message == "" {
@@ -356,7 +366,7 @@ func (w *Worker) writeReplies(env *Envelope, res *validate.InterchangeResult, er
 			rs = &replies{}
 			out.later[ic.Number] = rs
 		}
-		if err := w.writeRepliesTo(rs, env, res, ic, err, attempt); err != nil {
+		if err := w.writeRepliesTo(rs, inst, env, res, ic, err, attempt); err != nil {
 			return out, err
 		}
 	}
@@ -364,8 +374,8 @@ func (w *Worker) writeReplies(env *Envelope, res *validate.InterchangeResult, er
 }
 
 // writeRepliesTo writes the replies to interchange ic of the file (see
-// writeReplies) and adds them to out.
-func (w *Worker) writeRepliesTo(out *replies, env *Envelope, res *validate.InterchangeResult, ic *edifact.Interchange, err error, attempt int) error {
+// writeReplies) and adds them to out; inst names the installation.
+func (w *Worker) writeRepliesTo(out *replies, inst string, env *Envelope, res *validate.InterchangeResult, ic *edifact.Interchange, err error, attempt int) error {
 	number := 1
 	if ic != nil {
 		number = ic.Number
@@ -377,9 +387,9 @@ func (w *Worker) writeRepliesTo(out *replies, env *Envelope, res *validate.Inter
 	}
 	mode := w.Replies.ModeFor(sender)
 	cr, ar := res.RepliesTo(ic, full, err, mode)
-	cr.Reference, ar.Reference = contrlRef(env, attempt), aperakRef(env, attempt)
+	cr.Reference, ar.Reference = contrlRef(inst, env, attempt), aperakRef(inst, env, attempt)
 	if number > 1 {
-		cr.Reference, ar.Reference = contrlRefIn(env, attempt, number), aperakRefIn(env, attempt, number)
+		cr.Reference, ar.Reference = contrlRefIn(inst, env, attempt, number), aperakRefIn(inst, env, attempt, number)
 	}
 	cr.Now = env.SubmittedAt.UTC()
 	ar.Now = cr.Now
@@ -406,7 +416,7 @@ func (w *Worker) writeRepliesTo(out *replies, env *Envelope, res *validate.Inter
 		if err != nil {
 			return err
 		}
-		out.contrl, out.contrlMsgs = name, map[int]bool{}
+		out.contrl, out.contrlAll, out.contrlMsgs = name, cr.Unlisted, map[int]bool{}
 		for n := range cr.Faults {
 			out.contrlMsgs[n] = true
 		}
@@ -492,29 +502,71 @@ func replyName(env *Envelope, attempt int, kind string) string {
 }
 
 // contrlRef is a CONTRL control reference (0020, an..14): a hash of the
-// interchange's digest, the attempt, the batch, the object and the message
-// of a replay. Stable per item and attempt (a redelivery writes the same
-// bytes); different for any two interchanges or attempts, whenever they are
-// written.
-func contrlRef(env *Envelope, attempt int) string {
-	return edifact.ControlReference(env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message)
+// installation (installationID), the interchange's digest, the attempt,
+// the batch, the object and the message of a replay. Stable per
+// installation, item and attempt (a redelivery writes the same bytes);
+// different for any two installations, interchanges or attempts, whenever
+// they are written.
+func contrlRef(inst string, env *Envelope, attempt int) string {
+	return edifact.ControlReference(refParts(inst, env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message)...)
 }
 
 // contrlRefIn is contrlRef for the CONTRL to the file's interchange
 // number (after the first): its number added, so that two replies to one
 // file never share a reference.
-func contrlRefIn(env *Envelope, attempt, number int) string {
-	return edifact.ControlReference(env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message, strconv.Itoa(number))
+func contrlRefIn(inst string, env *Envelope, attempt, number int) string {
+	return edifact.ControlReference(refParts(inst, env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message, strconv.Itoa(number))...)
 }
 
 // aperakRef is an APERAK's control reference: contrlRef's parts, marked
 // as an APERAK's, so that the two replies to one attempt never share one.
-func aperakRef(env *Envelope, attempt int) string {
-	return edifact.ControlReference("APERAK", env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message)
+func aperakRef(inst string, env *Envelope, attempt int) string {
+	return edifact.ControlReference(refParts(inst, "APERAK", env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message)...)
+}
+
+// refParts are the parts of a reply's reference: the installation first
+// when there is one (without one, the references of before it existed).
+func refParts(inst string, parts ...string) []string {
+	if inst == "" {
+		return parts
+	}
+	return append([]string{"installation", inst}, parts...)
+}
+
+// installationID names this installation in its replies' references:
+// Replies.Installation when configured, otherwise the id of the ledger's
+// first event. That id is random (a UUIDv7 drawn when the ledger took
+// its first record), kept by the ledger itself (append-only,
+// hash-chained, in a backup and its restore) and the same for every
+// worker on one ledger, so that SQLite and PostgreSQL keep it alike with
+// no table of their own. A ledger with no event yet (a task enqueued
+// without its submission recorded) gives "": references are then derived
+// from the input alone, as before installations were named. Read once per
+// worker; a failed read is an error (the commit is retried).
+func (w *Worker) installationID(ctx context.Context) (string, error) {
+	if w.Replies.Installation != "" {
+		return w.Replies.Installation, nil
+	}
+	if w.Ledger == nil {
+		return "", nil
+	}
+	w.installation.Lock()
+	defer w.installation.Unlock()
+	if w.installation.id != "" {
+		return w.installation.id, nil
+	}
+	evs, err := w.Ledger.Events(ctx, premis.Filter{Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(evs) > 0 {
+		w.installation.id = "ledger:" + evs[0].ID
+	}
+	return w.installation.id, nil
 }
 
 // aperakRefIn is aperakRef for the file's interchange number (see
 // contrlRefIn).
-func aperakRefIn(env *Envelope, attempt, number int) string {
-	return edifact.ControlReference("APERAK", env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message, strconv.Itoa(number))
+func aperakRefIn(inst string, env *Envelope, attempt, number int) string {
+	return edifact.ControlReference(refParts(inst, "APERAK", env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message, strconv.Itoa(number))...)
 }

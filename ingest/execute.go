@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/lazaret/lazaret/edifact"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/tiff"
 	"github.com/lazaret/lazaret/validate"
@@ -153,7 +154,10 @@ func (w *Worker) execute(ctx context.Context, d *delivery) *result {
 		return r
 	}
 	r.decision = w.Policy.Decide(err, d.attempt, d.retries)
-	r.replies = ires != nil && r.decision.Class == premis.Structural && w.Outbox != ""
+	// A broken envelope, or one in a syntax Lazaret does not read (parked,
+	// not dead-lettered, but refused all the same): the sender hears of it.
+	var unsupported *edifact.UnsupportedError
+	r.replies = ires != nil && w.Outbox != "" && (r.decision.Class == premis.Structural || errors.As(err, &unsupported))
 	return r
 }
 
@@ -205,7 +209,7 @@ func (w *Worker) registries() *validate.Registries {
 func (w *Worker) commit(ctx context.Context, r *result) (tally, error) {
 	var t tally
 	if r.replies {
-		sent, err := w.writeReplies(r.d.env, r.ires, r.cause, r.d.attempt)
+		sent, err := w.writeReplies(ctx, r.d.env, r.ires, r.cause, r.d.attempt)
 		if err != nil {
 			return t, fmt.Errorf("reply outbox: %w", err)
 		}

@@ -113,10 +113,12 @@ func WatchBroker(ctx context.Context, rc redis.UniversalClient, l *slog.Logger, 
 	for {
 		pctx, cancel := context.WithTimeout(ctx, every)
 		err := rc.Ping(pctx).Err()
-		isReplica, addr := false, ""
+		isReplica, addr := replica, ""
 		if err == nil {
 			// ROLE is Redis's own answer; a server without it (the
-			// embedded one) is taken for a primary.
+			// embedded one) is taken for a primary. A ROLE that did not
+			// answer (a slow node past the period) says nothing: the node
+			// is what it last said it was.
 			if v, rerr := rc.Do(pctx, "ROLE").Slice(); rerr == nil && len(v) > 0 {
 				isReplica = fmt.Sprint(v[0]) == "slave"
 			}

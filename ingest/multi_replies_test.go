@@ -37,7 +37,7 @@ func TestEachInterchangeGetsItsOwnCONTRL(t *testing.T) {
 	if !r.perMessage || !r.replies || r.cause != nil {
 		t.Fatalf("perMessage %v replies %v: %v", r.perMessage, r.replies, r.cause)
 	}
-	sent, err := w.writeReplies(&env, r.ires, r.cause, 1)
+	sent, err := w.writeReplies(context.Background(), &env, r.ires, r.cause, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestEachInterchangeGetsItsOwnCONTRL(t *testing.T) {
 	if !strings.Contains(later, "UCI+IC0099+CARRIER2:ZZ+LAZARET:ZZ+7'") || strings.Contains(later, "IC0002") {
 		t.Errorf("the second interchange's CONTRL:\n%s", later)
 	}
-	if contrlRef(&env, 1) == contrlRefIn(&env, 1, 2) || !strings.Contains(later, contrlRefIn(&env, 1, 2)) {
+	if contrlRef("", &env, 1) == contrlRefIn("", &env, 1, 2) || !strings.Contains(later, contrlRefIn("", &env, 1, 2)) {
 		t.Errorf("the two CONTRL share a reference or the second lacks its own: %s", later)
 	}
 }

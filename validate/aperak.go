@@ -91,7 +91,9 @@ func AperakCode(re *RuleError) string {
 }
 
 // maxReplyMessages bounds the parked messages one CONTRL or APERAK
-// answers: a reply stays a bounded report however many were parked.
+// answers: a reply stays a bounded report however many were parked. A
+// CONTRL that cannot name every message it rejects rejects the
+// interchange (ContrlReport.Unlisted).
 const maxReplyMessages = 10000
 
 var errRepliesFull = errors.New("validate: reply fault list full")
@@ -101,7 +103,8 @@ var errRepliesFull = errors.New("validate: reply fault list full")
 // envelope as sent (env, from ReadEnvelope; nil keeps what the parse
 // kept), as mode splits the faults: the CONTRL is Contrl(err) (every syntax and envelope
 // fault) and, when the envelope was accepted, a UCM rejection for every
-// message parked for its syntax (and, with ReplyContrl, for its content);
+// message parked for its syntax (and, with ReplyContrl, for its content),
+// up to maxReplyMessages, past which it rejects the interchange (Unlisted);
 // the APERAK names every message parked for its content (and, with
 // ReplyAperak, for its syntax too), each fault with its 9321 code and
 // position. A message is parked, never accepted: no reply may say it is.
@@ -155,6 +158,9 @@ func (r *InterchangeResult) RepliesTo(ic *edifact.Interchange, env *edifact.Enve
 				syntax = append(syntax, re)
 			}
 		}
+		if len(syntax) > 0 && len(rep.Faults) >= maxReplyMessages {
+			rep.Unlisted = true // the CONTRL cannot name it: it must not acknowledge it
+		}
 		if len(syntax) > 0 && len(rep.Faults) < maxReplyMessages {
 			if rep.Faults == nil {
 				rep.Faults = map[int][]*edifact.SyntaxError{}
@@ -181,7 +187,7 @@ func (r *InterchangeResult) RepliesTo(ic *edifact.Interchange, env *edifact.Enve
 			}
 			ap.Messages = append(ap.Messages, am)
 		}
-		if len(rep.Faults) >= maxReplyMessages && len(ap.Messages) >= maxReplyMessages {
+		if rep.Unlisted && len(ap.Messages) >= maxReplyMessages {
 			return errRepliesFull
 		}
 		return nil

@@ -593,18 +593,6 @@ func orNone(s []string) []string {
 	return s
 }
 
-func looksLikeContainer(s string) bool {
-	if len(s) != 11 {
-		return false
-	}
-	for i := 0; i < 4; i++ {
-		if s[i] < 'A' || s[i] > 'Z' {
-			return false
-		}
-	}
-	return isDigits(s[4:])
-}
-
 // sizeLimits maps an ISO 6346 size-type code's length character to the
 // tare floor and maximum gross mass.
 func sizeLimits(code string) (floor, ceil float64, ok bool) {

@@ -1,6 +1,9 @@
 package validate
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // ContainerCheckDigit computes the ISO 6346 check digit of the first ten
 // characters of a container number (owner code, category U/J/Z, serial):
@@ -42,18 +45,51 @@ type ContainerError struct {
 	Reason string
 }
 
-func (e *ContainerError) Error() string { return fmt.Sprintf("container %s: %s", e.Number, e.Reason) }
+func (e *ContainerError) Error() string {
+	return fmt.Sprintf("container %s: %s", printableNumber(e.Number), e.Reason)
+}
 
-// CheckContainer validates an ISO 6346 container number: 3-letter owner
-// code, category U, J or Z, 6-digit serial, check digit.
+// printableNumber is a container number as an error may echo it: as it
+// is when it is no more than 11 capital letters and digits, otherwise
+// quoted (control characters, NUL and non-ASCII bytes escaped) and cut at
+// 20 bytes, so that a value read from a sender's file reaches a reply, a
+// ledger note or a terminal as plain text of bounded length.
+func printableNumber(s string) string {
+	plain := len(s) > 0 && len(s) <= 11
+	for i := 0; plain && i < len(s); i++ {
+		c := s[i]
+		plain = c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	if plain {
+		return s
+	}
+	if len(s) > 20 {
+		return strconv.QuoteToASCII(s[:20]) + "..."
+	}
+	return strconv.QuoteToASCII(s)
+}
+
+// CheckContainer validates an ISO 6346 container number in full: 11
+// characters, a 3-letter owner code, the category identifier U, J or Z,
+// a 6-digit serial number and the check digit over the ten before it.
 func CheckContainer(s string) error {
 	if len(s) != 11 {
-		return &ContainerError{s, fmt.Sprintf("%d characters, want 11", len(s))}
+		return &ContainerError{s, fmt.Sprintf("%d characters, want 11 (owner code, category, serial, check digit)", len(s))}
+	}
+	for i := 0; i < 3; i++ {
+		if s[i] < 'A' || s[i] > 'Z' {
+			return &ContainerError{s, fmt.Sprintf("owner code %s, want 3 capital letters", strconv.QuoteToASCII(s[:3]))}
+		}
 	}
 	switch s[3] {
 	case 'U', 'J', 'Z':
 	default:
 		return &ContainerError{s, fmt.Sprintf("category %q, want U, J or Z", s[3])}
+	}
+	for i := 4; i < 10; i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return &ContainerError{s, fmt.Sprintf("serial number %s, want 6 digits", strconv.QuoteToASCII(s[4:10]))}
+		}
 	}
 	d, err := ContainerCheckDigit(s)
 	if err != nil {

@@ -321,8 +321,8 @@ func (rc *ruleCheck) location(i int, s *edifact.Segment) {
 
 // equipment reads an EQD: it ends the container before it (a VERMAS
 // container must have had a verified gross mass), and a container's
-// (8053 = CN) number must carry a sound check digit when it has the shape
-// of one.
+// (8053 = CN) number, when it has one, must be ISO 6346 in full (owner
+// code, category, serial, check digit: CheckContainer).
 func (rc *ruleCheck) equipment(i int, s *edifact.Segment) {
 	rc.endEquipment()
 	if !s.ValueIs(1, 1, "CN") {
@@ -334,7 +334,7 @@ func (rc *ruleCheck) equipment(i int, s *edifact.Segment) {
 	rc.eqNumber = append(rc.eqNumber[:0], number...)
 	rc.eqSize = append(rc.eqSize[:0], rc.value(1, s, 3, 1)...)
 	if p := &rc.passed[passedEQD]; !p.has(s.Raw()) {
-		if n := transient(number); looksLikeContainer(n) {
+		if n := transient(number); n != "" {
 			if err := CheckContainer(n); err != nil {
 				rc.add(&rc.eqd, rc.eqAt, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err)
 				return

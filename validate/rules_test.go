@@ -103,7 +103,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 		}
 	}
 	for _, eq := range v.Equipment {
-		if looksLikeContainer(eq.Number.Value) {
+		if eq.Number.Value != "" {
 			if err := CheckContainer(eq.Number.Value); err != nil {
 				add(eq.Number, TierSemantic, "edifact.container.check-digit", edifact.CodeInvalidValue, "", "%v", err)
 			}
@@ -291,9 +291,21 @@ const brokenCharset = "UNB+UNOA:3+A:ZZ+B:ZZ+261130:1200+R2'" +
 
 // builtInRuleInputs are the interchanges above and the repository's
 // logistics fixtures.
+// containerNumbers is ISO 6346 numbers that fail one part each: 10
+// characters, a digit in the owner code, a letter in the serial, the
+// check digit, and a control character; one passes.
+const containerNumbers = "UNB+UNOC:3+A:ZZ+B:ZZ+261130:1200+R3'" +
+	"UNH+1+VERMAS:D:16A:UN'BGM+749'EQD+CN+CSQU305438+45G1:6346:5'MEA+AAE+VGM+KGM:20000'UNT+5+1'" +
+	"UNH+2+VERMAS:D:16A:UN'BGM+749'EQD+CN+C5QU3054383+45G1:6346:5'MEA+AAE+VGM+KGM:20000'UNT+5+2'" +
+	"UNH+3+VERMAS:D:16A:UN'BGM+749'EQD+CN+CSQU30543A3+45G1:6346:5'MEA+AAE+VGM+KGM:20000'UNT+5+3'" +
+	"UNH+4+VERMAS:D:16A:UN'BGM+749'EQD+CN+CSQU3054384+45G1:6346:5'MEA+AAE+VGM+KGM:20000'UNT+5+4'" +
+	"UNH+5+VERMAS:D:16A:UN'BGM+749'EQD+CN+CSQU\x1b054383+45G1:6346:5'MEA+AAE+VGM+KGM:20000'UNT+5+5'" +
+	"UNH+6+VERMAS:D:16A:UN'BGM+749'EQD+CN+CSQU3054383+45G1:6346:5'MEA+AAE+VGM+KGM:20000'UNT+5+6'UNZ+6+R3'"
+
 func builtInRuleInputs(t testing.TB) map[string][]byte {
 	in := map[string][]byte{"brokenRules": []byte(brokenRules), "missingBGM": []byte(missingBGM),
-		"repeatedRules": []byte(repeatedRules), "brokenCharset": []byte(brokenCharset), "repeatedElements": []byte(repeatedElements)}
+		"repeatedRules": []byte(repeatedRules), "brokenCharset": []byte(brokenCharset), "repeatedElements": []byte(repeatedElements),
+		"containerNumbers": []byte(containerNumbers)}
 	readDir(t, in, filepath.Join(testenv.RepoRoot(t), "fixtures", "logistics"))
 	agency, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(t), "validate", "testdata", "agency", "*.edi"))
 	for _, p := range agency {

@@ -66,6 +66,11 @@ type Config struct {
 	IngestRoots     []string                      `json:"ingest_roots"`
 	Hardlinks       []string                      `json:"hardlink_roots"`
 	LogLevel        string                        `json:"log_level"`
+
+	// InstallationID names this installation in its replies' control
+	// references (ingest.ReplyPolicy.Installation); empty: the ledger's.
+	InstallationID string `json:"installation_id"`
+
 	// The checkpoint log (premis.CheckpointLog): where the ledger's head
 	// is kept, signed, outside the database.
 	CheckpointDir      string        `json:"checkpoint_dir"`
@@ -138,6 +143,7 @@ func (c *Config) declareSettings(fs *pflag.FlagSet, fields []string) {
 			fs.Var((*partnerFlag)(&c.ReplyPartners), "reply-partner", "`SENDER=MODE`: the reply mode of the sender with that UNB identification (repeatable)")
 			fs.BoolVar(&c.ReplyParked, "reply-parked", c.ReplyParked, "answer the parked messages of accepted interchanges (APERAK, or CONTRL for contrl partners)")
 			fs.BoolVar(&c.ReplyParked, "contrl-parked", c.ReplyParked, "the former name of --reply-parked")
+			fs.StringVar(&c.InstallationID, "installation-id", c.InstallationID, "`ID` of this installation in the control references of its CONTRL and APERAK replies (default: the id of the ledger's first event)")
 			fs.StringVar(&c.ReplySeparators, "reply-separators", c.ReplySeparators, "`SEPARATORS` of replies: sender (the interchange's UNA) or standard (UNA:+.? ')")
 			fs.Var((*directoryFlag)(&c.Directory), "edi-directory", "message-directory checks, `CHECK=ACTION,...`: segments, elements, representation, length, codes, unknown; reject, warn or ignore")
 		case "policy":
@@ -275,7 +281,7 @@ func (c *Config) jsonSettings() (map[string]any, map[string]*time.Duration) {
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
 		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ReplyParked, "reply_parked": &c.ReplyParked, "reply_mode": &c.ReplyMode,
 		"reply_partners": &c.ReplyPartners, "reply_separators": &c.ReplySeparators, "ingest_roots": &c.IngestRoots,
-		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory,
+		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory, "installation_id": &c.InstallationID,
 		"checkpoint_dir": &c.CheckpointDir, "checkpoint_key": &c.CheckpointKey, "checkpoint_pubkey": &c.CheckpointPubkey, "checkpoint_every": &c.CheckpointEvery,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
@@ -321,6 +327,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.policy().Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if !validInstallationID(c.InstallationID) {
+		errs = append(errs, fmt.Errorf("installation_id %q: want at most 64 printable ASCII characters", c.InstallationID))
 	}
 	if err := c.master().Validate(); err != nil {
 		errs = append(errs, err)
@@ -571,7 +580,7 @@ func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *i
 // replies is the reply policy of the configuration.
 func (c *Config) replies() ingest.ReplyPolicy {
 	return ingest.ReplyPolicy{Mode: c.ReplyMode, Partners: c.ReplyPartners, QuietParked: !c.ReplyParked,
-		StandardSeparators: c.ReplySeparators == separatorsStandard}
+		StandardSeparators: c.ReplySeparators == separatorsStandard, Installation: c.InstallationID}
 }
 
 // replyModeFlag is --reply-mode.
@@ -791,4 +800,18 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// validInstallationID reports whether id may name an installation: empty
+// (the ledger's), or up to 64 printable ASCII characters.
+func validInstallationID(id string) bool {
+	if len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }

@@ -32,6 +32,9 @@ GRANT SELECT, UPDATE ON :"schema".lazaret_ledger_head TO :"writer";
 GRANT SELECT, INSERT, UPDATE ON :"schema".lazaret_latest TO :"writer";
 
 GRANT SELECT ON :"schema".lazaret_events, :"schema".lazaret_ledger_head, :"schema".lazaret_latest TO :"reader";
+-- The read model's counts by destination (a listing's total) are kept by a
+-- SECURITY DEFINER trigger as the owner, and readable by every role: no
+-- grant is needed on lazaret_latest_counts.
 
 -- Not granted, on purpose: UPDATE, DELETE, TRUNCATE, TRIGGER, REFERENCES on
 -- lazaret_events; DELETE, TRUNCATE, TRIGGER on lazaret_ledger_head; CREATE

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -162,6 +163,12 @@ func CountLatest(table, latest string, f premis.Filter, d Dialect) (string, []an
 				count += " + " + occurrences(arg(n), utf8.RuneCountInString(n))
 			}
 		}
+	}
+	if f.Latest && latest != "" && latestAnswers(f) && !f.HasMembers && count == "COUNT(*)" {
+		// The read model alone answers: one row an item, indexed by
+		// destination and batch, without a read of the events it points
+		// at (a count of open failures is what every listing's page asks).
+		return "SELECT COUNT(*) FROM " + latestWhere(latest, f, d, arg), args
 	}
 	from, args := fromWhere(table, latest, f, d, args)
 	return "SELECT " + count + from, args
@@ -332,24 +339,7 @@ func fromWhere(table, latest string, f premis.Filter, d Dialect, args []any) (st
 	case f.Latest && latest != "":
 		// The read model narrows first (by destination or batch, its
 		// indexes); the events' own columns filter the rest.
-		var in []string
-		if f.Destination != "" {
-			in = append(in, "destination = "+arg(string(f.Destination)))
-		}
-		if len(f.Destinations) > 0 {
-			in = append(in, inList("destination", f.Destinations, arg))
-		}
-		if f.BatchID != "" {
-			in = append(in, "batch_id = "+arg(f.BatchID))
-		}
-		if f.CorrelationID != "" {
-			in = append(in, "correlation_id = "+arg(d.Value(f.CorrelationID)))
-		}
-		sub := "SELECT seq FROM " + latest
-		if len(in) > 0 {
-			sub += " WHERE " + strings.Join(in, " AND ")
-		}
-		where = append(where, "seq IN ("+sub+")")
+		where = append(where, "seq IN (SELECT seq FROM "+latestWhere(latest, f, d, arg)+")")
 	case f.Latest:
 		where = append(where, "destination <> ''", "NOT EXISTS (SELECT 1 FROM "+table+" later WHERE later.correlation_id = "+table+
 			".correlation_id AND later.seq > "+table+".seq AND later.destination <> '')")
@@ -359,6 +349,28 @@ func fromWhere(table, latest string, f premis.Filter, d Dialect, args []any) (st
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	return q, args
+}
+
+// latestWhere is the read model table with the WHERE of f's columns it
+// holds (destination, batch, correlation).
+func latestWhere(latest string, f premis.Filter, d Dialect, arg func(any) string) string {
+	var in []string
+	if f.Destination != "" {
+		in = append(in, "destination = "+arg(string(f.Destination)))
+	}
+	if len(f.Destinations) > 0 {
+		in = append(in, inList("destination", f.Destinations, arg))
+	}
+	if f.BatchID != "" {
+		in = append(in, "batch_id = "+arg(f.BatchID))
+	}
+	if f.CorrelationID != "" {
+		in = append(in, "correlation_id = "+arg(d.Value(f.CorrelationID)))
+	}
+	if len(in) == 0 {
+		return latest
+	}
+	return latest + " WHERE " + strings.Join(in, " AND ")
 }
 
 // mayHoldMembers says whether an event with members (which has no
@@ -522,6 +534,37 @@ func ReadModelCheck(table, latest string) string {
 		LEFT JOIN ` + latest + ` l ON l.correlation_id = x.correlation_id
 		WHERE l.seq IS NULL OR l.seq <> x.seq OR l.destination <> e.destination OR l.batch_id <> e.batch_id),
 	(SELECT count(*) FROM ` + latest + `) - (SELECT count(DISTINCT correlation_id) FROM ` + table + ` WHERE destination <> '')`
+}
+
+// CountByDestination is the count of f's latest outcomes from the counts
+// table, when f asks for nothing but destinations (the total of every
+// listing of open failures); ok is false for any other filter, which
+// CountLatest answers.
+func CountByDestination(counts string, f premis.Filter, d Dialect) (q string, args []any, ok bool) {
+	g := f
+	g.Destination, g.Destinations, g.Limit, g.AfterSeq = "", nil, 0, 0
+	if !f.Latest || counts == "" || !reflect.DeepEqual(g, premis.Filter{Latest: true}) {
+		return "", nil, false
+	}
+	arg := argsIn(&args, d)
+	q = "SELECT COALESCE(SUM(n), 0) FROM " + counts
+	switch {
+	case f.Destination != "" && len(f.Destinations) > 0:
+		return "", nil, false
+	case f.Destination != "":
+		q += " WHERE destination = " + arg(string(f.Destination))
+	case len(f.Destinations) > 0:
+		q += " WHERE " + inList("destination", f.Destinations, arg)
+	}
+	return q, args, true
+}
+
+// CountsCheck counts the destinations whose row in the counts table does
+// not say how many items the read model holds there (one missing counts).
+func CountsCheck(latest, counts string) string {
+	return `SELECT
+	(SELECT count(*) FROM ` + counts + ` c WHERE c.n <> (SELECT count(*) FROM ` + latest + ` l WHERE l.destination = c.destination)) +
+	(SELECT count(DISTINCT destination) FROM ` + latest + ` WHERE destination NOT IN (SELECT destination FROM ` + counts + `))`
 }
 
 // ReadModelProblem says what ReadModelCheck's counts mean, or "" when the

@@ -30,8 +30,9 @@ type Backend struct {
 	// in messages about it (its path, or user@host/db).
 	Name, Where string
 	// Events, Latest and Head are the tables of the events, the read
-	// model and the head record.
-	Events, Latest, Head string
+	// model and the head record; Counts the read model's count of items
+	// by destination, kept by triggers on Latest (see Store.Counted).
+	Events, Latest, Head, Counts string
 	// Query and QueryRow run a read.
 	Query    func(ctx context.Context, q string, args ...any) (Rows, error)
 	QueryRow func(ctx context.Context, q string, args ...any) Row
@@ -55,6 +56,10 @@ type Store struct {
 	// ReadModel: the read model's table exists (Open creates it); an
 	// audit open of an older ledger answers Latest from the events alone.
 	ReadModel bool
+	// Counted: the counts table exists (Open creates it where it may), so
+	// a count of items by destination alone (every listing's total of open
+	// failures) reads a row a destination, not every item.
+	Counted bool
 }
 
 func (s *Store) fail(what string, err error) error {
@@ -95,9 +100,14 @@ func (s *Store) Events(ctx context.Context, f premis.Filter) ([]premis.Event, er
 	return out, nil
 }
 
-// CountEvents implements premis.Counter.
+// CountEvents implements premis.Ledger.
 func (s *Store) CountEvents(ctx context.Context, f premis.Filter) (int64, error) {
 	q, args := CountLatest(s.B.Events, s.latest(), f, s.Syntax)
+	if s.ReadModel && s.Counted {
+		if cq, cargs, ok := CountByDestination(s.B.Counts, f, s.Syntax); ok {
+			q, args = cq, cargs
+		}
+	}
 	var n int64
 	if err := s.B.QueryRow(ctx, q, args...).Scan(&n); err != nil {
 		return 0, s.fail("count", err)
@@ -143,7 +153,24 @@ func (s *Store) Event(ctx context.Context, id string) (premis.Event, error) {
 	return *found, nil
 }
 
-// LatestOf implements premis.LatestLookup: the read model's row for the
+// LatestOfEach implements premis.Ledger one LatestOf at a time: for a
+// ledger on local disk a point lookup costs less than building one query
+// of many; a backend across a network (PostgreSQL) overrides it with one.
+func (s *Store) LatestOfEach(ctx context.Context, correlationIDs []string) (map[string]premis.Latest, error) {
+	out := make(map[string]premis.Latest, len(correlationIDs))
+	for _, id := range correlationIDs {
+		lt, ok, err := s.LatestOf(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[id] = lt
+		}
+	}
+	return out, nil
+}
+
+// LatestOf implements premis.Ledger: the read model's row for the
 // item and its event's task, two primary-key lookups, through Query (whose
 // statements a backend may keep prepared: a worker asks it for every task).
 func (s *Store) LatestOf(ctx context.Context, correlationID string) (premis.Latest, bool, error) {
@@ -299,7 +326,17 @@ func (s *Store) CheckReadModel(ctx context.Context) (string, error) {
 	if err := s.B.QueryRow(ctx, ReadModelCheck(s.B.Events, s.B.Latest)).Scan(&wrong, &extra); err != nil {
 		return "", s.fail("read model", err)
 	}
-	return ReadModelProblem(wrong, extra), nil
+	if p := ReadModelProblem(wrong, extra); p != "" || !s.Counted {
+		return p, nil
+	}
+	var off int64
+	if err := s.B.QueryRow(ctx, CountsCheck(s.B.Latest, s.B.Counts)).Scan(&off); err != nil {
+		return "", s.fail("read model counts", err)
+	}
+	if off > 0 {
+		return fmt.Sprintf("the read model's counts by destination disagree with its rows for %d destinations (the listings' totals would be wrong)", off), nil
+	}
+	return "", nil
 }
 
 // CheckGuards reports the guards in want that found, which maps each

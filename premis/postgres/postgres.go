@@ -223,6 +223,39 @@ const moveLatest = `INSERT INTO lazaret_latest (correlation_id, seq, destination
 	ON CONFLICT (correlation_id) DO UPDATE SET seq = excluded.seq, destination = excluded.destination, batch_id = excluded.batch_id
 	WHERE excluded.seq > lazaret_latest.seq`
 
+// countsTable counts the read model's items by destination, kept by
+// triggers on lazaret_latest in the append's own transaction (see the
+// SQLite ledger). The trigger function is SECURITY DEFINER, its owner the
+// ledger's: a writer role granted what deploy/postgres/grants.sql grants
+// keeps the counts without any grant on them, and every role may read them
+// (how many items wait in each destination; the rows stay the read
+// model's). Rebuilt from lazaret_latest when a part of it is missing.
+const countsTable = `
+DROP TRIGGER IF EXISTS lazaret_latest_counts_rows ON lazaret_latest;
+DROP TRIGGER IF EXISTS lazaret_latest_counts_moves ON lazaret_latest;
+DROP TABLE IF EXISTS lazaret_latest_counts;
+CREATE TABLE lazaret_latest_counts (
+	destination TEXT PRIMARY KEY,
+	n           BIGINT NOT NULL
+);
+CREATE OR REPLACE FUNCTION lazaret_latest_count() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $fn$
+BEGIN
+	IF TG_OP = 'UPDATE' OR TG_OP = 'DELETE' THEN
+		UPDATE lazaret_latest_counts SET n = n - 1 WHERE destination = OLD.destination;
+	END IF;
+	IF TG_OP = 'UPDATE' OR TG_OP = 'INSERT' THEN
+		INSERT INTO lazaret_latest_counts (destination, n) VALUES (NEW.destination, 1)
+			ON CONFLICT (destination) DO UPDATE SET n = lazaret_latest_counts.n + 1;
+	END IF;
+	RETURN NULL;
+END $fn$;
+CREATE TRIGGER lazaret_latest_counts_rows AFTER INSERT OR DELETE ON lazaret_latest FOR EACH ROW EXECUTE FUNCTION lazaret_latest_count();
+CREATE TRIGGER lazaret_latest_counts_moves AFTER UPDATE OF destination ON lazaret_latest FOR EACH ROW
+	WHEN (OLD.destination IS DISTINCT FROM NEW.destination) EXECUTE FUNCTION lazaret_latest_count();
+INSERT INTO lazaret_latest_counts (destination, n) SELECT destination, count(*) FROM lazaret_latest GROUP BY destination;
+GRANT SELECT ON lazaret_latest_counts TO PUBLIC;
+`
+
 const headTable = `
 CREATE TABLE lazaret_ledger_head (
 	id          INTEGER PRIMARY KEY CHECK (id = 1),
@@ -318,8 +351,43 @@ func Open(ctx context.Context, dsn string) (*Ledger, error) {
 		l.pool.Close()
 		return nil, fmt.Errorf("postgres ledger %s: indexes: %w", l.name, err)
 	}
-	l.ReadModel = true
+	counted, err := l.count(ctx)
+	if err != nil {
+		l.pool.Close()
+		return nil, fmt.Errorf("postgres ledger %s: counts: %w", l.name, err)
+	}
+	l.ReadModel, l.Counted = true, counted
 	return l, nil
+}
+
+// count makes the read model's counts (countsTable) where they are
+// missing, best effort: a role that may not create them (a writer, a
+// reader) leaves them to the owner's next open, and the totals are counted
+// from the read model's rows meanwhile. It says whether they exist.
+func (l *Ledger) count(ctx context.Context) (bool, error) {
+	st, err := inspect(ctx, l.pool)
+	if err != nil || st.counts {
+		return st.counts, mapErr(err)
+	}
+	tx, err := l.pool.Begin(ctx)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7271, hashtext(coalesce(current_schema(), '')))`); err != nil {
+		return false, mapErr(err)
+	}
+	if st, err = inspect(ctx, tx); err != nil || st.counts {
+		return st.counts, mapErr(err) // another process made them meanwhile
+	}
+	if _, err := tx.Exec(ctx, countsTable); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && (pe.Code == "42501" || pe.Code == "25006") { // insufficient privilege, read-only
+			return false, nil
+		}
+		return false, mapErr(err)
+	}
+	return true, mapErr(tx.Commit(ctx))
 }
 
 // OpenAudit connects to an existing chained ledger for premis.Verify alone:
@@ -331,7 +399,7 @@ func OpenAudit(ctx context.Context, dsn string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.pool)
-	l.ReadModel, l.Syntax.BeforeMembers, l.Syntax.BeforeSteps = st.latest, !st.members, !st.steps
+	l.ReadModel, l.Counted, l.Syntax.BeforeMembers, l.Syntax.BeforeSteps = st.latest, st.counts, !st.members, !st.steps
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("no hash chain to audit (events table %v, chain columns %v)", st.events, st.chained)
 	}
@@ -359,7 +427,7 @@ func connect(ctx context.Context, dsn string) (*Ledger, error) {
 	l := &Ledger{pool: pool, name: name}
 	l.store = store{Syntax: dialect, B: ledgersql.Backend{
 		Name: "postgres ledger", Where: name,
-		Events: "lazaret_events", Latest: "lazaret_latest", Head: "lazaret_ledger_head",
+		Events: "lazaret_events", Latest: "lazaret_latest", Head: "lazaret_ledger_head", Counts: "lazaret_latest_counts",
 		Query: func(ctx context.Context, q string, args ...any) (ledgersql.Rows, error) {
 			return pool.Query(ctx, q, args...)
 		},
@@ -376,6 +444,8 @@ func connect(ctx context.Context, dsn string) (*Ledger, error) {
 // state is what the database holds of the schema, on the search path.
 type state struct {
 	events, chained, head, latest, members, steps bool
+	// counts: lazaret_latest_counts and both its triggers exist.
+	counts bool
 }
 
 func inspect(ctx context.Context, q interface {
@@ -390,8 +460,11 @@ func inspect(ctx context.Context, q interface {
 		EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('lazaret_events')
 			AND attname = 'members' AND NOT attisdropped),
 		EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('lazaret_events')
-			AND attname = 'steps' AND NOT attisdropped)`).Scan(
-		&st.events, &st.chained, &st.head, &st.latest, &st.members, &st.steps)
+			AND attname = 'steps' AND NOT attisdropped),
+		to_regclass('lazaret_latest_counts') IS NOT NULL AND (SELECT count(*) FROM pg_trigger
+			WHERE tgrelid = to_regclass('lazaret_latest') AND tgname IN ('lazaret_latest_counts_rows', 'lazaret_latest_counts_moves')
+			AND tgenabled <> 'D') = 2`).Scan(
+		&st.events, &st.chained, &st.head, &st.latest, &st.members, &st.steps, &st.counts)
 	return st, err
 }
 

@@ -257,6 +257,36 @@ CREATE INDEX latest_destination ON latest(destination, seq);
 CREATE INDEX latest_batch ON latest(batch_id, seq);
 `
 
+// countsTable counts the read model's items by destination, kept by
+// triggers on latest in the append's own transaction: the total of a
+// listing of open failures reads three rows, not every open failure.
+// Derived like latest, and checked against it (CheckReadModel); rebuilt
+// from latest by Open when it or a trigger is missing (dropping latest
+// drops its triggers).
+const countsTable = `
+DROP TRIGGER IF EXISTS latest_counts_insert;
+DROP TRIGGER IF EXISTS latest_counts_update;
+DROP TRIGGER IF EXISTS latest_counts_delete;
+DROP TABLE IF EXISTS latest_counts;
+CREATE TABLE latest_counts (
+	destination TEXT PRIMARY KEY,
+	n           INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER latest_counts_insert AFTER INSERT ON latest BEGIN
+	INSERT INTO latest_counts (destination, n) VALUES (NEW.destination, 1)
+		ON CONFLICT (destination) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER latest_counts_update AFTER UPDATE OF destination ON latest WHEN OLD.destination <> NEW.destination BEGIN
+	UPDATE latest_counts SET n = n - 1 WHERE destination = OLD.destination;
+	INSERT INTO latest_counts (destination, n) VALUES (NEW.destination, 1)
+		ON CONFLICT (destination) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER latest_counts_delete AFTER DELETE ON latest BEGIN
+	UPDATE latest_counts SET n = n - 1 WHERE destination = OLD.destination;
+END;
+INSERT INTO latest_counts (destination, n) SELECT destination, count(*) FROM latest GROUP BY destination;
+`
+
 // fillLatest builds the read model of a ledger written before it.
 const fillLatest = `INSERT INTO latest (correlation_id, seq, destination, batch_id)
 	SELECT e.correlation_id, e.seq, e.destination, e.batch_id FROM events e
@@ -382,7 +412,7 @@ func openFormat(ctx context.Context, path string, packed bool) (*Ledger, error) 
 		l.db.Close()
 		return nil, err
 	}
-	l.ReadModel = true
+	l.ReadModel, l.Counted = true, true
 	return l, nil
 }
 
@@ -401,7 +431,7 @@ func OpenAudit(ctx context.Context, path string) (*Ledger, error) {
 		return nil, err
 	}
 	st, err := inspect(ctx, l.db)
-	l.ReadModel = st.latest
+	l.ReadModel, l.Counted = st.latest, st.counts
 	l.setFormat(st)
 	if err == nil && (!st.events || !st.chained) {
 		err = fmt.Errorf("sqlite ledger %s: no hash chain to audit (events table %v, chain columns %v)", path, st.events, st.chained)
@@ -426,7 +456,7 @@ func open(path string, pragmas ...string) (*Ledger, error) {
 	l := &Ledger{db: db, path: path}
 	l.store = store{Syntax: dialect, B: ledgersql.Backend{
 		Name: "sqlite ledger", Where: path,
-		Events: "events", Latest: "latest", Head: "ledger_head",
+		Events: "events", Latest: "latest", Head: "ledger_head", Counts: "latest_counts",
 		Query: l.query,
 		QueryRow: func(ctx context.Context, q string, args ...any) ledgersql.Row {
 			return db.QueryRowContext(ctx, q, args...)
@@ -466,13 +496,13 @@ func (l *Ledger) SetReaders(n int) {
 
 // state is what a file holds of the schema.
 type state struct {
-	events, chained, head, latest, item, members, steps bool
+	events, chained, head, latest, item, members, steps, counts bool
 	// packed: the ledger stores events in the packed format.
 	packed bool
 }
 
 func (st state) current() bool {
-	return st.events && st.chained && st.head && st.latest && st.item && st.members && st.steps
+	return st.events && st.chained && st.head && st.latest && st.item && st.members && st.steps && st.counts
 }
 
 type querier interface {
@@ -489,8 +519,11 @@ func inspect(ctx context.Context, q querier) (state, error) {
 		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'events_item'),
 		EXISTS (SELECT 1 FROM pragma_table_info('events') WHERE name = 'members'),
 		EXISTS (SELECT 1 FROM pragma_table_info('events') WHERE name = 'steps'),
-		EXISTS (SELECT 1 FROM pragma_table_info('events') WHERE name = 'datetime' AND type = 'INTEGER')`).Scan(&st.events, &st.chained,
-		&st.head, &st.latest, &st.item, &st.members, &st.steps, &st.packed)
+		EXISTS (SELECT 1 FROM pragma_table_info('events') WHERE name = 'datetime' AND type = 'INTEGER'),
+		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'latest_counts') AND
+			(SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'latest'
+				AND name IN ('latest_counts_insert', 'latest_counts_update', 'latest_counts_delete')) = 3`).Scan(&st.events, &st.chained,
+		&st.head, &st.latest, &st.item, &st.members, &st.steps, &st.packed, &st.counts)
 	return st, err
 }
 
@@ -584,6 +617,12 @@ func (l *Ledger) upgrade(ctx context.Context, packed bool) error {
 		return fmt.Errorf("%w: the events table has a hash chain but no head record (ledger_head)", premis.ErrTampered)
 	default:
 		return fmt.Errorf("%w: a head record (ledger_head) but no hash chain in the events table", premis.ErrTampered)
+	}
+	if !st.counts {
+		// The read model exists by now, whatever the branch: count it.
+		if _, err := tx.ExecContext(ctx, countsTable); err != nil {
+			return mapErr(err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return mapErr(err)
@@ -836,6 +875,17 @@ var packedDialect = func() ledgersql.Dialect {
 	d.Packed, d.Time = true, ledgersql.PackTime
 	return d
 }()
+
+// AppendsFirst implements premis.Ledger: no. A SQLite ledger is one
+// writer on local disk, where the worker's LatestOf before a delivery
+// costs a point lookup, not a round trip; it checks no first delivery in
+// its append.
+func (l *Ledger) AppendsFirst() bool { return false }
+
+// AppendFirst implements premis.Ledger: ErrNotImplemented (AppendsFirst).
+func (l *Ledger) AppendFirst(context.Context, []premis.FirstDelivery, ...*premis.Event) ([]bool, error) {
+	return nil, fmt.Errorf("sqlite ledger: append on a first delivery: %w", premis.ErrNotImplemented)
+}
 
 // Ping implements premis.Ledger.
 func (l *Ledger) Ping(ctx context.Context) error {
