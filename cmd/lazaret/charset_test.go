@@ -100,3 +100,27 @@ func TestContrlAnswersTheInterchangeAtFault(t *testing.T) {
 		t.Errorf("CONTRL (stderr %s):\n%s", stderr, out)
 	}
 }
+
+// TestAgencyDirectoryOption: --agency-directory KV=FILE checks the KV
+// messages against that directory: the KOTR message passes it without
+// the warning it gets with none; a directory file that does not parse,
+// or one given for UN, is a configuration error (exit 2) naming it.
+func TestAgencyDirectoryOption(t *testing.T) {
+	t.Parallel()
+	kotr, dir := "../../validate/testdata/agency/kotr-no-bgm.edi", "../../validate/testdata/agency/kv-directory.txt"
+	out, stderr, _ := runCmd(t, "inspect", "--json", kotr)
+	if rs := jsonLines(t, out); len(rs) != 1 || rs[0].Verdict != "accept" || len(rs[0].Warnings) != 1 || rs[0].Warnings[0].Code != "edifact.directory.unknown" {
+		t.Fatalf("without the KV directory: %+v (stderr %s)", rs, stderr)
+	}
+	out, stderr, _ = runCmd(t, "inspect", "--json", "--agency-directory", "KV="+dir, kotr)
+	if rs := jsonLines(t, out); len(rs) != 1 || rs[0].Verdict != "accept" || len(rs[0].Warnings) != 0 {
+		t.Errorf("with the KV directory: %+v (stderr %s)", rs, stderr)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.txt")
+	os.WriteFile(bad, []byte("M 02 001 KOTR 9/1/1\n"), 0o644)
+	for _, arg := range []string{"KV=" + bad, "UN=" + dir, "KV=" + filepath.Join(t.TempDir(), "missing.txt")} {
+		if _, stderr, code := runCmd(t, "inspect", "--agency-directory", arg, kotr); code != 2 || !strings.Contains(stderr, "agency_directories") {
+			t.Errorf("--agency-directory %s: exit %d, stderr %q", arg, code, stderr)
+		}
+	}
+}
