@@ -103,6 +103,7 @@ func defaultConfig() Config {
 const (
 	separatorsSender   = "sender"
 	separatorsStandard = "standard"
+	separatorsSyntax4  = "iso9735-4"
 )
 
 // declareSettings declares, on fs, the flags of the settings fields name
@@ -144,7 +145,7 @@ func (c *Config) declareSettings(fs *pflag.FlagSet, fields []string) {
 			fs.BoolVar(&c.ReplyParked, "reply-parked", c.ReplyParked, "answer the parked messages of accepted interchanges (APERAK, or CONTRL for contrl partners)")
 			fs.BoolVar(&c.ReplyParked, "contrl-parked", c.ReplyParked, "the former name of --reply-parked")
 			fs.StringVar(&c.InstallationID, "installation-id", c.InstallationID, "`ID` of this installation in the control references of its CONTRL and APERAK replies (default: the id of the ledger's first event)")
-			fs.StringVar(&c.ReplySeparators, "reply-separators", c.ReplySeparators, "`SEPARATORS` of replies: sender (the interchange's UNA) or standard (UNA:+.? ')")
+			fs.StringVar(&c.ReplySeparators, "reply-separators", c.ReplySeparators, "`SEPARATORS` of replies: sender (the interchange's UNA), standard (UNA:+.? ') or iso9735-4 (standard, and UNA:+.?*' to a syntax-4 interchange: ISO 9735-4's repetition separator, which the npm parsers edifact and ts-edifact refuse)")
 			fs.Var((*directoryFlag)(&c.Directory), "edi-directory", "message-directory checks, `CHECK=ACTION,...`: segments, elements, representation, length, codes, unknown; reject, warn or ignore")
 		case "policy":
 			fs.IntVar(&c.MaxRetry, "max-retry", c.MaxRetry, "retries for transient failures")
@@ -345,8 +346,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("reply partner %q: mode %q: want both, contrl or aperak", sender, m))
 		}
 	}
-	if c.ReplySeparators != separatorsSender && c.ReplySeparators != separatorsStandard {
-		errs = append(errs, fmt.Errorf("reply separators %q: want sender or standard", c.ReplySeparators))
+	if c.ReplySeparators != separatorsSender && c.ReplySeparators != separatorsStandard && c.ReplySeparators != separatorsSyntax4 {
+		errs = append(errs, fmt.Errorf("reply separators %q: want sender, standard or iso9735-4", c.ReplySeparators))
 	}
 	if c.VGMFloor < 0 || c.VGMMax <= c.VGMFloor {
 		errs = append(errs, fmt.Errorf("VGM range %v..%v kg: want 0 <= floor < max", c.VGMFloor, c.VGMMax))
@@ -580,7 +581,8 @@ func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *i
 // replies is the reply policy of the configuration.
 func (c *Config) replies() ingest.ReplyPolicy {
 	return ingest.ReplyPolicy{Mode: c.ReplyMode, Partners: c.ReplyPartners, QuietParked: !c.ReplyParked,
-		StandardSeparators: c.ReplySeparators == separatorsStandard, Installation: c.InstallationID}
+		StandardSeparators: c.ReplySeparators == separatorsStandard, Syntax4Repetition: c.ReplySeparators == separatorsSyntax4,
+		Installation: c.InstallationID}
 }
 
 // replyModeFlag is --reply-mode.
