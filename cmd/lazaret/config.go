@@ -628,6 +628,11 @@ func (p *partnerFlag) Set(v string) error {
 func (c *Config) operator(w *ingest.Worker, b ingest.Enqueuer, insp ingest.Broker, opt asynq.RedisConnOpt) *ingest.Operator {
 	op := &ingest.Operator{Ledger: w.Ledger, Enqueuer: b, Broker: insp, Policy: w.Policy, Software: software, Logger: w.Logger,
 		Submit: ingest.SubmitOptions{Software: software, Hardlinks: c.Hardlinks}, Check: w.Check, Roots: c.IngestRoots, PublishQueues: ingest.QueuePublisher(opt)}
+	// One client for the process's reconciliations (see Operator.Redis);
+	// it lives as long as the process.
+	if rc, ok := opt.MakeRedisClient().(redis.UniversalClient); ok {
+		op.Redis = rc
+	}
 	op.Fleet = func(ctx context.Context) ([]ingest.WorkerRegistries, error) {
 		rc, ok := opt.MakeRedisClient().(redis.UniversalClient)
 		if !ok {

@@ -1,0 +1,267 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lazaret/lazaret/ingest"
+	"github.com/lazaret/lazaret/premis"
+	"github.com/lazaret/lazaret/premis/sqlite"
+)
+
+// redis is a client of the test's own Redis, closed when the test ends.
+func (b *bundle) redis() redis.UniversalClient {
+	rc := redis.NewClient(&redis.Options{Addr: b.opt.Addr, DB: b.opt.DB})
+	b.t.Cleanup(func() { rc.Close() })
+	return rc
+}
+
+// run starts a worker server for the bundle's worker and returns its stop.
+func (b *bundle) run() (stop func()) {
+	b.t.Helper()
+	srv, mux := ingest.NewServer(b.opt, b.worker, ingest.ServerConfig{Concurrency: 4, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second})
+	if err := srv.Start(mux); err != nil {
+		b.t.Fatal(err)
+	}
+	return srv.Shutdown
+}
+
+// mixedBatch submits n good masters and q whose resolution is not a
+// number (quarantined), and returns the batch id.
+func (b *bundle) mixedBatch(n, q int) string {
+	b.t.Helper()
+	m, dir := b.manifest(n + q)
+	for i := n; i < n+q; i++ {
+		m.Items[i].ResolutionDPI = "abc"
+	}
+	if _, err := ingest.Submit(context.Background(), b.ledger, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy}); err != nil {
+		b.t.Fatal(err)
+	}
+	return m.BatchID
+}
+
+// owed lists the items of a batch whose latest event still expects
+// broker work (no outcome yet).
+func (b *bundle) owed(batch string) []string {
+	b.t.Helper()
+	st, err := ingest.BatchStatus(context.Background(), b.ledger, batch)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	var out []string
+	for _, s := range st {
+		switch s.Destination {
+		case premis.Submitted, premis.Retry, premis.Replayed:
+			out = append(out, s.ObjectID+"="+string(s.Destination))
+		}
+	}
+	return out
+}
+
+// waitOutcomes waits until every item of a batch has an outcome.
+func (b *bundle) waitOutcomes(batch string, timeout time.Duration) {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		owed := b.owed(batch)
+		if len(owed) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("%d items have no outcome after %s: %v", len(owed), timeout, owed)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// parkedOnce checks that no task id and no item is parked twice.
+func (b *bundle) parkedOnce() int {
+	b.t.Helper()
+	ids, items := map[string]bool{}, map[string]string{}
+	n := 0
+	for _, q := range []string{ingest.QueueQuarantine, ingest.QueueAuditHold} {
+		parked, err := ingest.ListParked(b.insp, q)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		for _, p := range parked {
+			if ids[p.TaskID] {
+				b.t.Errorf("task %s parked twice", p.TaskID)
+			}
+			ids[p.TaskID] = true
+			if other, ok := items[p.Held.Envelope.CorrelationID]; ok {
+				b.t.Errorf("item %s parked twice: %s and %s", p.Held.Envelope.ObjectID, other, p.TaskID)
+			}
+			items[p.Held.Envelope.CorrelationID] = p.TaskID
+			n++
+		}
+	}
+	return n
+}
+
+// copyLedger copies a closed SQLite ledger's files from one folder to
+// another (a backup, or its restore).
+func copyLedger(t *testing.T, from, to string) {
+	t.Helper()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(filepath.Join(to, "ledger.db"+suffix))
+		src, err := os.Open(filepath.Join(from, "ledger.db"+suffix))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, err := os.Create(filepath.Join(to, "ledger.db"+suffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(dst, src); err != nil {
+			t.Fatal(err)
+		}
+		src.Close()
+		if err := dst.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// reopen closes the bundle's ledger, calls between, and opens it again.
+func (b *bundle) reopen(between func()) {
+	b.t.Helper()
+	if err := b.ledger.Close(); err != nil {
+		b.t.Fatal(err)
+	}
+	between()
+	l, err := sqlite.Open(context.Background(), filepath.Join(b.dir, "ledger.db"))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(func() { l.Close() })
+	b.ledger, b.worker.Ledger = l, l
+}
+
+// TestRestoredLedgerBackupIsRunAgain: the ledger is restored from a backup
+// taken after submission, once the workers had decided every item (Redis
+// keeps the completed tasks, their ids retained). Before, reconcile-broker
+// took those completed tasks for held work and the items stayed submitted
+// for good; now it sees the ledger is behind, removes them and enqueues
+// the items again under the same ids, and the workers decide them anew:
+// every item has an outcome, and no item is parked twice.
+func TestRestoredLedgerBackupIsRunAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fastPolicy())
+	ctx := context.Background()
+	batch := b.mixedBatch(12, 4)
+	backup := t.TempDir()
+	b.reopen(func() { copyLedger(t, b.dir, backup) })
+
+	stop := b.run()
+	b.waitOutcomes(batch, 30*time.Second)
+	stop()
+	if n := b.parkedOnce(); n != 4 {
+		t.Fatalf("%d parked before the restore, want 4", n)
+	}
+
+	b.reopen(func() { copyLedger(t, backup, b.dir) })
+	if owed := b.owed(batch); len(owed) != 16 {
+		t.Fatalf("after the restore %d items are owed, want 16: %v", len(owed), owed)
+	}
+	rep, err := b.ops().ReconcileBroker(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Reenqueued) != 16 || len(rep.LedgerBehind) != 16 {
+		t.Fatalf("reenqueued %d (ledger behind %d), want 16: %+v", len(rep.Reenqueued), len(rep.LedgerBehind), rep)
+	}
+	stop = b.run()
+	defer stop()
+	b.waitOutcomes(batch, 30*time.Second)
+	// The old parked copies name events the restored ledger lost; a second
+	// pass replaces them with those of the re-derived outcomes.
+	if _, err := b.ops().ReconcileBroker(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.parkedOnce(); n != 4 {
+		t.Fatalf("%d parked after recovery, want 4", n)
+	}
+	for _, q := range []string{ingest.QueueQuarantine} {
+		parked, _ := ingest.ListParked(b.insp, q)
+		for _, p := range parked {
+			if _, _, err := ingest.GetFailure(ctx, b.ledger, p.Held.EventID); err != nil {
+				t.Errorf("parked %s names event %s: %v", p.TaskID, p.Held.EventID, err)
+			}
+		}
+	}
+}
+
+// TestEvictedPendingListIsRunAgain: what an evicting Redis leaves: the
+// ingest queue's pending list is gone while the task records survive
+// (state "pending", in no list), and a parked task's list entry is gone
+// too, another's record. Before, reconcile-broker read the records, took
+// the tasks for held and enqueued nothing: no worker ever ran them. Now
+// they are enqueued again, every item gets an outcome, and no id is
+// parked twice.
+func TestEvictedPendingListIsRunAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fastPolicy())
+	ctx := context.Background()
+	rc := b.redis()
+
+	// Two quarantined first, then their parked copies half-evicted.
+	first := b.mixedBatch(0, 2)
+	stop := b.run()
+	b.waitOutcomes(first, 30*time.Second)
+	stop()
+	parked, err := ingest.ListParked(b.insp, ingest.QueueQuarantine)
+	if err != nil || len(parked) != 2 {
+		t.Fatalf("parked %d, %v", len(parked), err)
+	}
+	// The first's list entry is evicted (its record stays); the second's
+	// record is evicted (its list entry stays).
+	if err := rc.LRem(ctx, "asynq:{quarantine}:pending", 0, parked[0].TaskID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Del(ctx, "asynq:{quarantine}:t:"+parked[1].TaskID).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	m, dir := b.manifest(20)
+	m.BatchID = "evicted"
+	for i := range m.Items {
+		m.Items[i].ObjectID = fmt.Sprintf("ev-%02d", i)
+	}
+	for i := 15; i < 20; i++ {
+		m.Items[i].ResolutionDPI = "abc"
+	}
+	if _, err := ingest.Submit(ctx, b.ledger, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Del(ctx, "asynq:{ingest}:pending").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := b.ops().ReconcileBroker(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Reenqueued) != 20 || len(rep.Reparked) != 2 {
+		t.Fatalf("reenqueued %d, reparked %d; want 20 and 2: %+v", len(rep.Reenqueued), len(rep.Reparked), rep)
+	}
+	stop = b.run()
+	defer stop()
+	b.waitOutcomes("evicted", 30*time.Second)
+	if _, err := b.ops().ReconcileBroker(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.parkedOnce(); n != 7 {
+		t.Fatalf("%d parked, want 7", n)
+	}
+}
