@@ -145,6 +145,12 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	if o.worker {
 		var err error
 		w.Observe = observe
+		if err := cfg.checkBrokerEviction(ctx, opt, log, metrics.ObserveEvictionPolicy); err != nil {
+			stopTail()
+			insp.Close()
+			client.Close()
+			return nil, nil, err
+		}
 		stopWorkers, err = startWorkers(ctx, w, ops, opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, o.reconcileEvery)
 		if err != nil {
 			stopTail()

@@ -40,8 +40,10 @@ func declareWorker(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 		defer insp.Close()
 		w := cfg.worker(ledger, client, log)
 		op := cfg.operator(w, client, insp, opt)
+		var evictionPolicy func(string)
 		if *metricsAddr != "" {
 			m := api.NewMetrics(nil)
+			evictionPolicy = m.ObserveEvictionPolicy
 			w.Ledger = observeAppends(ledger, m.ObserveAppend)
 			w.Observe = m.Observe
 			op.Repaired = m.ObserveReconcile
@@ -55,6 +57,9 @@ func declareWorker(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 			go hs.Serve(ln)
 			defer hs.Close()
 			log.Info("worker metrics", slog.String("listen", ln.Addr().String()))
+		}
+		if err := cfg.checkBrokerEviction(ctx, opt, log, evictionPolicy); err != nil {
+			return err
 		}
 		stop, err := startWorkers(ctx, w, op, opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, *reconcileEvery)
 		if err != nil {
@@ -206,4 +211,39 @@ func redactURL(u string) string {
 		p.User = url.UserPassword(p.User.Username(), "xxxxx")
 	}
 	return p.String()
+}
+
+// checkBrokerEviction says at start whether the broker's Redis may evict
+// keys: a maxmemory-policy other than noeviction is an error with
+// --refuse-evicting-redis and a warning without; a policy that cannot be
+// read (CONFIG disabled, as on managed Redis) is a warning that says so.
+// observe, when set, is told the policy ("unknown" when unread).
+func (c *Config) checkBrokerEviction(ctx context.Context, opt asynq.RedisConnOpt, log *slog.Logger, observe func(policy string)) error {
+	rc, _ := opt.MakeRedisClient().(redis.UniversalClient)
+	if rc != nil {
+		defer rc.Close()
+	}
+	policy, err := ingest.BrokerEviction(ctx, rc)
+	var ev *ingest.EvictingError
+	switch {
+	case errors.As(err, &ev):
+		if observe != nil {
+			observe(policy)
+		}
+		if c.RefuseEvicting {
+			return fmt.Errorf("%w (--refuse-evicting-redis)", err)
+		}
+		log.Warn("redis may evict task keys: "+err.Error(), slog.String("maxmemory_policy", policy))
+	case err != nil:
+		if observe != nil {
+			observe("unknown")
+		}
+		log.Warn("could not check redis's maxmemory-policy; make sure it is noeviction, or Redis may evict task keys and lose work silently",
+			slog.String("error", err.Error()))
+	default:
+		if observe != nil {
+			observe(policy)
+		}
+	}
+	return nil
 }
