@@ -67,6 +67,10 @@ type Worker struct {
 	Hardlinks validate.HardlinkRoots
 
 	draining atomic.Bool
+	// pausedUntil (unix nanoseconds) and pauseCause: the ledger refused a
+	// write; intake is paused until then (see pauseIntake).
+	pausedUntil atomic.Int64
+	pauseCause  atomic.Pointer[pauseCause]
 }
 
 // Drain asks running tasks to stop at their next checkpoint (between two
@@ -403,6 +407,10 @@ func (p Policy) RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	var ra *retryAfter
 	if errors.As(err, &ra) {
 		return ra.delay
+	}
+	var lp *LedgerPausedError
+	if errors.As(err, &lp) {
+		return lp.Delay
 	}
 	var re *RoutingError
 	if errors.As(err, &re) {

@@ -1192,13 +1192,19 @@ func (e *columnError) Error() string { return e.err.Error() }
 
 // mapErr turns conditions worth retrying (a connection that failed, a
 // serialization failure, a deadlock, too many connections, a server
-// shutting down) into premis.ErrBusy, so the classifier sees a transient
-// condition.
+// shutting down, a disk full, a primary that became read-only or a
+// standby: 25006 read_only_sql_transaction) into premis.ErrBusy, so the
+// classifier sees a transient condition and the workers wait for the
+// ledger instead of spending routing budgets.
+// readOnlyTransaction is SQLSTATE 25006: a write on a read-only
+// transaction (default_transaction_read_only, or a server in recovery).
+const readOnlyTransaction = "25006"
+
 func mapErr(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case "40001", "40P01", "53300", "57P01", "57P02", "57P03", "08000", "08003", "08006":
+		case "40001", "40P01", "53300", "57P01", "57P02", "57P03", "08000", "08003", "08006", "53100", readOnlyTransaction:
 			return fmt.Errorf("%w: %v", premis.ErrBusy, err)
 		}
 		return err
