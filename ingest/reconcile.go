@@ -66,9 +66,14 @@ type ReconcileReport struct {
 //   - an open quarantine or audit-hold failure whose parked copy is gone is
 //     parked again; a parked copy of a failure already resolved is removed.
 //
-// It reads the whole ledger: run it after the broker lost data (the
-// workers do when they see Redis restart) or from the CLI, not on a timer;
-// ReconcileArchived is the cheap, broker-driven part.
+// A task counts as held only if a worker will run it (see checkTask): a
+// completed task, a record whose list entry was evicted, or an active task
+// under a long-expired lease does not; it is removed and enqueued again
+// under its own id.
+//
+// It reads the whole ledger: the workers run it when they see Redis
+// restart, and reconcile-broker on demand; on a timer the workers run
+// ExpectationPass, the same checks a page at a time.
 func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*ReconcileReport, error) {
 	rep, _, err := o.ReconcileBrokerSince(ctx, 0, dryRun)
 	return rep, err
@@ -96,30 +101,11 @@ func (o *Operator) reconcileBroker(ctx context.Context, rep *ReconcileReport, si
 	if err := o.reconcileArchived(ctx, rep, true); err != nil {
 		return since, err
 	}
-	// Only items the broker must hold are read (accepted and discarded
-	// ones need nothing of it), a page at a time: memory follows the page,
-	// not the ledger.
-	page := premis.Filter{Latest: true, Limit: reconcilePage, Destinations: []premis.Destination{premis.Submitted, premis.Retry,
-		premis.Replayed, premis.Quarantined, premis.AuditHold, premis.DeadLetter}, AfterSeq: since}
-	for {
-		latest, err := o.Ledger.Events(ctx, page)
-		if err != nil {
-			return since, err
-		}
-		for _, e := range latest {
-			if err := ctx.Err(); err != nil {
-				return since, context.Cause(ctx)
-			}
-			if err := o.reconcileItem(ctx, e, rep); err != nil {
-				return since, err
-			}
-			since = max(since, e.Seq)
-		}
-		if len(latest) < page.Limit {
-			break
-		}
-		page.AfterSeq = latest[len(latest)-1].Seq
+	through, _, err := o.reconcileItems(ctx, rep, since, 0, 0)
+	if err != nil {
+		return since, err
 	}
+	since = through
 	if err := o.reconcileParked(ctx, rep); err != nil {
 		return since, err
 	}
@@ -239,6 +225,53 @@ func (o *Operator) cleanPendingList(ctx context.Context, q string, rep *Reconcil
 		}
 	}
 	return nil
+}
+
+// expectedDestinations are the latest outcomes that expect something of
+// the broker: a task that will run (submitted, retry, replayed), a parked
+// copy (quarantined, audit-hold), an archived task (dead-letter).
+var expectedDestinations = []premis.Destination{premis.Submitted, premis.Retry, premis.Replayed, premis.Quarantined,
+	premis.AuditHold, premis.DeadLetter}
+
+// reconcileItems checks the items whose latest event expects the broker
+// and was stored after seq (see reconcileItem), a page at a time, at most
+// max of them (0: all), leaving those whose latest event is younger than
+// settle (a submitter or operator between its event and its enqueue) to a
+// later pass. It returns the seq it read through and whether it reached
+// the end. Only items the broker must hold are read (accepted and
+// discarded ones need nothing of it): memory follows the page, not the
+// ledger.
+func (o *Operator) reconcileItems(ctx context.Context, rep *ReconcileReport, seq int64, max int, settle time.Duration) (through int64, end bool, err error) {
+	page := premis.Filter{Latest: true, Limit: reconcilePage, Destinations: expectedDestinations, AfterSeq: seq}
+	if max > 0 && max < page.Limit {
+		page.Limit = max
+	}
+	read := 0
+	for {
+		latest, err := o.Ledger.Events(ctx, page)
+		if err != nil {
+			return seq, false, err
+		}
+		for _, e := range latest {
+			if err := ctx.Err(); err != nil {
+				return seq, false, context.Cause(ctx)
+			}
+			if settle <= 0 || time.Since(e.DateTime) >= settle {
+				if err := o.reconcileItem(ctx, e, rep); err != nil {
+					return seq, false, err
+				}
+			}
+			seq = e.Seq
+		}
+		read += len(latest)
+		if len(latest) < page.Limit {
+			return seq, true, nil
+		}
+		if max > 0 && read >= max {
+			return seq, false, nil
+		}
+		page.AfterSeq = latest[len(latest)-1].Seq
+	}
 }
 
 // reconcilePage is how many items reconcile-broker reads at once.

@@ -23,7 +23,7 @@ import (
 
 func declareWorker(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 	metricsAddr := fs.String("metrics-listen", "", "serve this process's own series (ledger appends and their time, processing time, reconcile repairs, Go runtime) at http://`ADDR`/metrics; what the workers decide is counted from the ledger by serve's /metrics")
-	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
+	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often one page of the expectation pass runs (every item the ledger expects broker work for must have a task that will run; one worker of the fleet at a time), archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
 	return []string{"redis", "ledger", "worker", "policy", "master", "edi", "links", "checkpoint"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		log := cfg.logger(stderr)
 		if _, err := cfg.checkpoints(); err != nil {
@@ -106,7 +106,9 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 	// The announcement outlives two missed ticks, then the worker drops
 	// out of the fleet a reconciliation waits for.
 	announceTTL := 2*reconcileEvery + 15*time.Second
+	var pass *ingest.ExpectationPass
 	if rc != nil {
+		pass = &ingest.ExpectationPass{Op: op, Redis: rc, Name: name, Every: reconcileEvery}
 		go ingest.WatchBroker(rctx, rc, log, 2*time.Second, ingest.SentinelPrimary(opt))
 	}
 	go func() {
@@ -166,7 +168,9 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 			// mark the last pass against the same data left (a restarted
 			// worker, its Redis as it was, has only what was submitted or
 			// moved since to look at), or the whole ledger when there is
-			// none. Otherwise only the archived set is checked.
+			// none. Otherwise one page of the expectation pass runs (the
+			// archived set, then the next items after its cursor), by the
+			// worker that holds its lease.
 			if id := ingest.BrokerDataID(rctx, rc); id != runID {
 				since := int64(0)
 				if runID == "" {
@@ -182,6 +186,13 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 						log.Warn("could not mark the broker reconciled", slog.String("error", err.Error()))
 					}
 					runID = id
+				}
+			} else if pass != nil {
+				// One page of the expectation pass, by whichever worker
+				// holds its lease: what the ledger expects and the broker
+				// will not run is put back (see ingest.ExpectationPass).
+				if _, _, err := pass.Tick(rctx); err != nil && rctx.Err() == nil {
+					log.Warn("expectation pass failed", slog.String("error", err.Error()))
 				}
 			} else if _, err := op.ReconcileArchived(rctx, false); err != nil && rctx.Err() == nil {
 				log.Warn("broker reconciliation failed", slog.String("error", err.Error()))
