@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -263,5 +264,60 @@ func TestEvictedPendingListIsRunAgain(t *testing.T) {
 	}
 	if n := b.parkedOnce(); n != 7 {
 		t.Fatalf("%d parked, want 7", n)
+	}
+}
+
+// TestLedgerRecoverRederivesWhatTheBackupLacks: the backup was taken after
+// one batch was submitted and before another; both were decided, then the
+// backup restored. The second batch is unknown to the ledger altogether.
+// RecoverLedger records its submissions again from the broker's completed
+// tasks (with a note saying why), runs every item of both batches again,
+// and the workers decide them: every item has an outcome. A second
+// recovery finds nothing more to do.
+func TestLedgerRecoverRederivesWhatTheBackupLacks(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fastPolicy())
+	ctx := context.Background()
+	first := b.mixedBatch(4, 1)
+	backup := t.TempDir()
+	b.reopen(func() { copyLedger(t, b.dir, backup) })
+	m, dir := b.manifest(3)
+	m.BatchID = "after-the-backup"
+	for i := range m.Items {
+		m.Items[i].ObjectID = fmt.Sprintf("late-%d", i)
+	}
+	if _, err := ingest.Submit(ctx, b.ledger, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy}); err != nil {
+		t.Fatal(err)
+	}
+	stop := b.run()
+	b.waitOutcomes(first, 30*time.Second)
+	b.waitOutcomes("after-the-backup", 30*time.Second)
+	stop()
+
+	b.reopen(func() { copyLedger(t, backup, b.dir) })
+	if st, _ := ingest.BatchStatus(ctx, b.ledger, "after-the-backup"); len(st) != 0 {
+		t.Fatalf("the restored ledger knows the later batch: %v", st)
+	}
+	rep, err := b.ops().RecoverLedger(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Unknown) != 3 || len(rep.Reconcile.LedgerBehind) != 8 {
+		t.Fatalf("unknown %v, run again %v; want 3 and 8", rep.Unknown, rep.Reconcile.LedgerBehind)
+	}
+	stop = b.run()
+	defer stop()
+	b.waitOutcomes(first, 30*time.Second)
+	b.waitOutcomes("after-the-backup", 30*time.Second)
+	if st, _ := ingest.BatchStatus(ctx, b.ledger, "after-the-backup"); len(st) != 3 {
+		t.Fatalf("the later batch after recovery: %v", st)
+	}
+	evs, err := b.ledger.Events(ctx, premis.Filter{BatchID: "after-the-backup", Destination: premis.Submitted})
+	if err != nil || len(evs) != 3 || !strings.Contains(evs[0].Note, "re-derived by ledger recover") {
+		t.Fatalf("recorded submissions %v, %v", evs, err)
+	}
+	again, err := b.ops().RecoverLedger(ctx, false)
+	if err != nil || len(again.Unknown) != 0 || len(again.Reconcile.LedgerBehind) != 0 || len(again.Reconcile.Reenqueued) != 0 {
+		t.Fatalf("a second recovery: %+v %+v, %v", again, again.Reconcile, err)
 	}
 }

@@ -153,6 +153,7 @@ type Broker interface {
 	ArchiveTask(queue, id string) error
 	ListPendingTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
 	ListArchivedTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
+	ListCompletedTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
 	Queues() ([]string, error)
 	GetQueueInfo(queue string) (*asynq.QueueInfo, error)
 }

@@ -565,7 +565,9 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 		if c.kind == ProblemAnchor {
 			kind = ProblemAnchor
 		}
-		add(Problem{Kind: kind, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed", v.Events, c.what, c.Count)})
+		add(Problem{Kind: kind, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed, "+
+			"or the ledger went back in time (restored from a backup, a replica promoted before it received them: see lazaret ledger recover)",
+			v.Events, c.what, c.Count)})
 	}
 	after, hasHead, err := a.RecordedHead(ctx)
 	if err != nil {

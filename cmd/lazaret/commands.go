@@ -431,6 +431,18 @@ A ledger wiped, cut short or rewritten and recomputed since fails. With
 			example: `  lazaret ledger verify
   lazaret ledger verify --checkpoint-dir /srv/lazaret-checkpoints --checkpoint-pubkey KEY
   lazaret ledger verify --anchor 1200:9f86d081884c7d65... --json`}.command(),
+		leaf{use: "recover [flags]", declare: declareLedgerRecover,
+			short: "re-derive what a ledger restored from a backup lost",
+			long: `After the ledger went back in time (restored from a backup, or a PostgreSQL
+replica promoted before it received the last writes), re-derive from the
+broker what can be: a task the broker completed of which the ledger holds no
+event is recorded as submitted again (with a note saying why); every item
+whose outcome the ledger lost is run again under its own task id; archived
+tasks without an event are recorded. With --checkpoint-dir it also says how
+many events the checkpoint log counted that the ledger does not hold. The
+workers' decisions on the re-run items are the new outcomes (docs/ha.md).`,
+			example: `  lazaret ledger recover --dry-run
+  lazaret ledger recover --checkpoint-dir /srv/lazaret-checkpoints --json`}.command(),
 		leaf{use: "keygen -o FILE", declare: declareLedgerKeygen,
 			short: "write a new checkpoint signing key",
 			long: `Write a new ed25519 key that signs checkpoints of the ledger's head to FILE

@@ -40,7 +40,8 @@ type Config struct {
 	RoutingMax   time.Duration `json:"routing_max"`
 	DrainTimeout time.Duration `json:"drain_timeout"`
 	// RefuseEvicting: a worker does not start against a Redis whose
-	// maxmemory-policy evicts keys (see checkBrokerEviction).
+	// maxmemory-policy evicts keys (see checkBrokerEviction). A flag of
+	// worker and serve only (refuseEvictingFlag), not a config file key.
 	RefuseEvicting bool    `json:"refuse_evicting_redis"`
 	PixelBudget    int64   `json:"pixel_budget"`
 	MemoryBudget   int64   `json:"memory_budget"`
@@ -129,7 +130,6 @@ func (c *Config) declareSettings(fs *pflag.FlagSet, fields []string) {
 		case "worker":
 			fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "tasks processed at once")
 			fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM, how long running tasks may finish before they are handed back to the queue unrecorded")
-			fs.BoolVar(&c.RefuseEvicting, "refuse-evicting-redis", c.RefuseEvicting, "do not start workers against a Redis whose maxmemory-policy is not noeviction (it loses tasks silently under memory pressure); without it that is a warning")
 		case "edi":
 			fs.Var((*listFlag)(&c.LOCODE), "locode", "UN/LOCODE code list `FILE` (UNECE CSV, .bz2 too); repeat for several files")
 			fs.Var((*listFlag)(&c.HS), "hs", "HS nomenclature CSV `FILE` with an hscode column; repeat for several files")
@@ -279,7 +279,7 @@ func (c *Config) jsonSettings() (map[string]any, map[string]*time.Duration) {
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
 		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ReplyParked, "reply_parked": &c.ReplyParked, "reply_mode": &c.ReplyMode,
 		"reply_partners": &c.ReplyPartners, "reply_separators": &c.ReplySeparators, "ingest_roots": &c.IngestRoots,
-		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory, "refuse_evicting_redis": &c.RefuseEvicting,
+		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory,
 		"checkpoint_dir": &c.CheckpointDir, "checkpoint_key": &c.CheckpointKey, "checkpoint_pubkey": &c.CheckpointPubkey, "checkpoint_every": &c.CheckpointEvery,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,

@@ -21,8 +21,9 @@ import (
 	"github.com/lazaret/lazaret/ingest"
 )
 
-func declareWorker(fs *pflag.FlagSet, _ *Config) ([]string, action) {
+func declareWorker(fs *pflag.FlagSet, cfgOf *Config) ([]string, action) {
 	metricsAddr := fs.String("metrics-listen", "", "serve this process's own series (ledger appends and their time, processing time, reconcile repairs, Go runtime) at http://`ADDR`/metrics; what the workers decide is counted from the ledger by serve's /metrics")
+	refuseEvictingFlag(fs, cfgOf)
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often one page of the expectation pass runs (every item the ledger expects broker work for must have a task that will run; one worker of the fleet at a time), archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
 	return []string{"redis", "ledger", "worker", "policy", "master", "edi", "links", "checkpoint"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		log := cfg.logger(stderr)
@@ -222,6 +223,13 @@ func redactURL(u string) string {
 		p.User = url.UserPassword(p.User.Username(), "xxxxx")
 	}
 	return p.String()
+}
+
+// refuseEvictingFlag declares --refuse-evicting-redis on the commands that
+// run workers against a Redis of the operator's (worker, serve; not the
+// demo's embedded one).
+func refuseEvictingFlag(fs *pflag.FlagSet, c *Config) {
+	fs.BoolVar(&c.RefuseEvicting, "refuse-evicting-redis", c.RefuseEvicting, "do not start workers against a Redis whose maxmemory-policy is not noeviction (it loses tasks silently under memory pressure); without it that is a warning")
 }
 
 // checkBrokerEviction says at start whether the broker's Redis may evict
