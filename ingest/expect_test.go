@@ -321,3 +321,53 @@ func TestLedgerRecoverRederivesWhatTheBackupLacks(t *testing.T) {
 		t.Fatalf("a second recovery: %+v %+v, %v", again, again.Reconcile, err)
 	}
 }
+
+// TestUnexpectedTasksAreReported: the whole pass reports what the broker
+// holds that the ledger does not expect: a task of an item the ledger has
+// no event of, and one of an item already accepted; a submitted item's
+// task is expected and not reported. Nothing is removed.
+func TestUnexpectedTasksAreReported(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fastPolicy())
+	ctx := context.Background()
+	batch := b.mixedBatch(2, 0)
+	stop := b.run()
+	b.waitOutcomes(batch, 30*time.Second)
+	stop()
+	st, err := ingest.BatchStatus(ctx, b.ledger, batch)
+	if err != nil || len(st) != 2 || st[0].Destination != premis.Accepted {
+		t.Fatalf("status %v, %v", st, err)
+	}
+	path, sha := b.file("stray.tif", master(t, goodPage))
+	stray := b.envelope("stray", path, sha)
+	b.enqueue(stray)
+	evs, err := b.ledger.Events(ctx, premis.Filter{ObjectID: st[0].ObjectID, Destination: premis.Submitted})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("submission of %s: %v %v", st[0].ObjectID, evs, err)
+	}
+	again, err := ingest.DecodeEnvelope(evs[0].Envelope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Attempt = 2 // another task id for the accepted item
+	b.enqueue(again)
+	m, dir := b.manifest(1)
+	m.BatchID, m.Items[0].ObjectID = "waiting", "waiting-0"
+	if _, err := ingest.Submit(ctx, b.ledger, b.client, m, dir, ingest.SubmitOptions{Policy: b.worker.Policy}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := b.ops().ReconcileBroker(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{stray.TaskID(): true, again.TaskID(): true}
+	if len(rep.Unexpected) != 2 {
+		t.Fatalf("unexpected %v, want the stray task and the accepted item's", rep.Unexpected)
+	}
+	for _, u := range rep.Unexpected {
+		id, _, _ := strings.Cut(u, " ")
+		if !want[id] {
+			t.Errorf("reported %s", u)
+		}
+	}
+}

@@ -52,6 +52,13 @@ type ReconcileReport struct {
 	// Deduplicated: task ids found more than once in a pending list, cut
 	// to one.
 	Deduplicated []string `json:"deduplicated"`
+	// Unexpected: tasks waiting in the ingest queue (pending, scheduled,
+	// retry) that the ledger does not expect: of an item it holds no event
+	// of, or whose outcome is final (accepted, discarded). Reported, not
+	// removed: a worker that runs one finds what the ledger says (and an
+	// unknown one is recorded when it is decided); see ledger recover. The
+	// whole pass only.
+	Unexpected []string `json:"unexpected"`
 }
 
 // ReconcileBroker makes broker and ledger agree, with the ledger as the
@@ -101,11 +108,17 @@ func (o *Operator) reconcileBroker(ctx context.Context, rep *ReconcileReport, si
 	if err := o.reconcileArchived(ctx, rep, true); err != nil {
 		return since, err
 	}
+	whole := since == 0
 	through, _, err := o.reconcileItems(ctx, rep, since, 0, 0)
 	if err != nil {
 		return since, err
 	}
 	since = through
+	if whole {
+		if err := o.reportUnexpected(ctx, rep); err != nil {
+			return since, err
+		}
+	}
 	if err := o.reconcileParked(ctx, rep); err != nil {
 		return since, err
 	}
@@ -227,6 +240,52 @@ func (o *Operator) cleanPendingList(ctx context.Context, q string, rep *Reconcil
 	return nil
 }
 
+// reportUnexpected lists the tasks waiting in the ingest queue that the
+// ledger does not expect (see ReconcileReport.Unexpected).
+func (o *Operator) reportUnexpected(ctx context.Context, rep *ReconcileReport) error {
+	const pageSize = 500
+	lists := []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){o.Broker.ListPendingTasks, o.Broker.ListScheduledTasks, o.Broker.ListRetryTasks}
+	for _, list := range lists {
+		for page := 1; ; page++ {
+			if err := ctx.Err(); err != nil {
+				return context.Cause(ctx)
+			}
+			tasks, err := list(QueueIngest, asynq.PageSize(pageSize), asynq.Page(page))
+			if errors.Is(err, asynq.ErrQueueNotFound) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("list ingest: %w", err)
+			}
+			for _, ti := range tasks {
+				env, err := DecodeEnvelope(ti.Payload)
+				if err != nil {
+					continue // a poisoned payload: the worker dead-letters it
+				}
+				known, err := o.Ledger.Events(ctx, premis.Filter{CorrelationID: env.CorrelationID, Limit: 1})
+				if err != nil {
+					return err
+				}
+				if len(known) == 0 {
+					rep.Unexpected = append(rep.Unexpected, ti.ID+" ("+env.ObjectID+": unknown to the ledger)")
+					continue
+				}
+				final, err := o.Ledger.Events(ctx, premis.Filter{CorrelationID: env.CorrelationID, Destinations: []premis.Destination{premis.Accepted, premis.Discarded}, Limit: 1})
+				if err != nil {
+					return err
+				}
+				if len(final) > 0 {
+					rep.Unexpected = append(rep.Unexpected, ti.ID+" ("+env.ObjectID+": "+string(final[0].Destination)+" already)")
+				}
+			}
+			if len(tasks) < pageSize {
+				break
+			}
+		}
+	}
+	return nil
+}
+
 // expectedDestinations are the latest outcomes that expect something of
 // the broker: a task that will run (submitted, retry, replayed), a parked
 // copy (quarantined, audit-hold), an archived task (dead-letter).
@@ -279,7 +338,7 @@ const reconcilePage = 1000
 
 func newReconcileReport(dryRun bool) *ReconcileReport {
 	return &ReconcileReport{DryRun: dryRun, ArchivedRecorded: []string{}, Reenqueued: []string{}, Reparked: []string{}, StaleParked: []string{}, Rearchived: []string{}, Missing: []string{},
-		LedgerBehind: []string{}, BrokerLost: []string{}, Deduplicated: []string{}}
+		LedgerBehind: []string{}, BrokerLost: []string{}, Deduplicated: []string{}, Unexpected: []string{}}
 }
 
 // ReconcileArchived records the tasks in the ingest queue's archived set
@@ -300,6 +359,10 @@ func (o *Operator) logReport(ctx context.Context, rep *ReconcileReport) {
 			slog.Int("archived_recorded", len(rep.ArchivedRecorded)), slog.Int("reenqueued", len(rep.Reenqueued)),
 			slog.Int("reparked", len(rep.Reparked)), slog.Int("stale_parked", len(rep.StaleParked)), slog.Int("rearchived", len(rep.Rearchived)),
 			slog.Int("missing", len(rep.Missing)), slog.Int("broker_lost", len(rep.BrokerLost)), slog.Int("deduplicated", len(rep.Deduplicated)))
+	}
+	if n := len(rep.Unexpected); n > 0 {
+		o.Logger.LogAttrs(ctx, slog.LevelWarn, "the broker holds tasks the ledger does not expect (unknown items, or items already accepted or discarded)",
+			slog.Int("tasks", n), slog.Bool("dry_run", rep.DryRun))
 	}
 	if n := len(rep.LedgerBehind); n > 0 {
 		o.Logger.LogAttrs(ctx, slog.LevelError, "the ledger is behind the broker: it lacks outcomes the broker already acted on "+
