@@ -371,3 +371,71 @@ func TestUnexpectedTasksAreReported(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoredLedgerRepairedByTheWorkersAlone: as
+// TestRestoredLedgerBackupIsRunAgain, but nobody runs reconcile-broker:
+// the workers run, and their expectation pass (a page of five items a
+// tick) re-runs the items as it reaches them. A quarantined item re-run
+// before the pass reaches the parked copies finds its old copy in place
+// (same task id, an event id the ledger lost); the pass parks it again
+// from the recorded failure, so every parked copy names an event the
+// ledger holds, and no item is parked twice.
+func TestRestoredLedgerRepairedByTheWorkersAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fastPolicy())
+	ctx := context.Background()
+	batch := b.mixedBatch(12, 4)
+	backup := t.TempDir()
+	b.reopen(func() { copyLedger(t, b.dir, backup) })
+	stop := b.run()
+	b.waitOutcomes(batch, 30*time.Second)
+	stop()
+	b.reopen(func() { copyLedger(t, backup, b.dir) })
+
+	stop = b.run()
+	defer stop()
+	pass := &ingest.ExpectationPass{Op: b.ops(), Redis: b.redis(), Name: "w1", Every: time.Minute, Page: 5, Settle: time.Nanosecond}
+	// Ticks until two whole rounds are done (a tick that ends a round
+	// resets the cursor: the next starts from the first item).
+	reparked, rounds := 0, 0
+	for tick := 0; tick < 40 && rounds < 2; tick++ {
+		rep, ran, err := pass.Tick(ctx)
+		if err != nil || !ran {
+			t.Fatalf("tick %d: %v %v", tick, ran, err)
+		}
+		reparked += len(rep.Reparked)
+		if v, _ := b.redis().Get(ctx, "lazaret:expect:cursor").Result(); v == "0" {
+			rounds++
+		}
+		// The workers re-run what the tick put back before the next tick.
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			owed := strings.Join(b.owed(batch), " ")
+			waiting := false
+			for _, id := range rep.Reenqueued {
+				waiting = waiting || strings.Contains(owed, id+"=")
+			}
+			if !waiting {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("tick %d: %v not run again: %s", tick, rep.Reenqueued, owed)
+			}
+		}
+	}
+	b.waitOutcomes(batch, 30*time.Second)
+	if reparked == 0 {
+		t.Fatal("no parked copy was replaced: the case under test did not arise")
+	}
+	if n := b.parkedOnce(); n != 4 {
+		t.Fatalf("%d parked, want 4", n)
+	}
+	parked, err := ingest.ListParked(b.insp, ingest.QueueQuarantine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parked {
+		if _, _, err := ingest.GetFailure(ctx, b.ledger, p.Held.EventID); err != nil {
+			t.Errorf("parked %s names event %s: %v", p.TaskID, p.Held.EventID, err)
+		}
+	}
+}

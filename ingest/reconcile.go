@@ -150,10 +150,31 @@ func (o *Operator) reconcileParked(ctx context.Context, rep *ReconcileReport) er
 				continue // listed twice: without o.Redis it is left as it is
 			}
 			seen[p.TaskID] = true
-			if stale, err := o.staleParked(ctx, p); err != nil || !stale {
-				if err != nil {
+			stale, again, err := o.staleParked(ctx, p)
+			if err != nil {
+				return err
+			}
+			if again != nil {
+				// The item's failure recorded anew (its re-run after the
+				// ledger went back): the copy is parked again from it, so
+				// that it names an event the ledger holds.
+				rep.Reparked = append(rep.Reparked, again.ObjectID)
+				if rep.DryRun {
+					continue
+				}
+				env, derr := DecodeEnvelope(again.Envelope)
+				if derr != nil {
+					continue
+				}
+				if err := o.take(ctx, step{do: stepDelete, queue: q, id: p.TaskID}); err != nil {
+					return fmt.Errorf("replace parked task %s: %w", p.TaskID, err)
+				}
+				if err := o.take(ctx, step{do: stepPark, env: env, ev: again}); err != nil {
 					return err
 				}
+				continue
+			}
+			if !stale {
 				continue
 			}
 			rep.StaleParked = append(rep.StaleParked, p.TaskID)
@@ -170,25 +191,28 @@ func (o *Operator) reconcileParked(ctx context.Context, rep *ReconcileReport) er
 // staleParked says whether a parked copy is owed no more: its failure is
 // resolved, or the ledger holds neither its event nor an open failure of
 // its item parked under its task id (the event was lost with a ledger
-// that went back in time, and the item is to run again).
-func (o *Operator) staleParked(ctx context.Context, p Parked) (bool, error) {
-	_, _, err := GetFailure(ctx, o.Ledger, p.Held.EventID)
+// that went back in time, and the item is to run again). again is that
+// open failure when the ledger holds it under another event id than the
+// copy names (the item ran again and recorded the same failure; its park
+// found the old copy in place): the copy is to be parked again from it.
+func (o *Operator) staleParked(ctx context.Context, p Parked) (stale bool, again *premis.Event, err error) {
+	_, _, err = GetFailure(ctx, o.Ledger, p.Held.EventID)
 	switch {
 	case errors.Is(err, ErrNotOpen):
-		return true, nil
+		return true, nil, nil
 	case !errors.Is(err, premis.ErrNotFound):
-		return false, err
+		return false, nil, err
 	}
 	latest, err := o.Ledger.Events(ctx, premis.Filter{CorrelationID: p.Held.Envelope.CorrelationID, Latest: true, Limit: 1})
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	if len(latest) == 1 && latest[0].Destination.Parked() {
 		if q, id := brokerTask(Failure{latest[0]}); q == p.Queue && id == p.TaskID {
-			return false, nil // the same failure recorded again, under another event id
+			return false, &latest[0], nil
 		}
 	}
-	return true, nil
+	return true, nil, nil
 }
 
 // cleanPendingList cuts from a queue's pending list the ids that appear
