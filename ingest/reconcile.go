@@ -480,7 +480,12 @@ func (o *Operator) expect(ctx context.Context, e premis.Event, queue, id string,
 		// the archived pass records it (reconcileArchived runs first).
 		return true, state, nil
 	}
-	later, err := o.Ledger.Events(ctx, premis.Filter{CorrelationID: e.CorrelationID, AfterSeq: e.Seq, Limit: 1})
+	// An outcome (or a submission, a replay) stored since: a worker or an
+	// operator moved the item on. A chunk of an interchange's messages
+	// (an ing event with members and no destination) is not one: the
+	// interchange's delivery is resumed from it.
+	later, err := o.Ledger.Events(ctx, premis.Filter{CorrelationID: e.CorrelationID, AfterSeq: e.Seq, Limit: 1,
+		Destinations: append([]premis.Destination{premis.Submitted}, historyDestinations...)})
 	if err != nil {
 		return false, "", err
 	}
