@@ -1,7 +1,7 @@
 # Lazaret. `make demo` builds bin/lazaret and runs both lanes on the
 # embedded default; `make test` runs every test (each test binary starts its
 # own redis-server on a free port; PostgreSQL on 5432, xmllint and the other
-# tools the README lists: .ci/run installs and starts what is missing).
+# tools docs/testing.md lists: .ci/run installs and starts what is missing).
 
 GO        ?= go
 FUZZTIME  ?= 10m

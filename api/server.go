@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -274,7 +273,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		Manifest string `json:"manifest"`
 		DryRun   bool   `json:"dry_run"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Manifest == "" {
+	if err := decodeBody(r.Body, &req); err != nil {
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf(`%v: want {"manifest": "/path/to/manifest.json", "dry_run": false} (the manifest and its files are read where the server runs)`, err))
+		return
+	}
+	if req.Manifest == "" {
 		s.fail(w, r, http.StatusBadRequest, errors.New(`want {"manifest": "/path/to/manifest.json"} (the manifest and its files are read where the server runs)`))
 		return
 	}
@@ -450,8 +453,8 @@ type actionRequest struct {
 
 func (s *Server) action(w http.ResponseWriter, r *http.Request) (actionRequest, bool) {
 	var req actionRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		s.fail(w, r, http.StatusBadRequest, fmt.Errorf(`want {"operator": "...", "reason": "..."}: %v`, err))
+	if err := decodeBody(r.Body, &req); err != nil {
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf(`%v: want {"operator": "...", "reason": "..."}`, err))
 		return req, false
 	}
 	if req.Operator == "" {

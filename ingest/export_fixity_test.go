@@ -101,7 +101,7 @@ func TestAcceptedMasterIsOneRecord(t *testing.T) {
 		t.Fatalf("good: %s %s", ev.Destination, ev.Code)
 	}
 	var rows []premis.Event
-	if err := b.ledger.(premis.Auditor).Walk(ctx, func(e premis.Event, err error) error {
+	if err := b.ledger.Walk(ctx, func(e premis.Event, err error) error {
 		if err != nil {
 			return err
 		}

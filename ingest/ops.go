@@ -83,19 +83,13 @@ func (f FailureFilter) query() premis.Filter {
 }
 
 // CountFailures counts the open failures matching f, ignoring its Limit
-// and AfterSeq: the total a paged listing reports. A ledger that counts
-// (premis.Counter, both SQL ledgers) counts in the database; any other is
-// read a page at a time (premis.EachEvent), holding one page.
+// and AfterSeq: the total a paged listing reports, counted in the
+// database.
 func CountFailures(ctx context.Context, l premis.Ledger, f FailureFilter) (int, error) {
 	q := f.query()
 	q.Limit, q.AfterSeq = 0, 0
-	if c, ok := l.(premis.Counter); ok {
-		n, err := c.CountEvents(ctx, q)
-		return int(n), err
-	}
-	n := 0
-	err := premis.EachEvent(ctx, l, q, func(premis.Event) error { n++; return nil })
-	return n, err
+	n, err := l.CountEvents(ctx, q)
+	return int(n), err
 }
 
 // ErrNotOpen: the failure was already replayed, discarded or accepted.

@@ -154,11 +154,7 @@ func (w *Worker) readHistory(ctx context.Context, d *delivery) error {
 // delivery of a submitted item, the common case; a point lookup in place
 // of an index range over the item's events.
 func (w *Worker) firstDelivery(ctx context.Context, d *delivery) (bool, error) {
-	ll, ok := w.Ledger.(premis.LatestLookup)
-	if !ok {
-		return false, nil
-	}
-	lt, found, err := ll.LatestOf(ctx, d.env.CorrelationID)
+	lt, found, err := w.Ledger.LatestOf(ctx, d.env.CorrelationID)
 	if err != nil || !found || lt.Destination != premis.Submitted || lt.TaskID != d.taskID {
 		return false, err
 	}
@@ -170,12 +166,11 @@ func (w *Worker) firstDelivery(ctx context.Context, d *delivery) (bool, error) {
 // without asking the ledger: asynq counts no earlier run of the task, the
 // item is decided in one append (not an interchange, whose messages go in
 // chunks), and the ledger checks the assumption in that append
-// (premis.FirstAppender), so that a wrong one writes nothing and the
+// (premis.Ledger.AppendsFirst), so that a wrong one writes nothing and the
 // delivery is decided again from the history (see finish). The lookup it
 // saves (firstDelivery) is a round trip to a ledger across a network.
 func (w *Worker) takesFirst(d *delivery) bool {
-	fa, ok := w.Ledger.(premis.FirstAppender)
-	if !ok || !fa.AppendsFirst() || d.retried > 0 {
+	if !w.Ledger.AppendsFirst() || d.retried > 0 {
 		return false
 	}
 	k, _ := validate.KindNamed(d.env.Kind)
@@ -362,7 +357,7 @@ func (w *Worker) appendFor(ctx context.Context, d *delivery, evs []*premis.Event
 		return w.append(ctx, evs...)
 	}
 	first := []premis.FirstDelivery{{CorrelationID: d.env.CorrelationID, TaskID: d.taskID}}
-	_, err := w.Ledger.(premis.FirstAppender).AppendFirst(ctx, first, evs...)
+	_, err := w.Ledger.AppendFirst(ctx, first, evs...)
 	return err
 }
 

@@ -227,8 +227,8 @@ func (e *GuardError) Error() string {
 
 func (e *GuardError) Unwrap() error { return ErrTampered }
 
-// Auditor is what Verify reads from a ledger. The SQLite and PostgreSQL
-// ledgers implement it, also when opened for audit only.
+// Auditor is what Verify reads from a ledger: the audit half of Ledger,
+// and all a ledger opened for audit only (Backend.OpenAudit) has.
 type Auditor interface {
 	// Guards returns nil when every append-only guard is in place, a
 	// *GuardError naming those that are not, or another error when they
@@ -241,11 +241,15 @@ type Auditor interface {
 	// comes with its decoding error, Seq, PrevHash, Hash and as much of the
 	// rest as could be read. An error from fn stops the walk and is returned.
 	Walk(ctx context.Context, fn func(e Event, err error) error) error
+	// WalkFrom is Walk over the rows stored at seq or after.
+	WalkFrom(ctx context.Context, seq int64, fn func(e Event, err error) error) error
+	// CheckReadModel says how the read model (each item's latest outcome,
+	// derived from the events) disagrees with the events, or "" when it
+	// agrees; a ledger that keeps none says "".
+	CheckReadModel(ctx context.Context) (string, error)
 }
 
-// ReadModelAuditor is a ledger with a read model derived from its events
-// (each item's latest outcome): CheckReadModel says how it disagrees with
-// the events, or "" when it agrees.
+// ReadModelAuditor is the read model's check alone (every Auditor has it).
 type ReadModelAuditor interface {
 	CheckReadModel(ctx context.Context) (string, error)
 }
@@ -276,6 +280,12 @@ const (
 	// first event is not the one the checkpoints name, or a line of the
 	// checkpoint log does not read or its signature does not verify.
 	ProblemCheckpoint ProblemKind = "checkpoint"
+	// ProblemWitness: a checkpoint published to a witness (a place the
+	// ledger's host cannot rewrite, see Witness) is not on the chain: the
+	// ledger counts fewer events than it (restored from a backup, a promoted
+	// replica that lagged, its newest events removed, even with the
+	// checkpoint log rolled back with it), or has another event at its count.
+	ProblemWitness ProblemKind = "witness"
 	// ProblemReadModel: the read model (each item's latest outcome, which
 	// the listings answer from) disagrees with the events.
 	ProblemReadModel ProblemKind = "read-model"
@@ -283,7 +293,7 @@ const (
 
 // ProblemKinds lists every problem kind, in the order Verify reports them.
 func ProblemKinds() []ProblemKind {
-	return []ProblemKind{ProblemLink, ProblemTruncated, ProblemHead, ProblemAnchor, ProblemCheckpoint, ProblemGuard, ProblemReadModel}
+	return []ProblemKind{ProblemLink, ProblemTruncated, ProblemHead, ProblemAnchor, ProblemCheckpoint, ProblemWitness, ProblemGuard, ProblemReadModel}
 }
 
 // Problem is one thing Verify found wrong. Seq and EventID name the row,
@@ -316,6 +326,13 @@ type Verification struct {
 	Recorded    *Head       `json:"recorded_head,omitempty"` // the head record, as read after the walk
 	BrokenLinks int         `json:"broken_links,omitempty"`  // rows with a ProblemLink; only the first is in Problems
 	Problems    []Problem   `json:"problems,omitempty"`      // what was forged first (links, truncation, head, anchors), then the guards
+	// Unanchored: the ledger holds events and the checkpoint log holds no
+	// checkpoint of it (one of Problems; see VerifyCheckpointed).
+	Unanchored bool `json:"unanchored,omitempty"`
+	// Witness is the witness's checkpoint the chain was held to, if any;
+	// Reanchored the witness's latest re-anchoring, if any.
+	Witness    *Checkpoint `json:"witness,omitempty"`
+	Reanchored *Checkpoint `json:"reanchored,omitempty"`
 }
 
 // Intact reports whether Verify found nothing wrong.
@@ -328,6 +345,12 @@ func (v *Verification) String() string {
 		cp := ""
 		if c := v.Checkpoint; c != nil {
 			cp = fmt.Sprintf(", on the signed checkpoint of %s (%d events)", c.Time.UTC().Format(time.RFC3339), c.Count)
+		}
+		if c := v.Witness; c != nil {
+			cp += fmt.Sprintf(", and on the witness's of %s (%d events)", c.Time.UTC().Format(time.RFC3339), c.Count)
+		}
+		if c := v.Reanchored; c != nil {
+			cp += fmt.Sprintf("; the witness was re-anchored at %s (%d events)", c.Time.UTC().Format(time.RFC3339), c.Count)
 		}
 		return fmt.Sprintf("%d events, chain intact, head %s%s", v.Events, v.Head, cp)
 	}
@@ -348,7 +371,6 @@ func (p Point) Head() Head { return Head{Count: p.Count, Hash: p.Hash} }
 // SeqWalker is an Auditor that can walk from a seq on: what an incremental
 // check (Verifier) reads. The SQLite and PostgreSQL ledgers implement it.
 type SeqWalker interface {
-	// WalkFrom is Walk over the rows stored at seq or after.
 	WalkFrom(ctx context.Context, seq int64, fn func(e Event, err error) error) error
 }
 
@@ -369,8 +391,24 @@ func Verify(ctx context.Context, a Auditor, anchors ...Head) (*Verification, err
 // with the first event it names; a log line that does not read or verify
 // is a problem too. A ledger wiped, cut short (head moved back) or
 // rewritten and recomputed after the checkpoint was taken fails.
+//
+// A ledger that holds events while the log holds no checkpoint of it (the
+// log is missing, empty, or holds only failed entries) is not intact
+// either: a log removed with the ledger rewritten meanwhile would otherwise
+// verify. The first checkpoint of a ledger that has events is an explicit
+// act (lazaret ledger checkpoint --init); workers that sign checkpoints
+// start a log on their own as the ledger's first events are appended.
 func VerifyCheckpointed(ctx context.Context, a Auditor, cps *Checkpoints, anchors ...Head) (*Verification, error) {
-	return verify(ctx, a, verifyRun{anchors: anchors, checkpoints: cps, readModel: true})
+	return verify(ctx, a, verifyRun{anchors: anchors, checkpoints: cps, readModel: true, requireCheckpoint: cps != nil})
+}
+
+// VerifyWitnessed is VerifyCheckpointed (cps may be nil) that also holds
+// the chain to the newest checkpoint a witness holds (w, nil when it holds
+// none, and its problems): the ledger must count at least its events and
+// have its hash at its count. A ledger and its checkpoint log rolled back
+// together pass VerifyCheckpointed, and fail here.
+func VerifyWitnessed(ctx context.Context, a Auditor, cps *Checkpoints, w *Witnessed, anchors ...Head) (*Verification, error) {
+	return verify(ctx, a, verifyRun{anchors: anchors, checkpoints: cps, readModel: true, requireCheckpoint: cps != nil, witness: w})
 }
 
 // verifyRun is what one verification checks.
@@ -384,7 +422,16 @@ type verifyRun struct {
 	// its problems (unreadable or forged lines) are reported.
 	checkpoints *Checkpoints
 	readModel   bool
+	// requireCheckpoint: a ledger with events and no checkpoint in
+	// checkpoints is a problem (see VerifyCheckpointed).
+	requireCheckpoint bool
+	// witness, when set, is what a witness holds (see VerifyWitnessed).
+	witness *Witnessed
 }
+
+// LedgerID is the identity of a's ledger in checkpoints and witnesses: the
+// stored hash of its first event ("" when it has none).
+func LedgerID(ctx context.Context, a Auditor) (string, error) { return firstHash(ctx, a) }
 
 // errFirstRow stops the one-row walk of firstHash.
 var errFirstRow = errors.New("premis: first row read")
@@ -396,13 +443,7 @@ func firstHash(ctx context.Context, a Auditor) (string, error) {
 		h = e.Hash
 		return errFirstRow
 	}
-	var err error
-	if sw, ok := a.(SeqWalker); ok {
-		err = sw.WalkFrom(ctx, 0, fn)
-	} else {
-		err = a.Walk(ctx, fn)
-	}
-	if err != nil && !errors.Is(err, errFirstRow) {
+	if err := a.WalkFrom(ctx, 0, fn); err != nil && !errors.Is(err, errFirstRow) {
 		return "", err
 	}
 	return h, nil
@@ -462,6 +503,20 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 			}
 		}
 	}
+	if w := run.witness; w != nil {
+		for _, p := range w.Problems {
+			add(Problem{Kind: ProblemWitness, Detail: p.Error()})
+		}
+		if w.Reanchored != nil {
+			v.Reanchored = &w.Reanchored.Checkpoint
+		}
+		if w.Newest != nil {
+			v.Witness = &w.Newest.Checkpoint
+			checks = append(checks, check{Head{Count: w.Newest.Count, Hash: w.Newest.Hash}, ProblemWitness, w.Newest.what()})
+		} else {
+			add(Problem{Kind: ProblemWitness, Detail: fmt.Sprintf("the witness %s holds no checkpoint signed with this key: publish one (lazaret ledger checkpoint --publish %s)", w.Dir, w.Dir)})
+		}
+	}
 	sort.SliceStable(checks, func(i, j int) bool { return checks[i].Count < checks[j].Count })
 	at := func(n int64, hash string, e *Event) {
 		for len(checks) > 0 && checks[0].Count <= n {
@@ -469,7 +524,7 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 			checks = checks[1:]
 			if c.Count == n && c.Hash != hash {
 				detail := fmt.Sprintf("%s says event %d has hash %s; it has %s", c.what, c.Count, c.Hash, hash)
-				if c.kind == ProblemCheckpoint {
+				if c.kind == ProblemCheckpoint || c.kind == ProblemWitness {
 					detail += ": the chain was rewritten and its hashes recomputed since"
 				}
 				p := Problem{Kind: c.kind, Detail: detail}
@@ -541,16 +596,7 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 		return nil
 	}
 	if from.Count > 0 {
-		if sw, ok := a.(SeqWalker); ok {
-			err = sw.WalkFrom(ctx, from.Seq, fn)
-		} else {
-			err = a.Walk(ctx, func(e Event, derr error) error {
-				if e.Seq < from.Seq && derr == nil {
-					return nil
-				}
-				return fn(e, derr)
-			})
-		}
+		err = a.WalkFrom(ctx, from.Seq, fn)
 		if err == nil && expectFrom {
 			gone()
 		}
@@ -561,13 +607,23 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 		return nil, err
 	}
 	for _, c := range checks {
-		kind := ProblemTruncated
-		if c.kind == ProblemAnchor {
-			kind = ProblemAnchor
+		switch c.kind {
+		case ProblemWitness:
+			// Said plainly: a ledger behind its witness most often went
+			// back in time, whole, rather than being cut by a hand.
+			add(Problem{Kind: ProblemWitness, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the ledger went back in time (restored from a backup, or a replica that lagged was promoted), or its newest events were removed; the checkpoint log cannot show this when it went back with it. Re-run what was lost (lazaret reconcile-broker, lazaret ledger recover), then re-anchor the witness explicitly (lazaret ledger checkpoint --publish DIR --reanchor)",
+				v.Events, c.what, c.Count)})
+		case ProblemAnchor:
+			add(Problem{Kind: ProblemAnchor, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed", v.Events, c.what, c.Count)})
+		default:
+			add(Problem{Kind: ProblemTruncated, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed, "+
+				"or the ledger went back in time (restored from a backup, a replica promoted before it received them: see lazaret ledger recover)",
+				v.Events, c.what, c.Count)})
 		}
-		add(Problem{Kind: kind, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed, "+
-			"or the ledger went back in time (restored from a backup, a replica promoted before it received them: see lazaret ledger recover)",
-			v.Events, c.what, c.Count)})
+	}
+	if cps := run.checkpoints; run.requireCheckpoint && cps != nil && cps.Newest() == nil && v.Events > 0 {
+		v.Unanchored = true
+		add(Problem{Kind: ProblemCheckpoint, Detail: fmt.Sprintf("the checkpoint log %s holds no checkpoint, but the ledger holds %d events: a log removed, emptied or never written, so nothing outside the database vouches for the chain (a ledger rewritten meanwhile would verify). If checkpoints were never kept for this ledger, anchor it: lazaret ledger checkpoint --init", cps.Path, v.Events)})
 	}
 	after, hasHead, err := a.RecordedHead(ctx)
 	if err != nil {
@@ -587,8 +643,8 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 	if hasHead {
 		v.Recorded = &after
 	}
-	if rm, ok := a.(ReadModelAuditor); ok && run.readModel {
-		detail, err := rm.CheckReadModel(ctx)
+	if run.readModel {
+		detail, err := a.CheckReadModel(ctx)
 		if err != nil {
 			return nil, err
 		}

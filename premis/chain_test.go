@@ -115,14 +115,24 @@ func (m *memAuditor) RecordedHead(context.Context) (premis.Head, bool, error) {
 	return h, true, nil
 }
 
-func (m *memAuditor) Walk(_ context.Context, fn func(premis.Event, error) error) error {
+func (m *memAuditor) Walk(ctx context.Context, fn func(premis.Event, error) error) error {
+	return m.WalkFrom(ctx, 0, fn)
+}
+
+func (m *memAuditor) WalkFrom(_ context.Context, seq int64, fn func(premis.Event, error) error) error {
 	for _, e := range m.rows {
+		if e.Seq < seq {
+			continue
+		}
 		if err := fn(e, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// CheckReadModel: a ledger in memory keeps no read model.
+func (m *memAuditor) CheckReadModel(context.Context) (string, error) { return "", nil }
 
 // chain returns n chained events and the head after each (heads[0] is the
 // empty ledger's).

@@ -59,7 +59,7 @@ const (
 
 // CheckpointStatuses lists every checkpoint status.
 func CheckpointStatuses() []CheckpointStatus {
-	return []CheckpointStatus{CheckpointHead, CheckpointVerified, CheckpointFailed}
+	return []CheckpointStatus{CheckpointHead, CheckpointVerified, CheckpointFailed, CheckpointReanchored}
 }
 
 // Checkpoint is one line of the checkpoint log: a ledger's head, signed.
@@ -133,7 +133,7 @@ func (c *Checkpoint) CheckSignature(pub ed25519.PublicKey) error {
 // validate checks the fields a signed entry must have.
 func (c *Checkpoint) validate() error {
 	switch {
-	case c.Status != CheckpointHead && c.Status != CheckpointVerified && c.Status != CheckpointFailed:
+	case c.Status != CheckpointHead && c.Status != CheckpointVerified && c.Status != CheckpointFailed && c.Status != CheckpointReanchored:
 		return fmt.Errorf("status %q: want one of %v", c.Status, CheckpointStatuses())
 	case c.Count < 0 || c.Seq < 0:
 		return fmt.Errorf("count %d, seq %d: want numbers of events", c.Count, c.Seq)
@@ -181,6 +181,9 @@ type CheckpointEntry struct {
 
 // what names the entry in a problem.
 func (e *CheckpointEntry) what() string {
+	if filepath.Base(e.Path) != CheckpointFile {
+		return fmt.Sprintf("the checkpoint of %s published to the witness (%s)", e.Time.UTC().Format(time.RFC3339), e.Path)
+	}
 	return fmt.Sprintf("the signed checkpoint of %s (line %d of %s)", e.Time.UTC().Format(time.RFC3339), e.Line, e.Path)
 }
 

@@ -338,12 +338,6 @@ type Filter struct {
 	Limit int
 }
 
-// Counter is a Ledger that counts the events of a filter in the database
-// (its Limit and AfterSeq ignored) instead of reading them back.
-type Counter interface {
-	CountEvents(ctx context.Context, f Filter) (int64, error)
-}
-
 // Latest is an item's latest event with a destination, as a ledger's read
 // model holds it: enough to tell a first delivery from a redelivery
 // without reading the item's history.
@@ -353,46 +347,21 @@ type Latest struct {
 	TaskID      string
 }
 
-// LatestLookup is a Ledger that finds an item's Latest by its correlation
-// id in its read model, one point lookup; false when the item has no
-// event with a destination, or the ledger has no read model to ask.
-type LatestLookup interface {
-	LatestOf(ctx context.Context, correlationID string) (Latest, bool, error)
-}
-
-// LatestEachLookup is a LatestLookup that also finds several items'
-// Latest in one query (an item with none is missing from the map). A
-// GroupCommit over it sends the lookups that waited while another was
-// under way together, as it does appends: for a ledger across a network,
-// one round trip and one statement where there were as many as callers.
-type LatestEachLookup interface {
-	LatestLookup
-	LatestOfEach(ctx context.Context, correlationIDs []string) (map[string]Latest, error)
-}
-
 // FirstDelivery is what the first delivery of a submitted task takes for
 // granted of its item: that the item's latest event with a destination
 // (its Latest) is its submission by that task, so that nothing is recorded
-// for the task yet. A LatestLookup tells it before the delivery; a
-// FirstAppender checks it in the delivery's append instead.
+// for the task yet. LatestOf tells it before the delivery; AppendFirst
+// checks it in the delivery's append instead.
 type FirstDelivery struct{ CorrelationID, TaskID string }
 
-// FirstAppender is a Ledger that appends on the condition that each
-// FirstDelivery given holds, checked in the append's own transaction
-// under its write lock, so that nothing recorded meanwhile slips between
-// the check and the write. A first delivery learns that it was one from
-// its append, without a lookup beforehand: one round trip to the ledger
-// less, for a ledger across a network.
-type FirstAppender interface {
-	// AppendsFirst says whether AppendFirst checks its conditions: a
-	// wrapper (GroupCommit) over a ledger that cannot says false.
-	AppendsFirst() bool
-	// AppendFirst is Append when every one of firsts holds. Otherwise it
-	// writes nothing and returns an error wrapping ErrNotFirst.
-	AppendFirst(ctx context.Context, firsts []FirstDelivery, events ...*Event) (inserted []bool, err error)
-}
-
-// Ledger stores PREMIS events durably and append-only.
+// Ledger stores PREMIS events durably and append-only. It is the one seam
+// between Lazaret and a database, as River's driver executor is: every
+// ledger (SQLite, PostgreSQL) and every wrapper (GroupCommit, the
+// observers and fault injectors of the tests) implements all of it, and
+// nothing outside this package asks a ledger what else it can do. A ledger
+// that cannot do a thing returns an error wrapping ErrNotImplemented, and
+// says so up front where a caller must choose a path (AppendsFirst).
+// ledgertest.Conformance runs every implementation through the same tests.
 type Ledger interface {
 	// Append stores events in one transaction. An event whose Key is
 	// already stored for its item (CorrelationID; EventKey hashes the
@@ -401,14 +370,67 @@ type Ledger interface {
 	// DateTime are set when empty; Seq, PrevHash and Hash are set from the
 	// ledger's hash chain.
 	Append(ctx context.Context, events ...*Event) (inserted []bool, err error)
+	// AppendsFirst says whether AppendFirst checks its conditions. A
+	// ledger without a read model to check them against says false, and
+	// its AppendFirst returns ErrNotImplemented.
+	AppendsFirst() bool
+	// AppendFirst is Append on the condition that each FirstDelivery given
+	// holds, checked in the append's own transaction under its write lock,
+	// so that nothing recorded meanwhile slips between the check and the
+	// write: a first delivery learns that it was one from its append,
+	// without a lookup beforehand. When one does not hold it writes nothing
+	// and returns an error wrapping ErrNotFirst.
+	AppendFirst(ctx context.Context, firsts []FirstDelivery, events ...*Event) (inserted []bool, err error)
+
 	// Events returns the events matching f, oldest first.
 	Events(ctx context.Context, f Filter) ([]Event, error)
 	// Event returns one event by ID, or ErrNotFound.
 	Event(ctx context.Context, id string) (Event, error)
+	// CountEvents counts the events of a filter in the database (its Limit
+	// and AfterSeq ignored) instead of reading them back.
+	CountEvents(ctx context.Context, f Filter) (int64, error)
+	// LatestOf finds an item's Latest by its correlation id in the read
+	// model, one point lookup; false when the item has no event with a
+	// destination, or the ledger keeps no read model to ask.
+	LatestOf(ctx context.Context, correlationID string) (Latest, bool, error)
+	// LatestOfEach is LatestOf for several items in one query (an item
+	// with none is missing from the map). A GroupCommit sends the lookups
+	// that waited while another was under way together, as it does
+	// appends: for a ledger across a network, one round trip where there
+	// were as many as callers.
+	LatestOfEach(ctx context.Context, correlationIDs []string) (map[string]Latest, error)
+
+	// The audit half (Guards, RecordedHead, Walk, WalkFrom,
+	// CheckReadModel): see Auditor.
+	Auditor
+
 	// Ping reports whether the ledger is reachable.
 	Ping(ctx context.Context) error
 	Close() error
 }
+
+// The parts of a Ledger that code taking less than a whole ledger names.
+// Every Ledger has them all: they are not capabilities to test for.
+type (
+	// Counter counts events in the database.
+	Counter interface {
+		CountEvents(ctx context.Context, f Filter) (int64, error)
+	}
+	// LatestLookup finds an item's Latest.
+	LatestLookup interface {
+		LatestOf(ctx context.Context, correlationID string) (Latest, bool, error)
+	}
+	// LatestEachLookup finds several items' Latest at once.
+	LatestEachLookup interface {
+		LatestLookup
+		LatestOfEach(ctx context.Context, correlationIDs []string) (map[string]Latest, error)
+	}
+	// FirstAppender appends on a first delivery's conditions.
+	FirstAppender interface {
+		AppendsFirst() bool
+		AppendFirst(ctx context.Context, firsts []FirstDelivery, events ...*Event) (inserted []bool, err error)
+	}
+)
 
 // Ledger errors.
 var (
@@ -432,6 +454,11 @@ var (
 	// nothing. Not a failure of the ledger: the caller reads the item's
 	// history and decides from it.
 	ErrNotFirst = errors.New("premis: not the first delivery of the task")
+	// ErrNotImplemented: the ledger cannot do what was asked (a test
+	// double, or a ledger without a read model asked to check a first
+	// delivery). The caller takes another path or reports it; it never
+	// means the ledger is broken.
+	ErrNotImplemented = errors.New("premis: not implemented by this ledger")
 )
 
 // recordID is the id of the ledger row e is stored in: its record's, for a

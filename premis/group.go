@@ -27,7 +27,7 @@ type GroupCommit struct {
 	maxEvents int
 
 	reqs    chan *groupAppend
-	looks   chan *groupLookup // nil unless the ledger is a LatestEachLookup
+	looks   chan *groupLookup
 	stop    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -78,15 +78,11 @@ func NewGroupCommit(l Ledger, maxEvents int) *GroupCommit {
 	g := &GroupCommit{Ledger: l, maxEvents: maxEvents, reqs: make(chan *groupAppend, 1024),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
 	looking := make(chan struct{})
-	if each, ok := l.(LatestEachLookup); ok {
-		g.looks = make(chan *groupLookup, 1024)
-		go func() {
-			defer close(looking)
-			g.look(each)
-		}()
-	} else {
-		close(looking)
-	}
+	g.looks = make(chan *groupLookup, 1024)
+	go func() {
+		defer close(looking)
+		g.look(l)
+	}()
 	go func() {
 		g.run()
 		<-looking
@@ -100,20 +96,17 @@ func (g *GroupCommit) Append(ctx context.Context, events ...*Event) ([]bool, err
 	return g.append(ctx, nil, events)
 }
 
-// AppendsFirst implements FirstAppender: whether g's ledger checks a
+// AppendsFirst implements Ledger: whether g's ledger checks a
 // FirstDelivery.
-func (g *GroupCommit) AppendsFirst() bool {
-	fa, ok := g.Ledger.(FirstAppender)
-	return ok && fa.AppendsFirst()
-}
+func (g *GroupCommit) AppendsFirst() bool { return g.Ledger.AppendsFirst() }
 
-// AppendFirst implements FirstAppender, over a ledger that AppendsFirst:
+// AppendFirst implements Ledger, over a ledger that AppendsFirst:
 // the appends waiting together are written in one transaction on all
 // their conditions, and when one does not hold, each on its own (see
 // commit), so that only its caller gets ErrNotFirst.
 func (g *GroupCommit) AppendFirst(ctx context.Context, firsts []FirstDelivery, events ...*Event) ([]bool, error) {
 	if !g.AppendsFirst() {
-		return nil, fmt.Errorf("premis: group commit: %T does not check a first delivery", g.Ledger)
+		return nil, fmt.Errorf("premis: group commit: %T does not check a first delivery: %w", g.Ledger, ErrNotImplemented)
 	}
 	return g.append(ctx, firsts, events)
 }
@@ -160,7 +153,7 @@ func (g *GroupCommit) write(ctx context.Context, firsts []FirstDelivery, events 
 	if len(firsts) == 0 {
 		return g.Ledger.Append(ctx, events...)
 	}
-	return g.Ledger.(FirstAppender).AppendFirst(ctx, firsts, events...)
+	return g.Ledger.AppendFirst(ctx, firsts, events...)
 }
 
 // closed says whether c is closed, without waiting.
@@ -269,73 +262,15 @@ func (g *GroupCommit) Close() error {
 	return g.Ledger.Close()
 }
 
-// Guards, RecordedHead and Walk make a GroupCommit an Auditor when its
-// ledger is one.
+// The reads (Events, Event, CountEvents, LatestOfEach) and the audit
+// (Guards, RecordedHead, Walk, WalkFrom, CheckReadModel) are the ledger's
+// own, through the embedded Ledger: a GroupCommit is the whole ledger it
+// wraps, so nothing behind it degrades.
 
-// Guards implements Auditor.
-func (g *GroupCommit) Guards(ctx context.Context) error {
-	a, err := g.auditor()
-	if err != nil {
-		return err
-	}
-	return a.Guards(ctx)
-}
-
-// RecordedHead implements Auditor.
-func (g *GroupCommit) RecordedHead(ctx context.Context) (Head, bool, error) {
-	a, err := g.auditor()
-	if err != nil {
-		return Head{}, false, err
-	}
-	return a.RecordedHead(ctx)
-}
-
-// Walk implements Auditor.
-func (g *GroupCommit) Walk(ctx context.Context, fn func(e Event, err error) error) error {
-	a, err := g.auditor()
-	if err != nil {
-		return err
-	}
-	return a.Walk(ctx, fn)
-}
-
-func (g *GroupCommit) auditor() (Auditor, error) {
-	if a, ok := g.Ledger.(Auditor); ok {
-		return a, nil
-	}
-	return nil, fmt.Errorf("premis: %T cannot be audited", g.Ledger)
-}
-
-// WalkFrom implements SeqWalker; a ledger that is not one is walked whole,
-// from seq on.
-func (g *GroupCommit) WalkFrom(ctx context.Context, seq int64, fn func(e Event, err error) error) error {
-	a, err := g.auditor()
-	if err != nil {
-		return err
-	}
-	if sw, ok := a.(SeqWalker); ok {
-		return sw.WalkFrom(ctx, seq, fn)
-	}
-	return a.Walk(ctx, func(e Event, err error) error {
-		if e.Seq < seq && err == nil {
-			return nil
-		}
-		return fn(e, err)
-	})
-}
-
-// LatestOf implements LatestLookup when its ledger does; otherwise it
-// finds nothing, and the caller reads the history. Over a
-// LatestEachLookup, the lookups that arrive while one is under way are
-// sent together once it ends (see look).
+// LatestOf implements Ledger: the lookups that arrive while one is under
+// way are sent together once it ends (see look).
 func (g *GroupCommit) LatestOf(ctx context.Context, correlationID string) (Latest, bool, error) {
-	if g.looks != nil {
-		return g.latestTogether(ctx, correlationID)
-	}
-	if ll, ok := g.Ledger.(LatestLookup); ok {
-		return ll.LatestOf(ctx, correlationID)
-	}
-	return Latest{}, false, nil
+	return g.latestTogether(ctx, correlationID)
 }
 
 type groupLookup struct {
@@ -377,7 +312,7 @@ func (g *GroupCommit) latestTogether(ctx context.Context, correlationID string) 
 // LatestOf, the ones that queued meanwhile with one LatestOfEach. A
 // combined lookup that fails fails each of its callers, whose deliveries
 // fail as after any failed read of the ledger; nothing is decided on it.
-func (g *GroupCommit) look(each LatestEachLookup) {
+func (g *GroupCommit) look(each Ledger) {
 	for {
 		var first *groupLookup
 		select {

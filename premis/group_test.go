@@ -23,6 +23,14 @@ type gate struct {
 	calls   [][]*premis.Event
 }
 
+// AppendsFirst: a gate checks no first delivery.
+func (g *gate) AppendsFirst() bool { return false }
+
+// AppendFirst: premis.ErrNotImplemented, as AppendsFirst says.
+func (g *gate) AppendFirst(context.Context, []premis.FirstDelivery, ...*premis.Event) ([]bool, error) {
+	return nil, premis.ErrNotImplemented
+}
+
 func (g *gate) Append(ctx context.Context, events ...*premis.Event) ([]bool, error) {
 	g.first.Do(func() { close(g.entered); <-g.release })
 	g.mu.Lock()

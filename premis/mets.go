@@ -95,7 +95,7 @@ func (d *doc) mets(objects map[string]*object, order []string, src source, shape
 			hrefs[i] = "objects/" + strings.ReplaceAll(id, "/", "_")
 		}
 		x.openAttr("mets:file", "ID", "file-"+num, "GROUPID", "Group-"+num, "ADMID", "amdSec_"+num)
-		x.openAttr("mets:FLocat", "xlink:href", hrefs[i], "LOCTYPE", "OTHER", "OTHERLOCTYPE", "SYSTEM")
+		x.openAttr("mets:FLocat", "xlink:href", PathURI(hrefs[i]), "LOCTYPE", "OTHER", "OTHERLOCTYPE", "SYSTEM")
 		x.close("mets:FLocat")
 		x.close("mets:file")
 	}
@@ -141,4 +141,28 @@ func (d *doc) mets(objects map[string]*object, order []string, src source, shape
 	x.close("mets:structMap")
 	x.raw("</mets:mets>\n")
 	return nil
+}
+
+// PathURI is a relative path as a URI reference (RFC 3986): every byte but
+// the unreserved characters (ALPHA, DIGIT, '-', '.', '_', '~') and the '/'
+// between segments is percent-encoded, so "objects/100% done.tif" is
+// "objects/100%25%20done.tif". A raw path is no URI: '%' starts an escape,
+// '#' a fragment, '?' a query, a space is not allowed, and '+' is a space to
+// a form decoder; percent-decoding PathURI's result (Python's unquote, and
+// unquote_plus too, since '+' is encoded) gives the path back, byte for byte.
+func PathURI(p string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~', c == '/':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
 }

@@ -6,8 +6,11 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -337,7 +340,83 @@ func archivematicaMETS(t *testing.T, evs []premis.Event) (doc, path string) {
 		t.Errorf("%d failed asserts:\n%s\n%s", len(fails), strings.Join(fails, "\n"), buf.String())
 	}
 	validateWrapped(t, buf.Bytes())
+	testenv.ValidateMETS(t, path)
 	return buf.String(), path
+}
+
+// uriPath is a path of RFC 3986's unreserved characters, '/' and escapes.
+var uriPath = regexp.MustCompile(`^(?:[A-Za-z0-9._~/-]|%[0-9A-F]{2})*$`)
+
+// TestMETSHrefsAreURIs: a file's FLocat is a URI reference, not a raw
+// path: for names with '%', '+', '#', '?', a space and UTF-8 the METS
+// validates against mets.xsd (xlink:href is an xs:anyURI), and each href,
+// percent-decoded by Python's unquote and unquote_plus (what a consumer's
+// code calls) and by Go's, is the file's place in the transfer again.
+func TestMETSHrefsAreURIs(t *testing.T) {
+	names := []string{"100% done.tif", "a+b.tif", "x#y.tif", "what?.tif", "Zürich/scan 1.tif", "semi;colon&amp.tif"}
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var evs []premis.Event
+	for i, name := range names {
+		env, _ := json.Marshal(map[string]string{"root": "/staging/b1", "rel": name})
+		evs = append(evs, premis.Event{ID: fmt.Sprintf("30000000-0000-4000-8000-%012d", i), Type: premis.Ingestion, DateTime: at,
+			Outcome: premis.Success, ObjectID: fmt.Sprintf("m%d", i), BatchID: "b1", Kind: "tiff", Destination: premis.Accepted,
+			Attempt: 1, Agent: "lazaret/test", Operator: "Reading Room", Envelope: env})
+	}
+	doc, path := archivematicaMETS(t, evs)
+	var m struct {
+		Files []struct {
+			FLocat struct {
+				Href string `xml:"href,attr"`
+			} `xml:"FLocat"`
+		} `xml:"fileSec>fileGrp>file"`
+	}
+	if err := xml.Unmarshal([]byte(doc), &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Files) != len(names) {
+		t.Fatalf("%d files in the METS, want %d", len(m.Files), len(names))
+	}
+	var hrefs []string
+	for i, file := range m.Files {
+		f := file.FLocat
+		want := "objects/" + names[i]
+		if got, err := url.PathUnescape(f.Href); err != nil || got != want {
+			t.Errorf("href %q decodes to %q (%v), want %q", f.Href, got, err, want)
+		}
+		if !uriPath.MatchString(f.Href) {
+			t.Errorf("href %q holds more than unreserved characters, '/' and escapes", f.Href)
+		}
+		hrefs = append(hrefs, f.Href)
+	}
+	py := `import sys, urllib.parse as u
+for h in sys.argv[1:]:
+    print(u.unquote(h)); print(u.unquote_plus(h))`
+	out, err := exec.Command(testenv.SystemPython, append([]string{"-c", py}, hrefs...)...).Output()
+	if err != nil {
+		if testenv.InCI() {
+			t.Fatalf("%s: %v", testenv.SystemPython, err)
+		}
+		t.Skipf("%s: %v", testenv.SystemPython, err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	for i, name := range names {
+		for j, how := range []string{"unquote", "unquote_plus"} {
+			if k := 2*i + j; k >= len(got) || got[k] != "objects/"+name {
+				t.Errorf("Python's %s of %q is not %q (%q)", how, hrefs[i], "objects/"+name, got)
+			}
+		}
+	}
+	// The same raw path is what mets.xsd refuses: the check is live.
+	raw := strings.Replace(doc, `xlink:href="`+hrefs[0]+`"`, `xlink:href="objects/100% done.tif"`, 1)
+	if raw == doc {
+		t.Fatal("the first href is not in the document as written")
+	}
+	if err := os.WriteFile(path, []byte(raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.CheckMETS(t, path); err == nil || !strings.Contains(err.Error(), "anyURI") {
+		t.Errorf("a raw href passes mets.xsd: %v", err)
+	}
 }
 
 // TestEventJSONNamesDigests: an event's JSON names a digest for what it

@@ -163,7 +163,11 @@ func (v *Verifier) checkpoint(ctx context.Context, last bool) (*Checkpoint, *Ver
 		interval = DefaultCheckpointInterval
 	}
 	p, now := v.point, v.now()
-	if p.Count == 0 || p.Count <= v.signed.Count || (!last && p.Count-v.signed.Count < every && now.Sub(v.signedAt) < interval) {
+	// The first checkpoint of a log is written as soon as there is a head
+	// to sign: a full verification holds a ledger with events and no
+	// checkpoint not intact (VerifyCheckpointed).
+	first := v.signed.Count == 0
+	if p.Count == 0 || p.Count <= v.signed.Count || (!last && !first && p.Count-v.signed.Count < every && now.Sub(v.signedAt) < interval) {
 		return nil, res, nil
 	}
 	c := &Checkpoint{Ledger: v.ledger, Status: CheckpointHead, Count: p.Count, Seq: p.Seq, Hash: p.Hash, Time: now}

@@ -85,6 +85,29 @@ type ExportOptions struct {
 	METS bool
 	// Created is the METS header's CREATEDATE; zero means now.
 	Created time.Time
+	// Keep, when set, decides which file objects an Archivematica (or METS)
+	// export holds: "" keeps the object, anything else is why it is left
+	// out, with every event about it and every agent only those events
+	// link. A transfer's import fails whole on one object it does not hold
+	// (lazaret events export --transfer), so an export for a transfer keeps
+	// exactly the files it holds. Keep is asked once an object, after the
+	// first read.
+	Keep func(KeepQuery) string
+	// LeftOut, when set, hears of each object Keep left out, and why.
+	LeftOut func(q KeepQuery, why string)
+}
+
+// KeepQuery is what ExportOptions.Keep is asked of a file object.
+type KeepQuery struct {
+	ObjectID string
+	// OriginalName is the object's place in the transfer
+	// ("objects/<path>"), or "" when no path was recorded.
+	OriginalName string
+	// SHA256 is the digest Lazaret computed of the bytes it read (its
+	// latest successful fixity check), "" when it read none.
+	SHA256 string
+	// Events is how many events of the export are about the object.
+	Events int
 }
 
 // Vocabularies of the Library of Congress used on agents and digests.
@@ -167,8 +190,8 @@ func ExportLedger(ctx context.Context, w io.Writer, l Ledger, f Filter, sw Softw
 			return nil
 		}
 		upTo = last
-		if a, ok := l.(Auditor); ok && opt.LedgerHead && opt.Head == nil {
-			head, has, err := a.RecordedHead(ctx)
+		if opt.LedgerHead && opt.Head == nil {
+			head, has, err := l.RecordedHead(ctx)
 			if err != nil {
 				return err
 			}
@@ -329,7 +352,7 @@ func writeXML(w io.Writer, src source, sw Software, opt *ExportOptions) (int, er
 			o.kind = e.Kind
 		}
 		o.events = append(o.events, e.ID)
-		if opt.METS {
+		if opt.METS || opt.Keep != nil {
 			for _, a := range refs {
 				if !slices.Contains(o.agents, a) {
 					o.agents = append(o.agents, a)
@@ -345,6 +368,40 @@ func writeXML(w io.Writer, src source, sw Software, opt *ExportOptions) (int, er
 		return 0, fmt.Errorf("%w: no events match", ErrNothingToExport)
 	case n == 0:
 		return 0, fmt.Errorf("%w for Archivematica: only batch events match", ErrNothingToExport)
+	}
+	if opt.Keep != nil {
+		if !archivematica {
+			return 0, errors.New("premis: export: Keep is for an Archivematica or METS export")
+		}
+		var kept []string
+		left := map[string]bool{}
+		clear(agents)
+		for _, id := range order {
+			o := objects[id]
+			q := KeepQuery{ObjectID: id, OriginalName: originalName(o, true), SHA256: o.fixity.ComputedSHA256, Events: len(o.events)}
+			if why := opt.Keep(q); why != "" {
+				left[id] = true
+				n -= len(o.events)
+				delete(objects, id)
+				if opt.LeftOut != nil {
+					opt.LeftOut(q, why)
+				}
+				continue
+			}
+			kept = append(kept, id)
+			for _, a := range o.agents {
+				agents[a] = true
+			}
+		}
+		if n == 0 {
+			return 0, fmt.Errorf("%w: the transfer holds none of the files the events are about", ErrNothingToExport)
+		}
+		order = kept
+		inner := shape
+		shape = func(e Event) (Event, bool) {
+			e, ok := inner(e)
+			return e, ok && !left[e.ObjectID]
+		}
 	}
 	refs := make([]agentRef, 0, len(agents)+1)
 	refs = append(refs, agentRef{agentSoftware, sw.ID()}) // the exporter, even when no event names it
@@ -704,19 +761,16 @@ func (d *doc) event(e Event, wrap string) {
 		x.text(string(e.Outcome))
 	}
 	x.close("premis:eventOutcome")
-	note := e.Note
-	if note == "" {
-		note = e.Message
-	}
 	// The routing facts: as lazaret:failure on a failure, lazaret:routing
 	// (destination, batch, attempt) on any other event that has them.
 	failure := e.Outcome == Failure || e.Class != "" || e.Code != "" || e.Offset != nil
 	routing := !failure && (e.Destination != "" || e.BatchID != "")
-	if note != "" || failure || routing {
+	if note := outcomeNote(e, failure, routing); note != "" {
+		// Every eventOutcomeDetail carries its note: Archivematica's
+		// importer (metsrw) reads eventOutcomeDetailNote from each one and
+		// crashes the transfer's job on one without.
 		x.open("premis:eventOutcomeDetail")
-		if note != "" {
-			x.elem("premis:eventOutcomeDetailNote", note)
-		}
+		x.elem("premis:eventOutcomeDetailNote", note)
 		if failure {
 			x.open("premis:eventOutcomeDetailExtension")
 			attrs := []string{}
@@ -787,6 +841,41 @@ func (d *doc) event(e Event, wrap string) {
 		x.linkObject(m.ObjectID)
 	}
 	x.close("premis:event")
+}
+
+// outcomeNote is the eventOutcomeDetailNote of e: its note, else its
+// message, else, for a failure or an event that routed an item, what the
+// extension says in words (class, code, where it went); "" when e has no
+// outcome detail at all.
+func outcomeNote(e Event, failure, routing bool) string {
+	switch {
+	case e.Note != "":
+		return e.Note
+	case e.Message != "":
+		return e.Message
+	case !failure && !routing:
+		return ""
+	}
+	var parts []string
+	if e.Class != "" {
+		parts = append(parts, string(e.Class))
+	}
+	if e.Code != "" {
+		parts = append(parts, e.Code)
+	}
+	if e.Offset != nil {
+		parts = append(parts, "at byte "+strconv.FormatInt(*e.Offset, 10))
+	}
+	if e.Destination != "" {
+		parts = append(parts, "routed to "+string(e.Destination))
+	}
+	if e.BatchID != "" {
+		parts = append(parts, "batch "+e.BatchID)
+	}
+	if len(parts) == 0 {
+		return string(e.Outcome)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // linkAgent writes a linkingAgentIdentifier with its role (a code of the

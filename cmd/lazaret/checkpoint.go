@@ -90,11 +90,10 @@ func startCheckpoints(ctx context.Context, cfg *Config, l premis.Ledger, log *sl
 	if err != nil {
 		return nil, nil, err
 	}
-	a, ok := l.(premis.Auditor)
-	if !ok || (cp.key == nil && !always) {
+	if cp.key == nil && !always {
 		return nil, func() {}, nil
 	}
-	v := cp.verifier(a, cfg)
+	v := cp.verifier(l, cfg)
 	poll := min(time.Second, cfg.CheckpointInterval)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -152,11 +151,7 @@ func warnUnverified(ctx context.Context, cfg *Config, l premis.Ledger, stderr io
 	if err != nil || cp.log == nil {
 		return err
 	}
-	a, ok := l.(premis.Auditor)
-	if !ok {
-		return nil
-	}
-	v := cp.verifier(a, cfg)
+	v := cp.verifier(l, cfg)
 	v.Key = nil // a listing signs nothing
 	res, err := v.Check(ctx)
 	if err != nil {

@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +86,14 @@ func TestLedgerVerifyHoldsTheCheckpoint(t *testing.T) {
 	l.Close()
 	key, pub := keygen(t)
 	dir := t.TempDir()
+	// A ledger with events and a log with no checkpoint is not intact
+	// (a log removed would otherwise pass); anchoring it is explicit.
+	if out, _, code := runCmd(t, "ledger", "verify", "--ledger", path, "--checkpoint-dir", dir, "--checkpoint-key", key); code != 1 || !strings.Contains(out, "holds no checkpoint, but the ledger holds 4 events") {
+		t.Fatalf("verify with the key over an empty log: exit %d %s, want 1", code, out)
+	}
+	if out, stderr, code := runCmd(t, "ledger", "checkpoint", "--init", "--ledger", path, "--checkpoint-dir", dir, "--checkpoint-key", key); code != 0 {
+		t.Fatalf("checkpoint --init: exit %d %s %s", code, out, stderr)
+	}
 	if out, stderr, code := runCmd(t, "ledger", "verify", "--ledger", path, "--checkpoint-dir", dir, "--checkpoint-key", key); code != 0 {
 		t.Fatalf("verify with the key: exit %d %s %s", code, out, stderr)
 	}
@@ -138,7 +148,7 @@ func TestLedgerVerifyHoldsTheCheckpointPostgres(t *testing.T) {
 	l.Close()
 	key, pub := keygen(t)
 	dir := t.TempDir()
-	if out, stderr, code := runCmd(t, "ledger", "verify", "--ledger", dsn, "--checkpoint-dir", dir, "--checkpoint-key", key); code != 0 {
+	if out, stderr, code := runCmd(t, "ledger", "checkpoint", "--init", "--ledger", dsn, "--checkpoint-dir", dir, "--checkpoint-key", key); code != 0 {
 		t.Fatalf("verify with the key: exit %d %s %s", code, out, stderr)
 	}
 	c, err := pgx.Connect(ctx, dsn)
@@ -246,5 +256,148 @@ func TestWorkerCheckpoints(t *testing.T) {
 	}
 	if n := cps.Newest(); n == nil || n.Count != 5 || n.Status != premis.CheckpointHead {
 		t.Fatalf("newest checkpoint %+v, want the head of 5 events", n)
+	}
+}
+
+// TestWitnessCatchesARollback: a ledger and its checkpoint log rolled back
+// together (restored from one backup) verify against the log, and fail
+// against the witness a later checkpoint was published to; the
+// re-anchoring that lets them pass again is explicit and stays in the
+// witness. A log that is missing or empty fails verification outright.
+func TestWitnessCatchesARollback(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ledger.db")
+	l, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.Seed(t, l)
+	l.Close()
+	key, pub := keygen(t)
+	logDir, witness := filepath.Join(dir, "log"), filepath.Join(dir, "witness")
+	reader := []string{"--ledger", path, "--checkpoint-dir", logDir, "--checkpoint-pubkey", pub}
+	signer := []string{"--ledger", path, "--checkpoint-dir", logDir, "--checkpoint-key", key}
+	for _, empty := range []string{logDir, t.TempDir()} {
+		out, _, code := runCmd(t, "ledger", "verify", "--ledger", path, "--checkpoint-dir", empty, "--checkpoint-pubkey", pub)
+		if code != 1 || !strings.Contains(out, "holds no checkpoint") {
+			t.Errorf("verify --checkpoint-dir %s (no log): exit %d %s, want 1", empty, code, out)
+		}
+	}
+	if out, stderr, code := runCmd(t, append([]string{"ledger", "checkpoint", "--publish", witness}, signer...)...); code != 1 || !strings.Contains(stderr, "--init anchors it") {
+		t.Fatalf("checkpoint without --init over an empty log: exit %d %s %s", code, out, stderr)
+	}
+	if out, stderr, code := runCmd(t, append([]string{"ledger", "checkpoint", "--init", "--publish", witness}, signer...)...); code != 0 || !strings.Contains(out, "published to the witness") {
+		t.Fatalf("checkpoint --init --publish: exit %d %s %s", code, out, stderr)
+	}
+	if out, _, code := runCmd(t, append([]string{"ledger", "verify", "--witness", witness}, reader...)...); code != 0 || !strings.Contains(out, "and on the witness's") {
+		t.Fatalf("verify --witness: exit %d %s", code, out)
+	}
+
+	// The backup: the ledger and its log as they are now.
+	backup := t.TempDir()
+	copyFile(t, path, filepath.Join(backup, "ledger.db"))
+	copyFile(t, filepath.Join(logDir, premis.CheckpointFile), filepath.Join(backup, premis.CheckpointFile))
+	l, err = sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		id := "later-" + strconv.Itoa(i)
+		if _, err := l.Append(ctx, &premis.Event{Key: premis.EventKey(id, "", premis.Validation, 1), Type: premis.Validation,
+			Outcome: premis.Success, ObjectID: id, BatchID: "b2", CorrelationID: id, Kind: "tiff"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	if out, stderr, code := runCmd(t, append([]string{"ledger", "checkpoint", "--publish", witness}, signer...)...); code != 0 {
+		t.Fatalf("checkpoint --publish: exit %d %s %s", code, out, stderr)
+	}
+	// Restored together: the log vouches for the ledger, the witness not.
+	copyFile(t, filepath.Join(backup, "ledger.db"), path)
+	copyFile(t, filepath.Join(backup, premis.CheckpointFile), filepath.Join(logDir, premis.CheckpointFile))
+	if out, _, code := runCmd(t, append([]string{"ledger", "verify"}, reader...)...); code != 0 {
+		t.Fatalf("the restored ledger against its restored log: exit %d %s, want it to pass (what the witness is for)", code, out)
+	}
+	out, _, code := runCmd(t, append([]string{"ledger", "verify", "--witness", witness}, reader...)...)
+	if code != 1 || !strings.Contains(out, "witness: 4 events stored, but the checkpoint of") || !strings.Contains(out, "counts 7: the ledger went back in time") {
+		t.Fatalf("the restored ledger against the witness: exit %d %s", code, out)
+	}
+	if _, _, code := runCmd(t, append([]string{"ledger", "checkpoint", "--publish", witness}, signer...)...); code != 1 {
+		t.Errorf("checkpoint --publish over a witness that holds more: exit %d, want 1 (re-anchoring is explicit)", code)
+	}
+	if out, stderr, code := runCmd(t, append([]string{"ledger", "checkpoint", "--publish", witness, "--reanchor"}, signer...)...); code != 0 || !strings.Contains(out, "(reanchored)") {
+		t.Fatalf("checkpoint --reanchor: exit %d %s %s", code, out, stderr)
+	}
+	if out, _, code := runCmd(t, append([]string{"ledger", "verify", "--witness", witness}, reader...)...); code != 0 || !strings.Contains(out, "the witness was re-anchored at") {
+		t.Errorf("verify --witness after the re-anchoring: exit %d %s", code, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(witness, "*", "*.json"))
+	if len(files) != 3 {
+		t.Errorf("the witness holds %d files, want 3: every publish a new file, the re-anchoring among them", len(files))
+	}
+	// Another key's checkpoint in the witness is not trusted.
+	other, _ := keygen(t)
+	otherLog := t.TempDir()
+	if _, _, code := runCmd(t, "ledger", "checkpoint", "--init", "--ledger", path, "--checkpoint-dir", otherLog, "--checkpoint-key", other, "--publish", witness, "--reanchor"); code != 0 {
+		t.Fatalf("a checkpoint with another key: exit %d", code)
+	}
+	if out, _, code := runCmd(t, append([]string{"ledger", "verify", "--witness", witness}, reader...)...); code != 1 || !strings.Contains(out, "signature does not verify") {
+		t.Errorf("verify --witness with a forged re-anchoring in it: exit %d %s", code, out)
+	}
+	checkpointVerifiesOutside(t, files[0], pub)
+}
+
+// checkpointVerifiesOutside: the documented layout (docs/checkpoints.md)
+// is enough to check a checkpoint without Lazaret: the few lines of
+// Python in deploy/checkpoints rebuild the signed message from the JSON,
+// and openssl verifies the signature; a count changed by one does not.
+func checkpointVerifiesOutside(t *testing.T, file, pub string) {
+	t.Helper()
+	openssl, err := exec.LookPath("openssl")
+	if err != nil {
+		if testenv.InCI() {
+			t.Fatal("openssl is required in CI")
+		}
+		t.Skip("openssl not installed")
+	}
+	script := filepath.Join(testenv.RepoRoot(t), "deploy", "checkpoints", "checkpoint-verify.py")
+	check := func(json string) error {
+		out := t.TempDir()
+		if b, err := exec.Command(testenv.SystemPython, script, json, pub, out).CombinedOutput(); err != nil {
+			t.Fatalf("checkpoint-verify.py: %v %s", err, b)
+		}
+		b, err := exec.Command(openssl, "pkeyutl", "-verify", "-pubin", "-inkey", filepath.Join(out, "pub.pem"), "-rawin",
+			"-in", filepath.Join(out, "msg"), "-sigfile", filepath.Join(out, "sig")).CombinedOutput()
+		if err == nil && !strings.Contains(string(b), "Signature Verified Successfully") {
+			t.Fatalf("openssl: %s", b)
+		}
+		return err
+	}
+	if err := check(file); err != nil {
+		t.Errorf("openssl does not verify %s: %v", file, err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := filepath.Join(t.TempDir(), "forged.json")
+	if err := os.WriteFile(forged, []byte(strings.Replace(string(b), `"count":4,`, `"count":5,`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(forged); err == nil {
+		t.Error("openssl verifies a checkpoint whose count was changed")
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -426,8 +426,12 @@ guards against updates and deletes are in place, the recorded head is the
 last event, each --anchor (a head from an export or an earlier verify)
 is on the chain, and, with --checkpoint-dir, the chain holds the newest signed
 checkpoint of the log: as many events as it counts, its hash at its count.
-A ledger wiped, cut short or rewritten and recomputed since fails. With
---checkpoint-key the result is recorded in the log, signed.`, exit: "1: the ledger is not intact (every problem is printed)",
+A ledger wiped, cut short or rewritten and recomputed since fails, and so
+does a ledger with events whose log holds no checkpoint (a log removed or
+emptied; lazaret ledger checkpoint --init anchors a ledger never
+checkpointed). With --witness DIR the chain is also held to the newest
+checkpoint published there, which a ledger and log rolled back together
+fail. With --checkpoint-key the result is recorded in the log, signed.`, exit: "1: the ledger is not intact (every problem is printed)",
 			example: `  lazaret ledger verify
   lazaret ledger verify --checkpoint-dir /srv/lazaret-checkpoints --checkpoint-pubkey KEY
   lazaret ledger verify --anchor 1200:9f86d081884c7d65... --json`}.command(),
@@ -443,6 +447,20 @@ many events the checkpoint log counted that the ledger does not hold. The
 workers' decisions on the re-run items are the new outcomes (docs/ha.md).`,
 			example: `  lazaret ledger recover --dry-run
   lazaret ledger recover --checkpoint-dir /srv/lazaret-checkpoints --json`}.command(),
+		leaf{use: "checkpoint [flags]", declare: declareLedgerCheckpoint,
+			short: "sign the verified head into the checkpoint log, and publish it to a witness",
+			long: `Verify the whole ledger against the checkpoint log (and the witness, with
+--publish); when it is intact, sign its head with --checkpoint-key, append it
+to the log and, with --publish DIR, write it to the witness as a new file.
+Workers sign heads as they append; this command is for what must be an
+explicit act: anchoring a ledger that has events and no checkpoint (--init),
+publishing to a witness the ledger's host cannot rewrite (run it from a
+timer), and re-anchoring that witness after the ledger went back in time
+(--reanchor), which stays in the witness as the record that it did.
+The signed layout, and how openssl verifies it: docs/checkpoints.md.`, exit: "1: the ledger does not verify (nothing is signed)",
+			example: `  lazaret ledger checkpoint --init --checkpoint-dir /srv/lazaret-checkpoints --checkpoint-key /etc/lazaret/checkpoint.key
+  lazaret ledger checkpoint --publish /mnt/witness
+  lazaret ledger verify --witness /mnt/witness`}.command(),
 		leaf{use: "keygen -o FILE", declare: declareLedgerKeygen,
 			short: "write a new checkpoint signing key",
 			long: `Write a new ed25519 key that signs checkpoints of the ledger's head to FILE

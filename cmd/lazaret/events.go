@@ -3,8 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -29,6 +33,7 @@ func declareEvents(sub string) declaration {
 			out := fs.StringP("o", "o", "", "write to this `FILE` instead of standard output")
 			org := fs.String("organisation", "", "the `ORGANISATION` running lazaret: exported as an agent every event links")
 			am := fs.Bool("archivematica", false, "shape the document for Archivematica's metadata/premis.xml import (docs/archivematica.md)")
+			transfer := fs.String("transfer", "", "export only the files the Archivematica transfer `DIR` holds in DIR/objects/ (as Lazaret read them, by SHA-256), saying which items it leaves out and why; implies --archivematica")
 			unverified := fs.Bool("unverified", false, "export a ledger that does not verify anyway, marked so in the document")
 			return []string{"ledger", "checkpoint"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 				switch *format {
@@ -52,7 +57,22 @@ func declareEvents(sub string) declaration {
 				defer l.Close()
 				// The chain head the export was taken at, so a preservation system
 				// can later check the ledger against it (lazaret ledger verify --anchor).
-				opt := premis.ExportOptions{Organisation: *org, Archivematica: *am, METS: *format == "mets", LedgerHead: true}
+				opt := premis.ExportOptions{Organisation: *org, Archivematica: *am || *transfer != "", METS: *format == "mets", LedgerHead: true}
+				if *transfer != "" {
+					keep, closeTransfer, err := transferKeep(*transfer)
+					if err != nil {
+						return err
+					}
+					defer closeTransfer()
+					opt.Keep = keep
+					left := 0
+					opt.LeftOut = func(q premis.KeepQuery, why string) {
+						if left++; left == 1 {
+							fmt.Fprintf(stderr, "left out of the export (Archivematica's import fails on a file the transfer does not hold):\n")
+						}
+						fmt.Fprintf(stderr, "  %s (%d events): %s\n", safeText(q.ObjectID), q.Events, safeText(why))
+					}
+				}
 				// What leaves Lazaret stands on a verified ledger.
 				problem, err := exportVerify(ctx, cfg, l)
 				if err != nil {
@@ -149,20 +169,38 @@ func declareEvents(sub string) declaration {
 // pageRows is how many rows of events ls are aligned together (and held).
 const pageRows = 1000
 
-// exportFile writes the export to path through path.partial, renamed once
-// the document is whole: a failed export leaves no file that looks like
-// one, and replaces none. A file replaced keeps its mode; a symbolic link
-// is followed, as a plain create would.
+// exportFile writes the export to path. A regular file (or none) is
+// written through path.partial, renamed once the document is whole: a
+// failed export leaves no file that looks like one, and replaces none; a
+// file replaced keeps its mode; a symbolic link is followed, as a plain
+// create would. Anything else at path is never renamed over: a character
+// device (/dev/null, /dev/stdout) or a FIFO is written through, as a shell's
+// redirection would, and a directory, a block device or a socket is
+// refused. Renaming over
+// /dev/null as root replaced the device with a regular file.
 func exportFile(ctx context.Context, path string, l premis.Ledger, sel premis.Filter, opt premis.ExportOptions) (int, error) {
 	if p, err := filepath.EvalSymlinks(path); err == nil {
 		path = p
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		fi = nil
+	case err != nil:
+		return 0, err
+	case fi.IsDir():
+		return 0, fmt.Errorf("%s is a directory: name a file to write the export to", path)
+	case fi.Mode()&(os.ModeCharDevice|os.ModeNamedPipe) != 0:
+		return exportThrough(ctx, path, l, sel, opt)
+	case !fi.Mode().IsRegular():
+		return 0, fmt.Errorf("%s is not a regular file, a character device or a FIFO (%s): not written", path, fi.Mode().Type())
 	}
 	tmp := path + ".partial"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
 	if err != nil {
 		return 0, err
 	}
-	if fi, err := os.Stat(path); err == nil {
+	if fi != nil {
 		if err := f.Chmod(fi.Mode().Perm()); err != nil {
 			f.Close()
 			os.Remove(tmp)
@@ -186,13 +224,23 @@ func exportFile(ctx context.Context, path string, l premis.Ledger, sel premis.Fi
 	return n, nil
 }
 
+// exportThrough writes the export into the device or FIFO at path, opened
+// for writing as it is: never created, truncated or replaced.
+func exportThrough(ctx context.Context, path string, l premis.Ledger, sel premis.Filter, opt premis.ExportOptions) (int, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return 0, err
+	}
+	n, err := premis.ExportLedger(ctx, f, l, sel, software, opt)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
 // exportVerify verifies the whole ledger (against the checkpoint log when
 // there is one) before an export: the first problem, or "".
 func exportVerify(ctx context.Context, cfg *Config, l premis.Ledger) (string, error) {
-	a, ok := l.(premis.Auditor)
-	if !ok {
-		return "", fmt.Errorf("ledger %s (%T) keeps no hash chain to verify", ledgerName(cfg), l)
-	}
 	cp, err := cfg.checkpoints()
 	if err != nil {
 		return "", err
@@ -201,9 +249,55 @@ func exportVerify(ctx context.Context, cfg *Config, l premis.Ledger) (string, er
 	if err != nil {
 		return "", err
 	}
-	v, err := verifyLedger(ctx, a, cps)
+	v, err := verifyLedger(ctx, l, cps)
 	if err != nil || v.Intact() {
 		return "", err
 	}
 	return v.Problems[0].String(), nil
+}
+
+// transferKeep is an export's Keep for the Archivematica transfer at dir:
+// an object is kept when dir/<originalName> (objects/<path>) is a regular
+// file beneath dir and, when Lazaret computed the SHA-256 of the bytes it
+// read, those are its bytes. Paths are opened beneath dir only (os.Root):
+// an originalName comes from the ledger, and a transfer may hold links.
+func transferKeep(dir string) (func(premis.KeepQuery) string, func(), error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("events export --transfer: %w", err)
+	}
+	if fi, err := root.Stat("objects"); err != nil || !fi.IsDir() {
+		root.Close()
+		return nil, nil, fmt.Errorf("events export --transfer %s: no objects/ folder: an Archivematica transfer holds its files in objects/", dir)
+	}
+	keep := func(q premis.KeepQuery) string {
+		if q.OriginalName == "" {
+			return "no path was recorded for it, so no file of the transfer can be matched to it"
+		}
+		fi, err := root.Lstat(q.OriginalName)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return q.OriginalName + " is not in the transfer"
+		case err != nil:
+			return q.OriginalName + ": " + err.Error()
+		case !fi.Mode().IsRegular():
+			return q.OriginalName + " in the transfer is not a regular file (" + fi.Mode().Type().String() + ")"
+		case q.SHA256 == "":
+			return ""
+		}
+		f, err := root.Open(q.OriginalName)
+		if err != nil {
+			return q.OriginalName + ": " + err.Error()
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return q.OriginalName + ": " + err.Error()
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != q.SHA256 {
+			return fmt.Sprintf("%s in the transfer is not the file Lazaret read (sha256 %s, Lazaret read %s)", q.OriginalName, got, q.SHA256)
+		}
+		return ""
+	}
+	return keep, func() { root.Close() }, nil
 }

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/premis/sqlite"
@@ -51,6 +53,75 @@ func TestExportToFile(t *testing.T) {
 	}
 	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the export replaced a 0600 file as %v (%v)", fi.Mode(), err)
+	}
+}
+
+// TestExportToDevices: -o onto what is not a regular file never renames
+// over it. /dev/null (also through a symbolic link) and a FIFO are written
+// through and stay what they were (as root, the rename replaced /dev/null
+// with a regular file); a directory is refused and left as it was.
+func TestExportToDevices(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "ledger.db")
+	l, err := sqlite.Open(ctx, ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, &premis.Event{Key: premis.EventKey("c1", "", premis.Validation, 1), Type: premis.Validation,
+		Outcome: premis.Success, ObjectID: "master-1", BatchID: "b1", CorrelationID: "c1", Kind: "tiff"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "null")
+	if err := os.Symlink("/dev/null", link); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{"/dev/null", link} {
+		if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "-o", out); code != 0 {
+			t.Errorf("export -o %s: exit %d %s", out, code, stderr)
+		}
+		if fi, err := os.Stat("/dev/null"); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+			t.Fatalf("after export -o %s, /dev/null is %v (%v), not a character device", out, fi.Mode(), err)
+		}
+		if _, err := os.Stat(out + ".partial"); !os.IsNotExist(err) {
+			t.Errorf("export -o %s left a .partial: %v", out, err)
+		}
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo)
+		got <- b
+	}()
+	if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "-o", fifo); code != 0 {
+		t.Errorf("export -o FIFO: exit %d %s", code, stderr)
+	}
+	select {
+	case b := <-got:
+		if !strings.HasSuffix(string(b), "</premis:premis>\n") {
+			t.Errorf("the FIFO's reader got %q, not the document", b)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the FIFO's reader got nothing: the export did not write through it")
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("after the export the FIFO is %v (%v)", fi.Mode(), err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "-o", sub); code == 0 || !strings.Contains(stderr, "is a directory") {
+		t.Errorf("export -o DIR: exit %d %s, want a refusal naming the directory", code, stderr)
+	}
+	if fi, err := os.Lstat(sub); err != nil || !fi.IsDir() {
+		t.Errorf("after the refused export the directory is %v (%v)", fi.Mode(), err)
 	}
 }
 

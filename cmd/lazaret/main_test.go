@@ -187,6 +187,7 @@ func TestDemoAndExport(t *testing.T) {
 	if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "--format", "mets", "--organisation", "Demo Archive", "-o", metsPath); code != 0 {
 		t.Fatalf("export --format mets: exit %d %s", code, stderr)
 	}
+	testenv.ValidateMETS(t, metsPath)
 	if fails := testenv.ArchivematicaSchematron(t, metsPath); len(fails) > 0 {
 		t.Errorf("the demo's METS fails %d asserts of Archivematica's schematron:\n%s", len(fails), strings.Join(fails, "\n"))
 	}
@@ -195,6 +196,7 @@ func TestDemoAndExport(t *testing.T) {
 		t.Fatalf("export --archivematica: exit %d %s", code, stderr)
 	}
 	testenv.ValidatePREMIS(t, amPath)
+	archivematicaImportsDemo(t, data, ledger, amPath)
 	// A message accepted with its chunk: the chunk's events, named as it.
 	out, _, code = runCmd(t, "events", "ls", "--ledger", ledger, "--object", "edi-mixed#3")
 	if code != 0 || strings.Count(out, "edi-mixed#3 (member)") != 2 || !strings.Contains(out, "accept (members)") || !strings.Contains(out, " 560 ") {
@@ -811,5 +813,83 @@ func TestSettingsPrecedence(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "no ledger at "+filepath.Join(dir, tc.want)) {
 			t.Errorf("LAZARET_LEDGER=%q %q: exit %d, want no ledger at %s:\n%s", tc.env, tc.args, code, tc.want, stderr)
 		}
+	}
+}
+
+// archivematicaImportsDemo: Archivematica's own import job (not a
+// re-implementation of its checks: one passed while the job crashed on
+// every export) imports the demo's export over a transfer of the demo's
+// files, and --transfer exports exactly what a transfer of the accepted
+// files holds, naming what it left out and why: a file the transfer lacks
+// and a file whose bytes are not those Lazaret read.
+func archivematicaImportsDemo(t *testing.T, data, ledger, amPath string) {
+	t.Helper()
+	transfer := func(pick func(name string) bool) string {
+		dir := t.TempDir()
+		for _, batch := range []string{"archive", "logistics"} {
+			entries, err := os.ReadDir(filepath.Join(data, batch))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if e.Name() == "manifest.json" || !pick(e.Name()) {
+					continue
+				}
+				b, err := os.ReadFile(filepath.Join(data, batch, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "objects", e.Name()), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return dir
+	}
+	all := transfer(func(string) bool { return true })
+	if ok, out := testenv.ArchivematicaImport(t, amPath, filepath.Join(all, "objects"), 60); !ok {
+		t.Errorf("Archivematica's import of the demo's --archivematica export fails:\n%s", out)
+	} else {
+		t.Logf("the whole demo: %s", out)
+	}
+	// The transfer of the accepted files only, one of them not the bytes
+	// Lazaret read.
+	accepted := map[string]bool{"good-single.tif": true, "good-multipage.tif": true, "vermas-good.edi": true, "iftmin-good.edi": true, "coprar-good.edi": true}
+	some := transfer(func(name string) bool { return accepted[name] })
+	partial := filepath.Join(t.TempDir(), "transfer.premis.xml")
+	_, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "--transfer", some, "--organisation", "Demo Archive", "-o", partial)
+	if code != 0 {
+		t.Fatalf("export --transfer: exit %d %s", code, stderr)
+	}
+	for _, want := range []string{"master-no-profile (2 events): objects/no-profile.tif is not in the transfer", "edi-mixed (6 events): objects/mixed.edi is not in the transfer"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("export --transfer does not say %q:\n%s", want, stderr)
+		}
+	}
+	testenv.ValidatePREMIS(t, partial)
+	ok, out := testenv.ArchivematicaImport(t, partial, filepath.Join(some, "objects"), 20)
+	if !ok {
+		t.Errorf("Archivematica's import of the --transfer export fails:\n%s", out)
+	}
+	t.Logf("the accepted files: %s", out)
+	b, _ := os.ReadFile(partial)
+	if strings.Contains(string(b), "no-profile.tif") || !strings.Contains(string(b), "objects/good-single.tif") {
+		t.Errorf("the --transfer export holds files the transfer does not, or lacks one it does")
+	}
+	if err := os.WriteFile(filepath.Join(some, "objects", "good-single.tif"), []byte("another file at the same path"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = runCmd(t, "events", "export", "--ledger", ledger, "--transfer", some, "-o", partial)
+	if code != 0 || !strings.Contains(stderr, "objects/good-single.tif in the transfer is not the file Lazaret read") {
+		t.Errorf("export --transfer over a changed file: exit %d %s", code, stderr)
+	}
+	if ok, out := testenv.ArchivematicaImport(t, partial, filepath.Join(some, "objects"), 1); !ok {
+		t.Errorf("Archivematica's import without the changed file fails:\n%s", out)
+	}
+	if _, stderr, code := runCmd(t, "events", "export", "--ledger", ledger, "--transfer", t.TempDir()); code == 0 || !strings.Contains(stderr, "no objects/ folder") {
+		t.Errorf("export --transfer of a folder without objects/: exit %d %s", code, stderr)
 	}
 }

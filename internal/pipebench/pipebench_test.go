@@ -93,10 +93,8 @@ func TestPipelineSettlesEveryItem(t *testing.T) {
 			if len(decisions) != o.Items {
 				t.Errorf("%d decisions, want %d: one an item", len(decisions), o.Items)
 			}
-			if a, ok := l.(premis.Auditor); ok {
-				if v, err := premis.Verify(context.Background(), a); err != nil || !v.Intact() {
-					t.Errorf("chain: %v %v", v, err)
-				}
+			if v, err := premis.Verify(context.Background(), l); err != nil || !v.Intact() {
+				t.Errorf("chain: %v %v", v, err)
 			}
 			want := premis.Accepted
 			if fail {

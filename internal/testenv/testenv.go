@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -599,4 +600,92 @@ func ArchivematicaSchematron(t testing.TB, path string) []string {
 	}
 	t.Logf("schematron: %s", strings.TrimSpace(stderr.String()))
 	return fails
+}
+
+// ArchivematicaImport runs Archivematica's own job that imports a
+// transfer's metadata/premis.xml (load_premis_events_from_xml.py with
+// metsrw, from ../shared/tools/archivematica-import: AGPL, run at test
+// time, never copied into the repository) on the PREMIS document at
+// premisPath, for a transfer whose objects/ folder is objectsDir. It
+// returns whether the job succeeded with at least minEvents events
+// imported, and what it printed. It fails the test under CI, and skips
+// elsewhere, when the tool or Debian's python3-lxml is missing.
+func ArchivematicaImport(t testing.TB, premisPath, objectsDir string, minEvents int) (ok bool, out string) {
+	t.Helper()
+	tool := filepath.Join(RepoRoot(t), "..", "shared", "tools", "archivematica-import", "am-import")
+	if _, err := os.Stat(tool); err != nil {
+		if InCI() {
+			t.Fatalf("Archivematica's import tool is required in CI, not found at %s (it lives beside the repository in ../shared/tools): %v", tool, err)
+		}
+		t.Skipf("Archivematica's import tool not found at %s: %v", tool, err)
+	}
+	if err := exec.Command(SystemPython, "-c", "import lxml.etree").Run(); err != nil {
+		if InCI() {
+			t.Fatalf("%s with lxml (Debian python3-lxml) is required in CI: %v", SystemPython, err)
+		}
+		t.Skipf("%s cannot import lxml (apt-get install python3-lxml): %v", SystemPython, err)
+	}
+	cmd := exec.Command(SystemPython, tool, premisPath, objectsDir, "--min-events="+strconv.Itoa(minEvents))
+	b, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+		t.Fatalf("am-import %s: %v\n%s", premisPath, err, b)
+	}
+	return err == nil, string(b)
+}
+
+// ValidateMETS fails the test when the METS document at path does not
+// validate (CheckMETS).
+func ValidateMETS(t testing.TB, path string) {
+	t.Helper()
+	if err := CheckMETS(t, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckMETS validates the METS document at path against METS 1.12's
+// mets.xsd (the copy metsrw ships, in ../shared/tools/archivematica-import)
+// and the PREMIS it wraps against the corpus's premis.xsd, offline: the
+// XLink schema mets.xsd imports from www.loc.gov is resolved, through an
+// XML catalog, to internal/testenv/xlink/xlink.xsd, which declares
+// xlink:href an xs:anyURI as XLink 1.1 does. It returns what xmllint
+// said of a document that does not validate.
+func CheckMETS(t testing.TB, path string) error {
+	t.Helper()
+	lint := XMLLint(t)
+	mets := filepath.Join(RepoRoot(t), "..", "shared", "tools", "archivematica-import", "metsrw-0.5.1", "metsrw", "resources", "mets.xsd")
+	if _, err := os.Stat(mets); err != nil {
+		if InCI() {
+			t.Fatalf("mets.xsd is required in CI, not found at %s (../shared/tools beside the repository): %v", mets, err)
+		}
+		t.Skipf("mets.xsd not found at %s: %v", mets, err)
+	}
+	premisXSD := filepath.Join(Corpus(t, "premis"), "premis.xsd")
+	xlink := filepath.Join(RepoRoot(t), "internal", "testenv", "xlink", "xlink.xsd")
+	dir := t.TempDir()
+	both := filepath.Join(dir, "mets-and-premis.xsd")
+	catalog := filepath.Join(dir, "catalog.xml")
+	fileURI := func(p string) string { return (&url.URL{Scheme: "file", Path: p}).String() }
+	if err := os.WriteFile(both, []byte(`<?xml version="1.0"?>
+<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:lazaret:test:mets-and-premis">
+  <xs:import namespace="http://www.loc.gov/METS/" schemaLocation="`+fileURI(mets)+`"/>
+  <xs:import namespace="http://www.loc.gov/premis/v3" schemaLocation="`+fileURI(premisXSD)+`"/>
+</xs:schema>
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(catalog, []byte(`<?xml version="1.0"?>
+<catalog xmlns="urn:oasis:names:tc:entity:xmlns:xml:catalog">
+  <uri name="http://www.loc.gov/standards/xlink/xlink.xsd" uri="`+fileURI(xlink)+`"/>
+  <system systemId="http://www.loc.gov/standards/xlink/xlink.xsd" uri="`+fileURI(xlink)+`"/>
+</catalog>
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(lint, "--nonet", "--noout", "--schema", both, path)
+	cmd.Env = append(os.Environ(), "XML_CATALOG_FILES="+catalog)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s does not validate against mets.xsd and premis.xsd: %v\n%s", path, err, out)
+	}
+	return nil
 }

@@ -143,7 +143,24 @@ func (s *Store) Event(ctx context.Context, id string) (premis.Event, error) {
 	return *found, nil
 }
 
-// LatestOf implements premis.LatestLookup: the read model's row for the
+// LatestOfEach implements premis.Ledger one LatestOf at a time: for a
+// ledger on local disk a point lookup costs less than building one query
+// of many; a backend across a network (PostgreSQL) overrides it with one.
+func (s *Store) LatestOfEach(ctx context.Context, correlationIDs []string) (map[string]premis.Latest, error) {
+	out := make(map[string]premis.Latest, len(correlationIDs))
+	for _, id := range correlationIDs {
+		lt, ok, err := s.LatestOf(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[id] = lt
+		}
+	}
+	return out, nil
+}
+
+// LatestOf implements premis.Ledger: the read model's row for the
 // item and its event's task, two primary-key lookups, through Query (whose
 // statements a backend may keep prepared: a worker asks it for every task).
 func (s *Store) LatestOf(ctx context.Context, correlationID string) (premis.Latest, bool, error) {

@@ -69,10 +69,7 @@ func Run(t *testing.T, open Open) {
 	})
 	t.Run("LatestOfFollowsTheItem", func(t *testing.T) {
 		l := open(t)
-		ll, ok := l.(premis.LatestLookup)
-		if !ok {
-			t.Skipf("%T has no read-model lookup", l)
-		}
+		ll := l
 		if _, found, err := ll.LatestOf(ctx, "corr-none"); err != nil || found {
 			t.Fatalf("an unknown item: found %v, %v", found, err)
 		}
@@ -407,7 +404,7 @@ func Run(t *testing.T, open Open) {
 		stop := make(chan struct{})
 		verified := make(chan error, 1)
 		go func() {
-			a := l.(premis.Auditor)
+			a := l
 			for {
 				v, err := premis.Verify(ctx, a)
 				if err == nil && !v.Intact() {
@@ -464,14 +461,10 @@ func Run(t *testing.T, open Open) {
 	})
 }
 
-// Verify runs premis.Verify on l, which must be a premis.Auditor.
+// Verify runs premis.Verify on l.
 func Verify(t *testing.T, l premis.Ledger, anchors ...premis.Head) *premis.Verification {
 	t.Helper()
-	a, ok := l.(premis.Auditor)
-	if !ok {
-		t.Fatalf("%T is not a premis.Auditor", l)
-	}
-	v, err := premis.Verify(context.Background(), a, anchors...)
+	v, err := premis.Verify(context.Background(), l, anchors...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -637,10 +630,7 @@ func wantFiltered(t *testing.T, l premis.Ledger, cases []filterCase) {
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
-		c, ok := l.(premis.Counter)
-		if !ok {
-			continue
-		}
+		c := l
 		// The count is of every match, whatever the page.
 		all := tc.f
 		all.Limit, all.AfterSeq = 0, 0
@@ -711,11 +701,7 @@ func VerifyCheckpointed(t *testing.T, l premis.Ledger, log *premis.CheckpointLog
 
 func auditor(t *testing.T, l premis.Ledger) premis.Auditor {
 	t.Helper()
-	a, ok := l.(premis.Auditor)
-	if !ok {
-		t.Fatalf("%T is not a premis.Auditor", l)
-	}
-	return a
+	return l
 }
 
 // Recompute is the attacker who knows the chain's encoding: it walks l
@@ -758,10 +744,7 @@ func Recompute(t *testing.T, l premis.Ledger, from int64, set func(seq int64, pr
 // events the check reads.
 func BenchVerify(b *testing.B, l premis.Ledger, size, fresh int, full bool) {
 	ctx := context.Background()
-	a, ok := l.(premis.Auditor)
-	if !ok {
-		b.Fatalf("%T is not a premis.Auditor", l)
-	}
+	a := l
 	batch := func(prefix string, n int) {
 		evs := make([]*premis.Event, n)
 		for i := range evs {
@@ -953,10 +936,7 @@ func (bs Benches) Run(b *testing.B) {
 // (history/op, an item's retries and decisions by correlation and task).
 func benchFirstDelivery(b *testing.B, l premis.Ledger) {
 	ctx := context.Background()
-	ll, ok := l.(premis.LatestLookup)
-	if !ok {
-		b.Skipf("%T has no read-model lookup", l)
-	}
+	ll := l
 	corrs := make([]string, 0, 5000)
 	for n := range int64(5000) {
 		ins := sample.AcceptedMaster(n)[0]

@@ -85,6 +85,22 @@ func TestReadModelBuiltAndChecked(t *testing.T) {
 	if !found {
 		t.Errorf("a read model with the failures deleted passes verify: %+v", v)
 	}
+	// Behind the group committer that serve and the workers open, the
+	// same: serve's verifier (lazaret_ledger_intact) once called the read
+	// model intact there, as the committer did not pass the check on.
+	g := premis.NewGroupCommit(l, 0)
+	defer g.Stop()
+	res, err := (&premis.Verifier{Auditor: g}).Full(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found = false
+	for _, p := range res.Problems {
+		found = found || p.Kind == premis.ProblemReadModel
+	}
+	if !found {
+		t.Errorf("behind a group committer, a read model with the failures deleted passes: %+v", res)
+	}
 }
 
 // TestMemberQueriesUseTheirIndexes: a batch's events with members are

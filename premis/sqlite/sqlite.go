@@ -837,6 +837,17 @@ var packedDialect = func() ledgersql.Dialect {
 	return d
 }()
 
+// AppendsFirst implements premis.Ledger: no. A SQLite ledger is one
+// writer on local disk, where the worker's LatestOf before a delivery
+// costs a point lookup, not a round trip; it checks no first delivery in
+// its append.
+func (l *Ledger) AppendsFirst() bool { return false }
+
+// AppendFirst implements premis.Ledger: ErrNotImplemented (AppendsFirst).
+func (l *Ledger) AppendFirst(context.Context, []premis.FirstDelivery, ...*premis.Event) ([]bool, error) {
+	return nil, fmt.Errorf("sqlite ledger: append on a first delivery: %w", premis.ErrNotImplemented)
+}
+
 // Ping implements premis.Ledger.
 func (l *Ledger) Ping(ctx context.Context) error {
 	var n int
