@@ -11,8 +11,9 @@ import (
 	"github.com/lazaret/lazaret/premis"
 )
 
-// fullLedger refuses every write while full is set, as SQLite does when
-// its disk is full (mapped to premis.ErrBusy); reads go on.
+// fullLedger refuses every write (Append and AppendFirst) while full is
+// set, as SQLite does when its disk is full (mapped to premis.ErrBusy);
+// reads go on.
 type fullLedger struct {
 	premis.Ledger
 	full    atomic.Bool
@@ -25,6 +26,14 @@ func (f *fullLedger) Append(ctx context.Context, evs ...*premis.Event) ([]bool, 
 		return nil, fmt.Errorf("%w: sqlite: database or disk is full (13)", premis.ErrBusy)
 	}
 	return f.Ledger.Append(ctx, evs...)
+}
+
+func (f *fullLedger) AppendFirst(ctx context.Context, firsts []premis.FirstDelivery, evs ...*premis.Event) ([]bool, error) {
+	if f.full.Load() {
+		f.refused.Add(1)
+		return nil, fmt.Errorf("%w: sqlite: database or disk is full (13)", premis.ErrBusy)
+	}
+	return f.Ledger.AppendFirst(ctx, firsts, evs...)
 }
 
 // TestLedgerUnwritableSendsNoGoodMasterToTheDLQ: the ledger refuses every
