@@ -616,7 +616,9 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 		case ProblemAnchor:
 			add(Problem{Kind: ProblemAnchor, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed", v.Events, c.what, c.Count)})
 		default:
-			add(Problem{Kind: ProblemTruncated, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed", v.Events, c.what, c.Count)})
+			add(Problem{Kind: ProblemTruncated, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed, "+
+				"or the ledger went back in time (restored from a backup, a replica promoted before it received them: see lazaret ledger recover)",
+				v.Events, c.what, c.Count)})
 		}
 	}
 	if cps := run.checkpoints; run.requireCheckpoint && cps != nil && cps.Newest() == nil && v.Events > 0 {

@@ -39,13 +39,17 @@ type Config struct {
 	RoutingBase  time.Duration `json:"routing_base"`
 	RoutingMax   time.Duration `json:"routing_max"`
 	DrainTimeout time.Duration `json:"drain_timeout"`
-	PixelBudget  int64         `json:"pixel_budget"`
-	MemoryBudget int64         `json:"memory_budget"`
-	MinDPI       float64       `json:"min_dpi"`
-	RequireICC   bool          `json:"require_icc"`
-	PrivateTags  string        `json:"private_tags"`
-	Undecodable  string        `json:"undecodable"`
-	DecodeAll    bool          `json:"decode_uncompressed"`
+	// RefuseEvicting: a worker does not start against a Redis whose
+	// maxmemory-policy evicts keys (see checkBrokerEviction). A flag of
+	// worker and serve only (refuseEvictingFlag), not a config file key.
+	RefuseEvicting bool    `json:"refuse_evicting_redis"`
+	PixelBudget    int64   `json:"pixel_budget"`
+	MemoryBudget   int64   `json:"memory_budget"`
+	MinDPI         float64 `json:"min_dpi"`
+	RequireICC     bool    `json:"require_icc"`
+	PrivateTags    string  `json:"private_tags"`
+	Undecodable    string  `json:"undecodable"`
+	DecodeAll      bool    `json:"decode_uncompressed"`
 	// RefuseSamples are the sample formats a policy refuses in masters
 	// (validate.SampleFormatNames).
 	RefuseSamples []string                 `json:"refuse_sample_formats"`
@@ -639,6 +643,11 @@ func (p *partnerFlag) Set(v string) error {
 func (c *Config) operator(w *ingest.Worker, b ingest.Enqueuer, insp ingest.Broker, opt asynq.RedisConnOpt) *ingest.Operator {
 	op := &ingest.Operator{Ledger: w.Ledger, Enqueuer: b, Broker: insp, Policy: w.Policy, Software: software, Logger: w.Logger,
 		Submit: ingest.SubmitOptions{Software: software, Hardlinks: c.Hardlinks}, Check: w.Check, Roots: c.IngestRoots, PublishQueues: ingest.QueuePublisher(opt)}
+	// One client for the process's reconciliations (see Operator.Redis);
+	// it lives as long as the process.
+	if rc, ok := opt.MakeRedisClient().(redis.UniversalClient); ok {
+		op.Redis = rc
+	}
 	op.Fleet = func(ctx context.Context) ([]ingest.WorkerRegistries, error) {
 		rc, ok := opt.MakeRedisClient().(redis.UniversalClient)
 		if !ok {
