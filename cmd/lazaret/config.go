@@ -41,7 +41,7 @@ type Config struct {
 	DrainTimeout time.Duration `json:"drain_timeout"`
 	// RefuseEvicting: a worker does not start against a Redis whose
 	// maxmemory-policy evicts keys (see checkBrokerEviction). A flag of
-	// worker and serve only (refuseEvictingFlag), not a config file key.
+	// worker and serve (refuseEvictingFlag), and a config file key.
 	RefuseEvicting bool    `json:"refuse_evicting_redis"`
 	PixelBudget    int64   `json:"pixel_budget"`
 	MemoryBudget   int64   `json:"memory_budget"`
@@ -286,7 +286,7 @@ func (c *Config) jsonSettings() (map[string]any, map[string]*time.Duration) {
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
 		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ReplyParked, "reply_parked": &c.ReplyParked, "reply_mode": &c.ReplyMode,
 		"reply_partners": &c.ReplyPartners, "reply_separators": &c.ReplySeparators, "ingest_roots": &c.IngestRoots,
-		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory, "installation_id": &c.InstallationID,
+		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory, "installation_id": &c.InstallationID, "refuse_evicting_redis": &c.RefuseEvicting,
 		"checkpoint_dir": &c.CheckpointDir, "checkpoint_key": &c.CheckpointKey, "checkpoint_pubkey": &c.CheckpointPubkey, "checkpoint_every": &c.CheckpointEvery,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
