@@ -91,6 +91,7 @@ func (o *Operator) rederive(ctx context.Context, ti *asynq.TaskInfo, rep *Recove
 		return nil
 	}
 	ev := submissionEvent(env, o.Software, time.Now().UTC())
+	ev.Detail = premis.RecoveryDetail + "; " + ev.Detail
 	ev.Note = fmt.Sprintf("re-derived by ledger recover: the broker completed task %s at %s, but the ledger held no event of it "+
 		"(it went back in time: restored from a backup, or a replica promoted before it received the last writes); run again",
 		ti.ID, ti.CompletedAt.UTC().Format(time.RFC3339))
