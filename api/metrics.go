@@ -25,16 +25,28 @@ type Metrics struct {
 	appendSeconds prometheus.Histogram
 	// What this process's reconciliations repaired (ObserveReconcile).
 	repairs *prometheus.CounterVec
+	// The broker's maxmemory-policy as read at start (ObserveEvictionPolicy).
+	eviction *prometheus.GaugeVec
+}
+
+// ObserveEvictionPolicy records the broker's maxmemory-policy as a worker
+// read it at start ("unknown" when it could not): the series with that
+// policy is 1, any other this process reported before is removed.
+func (m *Metrics) ObserveEvictionPolicy(policy string) {
+	m.eviction.Reset()
+	m.eviction.WithLabelValues(policy).Set(1)
 }
 
 // repairKinds are the repairs of a reconciliation, as the metric labels them.
-var repairKinds = []string{"archived_recorded", "reenqueued", "reparked", "stale_parked", "rearchived", "missing"}
+var repairKinds = []string{"archived_recorded", "reenqueued", "reparked", "stale_parked", "rearchived", "missing",
+	"ledger_behind", "broker_lost", "deduplicated"}
 
 // ObserveReconcile counts what one reconciliation repaired, by kind
 // (Operator.Repaired): each is a broker write the ledger had to put back.
 func (m *Metrics) ObserveReconcile(rep *ingest.ReconcileReport) {
 	for kind, items := range map[string][]string{"archived_recorded": rep.ArchivedRecorded, "reenqueued": rep.Reenqueued, "reparked": rep.Reparked,
-		"stale_parked": rep.StaleParked, "rearchived": rep.Rearchived, "missing": rep.Missing} {
+		"stale_parked": rep.StaleParked, "rearchived": rep.Rearchived, "missing": rep.Missing,
+		"ledger_behind": rep.LedgerBehind, "broker_lost": rep.BrokerLost, "deduplicated": rep.Deduplicated} {
 		m.repairs.WithLabelValues(kind).Add(float64(len(items)))
 	}
 }
@@ -56,11 +68,13 @@ func NewMetrics(ops *ingest.Operator) *Metrics {
 	m.appendSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "lazaret_ledger_append_seconds",
 		Help: "Time of one ledger append by this process (a group commit's wait and fsync included).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
 	m.repairs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lazaret_reconcile_repairs_total",
-		Help: "Items this process's broker reconciliations repaired from the ledger, by repair: archived_recorded (an archived task recorded), reenqueued (a lost task enqueued again), reparked, stale_parked (removed), rearchived, missing (a dead letter the broker no longer holds, reported)."}, []string{"repair"})
+		Help: "Items this process's broker reconciliations repaired from the ledger, by repair: archived_recorded (an archived task recorded), reenqueued (a lost task enqueued again), reparked, stale_parked (removed), rearchived, missing (a dead letter the broker no longer holds, reported), ledger_behind (a task the broker completed whose outcome the ledger lacks: run again), broker_lost (a task the broker lost or left where no worker takes it), deduplicated (an id listed twice, cut to one)."}, []string{"repair"})
 	for _, k := range repairKinds {
 		m.repairs.WithLabelValues(k)
 	}
-	m.Registry.MustRegister(m.duration, m.alertsSent, m.alertsDrop, m.appends, m.appendSeconds, m.repairs,
+	m.eviction = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lazaret_redis_maxmemory_policy",
+		Help: "The broker Redis's maxmemory-policy as this process's workers read it at start (1 for the policy read; \"unknown\" when CONFIG GET was refused). Anything but noeviction loses tasks silently under memory pressure."}, []string{"policy"})
+	m.Registry.MustRegister(m.duration, m.alertsSent, m.alertsDrop, m.appends, m.appendSeconds, m.repairs, m.eviction,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if ops != nil && ops.Ledger != nil {
 		m.ledger = newLedgerSeries(ops.Ledger)

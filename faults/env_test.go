@@ -261,6 +261,11 @@ type ledgerBackend interface {
 	// a routing destination (then done: its routing ended or failed), or ctx
 	// ends.
 	midway(ctx context.Context, batch, object string, after int) (chunks int, done bool, err error)
+	// snapshot takes a consistent copy of the ledger while the workers
+	// run (a backup); restore, with every worker stopped, puts it back in
+	// place of the ledger (scenario 9).
+	snapshot(ctx context.Context) (string, error)
+	restore(ctx context.Context) (string, error)
 	close() error
 }
 
@@ -408,6 +413,35 @@ func (s *sqliteLedger) cut(ctx context.Context, d time.Duration) (string, error)
 	return fmt.Sprintf("BEGIN EXCLUSIVE held %s (took %s to get)", time.Since(held).Round(time.Millisecond), waited.Round(time.Millisecond)), err
 }
 
+// snapshot copies the ledger with VACUUM INTO from the harness's own
+// connection: a consistent copy while the workers write.
+func (s *sqliteLedger) snapshot(ctx context.Context) (string, error) {
+	db, err := sql.Open("sqlite", "file:"+s.path+"?_pragma=busy_timeout(30000)")
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	os.Remove(s.path + ".snapshot")
+	t0 := time.Now()
+	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", s.path+".snapshot"); err != nil {
+		return "", fmt.Errorf("VACUUM INTO: %w", err)
+	}
+	return fmt.Sprintf("VACUUM INTO %s in %s", filepath.Base(s.path)+".snapshot", time.Since(t0).Round(time.Millisecond)), nil
+}
+
+// restore replaces the ledger file (and its WAL) by the snapshot.
+func (s *sqliteLedger) restore(context.Context) (string, error) {
+	for _, suffix := range []string{"-wal", "-shm", ""} {
+		if err := os.Remove(s.path + suffix); err != nil && !os.IsNotExist(err) {
+			return "", err
+		}
+	}
+	if err := os.Rename(s.path+".snapshot", s.path); err != nil {
+		return "", err
+	}
+	return "ledger file replaced by the snapshot", nil
+}
+
 // pgLedger is a database and a login role the harness created for one run
 // and drops at the end. Workers connect as the role (not a superuser, so
 // CONNECTION LIMIT 0 applies to them); the harness administers as the admin
@@ -546,6 +580,50 @@ func (l *pgLedger) cut(ctx context.Context, d time.Duration) (string, error) {
 	return fmt.Sprintf("CONNECTION LIMIT 0 for %s, %d session(s) terminated", d, terminated), err
 }
 
+// snapName is the database a snapshot is kept in.
+func (l *pgLedger) snapName() string { return l.name[:min(len(l.name), 57)] + "_snap" }
+
+// snapshot copies the run's database (CREATE DATABASE … TEMPLATE), which
+// needs it without sessions for a moment: new connections are refused
+// and the role's sessions terminated, as in cut, until the copy is taken.
+func (l *pgLedger) snapshot(ctx context.Context) (string, error) {
+	conn, err := connectAs(ctx, l.admin, "")
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s CONNECTION LIMIT 0`, l.name)); err != nil {
+		return "", err
+	}
+	defer conn.Exec(context.Background(), fmt.Sprintf(`ALTER DATABASE %s CONNECTION LIMIT -1`, l.name))
+	t0 := time.Now()
+	var last error
+	for try := 0; try < 50; try++ {
+		conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, l.name)
+		if _, last = conn.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s OWNER %s TEMPLATE %s`, l.snapName(), l.name, l.name)); last == nil {
+			return fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s in %s", l.snapName(), l.name, time.Since(t0).Round(time.Millisecond)), nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return "", fmt.Errorf("copy the database: %w", last)
+}
+
+// restore drops the run's database and renames the snapshot in its place.
+func (l *pgLedger) restore(ctx context.Context) (string, error) {
+	conn, err := connectAs(ctx, l.admin, "")
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE %s WITH (FORCE)`, l.name)); err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s RENAME TO %s`, l.snapName(), l.name)); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("database %s dropped, %s renamed in its place", l.name, l.snapName()), nil
+}
+
 func (l *pgLedger) close() error {
 	if !l.created {
 		return nil
@@ -558,8 +636,10 @@ func (l *pgLedger) close() error {
 	}
 	defer conn.Close(ctx)
 	var errs []error
-	if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, l.name)); err != nil {
-		errs = append(errs, err)
+	for _, db := range []string{l.name, l.snapName()} {
+		if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, db)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP ROLE IF EXISTS %s`, l.name)); err != nil {
 		errs = append(errs, err)

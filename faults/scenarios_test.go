@@ -38,7 +38,52 @@ func scenarios(cfg config) []*scenario {
 			workerArgs: []string{"--routing-budget", "2"}, submitArgs: []string{"--routing-budget", "2"}},
 		{id: "8", title: "Redis Sentinel: SENTINEL FAILOVER mid-batch, later the primary killed -9 (opt-in)",
 			aof: true, rank: 6, optIn: true, sentinel: true, body: sentinelFaults},
+		{id: "9", title: "ledger restored from a backup taken mid-batch, then `ledger recover` (opt-in)",
+			aof: true, rank: 6, optIn: true, body: ledgerRestored},
 	}
+}
+
+// ledgerRestored takes a backup of the ledger mid-batch (while the
+// workers write), lets the batch settle, stops the workers, puts the
+// backup back in place of the ledger (what a restore from a backup, or a
+// promoted replica that had not received the last writes, leaves: the
+// broker acted on outcomes the ledger lost, and items submitted after the
+// backup are unknown to it), runs `lazaret ledger recover`, and starts the
+// workers again. The harness's end (reconcile-broker, the checks) follows.
+func ledgerRestored(r *run) error {
+	if err := startWorkers(r, 3); err != nil {
+		return err
+	}
+	window := faultWindow(r.h.cfg.items)
+	snap := fault{at: window * 3 / 10, fire: func() {
+		q, _ := r.ingestInfo()
+		r.note("FAULT backup of the ledger taken (%s; ingest before: %s)", r.led.kind(), q)
+		how, err := r.led.snapshot(context.Background())
+		if err != nil {
+			r.addExtra("ledger backup did not work as planned", err.Error())
+			return
+		}
+		r.note("backup: %s", how)
+	}}
+	if err := r.drive(window, []fault{snap}); err != nil {
+		return err
+	}
+	r.restoreWG.Wait()
+	r.settle("before the restore", r.h.cfg.settle)
+	r.stopWorkers()
+	r.fault()
+	how, err := r.led.restore(context.Background())
+	r.fault()
+	if err != nil {
+		return fmt.Errorf("restore the ledger: %w", err)
+	}
+	r.note("FAULT ledger restored from the backup: %s", how)
+	res := r.lazaret(5*time.Minute, "ledger", "recover")
+	r.note("ledger recover: %s", lastLine(res.stdout))
+	if res.code != 0 {
+		r.addExtra("ledger recover failed", res.String()+": "+lastLine(res.stderr))
+	}
+	return startWorkers(r, 3)
 }
 
 // faultWindow is how long submission is spread over in scenarios 2–4.

@@ -27,6 +27,7 @@ func TestDoublesConform(t *testing.T) {
 		"cut":     func(l premis.Ledger) premis.Ledger { return &cutLedger{Ledger: l} },
 		"hanging": func(l premis.Ledger) premis.Ledger { return &hangingLedger{Ledger: l} },
 		"flaky":   func(l premis.Ledger) premis.Ledger { return &flakyLedger{Ledger: l} },
+		"full":    func(l premis.Ledger) premis.Ledger { return &fullLedger{Ledger: l} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			ledgertest.Run(t, func(t *testing.T) premis.Ledger { return wrap(open(t)) })

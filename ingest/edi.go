@@ -266,11 +266,32 @@ type ReplyPolicy struct {
 	// StandardSeparators writes replies with UNA:+.? ' instead of the
 	// separators of the interchange answered.
 	StandardSeparators bool
+	// Syntax4Repetition writes a reply to a syntax-4 interchange with
+	// UNA:+.?*' (ISO 9735-4's repetition separator declared), else as
+	// StandardSeparators does. Not the default: the npm parsers the tests
+	// read every reply with (edifact, ts-edifact) refuse a UNA that
+	// declares one (TestNPMParsersRefuseARepetitionSeparatorInUNA).
+	Syntax4Repetition bool
 	// Installation names this installation in the control references of
 	// its replies (UNB 0020 of a CONTRL or APERAK), so that two
 	// installations answering the same interchange never pick the same
 	// reference. Empty: the ledger's own (Worker.installationID).
 	Installation string
+}
+
+// Separators are the service characters of a reply to the interchange
+// env (its envelope, nil when unread): ok is false when the reply takes
+// the interchange's own (edifact.ReplyDelimiters).
+func (p ReplyPolicy) Separators(env *edifact.Envelope) (edifact.Delimiters, bool) {
+	d := edifact.DefaultDelimiters
+	switch {
+	case p.Syntax4Repetition && env != nil && env.SyntaxVersion == "4":
+		d.Repetition = '*'
+		return d, true
+	case p.StandardSeparators || p.Syntax4Repetition:
+		return d, true
+	}
+	return d, false
 }
 
 // ModeFor is the reply mode of the sender with that UNB identification.
@@ -394,8 +415,8 @@ func (w *Worker) writeRepliesTo(out *replies, inst string, env *Envelope, res *v
 	cr.Now = env.SubmittedAt.UTC()
 	ar.Now = cr.Now
 	standard := edifact.DefaultDelimiters
-	if w.Replies.StandardSeparators {
-		cr.Delimiters, ar.Delimiters = &standard, &standard
+	if d, ok := w.Replies.Separators(full); ok {
+		cr.Delimiters, ar.Delimiters = &d, &d
 	}
 	accepted := err == nil
 	asked := full != nil && full.AckRequest == "1"

@@ -45,6 +45,13 @@ const (
 	// off: retried with backoff within the routing budget, then
 	// dead-lettered.
 	routingFailed
+	// paused: the ledger cannot be written (disk full, a read-only or
+	// recovering primary, unreachable, locked: premis.ErrBusy). Nothing is
+	// recorded and the routing budget is not spent: the task waits in the
+	// broker and this worker takes no item until the ledger is tried
+	// again (see pauseIntake). An outage of any length dead-letters no
+	// good master.
+	paused
 )
 
 // HandleValidate is the asynq handler for TypeValidate: read the delivery,
@@ -53,6 +60,9 @@ func (w *Worker) HandleValidate(ctx context.Context, t *asynq.Task) error {
 	d := &delivery{start: time.Now()}
 	d.retried, _ = asynq.GetRetryCount(ctx)
 	d.taskID, _ = asynq.GetTaskID(ctx)
+	if err := w.intakePaused(); err != nil {
+		return w.finish(ctx, d, ending{how: paused, err: err})
+	}
 	return w.finish(ctx, d, w.deliver(ctx, t, d))
 }
 
@@ -133,7 +143,12 @@ func (w *Worker) finish(ctx context.Context, d *delivery, e ending) error {
 			slog.String(AttrObjectID, d.env.ObjectID), slog.String(AttrTaskID, d.taskID), slog.String("detail", e.err.Error()))
 		return &RoutingError{Try: d.routingSpent() + 1, Err: e.err}
 	case routingFailed:
+		if errors.Is(e.err, premis.ErrBusy) {
+			return w.finish(ctx, d, ending{how: paused, r: e.r, err: e.err})
+		}
 		return w.routingFailed(ctx, d, e.r, e.err)
+	case paused:
+		return w.pauseIntake(ctx, d, e.err)
 	}
 	return fmt.Errorf("ingest: delivery of task %s ended in an unknown way (%d)", d.taskID, e.how)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/validate"
@@ -146,6 +147,9 @@ type Broker interface {
 	ArchiveTask(queue, id string) error
 	ListPendingTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
 	ListArchivedTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
+	ListCompletedTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
+	ListScheduledTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
+	ListRetryTasks(queue string, opts ...asynq.ListOption) ([]*asynq.TaskInfo, error)
 	Queues() ([]string, error)
 	GetQueueInfo(queue string) (*asynq.QueueInfo, error)
 }
@@ -179,6 +183,11 @@ type Operator struct {
 	// PublishQueues, when set, makes the queues known to asynq's inspector
 	// again before a broker reconciliation (see QueuePublisher).
 	PublishQueues func(context.Context) error
+	// Redis, when set, is the broker's Redis, read directly by a
+	// reconciliation to tell a task that will run from a record no worker
+	// will take (its list entry evicted); without it asynq's inspector is
+	// asked, which sees only the record (see checkTask).
+	Redis redis.UniversalClient
 	// Repaired, when set, is told what each reconciliation (not a dry
 	// run) repaired: the metrics count it.
 	Repaired func(*ReconcileReport)

@@ -17,7 +17,7 @@ import (
 
 func (b *bundle) ops() *ingest.Operator {
 	return &ingest.Operator{Ledger: b.ledger, Enqueuer: b.client, Broker: b.insp, Policy: b.worker.Policy, Software: b.worker.Software,
-		Logger: b.worker.Logger, Check: b.worker.Check, PublishQueues: ingest.QueuePublisher(b.opt), Refresh: func() (string, string, error) {
+		Logger: b.worker.Logger, Check: b.worker.Check, PublishQueues: ingest.QueuePublisher(b.opt), Redis: b.redis(), Refresh: func() (string, string, error) {
 			store := b.worker.Registries
 			if store == nil {
 				r := validate.Builtin()

@@ -36,16 +36,21 @@ type cutLedger struct {
 	down atomic.Bool
 }
 
+// errLedgerCut is not an outage the workers wait out (premis.ErrBusy
+// pauses intake instead: TestLedgerUnwritableSendsNoGoodMasterToTheDLQ):
+// a write refused for good, as a ledger that fails its tamper check does.
+var errLedgerCut = fmt.Errorf("ledger cut: %w", premis.ErrTampered)
+
 func (c *cutLedger) Append(ctx context.Context, evs ...*premis.Event) ([]bool, error) {
 	if c.down.Load() {
-		return nil, fmt.Errorf("ledger cut: %w", premis.ErrBusy)
+		return nil, errLedgerCut
 	}
 	return c.Ledger.Append(ctx, evs...)
 }
 
 func (c *cutLedger) Events(ctx context.Context, f premis.Filter) ([]premis.Event, error) {
 	if c.down.Load() {
-		return nil, fmt.Errorf("ledger cut: %w", premis.ErrBusy)
+		return nil, errLedgerCut
 	}
 	return c.Ledger.Events(ctx, f)
 }
@@ -140,8 +145,9 @@ func TestRoutingFaultThatNeverClearsEnds(t *testing.T) {
 }
 
 // TestLedgerDownForTheWholeBudgetIsReconciled: when even the dead letter
-// cannot be recorded, the archived task carries class and code, and
-// reconcile-broker records them once the ledger is back.
+// cannot be recorded (the ledger refuses writes for good, not for an
+// outage, which pauses intake), the archived task carries class and code,
+// and reconcile-broker records them once the ledger is back.
 func TestLedgerDownForTheWholeBudgetIsReconciled(t *testing.T) {
 	t.Parallel()
 	p := fastPolicy()

@@ -39,6 +39,26 @@ type ReconcileReport struct {
 	// Missing: dead letters the broker no longer holds; they stay listable
 	// and replayable from the ledger.
 	Missing []string `json:"missing"`
+	// LedgerBehind: items the ledger expects work for whose task the
+	// broker completed: the broker acted on an outcome the ledger no longer
+	// holds (a ledger restored from a backup, a lagging replica promoted).
+	// They are run again (in Reenqueued or Reparked), which re-derives
+	// their outcome; see docs/reconcile.md.
+	LedgerBehind []string `json:"ledger_behind"`
+	// BrokerLost: items whose expected task the broker had lost, with what
+	// was left of it: "missing" (no record), or the state of a record no
+	// worker would run (its list entry evicted, a lease stale for long).
+	BrokerLost []string `json:"broker_lost"`
+	// Deduplicated: task ids found more than once in a pending list, cut
+	// to one.
+	Deduplicated []string `json:"deduplicated"`
+	// Unexpected: tasks waiting in the ingest queue (pending, scheduled,
+	// retry) that the ledger does not expect: of an item it holds no event
+	// of, or whose outcome is final (accepted, discarded). Reported, not
+	// removed: a worker that runs one finds what the ledger says (and an
+	// unknown one is recorded when it is decided); see ledger recover. The
+	// whole pass only.
+	Unexpected []string `json:"unexpected"`
 }
 
 // ReconcileBroker makes broker and ledger agree, with the ledger as the
@@ -53,9 +73,14 @@ type ReconcileReport struct {
 //   - an open quarantine or audit-hold failure whose parked copy is gone is
 //     parked again; a parked copy of a failure already resolved is removed.
 //
-// It reads the whole ledger: run it after the broker lost data (the
-// workers do when they see Redis restart) or from the CLI, not on a timer;
-// ReconcileArchived is the cheap, broker-driven part.
+// A task counts as held only if a worker will run it (see checkTask): a
+// completed task, a record whose list entry was evicted, or an active task
+// under a long-expired lease does not; it is removed and enqueued again
+// under its own id.
+//
+// It reads the whole ledger: the workers run it when they see Redis
+// restart, and reconcile-broker on demand; on a timer the workers run
+// ExpectationPass, the same checks a page at a time.
 func (o *Operator) ReconcileBroker(ctx context.Context, dryRun bool) (*ReconcileReport, error) {
 	rep, _, err := o.ReconcileBrokerSince(ctx, 0, dryRun)
 	return rep, err
@@ -83,58 +108,261 @@ func (o *Operator) reconcileBroker(ctx context.Context, rep *ReconcileReport, si
 	if err := o.reconcileArchived(ctx, rep, true); err != nil {
 		return since, err
 	}
-	// Only items the broker must hold are read (accepted and discarded
-	// ones need nothing of it), a page at a time: memory follows the page,
-	// not the ledger.
-	page := premis.Filter{Latest: true, Limit: reconcilePage, Destinations: []premis.Destination{premis.Submitted, premis.Retry,
-		premis.Replayed, premis.Quarantined, premis.AuditHold, premis.DeadLetter}, AfterSeq: since}
-	for {
-		latest, err := o.Ledger.Events(ctx, page)
-		if err != nil {
+	whole := since == 0
+	through, _, err := o.reconcileItems(ctx, rep, since, 0, 0)
+	if err != nil {
+		return since, err
+	}
+	since = through
+	if whole {
+		if err := o.reportUnexpected(ctx, rep); err != nil {
 			return since, err
 		}
-		for _, e := range latest {
-			if err := ctx.Err(); err != nil {
-				return since, context.Cause(ctx)
-			}
-			if err := o.reconcileItem(ctx, e, rep); err != nil {
-				return since, err
-			}
-			since = max(since, e.Seq)
-		}
-		if len(latest) < page.Limit {
-			break
-		}
-		page.AfterSeq = latest[len(latest)-1].Seq
 	}
+	if err := o.reconcileParked(ctx, rep); err != nil {
+		return since, err
+	}
+	o.logReport(ctx, rep)
+	return since, nil
+}
+
+// reconcileParked removes parked copies that are not owed: of a failure
+// resolved since, of an event the ledger does not hold (it went back in
+// time: the item's re-run parks what it decides), and a second parked
+// copy of one item. Before that, with direct access to Redis, ids that
+// appear more than once in a parked queue's list, or whose record is gone
+// (evicted), are cut from it.
+func (o *Operator) reconcileParked(ctx context.Context, rep *ReconcileReport) error {
 	for _, q := range []string{QueueQuarantine, QueueAuditHold} {
+		if err := o.cleanPendingList(ctx, q, rep); err != nil {
+			return err
+		}
 		parked, err := ListParked(o.Broker, q)
 		if err != nil && len(parked) == 0 {
-			return since, err
+			return err
 		}
+		seen := map[string]bool{}
 		for _, p := range parked {
 			if p.Held.EventID == "" {
 				continue
 			}
-			if _, _, ferr := GetFailure(ctx, o.Ledger, p.Held.EventID); errors.Is(ferr, ErrNotOpen) {
-				rep.StaleParked = append(rep.StaleParked, p.TaskID)
-				if !dryRun {
-					if err := o.take(ctx, step{do: stepDelete, queue: q, id: p.TaskID}); err != nil {
-						return since, fmt.Errorf("remove stale parked task %s: %w", p.TaskID, err)
-					}
+			if seen[p.TaskID] {
+				continue // listed twice: without o.Redis it is left as it is
+			}
+			seen[p.TaskID] = true
+			stale, again, err := o.staleParked(ctx, p)
+			if err != nil {
+				return err
+			}
+			if again != nil {
+				// The item's failure recorded anew (its re-run after the
+				// ledger went back): the copy is parked again from it, so
+				// that it names an event the ledger holds.
+				rep.Reparked = append(rep.Reparked, again.ObjectID)
+				if rep.DryRun {
+					continue
+				}
+				env, derr := DecodeEnvelope(again.Envelope)
+				if derr != nil {
+					continue
+				}
+				if err := o.take(ctx, step{do: stepDelete, queue: q, id: p.TaskID}); err != nil {
+					return fmt.Errorf("replace parked task %s: %w", p.TaskID, err)
+				}
+				if err := o.take(ctx, step{do: stepPark, env: env, ev: again}); err != nil {
+					return err
+				}
+				continue
+			}
+			if !stale {
+				continue
+			}
+			rep.StaleParked = append(rep.StaleParked, p.TaskID)
+			if !rep.DryRun {
+				if err := o.take(ctx, step{do: stepDelete, queue: q, id: p.TaskID}); err != nil {
+					return fmt.Errorf("remove stale parked task %s: %w", p.TaskID, err)
 				}
 			}
 		}
 	}
-	o.logReport(ctx, rep)
-	return since, nil
+	return nil
+}
+
+// staleParked says whether a parked copy is owed no more: its failure is
+// resolved, or the ledger holds neither its event nor an open failure of
+// its item parked under its task id (the event was lost with a ledger
+// that went back in time, and the item is to run again). again is that
+// open failure when the ledger holds it under another event id than the
+// copy names (the item ran again and recorded the same failure; its park
+// found the old copy in place): the copy is to be parked again from it.
+func (o *Operator) staleParked(ctx context.Context, p Parked) (stale bool, again *premis.Event, err error) {
+	_, _, err = GetFailure(ctx, o.Ledger, p.Held.EventID)
+	switch {
+	case errors.Is(err, ErrNotOpen):
+		return true, nil, nil
+	case !errors.Is(err, premis.ErrNotFound):
+		return false, nil, err
+	}
+	latest, err := o.Ledger.Events(ctx, premis.Filter{CorrelationID: p.Held.Envelope.CorrelationID, Latest: true, Limit: 1})
+	if err != nil {
+		return false, nil, err
+	}
+	if len(latest) == 1 && latest[0].Destination.Parked() {
+		if q, id := brokerTask(Failure{latest[0]}); q == p.Queue && id == p.TaskID {
+			return false, &latest[0], nil
+		}
+	}
+	return true, nil, nil
+}
+
+// cleanPendingList cuts from a queue's pending list the ids that appear
+// in it more than once and those whose task record is gone: what an
+// evicting Redis leaves (a record evicted, then the task parked again,
+// pushes its id a second time). It needs o.Redis; without it nothing is
+// done.
+func (o *Operator) cleanPendingList(ctx context.Context, q string, rep *ReconcileReport) error {
+	if o.Redis == nil {
+		return nil
+	}
+	key := "asynq:{" + q + "}:pending"
+	const page = 1000
+	count := map[string]int{}
+	for start := int64(0); ; start += page {
+		ids, err := o.Redis.LRange(ctx, key, start, start+page-1).Result()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", key, err)
+		}
+		for _, id := range ids {
+			count[id]++
+		}
+		if len(ids) < page {
+			break
+		}
+	}
+	for id, n := range count {
+		exists, err := o.Redis.Exists(ctx, "asynq:{"+q+"}:t:"+id).Result()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", key, err)
+		}
+		switch {
+		case exists == 0:
+			rep.BrokerLost = append(rep.BrokerLost, id+" (record evicted from "+q+")")
+			if !rep.DryRun {
+				if err := o.Redis.LRem(ctx, key, 0, id).Err(); err != nil {
+					return err
+				}
+			}
+		case n > 1:
+			rep.Deduplicated = append(rep.Deduplicated, id)
+			if !rep.DryRun {
+				if _, _, _, err := o.checkTask(ctx, q, id, false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// reportUnexpected lists the tasks waiting in the ingest queue that the
+// ledger does not expect (see ReconcileReport.Unexpected).
+func (o *Operator) reportUnexpected(ctx context.Context, rep *ReconcileReport) error {
+	const pageSize = 500
+	lists := []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){o.Broker.ListPendingTasks, o.Broker.ListScheduledTasks, o.Broker.ListRetryTasks}
+	for _, list := range lists {
+		for page := 1; ; page++ {
+			if err := ctx.Err(); err != nil {
+				return context.Cause(ctx)
+			}
+			tasks, err := list(QueueIngest, asynq.PageSize(pageSize), asynq.Page(page))
+			if errors.Is(err, asynq.ErrQueueNotFound) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("list ingest: %w", err)
+			}
+			for _, ti := range tasks {
+				env, err := DecodeEnvelope(ti.Payload)
+				if err != nil {
+					continue // a poisoned payload: the worker dead-letters it
+				}
+				known, err := o.Ledger.Events(ctx, premis.Filter{CorrelationID: env.CorrelationID, Limit: 1})
+				if err != nil {
+					return err
+				}
+				if len(known) == 0 {
+					rep.Unexpected = append(rep.Unexpected, ti.ID+" ("+env.ObjectID+": unknown to the ledger)")
+					continue
+				}
+				final, err := o.Ledger.Events(ctx, premis.Filter{CorrelationID: env.CorrelationID, Destinations: []premis.Destination{premis.Accepted, premis.Discarded}, Limit: 1})
+				if err != nil {
+					return err
+				}
+				if len(final) > 0 {
+					rep.Unexpected = append(rep.Unexpected, ti.ID+" ("+env.ObjectID+": "+string(final[0].Destination)+" already)")
+				}
+			}
+			if len(tasks) < pageSize {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// expectedDestinations are the latest outcomes that expect something of
+// the broker: a task that will run (submitted, retry, replayed), a parked
+// copy (quarantined, audit-hold), an archived task (dead-letter).
+var expectedDestinations = []premis.Destination{premis.Submitted, premis.Retry, premis.Replayed, premis.Quarantined,
+	premis.AuditHold, premis.DeadLetter}
+
+// reconcileItems checks the items whose latest event expects the broker
+// and was stored after seq (see reconcileItem), a page at a time, at most
+// max of them (0: all), leaving those whose latest event is younger than
+// settle (a submitter or operator between its event and its enqueue) to a
+// later pass. It returns the seq it read through and whether it reached
+// the end. Only items the broker must hold are read (accepted and
+// discarded ones need nothing of it): memory follows the page, not the
+// ledger.
+func (o *Operator) reconcileItems(ctx context.Context, rep *ReconcileReport, seq int64, max int, settle time.Duration) (through int64, end bool, err error) {
+	page := premis.Filter{Latest: true, Limit: reconcilePage, Destinations: expectedDestinations, AfterSeq: seq}
+	if max > 0 && max < page.Limit {
+		page.Limit = max
+	}
+	read := 0
+	for {
+		latest, err := o.Ledger.Events(ctx, page)
+		if err != nil {
+			return seq, false, err
+		}
+		for _, e := range latest {
+			if err := ctx.Err(); err != nil {
+				return seq, false, context.Cause(ctx)
+			}
+			if settle <= 0 || time.Since(e.DateTime) >= settle {
+				if err := o.reconcileItem(ctx, e, rep); err != nil {
+					return seq, false, err
+				}
+			}
+			seq = e.Seq
+		}
+		read += len(latest)
+		if len(latest) < page.Limit {
+			return seq, true, nil
+		}
+		if max > 0 && read >= max {
+			return seq, false, nil
+		}
+		page.AfterSeq = latest[len(latest)-1].Seq
+	}
 }
 
 // reconcilePage is how many items reconcile-broker reads at once.
 const reconcilePage = 1000
 
 func newReconcileReport(dryRun bool) *ReconcileReport {
-	return &ReconcileReport{DryRun: dryRun, ArchivedRecorded: []string{}, Reenqueued: []string{}, Reparked: []string{}, StaleParked: []string{}, Rearchived: []string{}, Missing: []string{}}
+	return &ReconcileReport{DryRun: dryRun, ArchivedRecorded: []string{}, Reenqueued: []string{}, Reparked: []string{}, StaleParked: []string{}, Rearchived: []string{}, Missing: []string{},
+		LedgerBehind: []string{}, BrokerLost: []string{}, Deduplicated: []string{}, Unexpected: []string{}}
 }
 
 // ReconcileArchived records the tasks in the ingest queue's archived set
@@ -150,11 +378,20 @@ func (o *Operator) logReport(ctx context.Context, rep *ReconcileReport) {
 	if o.Repaired != nil && !rep.DryRun {
 		o.Repaired(rep)
 	}
-	if n := len(rep.ArchivedRecorded) + len(rep.Reenqueued) + len(rep.Reparked) + len(rep.StaleParked) + len(rep.Rearchived); n > 0 {
+	if n := len(rep.ArchivedRecorded) + len(rep.Reenqueued) + len(rep.Reparked) + len(rep.StaleParked) + len(rep.Rearchived) + len(rep.Deduplicated); n > 0 {
 		o.Logger.LogAttrs(ctx, slog.LevelWarn, "broker reconciled against the ledger", slog.Bool("dry_run", rep.DryRun),
 			slog.Int("archived_recorded", len(rep.ArchivedRecorded)), slog.Int("reenqueued", len(rep.Reenqueued)),
 			slog.Int("reparked", len(rep.Reparked)), slog.Int("stale_parked", len(rep.StaleParked)), slog.Int("rearchived", len(rep.Rearchived)),
-			slog.Int("missing", len(rep.Missing)))
+			slog.Int("missing", len(rep.Missing)), slog.Int("broker_lost", len(rep.BrokerLost)), slog.Int("deduplicated", len(rep.Deduplicated)))
+	}
+	if n := len(rep.Unexpected); n > 0 {
+		o.Logger.LogAttrs(ctx, slog.LevelWarn, "the broker holds tasks the ledger does not expect (unknown items, or items already accepted or discarded)",
+			slog.Int("tasks", n), slog.Bool("dry_run", rep.DryRun))
+	}
+	if n := len(rep.LedgerBehind); n > 0 {
+		o.Logger.LogAttrs(ctx, slog.LevelError, "the ledger is behind the broker: it lacks outcomes the broker already acted on "+
+			"(a ledger restored from a backup, or a replica promoted before it received the last writes); those items are run again "+
+			"to re-derive their outcomes (see lazaret ledger recover)", slog.Int("items", n), slog.Bool("dry_run", rep.DryRun))
 	}
 }
 
@@ -167,10 +404,12 @@ func (o *Operator) reconcileItem(ctx context.Context, e premis.Event, rep *Recon
 		if err != nil {
 			return nil // nothing to enqueue from; it is listed by batch status
 		}
-		if _, err := o.Broker.GetTaskInfo(QueueIngest, env.TaskID()); !brokerLost(err) {
+		held, state, err := o.expect(ctx, e, QueueIngest, env.TaskID(), holdLive, rep)
+		if err != nil || held {
 			return err
 		}
 		rep.Reenqueued = append(rep.Reenqueued, env.ObjectID)
+		o.noteLost(rep, env.ObjectID, state)
 		if rep.DryRun {
 			return nil
 		}
@@ -180,7 +419,8 @@ func (o *Operator) reconcileItem(ctx context.Context, e premis.Event, rep *Recon
 	case premis.Quarantined, premis.AuditHold:
 		f := Failure{e}
 		q, id := brokerTask(f)
-		if _, err := o.Broker.GetTaskInfo(q, id); !brokerLost(err) {
+		held, state, err := o.expect(ctx, e, q, id, holdLive, rep)
+		if err != nil || held {
 			return err
 		}
 		env, err := DecodeEnvelope(e.Envelope)
@@ -189,6 +429,7 @@ func (o *Operator) reconcileItem(ctx context.Context, e premis.Event, rep *Recon
 			return nil
 		}
 		rep.Reparked = append(rep.Reparked, e.ObjectID)
+		o.noteLost(rep, e.ObjectID, state)
 		if rep.DryRun {
 			return nil
 		}
@@ -196,8 +437,8 @@ func (o *Operator) reconcileItem(ctx context.Context, e premis.Event, rep *Recon
 			return err
 		}
 	case premis.DeadLetter:
-		_, err := o.Broker.GetTaskInfo(QueueIngest, e.TaskID)
-		if !brokerLost(err) {
+		held, _, err := o.expect(ctx, e, QueueIngest, e.TaskID, holdArchived, rep)
+		if err != nil || held {
 			return err
 		}
 		env, derr := DecodeEnvelope(e.Envelope)
@@ -212,6 +453,65 @@ func (o *Operator) reconcileItem(ctx context.Context, e premis.Event, rep *Recon
 		return o.rearchive(ctx, env, e)
 	}
 	return nil
+}
+
+// expect says whether the broker holds task id in queue the way the
+// ledger's latest event e of an item expects (want: live, or archived for
+// a dead letter). When it does not, and the item's latest event is still
+// e (a worker may have recorded an outcome since the page was read: then
+// nothing is owed), what is left of the task is removed (not in a dry
+// run), so that it can be put back under the same id; state is the state
+// its record was in ("" for none).
+func (o *Operator) expect(ctx context.Context, e premis.Event, queue, id string, want taskHold, rep *ReconcileReport) (held bool, state string, err error) {
+	hold, state, dupes, err := o.checkTask(ctx, queue, id, false)
+	if err != nil {
+		return false, "", err
+	}
+	if dupes > 0 {
+		rep.Deduplicated = append(rep.Deduplicated, id)
+	}
+	if hold == want || (want == holdArchived && hold == holdLive) {
+		// A dead letter whose task runs again: an operator's replay or
+		// redrive under way; nothing is owed.
+		return true, state, nil
+	}
+	if hold == holdArchived && want == holdLive && queue == QueueIngest {
+		// Archived without the outcome the ledger expects of a live task:
+		// the archived pass records it (reconcileArchived runs first).
+		return true, state, nil
+	}
+	// An outcome (or a submission, a replay) stored since: a worker or an
+	// operator moved the item on. A chunk of an interchange's messages
+	// (an ing event with members and no destination) is not one: the
+	// interchange's delivery is resumed from it.
+	later, err := o.Ledger.Events(ctx, premis.Filter{CorrelationID: e.CorrelationID, AfterSeq: e.Seq, Limit: 1,
+		Destinations: append([]premis.Destination{premis.Submitted}, historyDestinations...)})
+	if err != nil {
+		return false, "", err
+	}
+	if len(later) > 0 {
+		return true, state, nil // moved on since the page was read
+	}
+	if rep.DryRun {
+		return false, state, nil
+	}
+	if _, state, _, err = o.checkTask(ctx, queue, id, true); err != nil {
+		return false, "", err
+	}
+	return false, state, nil
+}
+
+// noteLost records why an expected task was put back: a record left
+// completed means the broker acted on an outcome the ledger does not hold
+// (the ledger went back in time: a backup restored, a lagging replica
+// promoted); a record left in another state, or none, means the broker
+// lost it (eviction, a failover, a flush).
+func (o *Operator) noteLost(rep *ReconcileReport, object, state string) {
+	if state == "completed" {
+		rep.LedgerBehind = append(rep.LedgerBehind, object)
+		return
+	}
+	rep.BrokerLost = append(rep.BrokerLost, object+" ("+lostWhat(state)+")")
 }
 
 // rearchive puts a dead letter the broker lost back into the archived

@@ -38,7 +38,10 @@ func NewServer(redis asynq.RedisConnOpt, w *Worker, cfg ServerConfig) (*asynq.Se
 		RetryDelayFunc: w.Policy.RetryDelay,
 		// Every error counts against asynq's budget, routing failures
 		// included: BrokerRetries sizes that budget so Lazaret decides
-		// first, and a failure that never clears cannot loop.
+		// first, and a failure that never clears cannot loop. A pause for
+		// an unwritable ledger alone does not count (see pauseIntake):
+		// the task waits, whatever the outage's length.
+		IsFailure:                isFailure,
 		ShutdownTimeout:          cfg.ShutdownTimeout,
 		DelayedTaskCheckInterval: cfg.PollInterval,
 		Logger:                   NewAsynqLogger(w.Logger),

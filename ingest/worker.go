@@ -74,6 +74,10 @@ type Worker struct {
 		sync.Mutex
 		id string
 	}
+	// pausedUntil (unix nanoseconds) and pauseCause: the ledger refused a
+	// write; intake is paused until then (see pauseIntake).
+	pausedUntil atomic.Int64
+	pauseCause  atomic.Pointer[pauseCause]
 }
 
 // Drain asks running tasks to stop at their next checkpoint (between two
@@ -405,6 +409,10 @@ func (p Policy) RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	var ra *retryAfter
 	if errors.As(err, &ra) {
 		return ra.delay
+	}
+	var lp *LedgerPausedError
+	if errors.As(err, &lp) {
+		return lp.Delay
 	}
 	var re *RoutingError
 	if errors.As(err, &re) {

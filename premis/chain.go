@@ -333,6 +333,11 @@ type Verification struct {
 	// Reanchored the witness's latest re-anchoring, if any.
 	Witness    *Checkpoint `json:"witness,omitempty"`
 	Reanchored *Checkpoint `json:"reanchored,omitempty"`
+	// Recovered counts the events lazaret ledger recover recorded
+	// (RecoveryDetail), RecoveredFirst the first of them, by the walk.
+	Recovered      int64  `json:"recovered,omitempty"`
+	RecoveredFirst string `json:"recovered_first,omitempty"` // its event id
+	RecoveredSeq   int64  `json:"recovered_seq,omitempty"`
 }
 
 // Intact reports whether Verify found nothing wrong.
@@ -429,6 +434,13 @@ type verifyRun struct {
 	witness *Witnessed
 }
 
+// RecoveryDetail opens the detail of every event lazaret ledger recover
+// records (an item re-derived from the broker after the ledger went back
+// in time): a verification names the first and counts them
+// (Verification.Recovered), so that a ledger behind its witness says
+// whether it was recovered since.
+const RecoveryDetail = "re-derived by lazaret ledger recover"
+
 // LedgerID is the identity of a's ledger in checkpoints and witnesses: the
 // stored hash of its first event ("" when it has none).
 func LedgerID(ctx context.Context, a Auditor) (string, error) { return firstHash(ctx, a) }
@@ -524,8 +536,11 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 			checks = checks[1:]
 			if c.Count == n && c.Hash != hash {
 				detail := fmt.Sprintf("%s says event %d has hash %s; it has %s", c.what, c.Count, c.Hash, hash)
-				if c.kind == ProblemCheckpoint || c.kind == ProblemWitness {
+				switch c.kind {
+				case ProblemCheckpoint:
 					detail += ": the chain was rewritten and its hashes recomputed since"
+				case ProblemWitness:
+					detail += ": the ledger went back in time and was written on since (restored from a backup, or a replica that lagged was promoted), or the chain was rewritten and recomputed"
 				}
 				p := Problem{Kind: c.kind, Detail: detail}
 				if e != nil {
@@ -592,6 +607,11 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 		}
 		prev, prevSeq = e.Hash, e.Seq
 		v.Head, v.Seq = e.Hash, e.Seq
+		if derr == nil && strings.HasPrefix(e.Detail, RecoveryDetail) {
+			if v.Recovered++; v.Recovered == 1 {
+				v.RecoveredFirst, v.RecoveredSeq = e.ID, e.Seq
+			}
+		}
 		at(v.Events, e.Hash, &e)
 		return nil
 	}
@@ -616,7 +636,20 @@ func verify(ctx context.Context, a Auditor, run verifyRun) (*Verification, error
 		case ProblemAnchor:
 			add(Problem{Kind: ProblemAnchor, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed", v.Events, c.what, c.Count)})
 		default:
-			add(Problem{Kind: ProblemTruncated, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed", v.Events, c.what, c.Count)})
+			add(Problem{Kind: ProblemTruncated, Detail: fmt.Sprintf("%d events stored, but %s counts %d: the newest were removed, "+
+				"or the ledger went back in time (restored from a backup, a replica promoted before it received them: see lazaret ledger recover)",
+				v.Events, c.what, c.Count)})
+		}
+	}
+	if v.Recovered > 0 {
+		// Said with every problem the witness found: the ledger went back,
+		// and what was lost was re-derived since; what is left to do is
+		// the explicit re-anchoring.
+		for i := range v.Problems {
+			if v.Problems[i].Kind == ProblemWitness {
+				v.Problems[i].Detail += fmt.Sprintf(". The ledger records a recovery since: %d items re-derived by lazaret ledger recover, the first event %s (seq %d)",
+					v.Recovered, v.RecoveredFirst, v.RecoveredSeq)
+			}
 		}
 	}
 	if cps := run.checkpoints; run.requireCheckpoint && cps != nil && cps.Newest() == nil && v.Events > 0 {

@@ -136,3 +136,35 @@ func TestReplySettings(t *testing.T) {
 		}
 	}
 }
+
+// TestSyntax4RepliesMayDeclareTheRepetitionSeparator: with reply_separators
+// iso9735-4 a reply to a syntax-4 interchange declares ISO 9735-4's
+// repetition separator ('*') in its UNA, and a reply to a syntax-3 one the
+// space syntax 3 reserves there. The default keeps the space for both: the
+// npm parsers refuse a UNA declaring '*'
+// (TestNPMParsersRefuseARepetitionSeparatorInUNA in internal/edicheck).
+func TestSyntax4RepliesMayDeclareTheRepetitionSeparator(t *testing.T) {
+	dir := t.TempDir()
+	const body = "+SENDER:ZZ+LAZARET:ZZ+20261201:1000+IC1'UNH+1+IFTMIN:D:99B:UN'BGM+610+X+9'UNT+3+2'UNZ+1+IC1'"
+	for _, c := range []struct {
+		syntax, separators, una string
+	}{
+		{"4", "", "UNA:+.? '"},
+		{"4", "iso9735-4", "UNA:+.?*'"},
+		{"3", "iso9735-4", "UNA:+.? '"},
+		{"4", "standard", "UNA:+.? '"},
+	} {
+		in := filepath.Join(dir, "s"+c.syntax+".edi")
+		if err := os.WriteFile(in, []byte("UNB+UNOC:"+c.syntax+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"contrl", in}
+		if c.separators != "" {
+			args = []string{"contrl", "--reply-separators", c.separators, in}
+		}
+		out, stderr, code := runCmd(t, args...)
+		if code != 0 || !strings.HasPrefix(out, c.una+"\n") || !strings.Contains(out, "UNB+UNOC:"+c.syntax+"+") || !strings.Contains(out, "UCI+IC1+SENDER:ZZ+LAZARET:ZZ+4'") {
+			t.Errorf("syntax %s, separators %q: exit %d, want a rejecting CONTRL opening with %s:\n%s%s", c.syntax, c.separators, code, c.una, out, stderr)
+		}
+	}
+}

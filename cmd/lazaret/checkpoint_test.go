@@ -327,6 +327,22 @@ func TestWitnessCatchesARollback(t *testing.T) {
 	if _, _, code := runCmd(t, append([]string{"ledger", "checkpoint", "--publish", witness}, signer...)...); code != 1 {
 		t.Errorf("checkpoint --publish over a witness that holds more: exit %d, want 1 (re-anchoring is explicit)", code)
 	}
+	// What lazaret ledger recover records (ingest.Operator.RecoverLedger)
+	// is named by the verification that still fails on the witness.
+	l, err = sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &premis.Event{Key: premis.EventKey("lost-0", "", premis.IngestionStart, 1), Type: premis.IngestionStart, Outcome: premis.Success,
+		ObjectID: "lost-0", BatchID: "b2", CorrelationID: "lost-0", Kind: "tiff", Destination: premis.Submitted, Detail: premis.RecoveryDetail + "; submitted in batch b2"}
+	if _, err := l.Append(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	out, _, code = runCmd(t, append([]string{"ledger", "verify", "--witness", witness}, reader...)...)
+	if code != 1 || !strings.Contains(out, "The ledger records a recovery since: 1 items re-derived by lazaret ledger recover, the first event "+rec.ID) {
+		t.Errorf("verify --witness after a recover: exit %d %s", code, out)
+	}
 	if out, stderr, code := runCmd(t, append([]string{"ledger", "checkpoint", "--publish", witness, "--reanchor"}, signer...)...); code != 0 || !strings.Contains(out, "(reanchored)") {
 		t.Fatalf("checkpoint --reanchor: exit %d %s %s", code, out, stderr)
 	}

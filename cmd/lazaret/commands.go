@@ -435,6 +435,18 @@ fail. With --checkpoint-key the result is recorded in the log, signed.`, exit: "
 			example: `  lazaret ledger verify
   lazaret ledger verify --checkpoint-dir /srv/lazaret-checkpoints --checkpoint-pubkey KEY
   lazaret ledger verify --anchor 1200:9f86d081884c7d65... --json`}.command(),
+		leaf{use: "recover [flags]", declare: declareLedgerRecover,
+			short: "re-derive what a ledger restored from a backup lost",
+			long: `After the ledger went back in time (restored from a backup, or a PostgreSQL
+replica promoted before it received the last writes), re-derive from the
+broker what can be: a task the broker completed of which the ledger holds no
+event is recorded as submitted again (with a note saying why); every item
+whose outcome the ledger lost is run again under its own task id; archived
+tasks without an event are recorded. With --checkpoint-dir it also says how
+many events the checkpoint log counted that the ledger does not hold. The
+workers' decisions on the re-run items are the new outcomes (docs/ha.md).`,
+			example: `  lazaret ledger recover --dry-run
+  lazaret ledger recover --checkpoint-dir /srv/lazaret-checkpoints --json`}.command(),
 		leaf{use: "checkpoint [flags]", declare: declareLedgerCheckpoint,
 			short: "sign the verified head into the checkpoint log, and publish it to a witness",
 			long: `Verify the whole ledger against the checkpoint log (and the witness, with

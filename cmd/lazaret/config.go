@@ -41,13 +41,17 @@ type Config struct {
 	RoutingBase  time.Duration `json:"routing_base"`
 	RoutingMax   time.Duration `json:"routing_max"`
 	DrainTimeout time.Duration `json:"drain_timeout"`
-	PixelBudget  int64         `json:"pixel_budget"`
-	MemoryBudget int64         `json:"memory_budget"`
-	MinDPI       float64       `json:"min_dpi"`
-	RequireICC   bool          `json:"require_icc"`
-	PrivateTags  string        `json:"private_tags"`
-	Undecodable  string        `json:"undecodable"`
-	DecodeAll    bool          `json:"decode_uncompressed"`
+	// RefuseEvicting: a worker does not start against a Redis whose
+	// maxmemory-policy evicts keys (see checkBrokerEviction). A flag of
+	// worker and serve (refuseEvictingFlag), and a config file key.
+	RefuseEvicting bool    `json:"refuse_evicting_redis"`
+	PixelBudget    int64   `json:"pixel_budget"`
+	MemoryBudget   int64   `json:"memory_budget"`
+	MinDPI         float64 `json:"min_dpi"`
+	RequireICC     bool    `json:"require_icc"`
+	PrivateTags    string  `json:"private_tags"`
+	Undecodable    string  `json:"undecodable"`
+	DecodeAll      bool    `json:"decode_uncompressed"`
 	// RefuseSamples are the sample formats a policy refuses in masters
 	// (validate.SampleFormatNames).
 	RefuseSamples []string                 `json:"refuse_sample_formats"`
@@ -110,6 +114,7 @@ func defaultConfig() Config {
 const (
 	separatorsSender   = "sender"
 	separatorsStandard = "standard"
+	separatorsSyntax4  = "iso9735-4"
 )
 
 // declareSettings declares, on fs, the flags of the settings fields name
@@ -151,7 +156,7 @@ func (c *Config) declareSettings(fs *pflag.FlagSet, fields []string) {
 			fs.BoolVar(&c.ReplyParked, "reply-parked", c.ReplyParked, "answer the parked messages of accepted interchanges (APERAK, or CONTRL for contrl partners)")
 			fs.BoolVar(&c.ReplyParked, "contrl-parked", c.ReplyParked, "the former name of --reply-parked")
 			fs.StringVar(&c.InstallationID, "installation-id", c.InstallationID, "`ID` of this installation in the control references of its CONTRL and APERAK replies (default: the id of the ledger's first event)")
-			fs.StringVar(&c.ReplySeparators, "reply-separators", c.ReplySeparators, "`SEPARATORS` of replies: sender (the interchange's UNA) or standard (UNA:+.? ')")
+			fs.StringVar(&c.ReplySeparators, "reply-separators", c.ReplySeparators, "`SEPARATORS` of replies: sender (the interchange's UNA), standard (UNA:+.? ') or iso9735-4 (standard, and UNA:+.?*' to a syntax-4 interchange: ISO 9735-4's repetition separator, which the npm parsers edifact and ts-edifact refuse)")
 			fs.Var((*agencyDirFlag)(&c.AgencyDirs), "agency-directory", "`AGENCY=FILE`: the message directory of a controlling agency other than UN (UNH 0051), in the format of edifact/directory/tables.txt; its messages are checked against it (repeatable)")
 			fs.Var((*directoryFlag)(&c.Directory), "edi-directory", "message-directory checks, `CHECK=ACTION,...`: segments, elements, representation, length, codes, unknown; reject, warn or ignore")
 		case "policy":
@@ -289,7 +294,7 @@ func (c *Config) jsonSettings() (map[string]any, map[string]*time.Duration) {
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
 		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ReplyParked, "reply_parked": &c.ReplyParked, "reply_mode": &c.ReplyMode,
 		"reply_partners": &c.ReplyPartners, "reply_separators": &c.ReplySeparators, "ingest_roots": &c.IngestRoots,
-		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory, "agency_directories": &c.AgencyDirs, "installation_id": &c.InstallationID,
+		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory, "agency_directories": &c.AgencyDirs, "installation_id": &c.InstallationID, "refuse_evicting_redis": &c.RefuseEvicting,
 		"checkpoint_dir": &c.CheckpointDir, "checkpoint_key": &c.CheckpointKey, "checkpoint_pubkey": &c.CheckpointPubkey, "checkpoint_every": &c.CheckpointEvery,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
@@ -356,8 +361,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("reply partner %q: mode %q: want both, contrl or aperak", sender, m))
 		}
 	}
-	if c.ReplySeparators != separatorsSender && c.ReplySeparators != separatorsStandard {
-		errs = append(errs, fmt.Errorf("reply separators %q: want sender or standard", c.ReplySeparators))
+	if c.ReplySeparators != separatorsSender && c.ReplySeparators != separatorsStandard && c.ReplySeparators != separatorsSyntax4 {
+		errs = append(errs, fmt.Errorf("reply separators %q: want sender, standard or iso9735-4", c.ReplySeparators))
 	}
 	if c.VGMFloor < 0 || c.VGMMax <= c.VGMFloor {
 		errs = append(errs, fmt.Errorf("VGM range %v..%v kg: want 0 <= floor < max", c.VGMFloor, c.VGMMax))
@@ -591,7 +596,8 @@ func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *i
 // replies is the reply policy of the configuration.
 func (c *Config) replies() ingest.ReplyPolicy {
 	return ingest.ReplyPolicy{Mode: c.ReplyMode, Partners: c.ReplyPartners, QuietParked: !c.ReplyParked,
-		StandardSeparators: c.ReplySeparators == separatorsStandard, Installation: c.InstallationID}
+		StandardSeparators: c.ReplySeparators == separatorsStandard, Syntax4Repetition: c.ReplySeparators == separatorsSyntax4,
+		Installation: c.InstallationID}
 }
 
 // replyModeFlag is --reply-mode.
@@ -648,6 +654,11 @@ func (p *partnerFlag) Set(v string) error {
 func (c *Config) operator(w *ingest.Worker, b ingest.Enqueuer, insp ingest.Broker, opt asynq.RedisConnOpt) *ingest.Operator {
 	op := &ingest.Operator{Ledger: w.Ledger, Enqueuer: b, Broker: insp, Policy: w.Policy, Software: software, Logger: w.Logger,
 		Submit: ingest.SubmitOptions{Software: software, Hardlinks: c.Hardlinks}, Check: w.Check, Roots: c.IngestRoots, PublishQueues: ingest.QueuePublisher(opt)}
+	// One client for the process's reconciliations (see Operator.Redis);
+	// it lives as long as the process.
+	if rc, ok := opt.MakeRedisClient().(redis.UniversalClient); ok {
+		op.Redis = rc
+	}
 	op.Fleet = func(ctx context.Context) ([]ingest.WorkerRegistries, error) {
 		rc, ok := opt.MakeRedisClient().(redis.UniversalClient)
 		if !ok {

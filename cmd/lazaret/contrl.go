@@ -59,8 +59,7 @@ func checkReplies(ctx context.Context, name string, args []string, cfg *Config) 
 	// One reference per interchange and reply, never per second.
 	rc.contrl.Reference = edifact.ControlReference(report.SHA256, file)
 	rc.aperak.Reference = edifact.ControlReference("APERAK", report.SHA256, file)
-	if policy.StandardSeparators {
-		d := edifact.DefaultDelimiters
+	if d, ok := policy.Separators(env); ok {
 		rc.contrl.Delimiters, rc.aperak.Delimiters = &d, &d
 	}
 	return rc, nil

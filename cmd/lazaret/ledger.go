@@ -11,8 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/spf13/pflag"
 
+	"github.com/lazaret/lazaret/api"
+	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
 )
 
@@ -261,6 +264,75 @@ func declareLedgerCheckpoint(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 			}
 			fmt.Fprintf(stdout, "published to the witness: %s\n", path)
 		}
+		return nil
+	}
+}
+
+// declareLedgerRecover declares lazaret ledger recover: after the ledger
+// went back in time (restored from a backup, a replica promoted before it
+// received the last writes), re-derive from the broker what can be
+// (ingest.Operator.RecoverLedger), and say plainly how far behind the
+// checkpoint log the ledger is.
+func declareLedgerRecover(fs *pflag.FlagSet, defaults *Config) ([]string, action) {
+	dry := fs.Bool("dry-run", false, "say what would be re-derived, change nothing")
+	asJSON := fs.Bool("json", false, "the report as one JSON object")
+	defaults.LogLevel = "warn"
+	return []string{"redis", "ledger", "policy", "checkpoint"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
+		if len(args) > 0 {
+			return usageErr("ledger recover: unexpected arguments %q", args)
+		}
+		cp, err := cfg.checkpoints()
+		if err != nil {
+			return err
+		}
+		cps, err := cp.read()
+		if err != nil {
+			return err
+		}
+		opt, ledger, err := cfg.connectExisting(ctx)
+		if err != nil {
+			return err
+		}
+		defer ledger.Close()
+		behind := ""
+		if n := cps.Newest(); n != nil {
+			if h, ok, err := ledger.RecordedHead(ctx); err == nil && ok && h.Count < n.Count {
+				behind = fmt.Sprintf("the ledger holds %d events; its checkpoint log counted %d at %s: %d events are not in the ledger. "+
+					"It went back in time (restored from a backup, or a replica promoted before it received the last writes). "+
+					"What the broker still holds is re-derived below; then re-anchor the checkpoints (lazaret ledger checkpoint --reanchor); see docs/ha.md",
+					h.Count, n.Count, n.Time.UTC().Format(time.RFC3339), n.Count-h.Count)
+			}
+		}
+		insp := asynq.NewInspector(opt)
+		defer insp.Close()
+		client := asynq.NewClient(opt)
+		defer client.Close()
+		w := cfg.worker(ledger, client, cfg.logger(stderr))
+		rep, err := cfg.operator(w, client, insp, opt).RecoverLedger(ctx, *dry)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return api.EncodeJSON(stdout, struct {
+				Behind string `json:"behind_checkpoints,omitempty"`
+				*ingest.RecoverReport
+			}{behind, rep})
+		}
+		if behind != "" {
+			fmt.Fprintln(stdout, behind)
+		}
+		for _, id := range rep.Unknown {
+			fmt.Fprintf(stdout, "%s\tcompleted by the broker, unknown to the ledger: submission recorded again, run again\n", id)
+		}
+		for _, id := range rep.Reconcile.LedgerBehind {
+			fmt.Fprintf(stdout, "%s\tits outcome was lost from the ledger: run again\n", id)
+		}
+		prefix := ""
+		if *dry {
+			prefix = "dry run, nothing changed: "
+		}
+		fmt.Fprintf(stdout, "%s%d item(s) unknown to the ledger recorded again; %d item(s) run again; %d archived task(s) recorded; %d parked again\n",
+			prefix, len(rep.Unknown), len(rep.Reconcile.LedgerBehind), len(rep.Reconcile.ArchivedRecorded), len(rep.Reconcile.Reparked))
 		return nil
 	}
 }

@@ -621,6 +621,12 @@ func declareReconcileBroker(fs *pflag.FlagSet, defaults *Config) ([]string, acti
 		for _, id := range rep.Rearchived {
 			fmt.Fprintf(stdout, "%s\tdead letter lost by the broker: archived again\n", id)
 		}
+		for _, u := range rep.Unexpected {
+			fmt.Fprintf(stdout, "%s\tin the ingest queue, but the ledger does not expect it: reported, left as it is\n", u)
+		}
+		for _, id := range rep.LedgerBehind {
+			fmt.Fprintf(stdout, "%s\tthe broker completed it, but the ledger lost its outcome (restored from a backup, or a lagging replica promoted): run again\n", id)
+		}
 		prefix := ""
 		if *dry {
 			prefix = "dry run, nothing changed: "

@@ -24,7 +24,8 @@ import (
 // declareServe declares lazaret serve, which runs the workers (unless
 // --no-worker) and the HTTP server: asynqmon at /monitoring/, /metrics,
 // /healthz, /readyz and the /v1/ API.
-func declareServe(fs *pflag.FlagSet, _ *Config) ([]string, action) {
+func declareServe(fs *pflag.FlagSet, defaults *Config) ([]string, action) {
+	refuseEvictingFlag(fs, defaults)
 	listen := fs.String("listen", "127.0.0.1:8080", "`ADDRESS` to serve on (loopback unless told otherwise)")
 	noWorker := fs.Bool("no-worker", false, "serve the API and monitoring only")
 	// Secrets come from the environment after parsing, so that --help
@@ -145,6 +146,12 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	if o.worker {
 		var err error
 		w.Observe = observe
+		if err := cfg.checkBrokerEviction(ctx, opt, log, metrics.ObserveEvictionPolicy); err != nil {
+			stopTail()
+			insp.Close()
+			client.Close()
+			return nil, nil, err
+		}
 		stopWorkers, err = startWorkers(ctx, w, ops, opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, o.reconcileEvery)
 		if err != nil {
 			stopTail()

@@ -21,9 +21,10 @@ import (
 	"github.com/lazaret/lazaret/ingest"
 )
 
-func declareWorker(fs *pflag.FlagSet, _ *Config) ([]string, action) {
+func declareWorker(fs *pflag.FlagSet, cfgOf *Config) ([]string, action) {
 	metricsAddr := fs.String("metrics-listen", "", "serve this process's own series (ledger appends and their time, processing time, reconcile repairs, Go runtime) at http://`ADDR`/metrics; what the workers decide is counted from the ledger by serve's /metrics")
-	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
+	refuseEvictingFlag(fs, cfgOf)
+	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often one page of the expectation pass runs (every item the ledger expects broker work for must have a task that will run; one worker of the fleet at a time), archived tasks are checked against the ledger, and registry files for changes (a change re-checks quarantined messages and replays those that now pass)")
 	return []string{"redis", "ledger", "worker", "policy", "master", "edi", "links", "checkpoint"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
 		log := cfg.logger(stderr)
 		if _, err := cfg.checkpoints(); err != nil {
@@ -40,8 +41,10 @@ func declareWorker(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 		defer insp.Close()
 		w := cfg.worker(ledger, client, log)
 		op := cfg.operator(w, client, insp, opt)
+		var evictionPolicy func(string)
 		if *metricsAddr != "" {
 			m := api.NewMetrics(nil)
+			evictionPolicy = m.ObserveEvictionPolicy
 			w.Ledger = observeAppends(ledger, m.ObserveAppend)
 			w.Observe = m.Observe
 			op.Repaired = m.ObserveReconcile
@@ -55,6 +58,9 @@ func declareWorker(fs *pflag.FlagSet, _ *Config) ([]string, action) {
 			go hs.Serve(ln)
 			defer hs.Close()
 			log.Info("worker metrics", slog.String("listen", ln.Addr().String()))
+		}
+		if err := cfg.checkBrokerEviction(ctx, opt, log, evictionPolicy); err != nil {
+			return err
 		}
 		stop, err := startWorkers(ctx, w, op, opt, ingest.ServerConfig{Concurrency: cfg.Concurrency, ShutdownTimeout: cfg.DrainTimeout}, *reconcileEvery)
 		if err != nil {
@@ -101,7 +107,9 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 	// The announcement outlives two missed ticks, then the worker drops
 	// out of the fleet a reconciliation waits for.
 	announceTTL := 2*reconcileEvery + 15*time.Second
+	var pass *ingest.ExpectationPass
 	if rc != nil {
+		pass = &ingest.ExpectationPass{Op: op, Redis: rc, Name: name, Every: reconcileEvery}
 		go ingest.WatchBroker(rctx, rc, log, 2*time.Second, ingest.SentinelPrimary(opt))
 	}
 	go func() {
@@ -161,7 +169,9 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 			// mark the last pass against the same data left (a restarted
 			// worker, its Redis as it was, has only what was submitted or
 			// moved since to look at), or the whole ledger when there is
-			// none. Otherwise only the archived set is checked.
+			// none. Otherwise one page of the expectation pass runs (the
+			// archived set, then the next items after its cursor), by the
+			// worker that holds its lease.
 			if id := ingest.BrokerDataID(rctx, rc); id != runID {
 				since := int64(0)
 				if runID == "" {
@@ -177,6 +187,13 @@ func startWorkers(ctx context.Context, w *ingest.Worker, op *ingest.Operator, op
 						log.Warn("could not mark the broker reconciled", slog.String("error", err.Error()))
 					}
 					runID = id
+				}
+			} else if pass != nil {
+				// One page of the expectation pass, by whichever worker
+				// holds its lease: what the ledger expects and the broker
+				// will not run is put back (see ingest.ExpectationPass).
+				if _, _, err := pass.Tick(rctx); err != nil && rctx.Err() == nil {
+					log.Warn("expectation pass failed", slog.String("error", err.Error()))
 				}
 			} else if _, err := op.ReconcileArchived(rctx, false); err != nil && rctx.Err() == nil {
 				log.Warn("broker reconciliation failed", slog.String("error", err.Error()))
@@ -206,4 +223,46 @@ func redactURL(u string) string {
 		p.User = url.UserPassword(p.User.Username(), "xxxxx")
 	}
 	return p.String()
+}
+
+// refuseEvictingFlag declares --refuse-evicting-redis on the commands that
+// run workers against a Redis of the operator's (worker, serve; not the
+// demo's embedded one).
+func refuseEvictingFlag(fs *pflag.FlagSet, c *Config) {
+	fs.BoolVar(&c.RefuseEvicting, "refuse-evicting-redis", c.RefuseEvicting, "do not start workers against a Redis whose maxmemory-policy is not noeviction (it loses tasks silently under memory pressure); without it that is a warning")
+}
+
+// checkBrokerEviction says at start whether the broker's Redis may evict
+// keys: a maxmemory-policy other than noeviction is an error with
+// --refuse-evicting-redis and a warning without; a policy that cannot be
+// read (CONFIG disabled, as on managed Redis) is a warning that says so.
+// observe, when set, is told the policy ("unknown" when unread).
+func (c *Config) checkBrokerEviction(ctx context.Context, opt asynq.RedisConnOpt, log *slog.Logger, observe func(policy string)) error {
+	rc, _ := opt.MakeRedisClient().(redis.UniversalClient)
+	if rc != nil {
+		defer rc.Close()
+	}
+	policy, err := ingest.BrokerEviction(ctx, rc)
+	var ev *ingest.EvictingError
+	switch {
+	case errors.As(err, &ev):
+		if observe != nil {
+			observe(policy)
+		}
+		if c.RefuseEvicting {
+			return fmt.Errorf("%w (--refuse-evicting-redis)", err)
+		}
+		log.Warn("redis may evict task keys: "+err.Error(), slog.String("maxmemory_policy", policy))
+	case err != nil:
+		if observe != nil {
+			observe("unknown")
+		}
+		log.Warn("could not check redis's maxmemory-policy; make sure it is noeviction, or Redis may evict task keys and lose work silently",
+			slog.String("error", err.Error()))
+	default:
+		if observe != nil {
+			observe(policy)
+		}
+	}
+	return nil
 }

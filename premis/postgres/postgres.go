@@ -853,12 +853,12 @@ func (l *Ledger) append(ctx context.Context, firsts []premis.FirstDelivery, even
 	// prepared yet is prepared first, which an aborted transaction refuses.
 	rollback(ctx, c)
 	if !errors.Is(err, errHeadMoved) {
-		return nil, err
+		return nil, l.readOnly(err)
 	}
 	inserted, head, err := appendOn(ctx, c, firsts, events)
 	if err != nil {
 		rollback(ctx, c)
-		return nil, err
+		return nil, l.readOnly(err)
 	}
 	l.headMu.Lock()
 	if !l.headBusy {
@@ -867,6 +867,21 @@ func (l *Ledger) append(ctx context.Context, firsts []premis.FirstDelivery, even
 	l.headMu.Unlock()
 	l.twoTrips.Add(1)
 	return inserted, nil
+}
+
+// readOnly passes err on. When the server refused
+// the write as read-only (SQLSTATE 25006: a primary demoted to a standby,
+// pg_is_in_recovery, or default_transaction_read_only), every pooled
+// connection is dropped first: they all lead to that server, and a new
+// one, dialled through a multi-host URL with target_session_attrs=
+// read-write, finds the writable primary. The caller (premis.ErrBusy)
+// waits and tries again.
+func (l *Ledger) readOnly(err error) error {
+	var pe *pgconn.PgError
+	if errors.Is(err, errReadOnly) || (errors.As(err, &pe) && pe.Code == readOnlyTransaction) {
+		l.pool.Reset()
+	}
+	return err
 }
 
 // distinctFirsts is firsts without repeats, each counted once by the
@@ -1265,13 +1280,25 @@ func (e *columnError) Error() string { return e.err.Error() }
 
 // mapErr turns conditions worth retrying (a connection that failed, a
 // serialization failure, a deadlock, too many connections, a server
-// shutting down) into premis.ErrBusy, so the classifier sees a transient
-// condition.
+// shutting down, a disk full, a primary that became read-only or a
+// standby: 25006 read_only_sql_transaction) into premis.ErrBusy, so the
+// classifier sees a transient condition and the workers wait for the
+// ledger instead of spending routing budgets.
+// readOnlyTransaction is SQLSTATE 25006: a write on a read-only
+// transaction (default_transaction_read_only, or a server in recovery).
+const readOnlyTransaction = "25006"
+
+// errReadOnly marks a write the server refused as read-only (see
+// Ledger.readOnly).
+var errReadOnly = errors.New("the server is read-only (a standby, or default_transaction_read_only): waiting for a writable primary")
+
 func mapErr(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case "40001", "40P01", "53300", "57P01", "57P02", "57P03", "08000", "08003", "08006":
+		case readOnlyTransaction:
+			return fmt.Errorf("%w: %w: %v", premis.ErrBusy, errReadOnly, err)
+		case "40001", "40P01", "53300", "57P01", "57P02", "57P03", "08000", "08003", "08006", "53100":
 			return fmt.Errorf("%w: %v", premis.ErrBusy, err)
 		}
 		return err

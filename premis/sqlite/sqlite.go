@@ -1165,13 +1165,15 @@ func (d *decoder) time() time.Time {
 	}
 }
 
-// mapErr turns SQLite's busy and locked codes into premis.ErrBusy, so the
-// classifier sees a transient condition.
+// mapErr turns SQLite's busy and locked codes, and a disk full or a file
+// made read-only, into premis.ErrBusy: a condition that passes (the
+// workers wait for the ledger instead of spending routing budgets), which
+// the classifier sees as transient.
 func mapErr(err error) error {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY:
 			return fmt.Errorf("%w: %v", premis.ErrBusy, err)
 		}
 	}
