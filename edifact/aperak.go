@@ -239,14 +239,23 @@ func cut(s string, n int) string {
 }
 
 // replyText is text Lazaret writes in a reply (FTX 4440, ERC 9321):
-// printable ASCII only, other bytes becoming '.', in upper case for UNOA
-// and IATA (whose repertoire has no lower case letters) with the characters UNOA
-// lacks becoming '.' too, and, when there is no release character, every
-// service character becoming a space, so that the text can always be
-// written.
+// printable ASCII, and a character beyond it only where the reply's set
+// holds it (encoded back into an ISO 8859 part, kept in UNOW and UNOY:
+// a value shown as its text, see Charset), other bytes becoming '.', in
+// upper case for UNOA and IATA (whose repertoire has no lower case
+// letters) with the characters UNOA lacks becoming '.' too, and, when
+// there is no release character, every service character becoming a
+// space, so that the text can always be written.
 func replyText(s, synID string, d Delimiters) string {
+	encoded := false
+	if cs := CharsetOf(synID); cs != ascii && !isASCII(s) {
+		s, encoded = cs.encodeReply(s), true
+	}
 	b := []byte(s)
 	for i, c := range b {
+		if c >= 0x80 && encoded {
+			continue // put there by encodeReply, as the set holds it
+		}
 		if c < 0x20 || c > 0x7e {
 			c = '.'
 		}

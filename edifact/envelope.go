@@ -2,7 +2,9 @@ package edifact
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"strconv"
 )
 
 // Envelope is what could be read of an interchange's service segments, as
@@ -81,9 +83,20 @@ const maxEnvelopeGroups = 1 << 12
 // the envelope (Parse does); it keeps what was sent. A first segment that
 // is not UNB leaves HasUNB false and the scan goes on, so that the groups,
 // messages and UNZ of an interchange without UNB are still known.
+//
+// An input of several interchanges is read to the UNZ of its first:
+// ReadEnvelopeAt reads any of them.
 func ReadEnvelope(r io.Reader, lim Limits) *Envelope {
+	return ReadEnvelopeAt(r, 0, lim)
+}
+
+// ReadEnvelopeAt is ReadEnvelope for an interchange that begins at byte
+// start of its input (Interchange.Start), r reading from there: the
+// offsets it keeps count from the start of the input.
+func ReadEnvelopeAt(r io.Reader, start int64, lim Limits) *Envelope {
 	lim = lim.withDefaults()
 	rd := NewReader(r, lim)
+	rd.base = start
 	env := &Envelope{}
 	first, group, inMsg := true, 0, false
 	var segments int64
@@ -138,8 +151,24 @@ func ReadEnvelope(r io.Reader, lim Limits) *Envelope {
 				env.Messages[len(env.Messages)-1].Count = value(s, 1, 1)
 			}
 			inMsg = false
+		case "UNO":
+			// A package's octets are skipped by their declared length, as
+			// Parse skips them (a length that is not one stops the scan
+			// where the octets would be read as segments).
+			n, err := strconv.ParseInt(value(s, 4, 1), 10, 64)
+			if err != nil || n < 0 {
+				env.Stopped = fmt.Errorf("%w: UNO at byte %d", ErrObjectLength, s.Offset)
+				return env
+			}
+			if got, err := rd.SkipBytes(n); err != nil || got < n {
+				env.Stopped = fmt.Errorf("%w: UNO at byte %d declares %d octets, %d follow", ErrObjectLength, s.Offset, n, got)
+				return env
+			}
 		case "UNZ":
 			env.HasUNZ, env.UNZCount, env.UNZReference = true, value(s, 1, 1), value(s, 2, 1)
+			if rd.NextInterchange() {
+				return env // the next interchange's envelope is its own
+			}
 		}
 	}
 	return env

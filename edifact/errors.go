@@ -52,6 +52,13 @@ var (
 	ErrGroupsMixed     = errors.New("groups and messages outside groups are mixed")
 	ErrEmpty           = errors.New("no messages")
 	ErrTooManySegments = errors.New("more segments than the limit")
+	// ErrObjectLength: a binary object (ISO 9735-8, UNO .. UNP) whose
+	// declared length (0810) is not a count, runs past the end of the
+	// input, or does not end where UNP begins.
+	ErrObjectLength = errors.New("binary object length does not match")
+	// ErrTooManyInterchanges: the input holds more interchanges, one after
+	// the other, than Limits.MaxInterchanges.
+	ErrTooManyInterchanges = errors.New("more interchanges than the limit")
 	// ErrDuplicateMessage: a message's reference (UNH 0062) is that of an
 	// earlier message of the interchange (ISO 9735: unique within it).
 	ErrDuplicateMessage = errors.New("message reference used by an earlier message")
@@ -136,6 +143,7 @@ var causeNames = []struct {
 	{ErrAfterUNZ, "data-after-unz"}, {ErrReference, "reference-mismatch"}, {ErrCount, "count-mismatch"},
 	{ErrGroupsMixed, "groups-mixed"}, {ErrEmpty, "empty"},
 	{ErrTooManySegments, "too-many-segments"}, {ErrMessageTooLarge, "message-too-large"},
+	{ErrTooManyInterchanges, "too-many-interchanges"}, {ErrObjectLength, "object-length"},
 	{ErrDuplicateMessage, "duplicate-message"}, {ErrTooManyReferences, "too-many-references"},
 }
 

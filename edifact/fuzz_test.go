@@ -21,6 +21,11 @@ func seeds(f *testing.F) {
 	fixtures.WriteInterchange(&b, fixtures.Interchange{Sender: "S", Recipient: "R", Ref: "1", UNA: true,
 		Msgs: []fixtures.Msg{fixtures.VERMAS("1", fixtures.ContainerOK1, 20000), fixtures.IFTMIN("2", [2]string{"CZ", "CN"}, "NLRTM", "SGSIN", fixtures.ContainerOK2, "847130")}})
 	own.Add(b.Bytes())
+	// Two interchanges in one file, and a binary object (ISO 9735-8).
+	two, _ := marked(twoInterchanges)
+	own.Add([]byte(two))
+	pkg, _ := marked(withPackage(len(object), len(object), 3, "P1"))
+	own.Add([]byte(pkg))
 	// The cases of the replies and message identity: references shared
 	// by messages, an unsupported syntax identifier, control characters
 	// and NUL in echoed values, a 10-character container number, syntax 4

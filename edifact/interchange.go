@@ -10,8 +10,18 @@ import (
 	"unsafe"
 )
 
-// Interchange is what the envelope of an interchange says.
+// Interchange is what the envelope of an interchange says. An input may
+// hold several interchanges, one after the other (EDI translators take
+// each on its own): Parse returns the first, and Next links each to the
+// one that follows its UNZ. Offsets count from the start of the input.
 type Interchange struct {
+	// Number is the interchange's place in the input, 1-based.
+	Number int
+	// Next is the interchange after this one's UNZ, nil for the last.
+	Next *Interchange
+	// Start is the offset of the interchange's first byte: its UNA, or
+	// its UNB (0 for the first interchange of an input).
+	Start         int64
 	SyntaxID      string // e.g. "UNOA"
 	SyntaxVersion int
 	Sender        string
@@ -23,14 +33,38 @@ type Interchange struct {
 	Offset        int64 // of UNB
 	Groups        int
 	Messages      int
-	Segments      int
-	Bytes         int64
+	// Packages are the binary objects (ISO 9735-8, UNO .. UNP) between
+	// the messages: each is skipped by its declared length, never read
+	// as segments. UNZ and UNE count them with the messages.
+	Packages int
+	Segments int
+	Bytes    int64
 	// Open is the header (no segments) of the message being read when the
 	// parse stopped inside one, for reports; nil otherwise.
 	Open *Message
 	// Unsupported is set when the syntax identifier or a message's agency is
 	// not one Lazaret supports; the envelope may still be well-formed.
 	Unsupported string
+}
+
+// Last is the last interchange of the input ic begins: the one the parse
+// stopped in when it failed.
+func (ic *Interchange) Last() *Interchange {
+	for ic.Next != nil {
+		ic = ic.Next
+	}
+	return ic
+}
+
+// All yields ic and every interchange after it, in order.
+func (ic *Interchange) All() func(yield func(*Interchange) bool) {
+	return func(yield func(*Interchange) bool) {
+		for c := ic; c != nil; c = c.Next {
+			if !yield(c) {
+				return
+			}
+		}
+	}
 }
 
 // CharsetUnchecked reports whether the syntax identifier names no
@@ -53,7 +87,14 @@ type Message struct {
 	Offset  int64  // of UNH
 	Index   int    // position of UNH in the interchange
 	Number  int    // 1-based message number in the interchange
-	Group   string // UNG reference, "" outside groups
+	// Interchange is the Number of the message's interchange in the
+	// input (1 for the first): two interchanges of one input may reuse
+	// message references, never this pair with Number.
+	Interchange int
+	// SyntaxID is its interchange's syntax identifier (UNB 0001): the
+	// character set its values are in (see CharsetOf).
+	SyntaxID string
+	Group    string // UNG reference, "" outside groups
 	// Charset is the first byte the declared syntax identifier does not
 	// allow, or nil.
 	Charset *CharsetIssue
@@ -210,7 +251,8 @@ func ParseSegments(r io.Reader, lim Limits, onSegment func(m *Message, i int, s 
 	if onMessage == nil {
 		onSegment = nil
 	}
-	p := &parser{rd: rd, lim: lim, onMessage: onMessage, onSegment: onSegment, ic: &Interchange{}}
+	first := &Interchange{Number: 1}
+	p := &parser{rd: rd, lim: lim, onMessage: onMessage, onSegment: onSegment, ic: first}
 	p.st.tags, p.st.iter, p.msg.st = rd.tags, new(segScratch), &p.st
 	p.st.counted = onSegment != nil
 	err := p.run()
@@ -220,10 +262,15 @@ func ParseSegments(r io.Reader, lim Limits, onSegment func(m *Message, i int, s 
 	}
 	p.ic.Bytes = rd.Offset()
 	p.ic.Delimiters, p.ic.HasUNA = rd.Delimiters(), rd.HasUNA()
-	if err == nil && p.ic.Unsupported != "" {
-		err = &UnsupportedError{Offset: p.ic.Offset, What: p.ic.Unsupported}
+	if err == nil {
+		for ic := range first.All() {
+			if ic.Unsupported != "" {
+				err = &UnsupportedError{Offset: ic.Offset, What: ic.Unsupported}
+				break
+			}
+		}
 	}
-	return p.ic, err
+	return first, err
 }
 
 type parser struct {
@@ -244,6 +291,7 @@ type parser struct {
 	allowed   *[256]bool
 	unicode   bool
 	segments  int64
+	segBase   int64 // segments before the interchange being read
 	lastIndex int
 	interned  map[string]string
 	st        store        // the message's kept segments
@@ -363,11 +411,28 @@ func (p *parser) run() error {
 			if err := p.unt(s); err != nil {
 				return err
 			}
+		case "UNO":
+			if err := p.uno(s); err != nil {
+				return err
+			}
+		case "UNP":
+			if !p.inMsg {
+				return p.fail(s, CodeOutsideMessage, 0, 0, ErrOutsideMessage, "UNP without UNO")
+			}
+			if err := p.keep(s); err != nil {
+				return err
+			}
 		case "UNZ":
 			if err := p.unz(s); err != nil {
 				return err
 			}
-			return p.afterUNZ()
+			if !p.rd.NextInterchange() {
+				return p.afterUNZ()
+			}
+			if err := p.nextInterchange(s); err != nil {
+				return err
+			}
+			first = true // the next interchange begins with its UNB
 		default:
 			if !p.inMsg {
 				return p.fail(s, CodeOutsideMessage, 0, 0, ErrOutsideMessage, "%s", s.Tag)
@@ -389,6 +454,110 @@ func (p *parser) run() error {
 		return &SyntaxError{Offset: p.groupAt.Offset, Index: p.groupAt.Index, Tag: "UNG", Code: CodeMissing, Err: ErrMissingUNE}
 	}
 	return &SyntaxError{Offset: p.rd.Offset(), Index: p.lastIndex + 1, Tag: "UNZ", Code: CodeMissing, Err: ErrMissingUNZ}
+}
+
+// nextInterchange ends the interchange whose UNZ (s) was just read and
+// begins the one that follows it: the envelope's state starts again, the
+// offsets and the input's limits go on.
+func (p *parser) nextInterchange(s *Segment) error {
+	prev := p.ic
+	if prev.Number >= p.lim.MaxInterchanges {
+		return p.fail(s, CodeUnspecified, 0, 0, ErrTooManyInterchanges, "%d", p.lim.MaxInterchanges)
+	}
+	prev.Bytes = p.rd.Offset()
+	p.ic = &Interchange{Number: prev.Number + 1, Start: p.rd.Offset()}
+	prev.Next = p.ic
+	p.inGroup, p.groupRef, p.groupMsgs, p.groupAt, p.outside = false, "", 0, nil, 0
+	p.allowed, p.unicode = nil, false
+	p.refs = refSet{max: p.refs.max} // references are unique within an interchange, not across a file
+	p.segBase = p.segments
+	return nil
+}
+
+// maxObjectSegments bounds the segments a UNO may say stand between it
+// and its object (0814 is n..3).
+const maxObjectSegments = 999
+
+// uno reads a package (ISO 9735-8): its header s, the segments it says
+// come before the object (0814), the object's octets, skipped by their
+// declared length (0810) and never scanned for separators, and the UNP
+// that must follow them, with the same length and package reference.
+// The length is checked against the input as it is skipped.
+func (p *parser) uno(s *Segment) error {
+	if p.inMsg {
+		return p.fail(s, CodeMissing, 0, 0, ErrMissingUNT, "UNO inside message %s", p.msg.Ref)
+	}
+	if !p.inGroup {
+		if p.ic.Groups > 0 {
+			return p.fail(s, CodeGroupsMixed, 0, 0, ErrGroupsMixed, "")
+		}
+		p.outside++
+	} else {
+		p.groupMsgs++
+	}
+	p.ic.Packages++
+	ref, lenText, before := s.Value(1, 1), s.Value(4, 1), s.Value(4, 2)
+	if ref == "" {
+		return p.fail(s, CodeMissing, 1, 0, ErrMissingElement, "package reference number (0800)")
+	}
+	length, err := strconv.ParseInt(lenText, 10, 64)
+	if err != nil || length < 0 || len(lenText) > 18 {
+		return p.fail(s, CodeInvalidValue, 4, 1, ErrObjectLength, "length of object %q is not a count of octets (0810 n..18)", lenText)
+	}
+	lenAt := s.ValueOffset(4, 1)
+	n := 0
+	if before != "" {
+		if n, err = strconv.Atoi(before); err != nil || n < 0 || n > maxObjectSegments {
+			return p.fail(s, CodeInvalidValue, 4, 2, ErrObjectLength, "number of segments before the object %q (0814 n..3)", before)
+		}
+	}
+	for k := 0; k < n; k++ {
+		t, err := p.rd.Next()
+		if errors.Is(err, io.EOF) {
+			return &SyntaxError{Offset: p.rd.Offset(), Index: p.lastIndex + 1, Tag: "UNP", Code: CodeMissing,
+				Err: fmt.Errorf("%w: package %s ends after %d of the %d segments before its object", ErrObjectLength, ref, k, n)}
+		}
+		if err != nil {
+			return err
+		}
+		p.segments++
+		p.lastIndex = t.Index
+	}
+	start := p.rd.Offset()
+	got, err := p.rd.SkipBytes(length)
+	if err != nil {
+		return err // the storage's, not the data's
+	}
+	if got < length {
+		return &SyntaxError{Offset: lenAt, Index: s.Index, Tag: "UNO", Element: 4, Component: 1, Code: CodeInvalidValue,
+			Err: fmt.Errorf("%w: package %s declares %d octets at byte %d, the input holds %d", ErrObjectLength, ref, length, start, got)}
+	}
+	t, err := p.rd.Next()
+	switch {
+	case errors.Is(err, io.EOF):
+		return &SyntaxError{Offset: p.rd.Offset(), Index: p.lastIndex + 1, Tag: "UNP", Code: CodeMissing,
+			Err: fmt.Errorf("%w: package %s: no UNP after its %d octets", ErrObjectLength, ref, length)}
+	case err != nil:
+		var se *SyntaxError
+		if errors.As(err, &se) {
+			se.Err = fmt.Errorf("%w: package %s: what follows its %d octets (from byte %d) is not UNP: %w", ErrObjectLength, ref, length, start, se.Err)
+		}
+		return err
+	}
+	p.segments++
+	p.lastIndex = t.Index
+	if t.Tag != "UNP" {
+		return p.fail(t, CodeMissing, 0, 0, ErrObjectLength, "package %s: %s follows its %d octets (from byte %d), not UNP", ref, t.Tag, length, start)
+	}
+	if v := t.Value(1, 1); v != lenText {
+		if m, err := strconv.ParseInt(v, 10, 64); err != nil || m != length {
+			return p.fail(t, CodeCountMismatch, 1, 0, ErrCount, "UNP counts %q octets, UNO %d", v, length)
+		}
+	}
+	if v := t.Value(2, 1); v != ref {
+		return p.fail(t, CodeReferenceMismatch, 2, 0, ErrReference, "UNP %q, UNO %q", v, ref)
+	}
+	return nil
 }
 
 func (p *parser) afterUNZ() error {
@@ -615,6 +784,7 @@ func (p *parser) begin(ref string, id [5]string, offset int64, index int) {
 	m := &p.msg
 	m.Ref, m.Type, m.Version, m.Release, m.Agency, m.Assoc = ref, id[0], id[1], id[2], id[3], id[4]
 	m.Offset, m.Index, m.Number, m.Group, m.Charset = offset, index, p.ic.Messages, p.groupRef, nil
+	m.Interchange, m.SyntaxID = p.ic.Number, p.ic.SyntaxID
 	if !p.inGroup {
 		m.Group = ""
 	}
@@ -805,17 +975,21 @@ func (p *parser) unz(s *Segment) error {
 	if ref := s.Value(2, 1); ref != p.ic.Reference {
 		return p.fail(s, CodeReferenceMismatch, 2, 0, ErrReference, "UNZ %q, UNB %q", ref, p.ic.Reference)
 	}
-	want := p.ic.Messages
+	want := p.ic.Messages + p.ic.Packages
 	what := "messages"
+	if p.ic.Packages > 0 {
+		what = "messages and packages"
+	}
 	if p.ic.Groups > 0 {
 		want, what = p.ic.Groups, "groups"
 	}
 	if n, err := strconv.Atoi(s.Value(1, 1)); err != nil || n != want {
 		return p.fail(s, CodeCountMismatch, 1, 0, ErrCount, "UNZ counts %q, the interchange has %d %s", s.Value(1, 1), want, what)
 	}
-	if p.ic.Messages == 0 {
+	if p.ic.Messages+p.ic.Packages == 0 {
 		return p.fail(s, CodeLowerLevelEmpty, 0, 0, ErrEmpty, "")
 	}
-	p.ic.Segments = int(p.segments)
+	p.ic.Segments = int(p.segments - p.segBase)
+	p.ic.Delimiters, p.ic.HasUNA = p.rd.Delimiters(), p.rd.HasUNA()
 	return nil
 }

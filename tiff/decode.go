@@ -350,9 +350,24 @@ func verify(r io.ReaderAt, info *TIFFInfo, p *Page, reason string, skipped *[]*U
 		return err
 	}
 	if !ok {
-		*skipped = append(*skipped, &UnsupportedError{Page: p.Index + 1, Path: p.Path, Offset: p.Offset, Reason: reason})
+		u := &UnsupportedError{Page: p.Index + 1, Path: p.Path, Offset: p.Offset, Reason: reason}
+		if !knownCompression(p.Compression) {
+			u.Compression = p.Compression
+		}
+		*skipped = append(*skipped, u)
 	}
 	return nil
+}
+
+// knownCompression reports whether some decoder of Lazaret's (its own or
+// x/image/tiff) reads compression c: none, CCITT 2-4, LZW, old and new
+// JPEG, Deflate, PackBits, ThunderScan, NeXT, LogLuv, WebP.
+func knownCompression(c uint64) bool {
+	switch c {
+	case 1, 2, 3, 4, 5, 6, 7, 8, 32946, 32773, compThunderScan, compNeXT, 34676, 34677, 50001:
+		return true
+	}
+	return false
 }
 
 // countBlocks runs verifyBlocks over p (strict: as strictly as the decoder,

@@ -100,6 +100,12 @@ type UnsupportedError struct {
 	Path   string
 	Offset int64
 	Reason string
+	// Compression is the page's compression when no decoder Lazaret has
+	// knows it (52479, a vendor's private codec), 0 when the page was not
+	// decoded for another reason: the hook for a policy that refuses
+	// pixel data nobody can read, where today's accepts it with a
+	// tiff.not-decoded warning.
+	Compression uint64
 }
 
 func (e *UnsupportedError) Error() string {

@@ -27,6 +27,11 @@ func FuzzTIFF(f *testing.F) {
 		seeds.Add(buf.Bytes())
 	}
 	seeds.Add(fixtures.DimensionBomb())
+	for _, c := range smallRLECases() { // ThunderScan and NeXT, sound and cut short
+		var buf bytes.Buffer
+		fixtures.WriteDirs(&buf, []*fixtures.Dir{c.page})
+		seeds.Add(buf.Bytes())
+	}
 	if files, err := filepath.Glob(filepath.Join("..", "..", "shared", "corpus", "tiff", "bad", "*")); err == nil {
 		for _, p := range files {
 			if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {

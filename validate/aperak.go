@@ -110,10 +110,28 @@ var errRepliesFull = errors.New("validate: reply fault list full")
 // position. A message is parked, never accepted: no reply may say it is.
 // A reply the mode does not send is still built; the caller decides what
 // to write.
+//
+// Of a file of several interchanges, Replies answers the first when they
+// were all accepted, and the one at fault otherwise; RepliesTo answers
+// any.
 func (r *InterchangeResult) Replies(env *edifact.Envelope, err error, mode ReplyMode) (edifact.ContrlReport, edifact.AperakReport) {
+	return r.RepliesTo(nil, env, err, mode)
+}
+
+// RepliesTo is Replies for interchange ic of the file (one of
+// r.Interchange.All(); nil: the one Replies answers), env its envelope
+// (ReadEnvelopeOf): its own CONTRL and APERAK, naming only its messages.
+func (r *InterchangeResult) RepliesTo(ic *edifact.Interchange, env *edifact.Envelope, err error, mode ReplyMode) (edifact.ContrlReport, edifact.AperakReport) {
 	rep := r.Contrl(err)
+	if ic != nil {
+		rep.Interchange = ic
+	}
 	rep.Envelope = env
-	ap := edifact.AperakReport{Interchange: r.Interchange, Envelope: env}
+	ap := edifact.AperakReport{Interchange: rep.Interchange, Envelope: env}
+	number := 1
+	if rep.Interchange != nil {
+		number = rep.Interchange.Number
+	}
 	var ue *edifact.UnsupportedError
 	if rep.Err == nil && errors.As(err, &ue) {
 		// A syntax identifier Lazaret does not support (UNB S001 0001): the
@@ -126,6 +144,9 @@ func (r *InterchangeResult) Replies(env *edifact.Envelope, err error, mode Reply
 	// The failed messages' verdicts, as the routing sees them (a second
 	// read when they were not kept), up to maxReplyMessages messages.
 	_ = r.EachMessage(context.Background(), func(m MessageResult) error {
+		if m.Interchange != number {
+			return nil // another interchange's: its own replies name it
+		}
 		var syntax, content []*RuleError
 		for _, re := range ruleErrors(m.Err) {
 			switch {

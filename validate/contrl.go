@@ -24,6 +24,21 @@ func ReadEnvelope(src Source, max int64) *edifact.Envelope {
 	return edifact.ReadEnvelope(io.LimitReader(f, size), edifact.Limits{})
 }
 
+// ReadEnvelopeOf is ReadEnvelope for interchange ic of the file at src
+// (one of a file of several, see edifact.Interchange.Next), read from its
+// first byte to its UNZ; its offsets count from the start of the file.
+func ReadEnvelopeOf(src Source, ic *edifact.Interchange) *edifact.Envelope {
+	if ic == nil || ic.Start == 0 {
+		return ReadEnvelope(src, 0)
+	}
+	f, size, err := Open(src)
+	if err != nil || ic.Start > size {
+		return nil
+	}
+	defer f.Close()
+	return edifact.ReadEnvelopeAt(io.NewSectionReader(f, ic.Start, size-ic.Start), ic.Start, edifact.Limits{})
+}
+
 // ContrlFor is the CONTRL report for the interchange at src and what
 // CheckInterchange returned for it, with every fault in it: Replies with
 // ReplyContrl (the partner reads CONTRL only, so a message that failed a

@@ -75,6 +75,10 @@ type EDIRules struct {
 	// elements, representation, length, code values) do with what they
 	// find; see DirectoryPolicy.
 	Directory DirectoryPolicy
+	// Directories are other controlling agencies' message directories, by
+	// agency (UNH 0051, e.g. "KV"): a message of such an agency is checked
+	// against its own (directory.ParseSet), never the UN's.
+	Directories map[string]*directory.Set `json:"-"`
 }
 
 // Action is what a message-directory check does with a finding.
@@ -204,18 +208,40 @@ const (
 	maxNameLen = 35
 )
 
-// shownParty is partyName(q), or q cut to maxNameLen bytes when longer.
-func shownParty(q string) string {
+// shownParty is partyName(q), or q cut to maxNameLen bytes when longer,
+// as text of the character set cs (see edifact.Charset.Text).
+func shownParty(cs *edifact.Charset, q string) string {
 	if len(q) > maxNameLen {
-		return q[:maxNameLen] + "..."
+		return cs.Text([]byte(q[:maxNameLen])) + "..."
 	}
-	return partyName(q)
+	return partyName(cs.Text([]byte(q)))
 }
 
 // messagesWithoutBGM are message types that have no BGM segment: the
 // UN/EDIFACT service messages (ISO 9735: CONTRL, AUTACK part 6, KEYMAN
-// part 9) and IATA's PAORES.
+// part 9) and IATA's PAORES (when it is sent under agency UN).
 var messagesWithoutBGM = map[string]bool{"CONTRL": true, "AUTACK": true, "KEYMAN": true, "PAORES": true}
+
+// unRules says whether the rules of the UN directory apply to m: the
+// mandatory BGM, the segment tables and code lists of UNTDID, and the
+// logistics rules that read segments (NAD, LOC, EQD, MEA, PIA, DTM) as
+// the UN directory defines them. They do when m's controlling agency
+// (UNH 0051) is UN. ISO 9735 itself requires no BGM: another agency's
+// message (the German health insurers' KOTR:02:001:KV begins with IDK)
+// is judged by the envelope and syntax rules, and by its agency's own
+// directory where one is held; the directory lookup (recentDirs.lookup)
+// holds only the UN's, so such a message gets the warning that no
+// directory was applied (see unknownWarning).
+func unRules(m *edifact.Message) bool { return m.Agency == "UN" }
+
+// agencySet is the directory rules configures for m's agency, nil for
+// the UN's own (the embedded directory) and for an agency with none.
+func agencySet(m *edifact.Message, rules *EDIRules) *directory.Set {
+	if unRules(m) {
+		return nil
+	}
+	return rules.Directories[m.Agency]
+}
 
 // CheckMessage applies the structural, semantic and regulatory rules to one
 // message (what they read is what ViewOf's view holds) and checks it
@@ -240,7 +266,7 @@ func CheckMessage(m *edifact.Message, regs *Registries, rules EDIRules) (warning
 // begin starts the check of m (its header: its segments follow). regs
 // and rules are used until end returns.
 func (mc *messageCheck) begin(m *edifact.Message, regs *Registries, rules *EDIRules) {
-	mc.dirWarnings, mc.checkDir = mc.beginDirectory(m, rules.Directory)
+	mc.dirWarnings, mc.checkDir = mc.beginDirectory(m, rules)
 	mc.rules.begin(m, regs, rules)
 }
 
@@ -289,12 +315,15 @@ var unknownWarnings struct {
 	m map[unknownKey]string
 }
 
-type unknownKey struct{ typ, version, release, agency string }
+type unknownKey struct {
+	typ, version, release, agency string
+	configured                    bool // the agency, not UN, has a directory of its own
+}
 
 // unknownWarning is the text of the warning on a message of m's type and
 // release, which the directory does not hold.
-func unknownWarning(m *edifact.Message) string {
-	k := unknownKey{m.Type, m.Version, m.Release, m.Agency}
+func unknownWarning(m *edifact.Message, configured bool) string {
+	k := unknownKey{m.Type, m.Version, m.Release, m.Agency, configured}
 	unknownWarnings.RLock()
 	text, ok := unknownWarnings.m[k]
 	unknownWarnings.RUnlock()
@@ -309,7 +338,16 @@ func unknownWarning(m *edifact.Message) string {
 	if unknownWarnings.m == nil {
 		unknownWarnings.m = map[unknownKey]string{}
 	}
-	text = fmt.Sprintf("no message directory for %s:%s:%s:%s; only the envelope was checked", m.Type, m.Version, m.Release, m.Agency)
+	switch {
+	case unRules(m):
+		text = fmt.Sprintf("no message directory for %s:%s:%s:%s; only the envelope was checked", m.Type, m.Version, m.Release, m.Agency)
+	case configured:
+		text = fmt.Sprintf("no message directory for %s:%s:%s:%s in the directory configured for agency %q; only the envelope and syntax were checked",
+			m.Type, m.Version, m.Release, m.Agency, m.Agency)
+	default:
+		text = fmt.Sprintf("no directory applied to %s:%s:%s:%s: controlling agency %q has no directory configured and the UN directory's rules (BGM, segment tables, code lists) apply to agency UN only; only the envelope and syntax were checked",
+			m.Type, m.Version, m.Release, m.Agency, m.Agency)
+	}
 	if len(unknownWarnings.m) < 1024 { // the releases of one interchange are few; a hostile one's are not kept
 		unknownWarnings.m[k] = text
 	}
@@ -368,8 +406,10 @@ func (mc *messageCheck) reset() {
 // the directory holds m, and mc.checker is to be given its segments; a
 // message it does not hold gets a warning (policy.Unknown), returned
 // here. A missing BGM is left to the BGM rule.
-func (mc *messageCheck) beginDirectory(m *edifact.Message, policy DirectoryPolicy) (warnings []Warning, check bool) {
-	r := mc.recent.lookup(m)
+func (mc *messageCheck) beginDirectory(m *edifact.Message, rules *EDIRules) (warnings []Warning, check bool) {
+	policy := rules.Directory
+	set := agencySet(m, rules)
+	r := mc.recent.lookup(m, set)
 	if r.def == nil {
 		switch policy.Unknown {
 		case ActionIgnore:
@@ -380,7 +420,7 @@ func (mc *messageCheck) beginDirectory(m *edifact.Message, policy DirectoryPolic
 			return nil, false
 		}
 		if r.unknown == "" {
-			r.unknown = unknownWarning(m)
+			r.unknown = unknownWarning(m, set != nil)
 		}
 		if mc.transient {
 			mc.scratch.off = m.Offset
@@ -394,7 +434,7 @@ func (mc *messageCheck) beginDirectory(m *edifact.Message, policy DirectoryPolic
 	if d.limit <= 0 {
 		d.limit = 1000
 	}
-	mc.checker.Begin(r.def, directory.Options{Reason: d.wantedFunc}, d.reportFunc)
+	mc.checker.Begin(r.def, directory.Options{Reason: d.wantedFunc, Charset: edifact.CharsetOf(m.SyntaxID)}, d.reportFunc)
 	return nil, true
 }
 
@@ -409,23 +449,28 @@ type recentDirs struct {
 type recentDir struct {
 	ok                            bool
 	typ, version, release, agency string
+	set                           *directory.Set     // the agency's directory looked in (nil: the UN's, or none)
 	def                           *directory.Message // nil: the directory does not hold it
 	unknown                       string             // the warning on a message def is nil for, once made
 }
 
-// lookup is the entry of m's type and release, looked up if it is not
-// among the last four.
-func (r *recentDirs) lookup(m *edifact.Message) *recentDir {
+// lookup is the entry of m's type and release, in set for another
+// agency's message (see agencySet), looked up if it is not among the last
+// four.
+func (r *recentDirs) lookup(m *edifact.Message, set *directory.Set) *recentDir {
 	for i := range r.e {
-		if e := &r.e[i]; e.ok && e.typ == m.Type && e.version == m.Version && e.release == m.Release && e.agency == m.Agency {
+		if e := &r.e[i]; e.ok && e.typ == m.Type && e.version == m.Version && e.release == m.Release && e.agency == m.Agency && e.set == set {
 			return e
 		}
 	}
 	e := &r.e[r.next]
 	r.next = (r.next + 1) % len(r.e)
-	*e = recentDir{ok: true, typ: strings.Clone(m.Type), version: strings.Clone(m.Version), release: strings.Clone(m.Release), agency: strings.Clone(m.Agency)}
-	if m.Agency == "UN" {
+	*e = recentDir{ok: true, typ: strings.Clone(m.Type), version: strings.Clone(m.Version), release: strings.Clone(m.Release), agency: strings.Clone(m.Agency), set: set}
+	switch {
+	case unRules(m):
 		e.def = directory.Lookup(m.Version, m.Release, m.Type)
+	case set != nil:
+		e.def = set.Lookup(m.Version, m.Release, m.Type)
 	}
 	return e
 }
@@ -497,7 +542,7 @@ func (d *dirCheck) wanted(f directory.Finding) bool {
 
 // report applies the policy to finding f.
 func (d *dirCheck) report(f directory.Finding) {
-	if f.Kind == directory.SegmentMissing && f.Expected == "BGM" {
+	if f.Kind == directory.SegmentMissing && f.Expected == "BGM" && unRules(d.m) {
 		return // the BGM rule reports it, with its established code
 	}
 	action := d.policy.action(f.Kind.Check())

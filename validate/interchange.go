@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/lazaret/lazaret/edifact"
@@ -19,9 +20,14 @@ import (
 type MessageResult struct {
 	Ref, Type string
 	Number    int   // 1-based in the interchange
-	Offset    int64 // of UNH
-	Warnings  []Warning
-	Err       error // joined *RuleError, semantic or regulatory; nil when it passes
+	Offset    int64 // of UNH, from the start of the file
+	// Interchange is the number of the message's interchange in its file
+	// (1-based; a file may hold several, see edifact.Interchange.Next):
+	// two interchanges may reuse a message reference and Number, never
+	// both with this.
+	Interchange int
+	Warnings    []Warning
+	Err         error // joined *RuleError, semantic or regulatory; nil when it passes
 }
 
 // InterchangeResult is what CheckInterchange found: the envelope, how many
@@ -32,6 +38,8 @@ type MessageResult struct {
 // the file a second time, so that an interchange of any number of messages
 // is checked in bounded memory.
 type InterchangeResult struct {
+	// Interchange is the file's first interchange; its Next the others
+	// (each judged on its own: its counts, its messages, its replies).
 	Interchange *edifact.Interchange
 	// Checked is how many messages the rules checked (every one, or those
 	// only names); Failed how many of those failed them.
@@ -46,7 +54,7 @@ type InterchangeResult struct {
 	sha    string // of the first read
 	regs   *Registries
 	rules  EDIRules
-	only   string
+	only   MessageKey
 	kept   verdictLog // every verdict, while they fit the budget
 	reread bool       // they did not: EachMessage reads the file again
 	// chunks is the digest of every chunk of verdicts (see chunker): the
@@ -57,6 +65,9 @@ type InterchangeResult struct {
 	// and 2i+1: the second read hands a plain verdict over without
 	// checking its message again (two bits a message).
 	plain []uint64
+	// starts are the offsets at which the file's interchanges after the
+	// first begin, in order (see interchangeAt).
+	starts []int64
 }
 
 func (r *InterchangeResult) setPlain(i int, p plainness) {
@@ -79,15 +90,20 @@ func (r *InterchangeResult) plainAt(i int) plainness {
 // fault (UCM, with UCS and UCD for the position); an acknowledgement (UCI
 // action 7) acknowledges every message that it does not name. Its size
 // does not grow with the interchange.
+//
+// A rejection answers the interchange the error is in: of a file of
+// several, the last one read for a syntax error (the parse stops at the
+// first), the Fault's for a structural rule.
 func (r *InterchangeResult) Contrl(err error) edifact.ContrlReport {
-	rep := edifact.ContrlReport{Interchange: r.Interchange}
+	ic := r.Answered(err)
+	var se *edifact.SyntaxError
+	rep := edifact.ContrlReport{Interchange: ic}
 	switch {
-	case r.Interchange != nil && r.Interchange.Open != nil:
-		rep.Messages = []edifact.Message{*r.Interchange.Open} // the message the error stopped in
+	case ic != nil && ic.Open != nil:
+		rep.Messages = []edifact.Message{*ic.Open} // the message the error stopped in
 	case r.Fault != nil:
 		rep.Messages = []edifact.Message{*r.Fault}
 	}
-	var se *edifact.SyntaxError
 	var re *RuleError
 	switch {
 	case errors.As(err, &se):
@@ -106,6 +122,27 @@ func (r *InterchangeResult) Contrl(err error) edifact.ContrlReport {
 	return rep
 }
 
+// Answered is the interchange of the file that Contrl(err) answers: the
+// first of a file accepted; of one rejected, the last one read for a
+// syntax error (the parse stops at the first), the Fault's for a
+// structural rule. nil when no UNB could be read.
+func (r *InterchangeResult) Answered(err error) *edifact.Interchange {
+	ic := r.Interchange
+	var se *edifact.SyntaxError
+	switch {
+	case ic == nil || r.sound:
+	case r.Fault != nil && !errors.As(err, &se):
+		for c := range ic.All() {
+			if c.Number == r.Fault.Interchange {
+				ic = c
+			}
+		}
+	default:
+		ic = ic.Last()
+	}
+	return ic
+}
+
 // CheckInterchange validates the UN/EDIFACT interchange at path: SHA-256
 // while it parses (fixity against item when given), the envelope and its
 // control counts, then every message through the structural, semantic and
@@ -119,10 +156,39 @@ func CheckInterchange(ctx context.Context, path string, item *Item, regs *Regist
 	return CheckInterchangeSource(ctx, Source{Path: path}, item, regs, rules, only)
 }
 
+// MessageKey names one message of a file of interchanges: its UNH
+// reference (0062) in its interchange (1-based; 0 is the first). Two
+// interchanges of one file may reuse a reference; a key names one of them.
+type MessageKey struct {
+	Interchange int
+	Ref         string
+}
+
+// matches says whether m is the message k names; the zero key names none.
+func (k MessageKey) matches(m *edifact.Message) bool {
+	return k.Ref != "" && m.Ref == k.Ref && max(k.Interchange, 1) == m.Interchange
+}
+
+// String is the reference, after its interchange's number when that is
+// not the first ("2#1").
+func (k MessageKey) String() string {
+	if k.Interchange <= 1 {
+		return k.Ref
+	}
+	return fmt.Sprintf("%d#%s", k.Interchange, k.Ref)
+}
+
 // CheckInterchangeSource is CheckInterchange for a file opened through
 // Open: beneath its root, no links, no FIFOs, never read past the size
 // seen at open.
 func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *Registries, rules EDIRules, only string) (*Report, *InterchangeResult, error) {
+	return CheckMessagesSource(ctx, src, item, regs, rules, MessageKey{Ref: only})
+}
+
+// CheckMessagesSource is CheckInterchangeSource with only a MessageKey:
+// a replay of one message of a file of several interchanges names its
+// interchange too. The zero key checks every message.
+func CheckMessagesSource(ctx context.Context, src Source, item *Item, regs *Registries, rules EDIRules, only MessageKey) (*Report, *InterchangeResult, error) {
 	path := src.String()
 	rep := &Report{Path: path, Format: "UN/EDIFACT"}
 	res := &InterchangeResult{src: src, regs: regs, rules: rules, only: only}
@@ -151,7 +217,7 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 	onSegment := func(m *edifact.Message, i int, s *edifact.Segment) {
 		if i == 0 {
 			mc.reset() // of what the message before left, or one the parse stopped inside
-			if checking = only == "" || m.Ref == only; checking {
+			if checking = only.Ref == "" || only.matches(m); checking {
 				mc.begin(m, regs, &rules)
 			}
 		}
@@ -160,7 +226,7 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 		}
 	}
 	sha, ic, perr, err := readInterchange(ctx, f, size, path, onSegment, func(m *edifact.Message) error {
-		if only != "" && m.Ref != only {
+		if only.Ref != "" && !only.matches(m) {
 			return nil
 		}
 		warns, cerr := mc.end()
@@ -173,7 +239,7 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 			if structural == nil && errors.As(v.Err, &re) && re.Tier == TierStructural {
 				structural = v.Err
 				res.Fault = &edifact.Message{Ref: v.Ref, Type: v.Type, Version: strings.Clone(m.Version), Release: strings.Clone(m.Release),
-					Agency: strings.Clone(m.Agency), Offset: m.Offset, Number: m.Number}
+					Agency: strings.Clone(m.Agency), Offset: m.Offset, Number: m.Number, Interchange: m.Interchange}
 			}
 		}
 		if res.reread {
@@ -228,17 +294,22 @@ func CheckInterchangeSource(ctx context.Context, src Source, item *Item, regs *R
 	case structural != nil:
 		return rep, res, &StageError{StageStructure, structural}
 	}
-	if only != "" && res.Checked == 0 {
-		return rep, res, &StageError{StageRules, &RuleError{Tier: TierSemantic, Code: "edifact.message.gone", Message: only,
+	if only.Ref != "" && res.Checked == 0 {
+		return rep, res, &StageError{StageRules, &RuleError{Tier: TierSemantic, Code: "edifact.message.gone", Message: only.String(),
 			Reason: fmt.Sprintf("message %s is no longer in the interchange", only)}}
 	}
 	rep.Pages = res.Checked
-	if ic.CharsetUnchecked() {
-		// UNOZ bytes are as the partners agreed, UNOX's ISO 2022 escapes are
-		// not decoded: accepted, but say once that no repertoire was held.
-		off := ic.Offset
-		rep.Warnings = append(rep.Warnings, Warning{Code: "edifact.charset.unchecked", Offset: &off,
-			Message: fmt.Sprintf("syntax identifier %s: the character repertoire was not checked", ic.SyntaxID)})
+	for ic := range ic.All() {
+		if ic.CharsetUnchecked() {
+			// UNOZ bytes are as the partners agreed, UNOX's ISO 2022 escapes are
+			// not decoded: accepted, but say once that no repertoire was held.
+			off := ic.Offset
+			rep.Warnings = append(rep.Warnings, Warning{Code: "edifact.charset.unchecked", Offset: &off,
+				Message: fmt.Sprintf("syntax identifier %s: the character repertoire was not checked", ic.SyntaxID)})
+		}
+		if ic.Number > 1 {
+			res.starts = append(res.starts, ic.Start)
+		}
 	}
 	res.sound = true
 	return rep, res, nil
@@ -258,7 +329,10 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 		return errors.New("validate: EachMessage on an interchange CheckInterchange did not pass")
 	}
 	if !r.reread {
-		return r.kept.each(yield)
+		return r.kept.each(func(v MessageResult) error {
+			v.Interchange = r.interchangeAt(v.Offset) // the log keeps the offset, which says it
+			return yield(v)
+		})
 	}
 	if err := ctx.Err(); err != nil {
 		return context.Cause(ctx)
@@ -299,7 +373,7 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 		return nil
 	}
 	sha, _, perr, err := readInterchange(ctx, f, size, r.src.String(), nil, func(m *edifact.Message) error {
-		if r.only != "" && m.Ref != r.only {
+		if r.only.Ref != "" && !r.only.matches(m) {
 			return nil
 		}
 		var v MessageResult
@@ -307,7 +381,7 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 		if p := r.plainAt(i); p != notPlain {
 			// The first read's verdict; the chunk's digest still checks
 			// that this is the message it was given for.
-			v = again(m, p)
+			v = again(m, p, agencySet(m, &r.rules) != nil)
 		} else {
 			v, text = checkOne(m, r.regs, r.rules)
 		}
@@ -332,7 +406,7 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 		return r.changed("the second read stops: %v", perr)
 	}
 	if ch.n > 0 {
-		if err := verify(r.Interchange.Messages); err != nil {
+		if err := verify(r.Interchange.Last().Messages); err != nil {
 			return err
 		}
 	}
@@ -343,6 +417,13 @@ func (r *InterchangeResult) EachMessage(ctx context.Context, yield func(MessageR
 		return r.changed("SHA-256 %s at the first read, %s at the second", r.sha, sha)
 	}
 	return hand()
+}
+
+// interchangeAt is the number of the interchange of the file that holds
+// byte off.
+func (r *InterchangeResult) interchangeAt(off int64) int {
+	n, _ := slices.BinarySearch(r.starts, off+1)
+	return n + 1
 }
 
 // changed is the error of a file that changed between the two reads.
@@ -388,7 +469,7 @@ func checkOne(m *edifact.Message, regs *Registries, rules EDIRules) (MessageResu
 // verdictOf is the verdict on m of the rules that returned warns and err
 // (see checkOne).
 func verdictOf(m *edifact.Message, warns []Warning, err error) (MessageResult, string) {
-	v := MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset, Warnings: warns, Err: err}
+	v := MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset, Interchange: m.Interchange, Warnings: warns, Err: err}
 	if err == nil {
 		return v, ""
 	}

@@ -48,8 +48,10 @@ type CheckOptions struct {
 	Registries *Registries // nil: the built-in ones
 	EDI        EDIRules
 	// Message, when set, checks only that message of an interchange (a
-	// replay of one message).
-	Message string
+	// replay of one message), in the file's interchange number
+	// Interchange (0 or 1: the first).
+	Message     string
+	Interchange int
 }
 
 // SniffLen is how many bytes of a file Sniff is shown.
@@ -130,7 +132,7 @@ func init() {
 			if regs == nil {
 				regs = Builtin()
 			}
-			return CheckInterchangeSource(ctx, src, item, regs, opt.EDI, opt.Message)
+			return CheckMessagesSource(ctx, src, item, regs, opt.EDI, MessageKey{Interchange: opt.Interchange, Ref: opt.Message})
 		}})
 }
 

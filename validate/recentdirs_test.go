@@ -29,14 +29,14 @@ func TestRecentDirsLookup(t *testing.T) {
 			if m.Agency == "UN" {
 				want = directory.Lookup(m.Version, m.Release, m.Type)
 			}
-			e := r.lookup(m)
+			e := r.lookup(m, nil)
 			if e.def != want {
 				t.Errorf("round %d: %s:%s:%s:%s: table %v, want %v", round, m.Type, m.Version, m.Release, m.Agency, e.def, want)
 			}
 			if e.typ != m.Type || e.version != m.Version || e.release != m.Release || e.agency != m.Agency {
 				t.Errorf("round %d: %s:%s:%s:%s: entry of %s:%s:%s:%s", round, m.Type, m.Version, m.Release, m.Agency, e.typ, e.version, e.release, e.agency)
 			}
-			if again := r.lookup(m); again != e {
+			if again := r.lookup(m, nil); again != e {
 				t.Errorf("round %d: %s:%s:%s:%s: a second lookup found another entry", round, m.Type, m.Version, m.Release, m.Agency)
 			}
 		}

@@ -25,10 +25,15 @@ type ruleCheck struct {
 	m     *edifact.Message
 	regs  *Registries
 	rules *EDIRules
+	cs    *edifact.Charset // of the message's syntax identifier: a finding shows a value as its text
 	// Values with release characters are unescaped into these, one per
 	// value in use at once; a longer one into an array of its own.
 	esc [3][64]byte
 
+	// un: the message is one of the UN directory (controlling agency
+	// 0051 UN), so the rules that read its segments as the UN directory
+	// defines them apply (see unRules).
+	un     bool
 	bgm    bool  // a BGM was read
 	second int64 // the offset of the message's second segment
 
@@ -158,10 +163,13 @@ func positionOf(i int, s *edifact.Segment, e, c int, off int64) position {
 // begin starts the check of m.
 func (rc *ruleCheck) begin(m *edifact.Message, regs *Registries, rules *EDIRules) {
 	rc.m, rc.regs, rc.rules = m, regs, rules
+	rc.un, rc.cs = unRules(m), edifact.CharsetOf(m.SyntaxID)
 	if rc.limit = rules.Directory.MaxFindings; rc.limit <= 0 {
 		rc.limit = 1000
 	}
-	rc.parties = rules.RequiredParties[m.Type]
+	if rc.un {
+		rc.parties = rules.RequiredParties[m.Type]
+	}
 	for range rc.parties {
 		rc.required = append(rc.required, false)
 	}
@@ -176,8 +184,8 @@ func (rc *ruleCheck) reset() {
 		}
 		l.n = [3]int{}
 	}
-	rc.m, rc.regs, rc.rules = nil, nil, nil
-	rc.bgm, rc.second = false, 0
+	rc.m, rc.regs, rc.rules, rc.cs = nil, nil, nil, nil
+	rc.un, rc.bgm, rc.second = false, false, 0
 	rc.quals, rc.qualEnd, rc.parties, rc.required, rc.lastNAD = rc.quals[:0], rc.qualEnd[:0], nil, rc.required[:0], position{}
 	rc.eq, rc.eqAt, rc.eqNumber, rc.eqSize, rc.eqVGM, rc.eqs = false, position{}, rc.eqNumber[:0], rc.eqSize[:0], 0, 0
 }
@@ -222,6 +230,9 @@ func transient(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(
 func (rc *ruleCheck) segment(i int, s *edifact.Segment) {
 	if i == 1 {
 		rc.second = s.Offset
+	}
+	if !rc.un {
+		return
 	}
 	switch s.Tag {
 	case "BGM":
@@ -302,7 +313,7 @@ func (rc *ruleCheck) location(i int, s *edifact.Segment) {
 	case c == "":
 		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none")
 	case !IsLOCODE(c):
-		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", c)
+		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%s is not a UN/LOCODE (country + 3 of A-Z, 2-9)", rc.cs.Quote(code))
 	case !rc.regs.LOCODE.Has(c):
 		rc.add(&rc.loc, p, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, rc.regs.LOCODE.Version(), "UN/LOCODE %s is not in the registry", c)
 	}
@@ -414,7 +425,7 @@ func (rc *ruleCheck) tariff(i int, s *edifact.Segment, e, j int) {
 	code := transient(b)
 	switch {
 	case !isDigits(code) || len(code) < 2 || len(code) > 10:
-		rc.add(&rc.pia, positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code)
+		rc.add(&rc.pia, positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %s is not 2-10 digits", rc.cs.Quote(b))
 	case !rc.regs.HS.Has(code[:min(len(code), 6)]):
 		rc.add(&rc.pia, positionOf(i, s, e, 1, off), TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, rc.regs.HS.Version(),
 			"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)])
@@ -426,7 +437,7 @@ func (rc *ruleCheck) date(i int, s *edifact.Segment) {
 	b, off := rc.valueOffset(0, s, 1, 2)
 	v, format := transient(b), transient(rc.value(1, s, 1, 3))
 	if v != "" && !validDate(v, format) {
-		rc.add(&rc.dtm, positionOf(i, s, 1, 2, off), TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", v, format)
+		rc.add(&rc.dtm, positionOf(i, s, 1, 2, off), TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %s does not match format %s", rc.cs.Quote(b), rc.cs.Text([]byte(format)))
 	}
 }
 
@@ -452,7 +463,7 @@ func (rc *ruleCheck) named() []string {
 		if len(out) == maxNamed {
 			return append(out, "and others")
 		}
-		out = append(out, shownParty(string(rc.quals[start:end])))
+		out = append(out, shownParty(rc.cs, string(rc.quals[start:end])))
 		start = end
 	}
 	return out
@@ -475,7 +486,7 @@ func (rc *ruleCheck) end(rejects []*RuleError) (warnings []Warning, err error) {
 			warnings = append(warnings, Warning{Code: "edifact.charset", Message: fmt.Sprintf("message %s: %s", m.Ref, msg), Offset: &off})
 		}
 	}
-	if !rc.bgm && !messagesWithoutBGM[m.Type] {
+	if rc.un && !rc.bgm && !messagesWithoutBGM[m.Type] {
 		p := position{segment: 2, tag: "BGM", offset: m.Offset}
 		if m.Len() > 1 {
 			p.offset = rc.second
@@ -496,7 +507,7 @@ func (rc *ruleCheck) end(rejects []*RuleError) (warnings []Warning, err error) {
 	}
 	errs = append(errs, rc.loc.kept(rc.limit)...)
 	errs = append(errs, rc.eqd.kept(rc.limit)...)
-	if m.Type == "VERMAS" && rc.eqs == 0 {
+	if rc.un && m.Type == "VERMAS" && rc.eqs == 0 {
 		errs = append(errs, rc.fail(position{segment: 1, tag: "EQD", offset: m.Offset}, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "VERMAS declares no container"))
 	}
 	errs = append(errs, rc.mea.kept(rc.limit)...)

@@ -23,7 +23,7 @@ import (
 // order.
 func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings []Warning, err error) {
 	mc := messageChecks.New().(*messageCheck)
-	mc.dirWarnings, mc.checkDir = mc.beginDirectory(m, rules.Directory)
+	mc.dirWarnings, mc.checkDir = mc.beginDirectory(m, &rules)
 	var vs viewScratch
 	vs.begin(m)
 	var second int64
@@ -57,7 +57,11 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 			warnings = append(warnings, Warning{Code: "edifact.charset", Message: fmt.Sprintf("message %s: %s", m.Ref, msg), Offset: &off})
 		}
 	}
-	if v.Document == nil && !messagesWithoutBGM[m.Type] {
+	un, cs := unRules(m), edifact.CharsetOf(m.SyntaxID)
+	if !un {
+		v = new(MessageView) // another agency's message: no rule reads its segments
+	}
+	if un && v.Document == nil && !messagesWithoutBGM[m.Type] {
 		f := Field{Segment: 2, Tag: "BGM", Offset: m.Offset}
 		if m.Len() > 1 {
 			f.Offset = second
@@ -70,6 +74,9 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 		}
 	}
 	for _, q := range rules.RequiredParties[m.Type] {
+		if !un {
+			break
+		}
 		if names(v.Parties, q) {
 			continue
 		}
@@ -78,7 +85,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 			f = v.Parties[len(v.Parties)-1].Qualifier
 		}
 		add(f, TierSemantic, "edifact.party.missing", edifact.CodeMissing, "", "%s requires a %s; the message names %s",
-			m.Type, partyName(q), strings.Join(orNone(namedParties(v.Parties)), ", "))
+			m.Type, partyName(q), strings.Join(orNone(namedParties(cs, v.Parties)), ", "))
 	}
 	for _, l := range v.Locations {
 		declared := l.CodeList == "139" || l.Agency == "6"
@@ -90,7 +97,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 		case code == "":
 			add(l.Code, TierSemantic, "edifact.locode.missing", edifact.CodeMissing, "", "LOC declares a UN/LOCODE but carries none")
 		case !IsLOCODE(code):
-			add(l.Code, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%q is not a UN/LOCODE (country + 3 of A-Z, 2-9)", code)
+			add(l.Code, TierSemantic, "edifact.locode.malformed", edifact.CodeInvalidValue, "", "%s is not a UN/LOCODE (country + 3 of A-Z, 2-9)", cs.Quote([]byte(code)))
 		case !regs.LOCODE.Has(code):
 			add(l.Code, TierSemantic, "edifact.locode.unknown", edifact.CodeInvalidValue, regs.LOCODE.Version(), "UN/LOCODE %s is not in the registry", code)
 		}
@@ -105,7 +112,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 			add(eq.Number, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "container %s has no verified gross mass (MEA+AAE+VGM)", eq.Number.Value)
 		}
 	}
-	if m.Type == "VERMAS" && len(v.Equipment) == 0 {
+	if un && m.Type == "VERMAS" && len(v.Equipment) == 0 {
 		add(Field{Segment: 1, Tag: "EQD", Offset: m.Offset}, TierRegulatory, "edifact.vgm.missing", edifact.CodeMissing, "", "VERMAS declares no container")
 	}
 	for _, w := range v.Weights {
@@ -132,7 +139,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 		code := hs.Value
 		switch {
 		case !isDigits(code) || len(code) < 2 || len(code) > 10:
-			add(hs, TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %q is not 2-10 digits", code)
+			add(hs, TierRegulatory, "edifact.hs.malformed", edifact.CodeInvalidValue, "", "HS code %s is not 2-10 digits", cs.Quote([]byte(code)))
 		case !regs.HS.Has(code[:min(len(code), 6)]):
 			add(hs, TierRegulatory, "edifact.hs.unknown", edifact.CodeInvalidValue, regs.HS.Version(),
 				"HS code %s (subheading %s) is not in the active tariff registry", code, code[:min(len(code), 6)])
@@ -140,7 +147,7 @@ func checkByView(m *edifact.Message, regs *Registries, rules EDIRules) (warnings
 	}
 	for _, d := range v.Dates {
 		if d.Value.Value != "" && !validDate(d.Value.Value, d.Format) {
-			add(d.Value, TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %q does not match format %s", d.Value.Value, d.Format)
+			add(d.Value, TierSemantic, "edifact.dtm.invalid", edifact.CodeInvalidValue, "", "date %s does not match format %s", cs.Quote([]byte(d.Value.Value)), cs.Text([]byte(d.Format)))
 		}
 	}
 	errs = capByRule(errs, rules.Directory.MaxFindings)
@@ -216,7 +223,7 @@ func names(parties []Party, q string) bool {
 // namedParties names the functions of parties (see shownParty), each
 // once, in the order they first occur, the first maxNamed then "and
 // others" if there are more; parties without one are left out.
-func namedParties(parties []Party) []string {
+func namedParties(cs *edifact.Charset, parties []Party) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range parties {
@@ -228,7 +235,7 @@ func namedParties(parties []Party) []string {
 			return append(out, "and others")
 		}
 		seen[q] = true
-		out = append(out, shownParty(q))
+		out = append(out, shownParty(cs, q))
 	}
 	return out
 }
@@ -300,8 +307,23 @@ func builtInRuleInputs(t testing.TB) map[string][]byte {
 		"repeatedRules": []byte(repeatedRules), "brokenCharset": []byte(brokenCharset), "repeatedElements": []byte(repeatedElements),
 		"containerNumbers": []byte(containerNumbers)}
 	readDir(t, in, filepath.Join(testenv.RepoRoot(t), "fixtures", "logistics"))
+	agency, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(t), "validate", "testdata", "agency", "*.edi"))
+	for _, p := range agency {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in[filepath.Base(p)] = b
+	}
+	in["cyrillicRules"] = []byte(cyrillicRules)
 	return in
 }
+
+// cyrillicRules is a UNOE (ISO 8859-5) message whose port, HS code, date
+// and party function are Cyrillic: each finding shows the value as its
+// text.
+const cyrillicRules = "UNB+UNOE:3+S+R+261130:1200+1'UNH+1+IFTMIN:D:99B:UN'BGM+610+B1+9'DTM+137:\xb4\xd0:102'" +
+	"LOC+9+\xbc\xde\xe1\xda\xd2\xd0:139:6'NAD+\xb4\xb4+S'PIA+5+\xb4\xb4:HS'UNT+7+1'UNZ+1+1'"
 
 // readDir adds the interchanges of dir to in, by name.
 func readDir(t testing.TB, in map[string][]byte, dir string) {

@@ -272,10 +272,11 @@ func (r *logReader) next(n int) string {
 // again is the verdict on m that the first read reached with plainness p
 // (clean or unknownOnly), made again without checking m: the second read's
 // chunk digests still check that it is the same.
-func again(m *edifact.Message, p plainness) MessageResult {
-	v := MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset}
+// configured: m's agency has a directory of its own (see agencySet).
+func again(m *edifact.Message, p plainness, configured bool) MessageResult {
+	v := MessageResult{Ref: m.Ref, Type: m.Type, Number: m.Number, Offset: m.Offset, Interchange: m.Interchange}
 	if p == unknownOnly {
-		v.Warnings = unknownDirectory(unknownWarning(m), m.Offset)
+		v.Warnings = unknownDirectory(unknownWarning(m, configured), m.Offset)
 	}
 	return v
 }

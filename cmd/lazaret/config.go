@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/pflag"
 
+	"github.com/lazaret/lazaret/edifact/directory"
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/validate"
@@ -60,7 +62,12 @@ type Config struct {
 	Strict        bool                     `json:"strict_charset"`
 	EDIRetained   int64                    `json:"interchange_budget"`
 	Directory     validate.DirectoryPolicy `json:"edi_directory"`
-	Outbox        string                   `json:"contrl_outbox"`
+	// AgencyDirs are other controlling agencies' message directories
+	// (UNH 0051 -> a file in the format of edifact/directory/tables.txt),
+	// read by Validate into agencySets.
+	AgencyDirs map[string]string `json:"agency_directories"`
+	agencySets map[string]*directory.Set
+	Outbox     string `json:"contrl_outbox"`
 	// Replies: which a sender gets (see ingest.ReplyPolicy). ReplyParked
 	// is also read from the key contrl_parked, its name before APERAK.
 	ReplyMode       validate.ReplyMode            `json:"reply_mode"`
@@ -150,6 +157,7 @@ func (c *Config) declareSettings(fs *pflag.FlagSet, fields []string) {
 			fs.BoolVar(&c.ReplyParked, "contrl-parked", c.ReplyParked, "the former name of --reply-parked")
 			fs.StringVar(&c.InstallationID, "installation-id", c.InstallationID, "`ID` of this installation in the control references of its CONTRL and APERAK replies (default: the id of the ledger's first event)")
 			fs.StringVar(&c.ReplySeparators, "reply-separators", c.ReplySeparators, "`SEPARATORS` of replies: sender (the interchange's UNA), standard (UNA:+.? ') or iso9735-4 (standard, and UNA:+.?*' to a syntax-4 interchange: ISO 9735-4's repetition separator, which the npm parsers edifact and ts-edifact refuse)")
+			fs.Var((*agencyDirFlag)(&c.AgencyDirs), "agency-directory", "`AGENCY=FILE`: the message directory of a controlling agency other than UN (UNH 0051), in the format of edifact/directory/tables.txt; its messages are checked against it (repeatable)")
 			fs.Var((*directoryFlag)(&c.Directory), "edi-directory", "message-directory checks, `CHECK=ACTION,...`: segments, elements, representation, length, codes, unknown; reject, warn or ignore")
 		case "policy":
 			fs.IntVar(&c.MaxRetry, "max-retry", c.MaxRetry, "retries for transient failures")
@@ -286,7 +294,7 @@ func (c *Config) jsonSettings() (map[string]any, map[string]*time.Duration) {
 		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
 		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ReplyParked, "reply_parked": &c.ReplyParked, "reply_mode": &c.ReplyMode,
 		"reply_partners": &c.ReplyPartners, "reply_separators": &c.ReplySeparators, "ingest_roots": &c.IngestRoots,
-		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory, "installation_id": &c.InstallationID, "refuse_evicting_redis": &c.RefuseEvicting,
+		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory, "agency_directories": &c.AgencyDirs, "installation_id": &c.InstallationID, "refuse_evicting_redis": &c.RefuseEvicting,
 		"checkpoint_dir": &c.CheckpointDir, "checkpoint_key": &c.CheckpointKey, "checkpoint_pubkey": &c.CheckpointPubkey, "checkpoint_every": &c.CheckpointEvery,
 	}
 	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
@@ -341,6 +349,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Directory.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("edi_directory: %w", err))
+	}
+	if err := c.loadAgencyDirs(); err != nil {
+		errs = append(errs, err)
 	}
 	if !c.ReplyMode.Valid() {
 		errs = append(errs, fmt.Errorf("reply mode %q: want both, contrl or aperak", c.ReplyMode))
@@ -672,7 +683,79 @@ func (c *Config) ediRules() validate.EDIRules {
 	r := validate.DefaultEDIRules()
 	r.VGMFloorKg, r.VGMMaxKg, r.StrictCharset, r.MaxRetainedBytes = c.VGMFloor, c.VGMMax, c.Strict, c.EDIRetained
 	r.Directory = c.Directory
+	r.Directories = c.agencySets
 	return r
+}
+
+// loadAgencyDirs reads the agency directories AgencyDirs names into
+// agencySets: every file whole, each problem named with its agency.
+func (c *Config) loadAgencyDirs() error {
+	var errs []error
+	sets := map[string]*directory.Set{}
+	for _, agency := range slices.Sorted(maps.Keys(c.AgencyDirs)) {
+		file := c.AgencyDirs[agency]
+		if agency == "" || agency == "UN" {
+			errs = append(errs, fmt.Errorf("agency_directories %q: want another agency's code (the UN directory is built in)", agency))
+			continue
+		}
+		set, err := readAgencyDir(file)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("agency_directories %s: %w", agency, err))
+			continue
+		}
+		sets[agency] = set
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if len(sets) > 0 {
+		c.agencySets = sets
+	}
+	return nil
+}
+
+// readAgencyDir reads and parses one agency directory file, at most
+// directory.MaxSetBytes of it.
+func readAgencyDir(file string) (*directory.Set, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, directory.MaxSetBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	return directory.ParseSet(string(b))
+}
+
+// agencyDirFlag is --agency-directory AGENCY=FILE.
+type agencyDirFlag map[string]string
+
+func (a *agencyDirFlag) String() string {
+	if a == nil || len(*a) == 0 {
+		return ""
+	}
+	var parts []string
+	for k, v := range *a {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func (a *agencyDirFlag) Type() string { return "agency" }
+
+func (a *agencyDirFlag) Set(v string) error {
+	agency, file, ok := strings.Cut(v, "=")
+	if !ok || agency == "" || file == "" {
+		return fmt.Errorf("%q: want AGENCY=FILE", v)
+	}
+	if *a == nil {
+		*a = map[string]string{}
+	}
+	(*a)[agency] = file
+	return nil
 }
 
 // directoryFlag sets the checks of a DirectoryPolicy from

@@ -46,7 +46,9 @@ func checkReplies(ctx context.Context, name string, args []string, cfg *Config) 
 		}
 		return nil, &exitError{code: 1, err: err}
 	}
-	env := validate.ReadEnvelope(validate.SourceOf(file), 0)
+	// The envelope of the interchange the reply answers: of a file of
+	// several, the first, or the one at fault.
+	env := validate.ReadEnvelopeOf(validate.SourceOf(file), res.Answered(err))
 	rc := &replyCheck{file: file, rejected: err != nil}
 	if env != nil && len(env.Sender) > 0 {
 		rc.sender = env.Sender[0]

@@ -30,10 +30,14 @@ type inspectResult struct {
 	Tag      string `json:"tag,omitempty"`
 	// UN/EDIFACT positions: segment in its message (UNH = 1), element and
 	// component as CONTRL counts them.
-	Segment     int            `json:"segment"`
-	Element     int            `json:"element"`
-	Component   int            `json:"component"`
-	MessageRef  string         `json:"message_ref,omitempty"`
+	Segment    int    `json:"segment"`
+	Element    int    `json:"element"`
+	Component  int    `json:"component"`
+	MessageRef string `json:"message_ref,omitempty"`
+	// Interchange is the number of the message's interchange in its file
+	// when that is not the first (a file may hold several that reuse
+	// references); the row names the message file#2#ref, as its object id.
+	Interchange int            `json:"interchange,omitempty"`
 	MessageType string         `json:"message_type,omitempty"`
 	PUID        string         `json:"puid"`
 	SHA256      string         `json:"computed_sha256"` // of the bytes read; "" when not read
@@ -215,6 +219,9 @@ func inspect(ctx context.Context, w *ingest.Worker, path, kind string, item *val
 		n++
 		r = base
 		r.MessageRef, r.MessageType = m.Message.Ref, m.Message.Type
+		if m.Message.Interchange > 1 {
+			r.Interchange = m.Message.Interchange
+		}
 		if m.Message.Warnings != nil {
 			r.Warnings = m.Message.Warnings
 		}
@@ -267,9 +274,12 @@ func (r *inspectResult) verdict(d ingest.Decision, err error) {
 // row per message of an interchange. TestInspectRowIsFmt holds it to the
 // fmt.Fprintf it replaced.
 func (r *inspectResult) appendRow(b []byte) []byte {
-	if r.MessageRef != "" {
+	switch {
+	case r.MessageRef != "" && r.Interchange > 1:
+		b = appendCell(b, r.File, "#"+strconv.Itoa(r.Interchange)+"#", r.MessageRef)
+	case r.MessageRef != "":
 		b = appendCell(b, r.File, "#", r.MessageRef)
-	} else {
+	default:
 		b = append(b, cell(r.File)...)
 	}
 	b = append(b, '\t')

@@ -202,6 +202,10 @@ func (w *jsonWriter) appendMiddle(b []byte, r *inspectResult) []byte {
 		b = append(b, `,"message_ref":`...)
 		b = w.str(b, r.MessageRef)
 	}
+	if r.Interchange != 0 {
+		b = append(b, `,"interchange":`...)
+		b = appendInt(b, r.Interchange)
+	}
 	if r.MessageType != "" {
 		b = append(b, `,"message_type":`...)
 		b = w.str(b, r.MessageType)

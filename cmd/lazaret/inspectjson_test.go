@@ -37,7 +37,7 @@ func TestInspectJSONIsEncodingJSON(t *testing.T) {
 			Offset: &zero, Page: &page, Tag: "XResolution", PUID: "fmt/353", Pages: 4, Size: -2,
 			Warnings: []tiff.Warning{{Code: "w", Message: "m"}, {Code: "x", Message: "y", Page: &neg, Path: "p", Offset: &off}}},
 		{File: "a <b> & \"c\"\\d\n\t\r\b\f\x00\x1f\x7f", Message: "Zürich 北京 \u2028\u2029 \xff\xfe bad", Code: "é",
-			Segment: -5, Element: 1 << 40, Component: 2, MessageRef: "<ref>", MessageType: "&",
+			Segment: -5, Element: 1 << 40, Component: 2, MessageRef: "<ref>", Interchange: 3, MessageType: "&",
 			Warnings: []tiff.Warning{{Code: "<", Message: "\u202e", Path: "\x01"}}},
 	} {
 		got, want := r.appendJSON(nil), encodingJSON(t, &r)

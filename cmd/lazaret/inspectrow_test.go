@@ -15,7 +15,9 @@ func fmtRow(r inspectResult) string {
 		msg = fmt.Sprintf("%d warning(s): %s", len(r.Warnings), r.Warnings[0].Message)
 	}
 	file := r.File
-	if r.MessageRef != "" {
+	if r.MessageRef != "" && r.Interchange > 1 {
+		file += fmt.Sprintf("#%d#%s", r.Interchange, r.MessageRef)
+	} else if r.MessageRef != "" {
 		file += "#" + r.MessageRef
 	}
 	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(file), r.Verdict, dash(r.Class), dash(r.Code), where(r), int64OrDash(r.Offset), dash(r.PUID), cell(msg))
@@ -57,6 +59,7 @@ func TestInspectRowIsFmt(t *testing.T) {
 		{File: " sp\r\nace ", Verdict: "dead-letter", Message: "line one\nline two\r\n\tthree\t", Segment: 12},
 		{File: "x", Verdict: "accept", Warnings: ws(" padded\n "), MessageRef: " r "},
 		{File: "", Verdict: "", Warnings: ws("ünïcode ⏎"), Segment: 2, Element: 3},
+		{File: "two.edi", Verdict: "accept", MessageRef: "1", Interchange: 2, Offset: &off, Segment: 1, Tag: "UNH"},
 	}
 	for i := range rows {
 		r := rows[i]

@@ -168,6 +168,10 @@ type Options struct {
 	// million repeated segments would otherwise format a million
 	// sentences). nil: always.
 	Reason func(Finding) bool
+	// Charset is the character set the interchange's syntax identifier
+	// declares (edifact.CharsetOf): a finding quotes a value as its text,
+	// decoded to UTF-8. nil quotes the bytes as strconv.Quote does.
+	Charset *edifact.Charset
 }
 
 type frame struct {
@@ -689,17 +693,28 @@ func (c *Checker) finish(st *elem, i int) {
 // a message's findings are many.
 const maxQuoted = 64
 
-// quoted is a value as a finding quotes it (see String). It is quoted only
-// when the finding's Reason is written: as an argument it costs what v
-// itself would.
-type quoted []byte
+// quoted is a value as a finding quotes it (see String), in the
+// character set cs (nil: as bytes). It is quoted only when the finding's
+// Reason is written.
+type quoted struct {
+	v  []byte
+	cs *edifact.Charset
+}
 
-// String is v as %q writes it, its first maxQuoted bytes only, then "...".
-func (v quoted) String() string {
+// quoted is v as a finding of c quotes it.
+func (c *Checker) quoted(v []byte) quoted { return quoted{v, c.opt.Charset} }
+
+// String is v as %q writes it (its text, decoded from its character set,
+// when that is known), its first maxQuoted bytes only, then "...".
+func (q quoted) String() string {
+	v, more := q.v, ""
 	if len(v) > maxQuoted {
-		return strconv.Quote(string(v[:maxQuoted])) + "..."
+		v, more = v[:maxQuoted], "..."
 	}
-	return strconv.Quote(string(v))
+	if q.cs == nil {
+		return strconv.Quote(string(v)) + more
+	}
+	return q.cs.Quote(v) + more
 }
 
 func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, st *elem) {
@@ -712,13 +727,13 @@ func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, st *elem) 
 			}
 		}
 		if !sd.Codes.Has(v) && !c.otherList(st) {
-			c.add(CodeUnknown, e, comp, off, "%s is not a code of %s", quoted(v), sd.name())
+			c.add(CodeUnknown, e, comp, off, "%s is not a code of %s", c.quoted(v), sd.name())
 		}
 		return
 	case N:
 		digits, bad, badAt := c.numeric(v)
 		if bad {
-			c.add(Representation, e, comp, off+int64(badAt), "%s is not numeric (%s n%s)", quoted(v), sd.name(), span(sd))
+			c.add(Representation, e, comp, off+int64(badAt), "%s is not numeric (%s n%s)", c.quoted(v), sd.name(), span(sd))
 			return
 		}
 		c.length(e, comp, sd, digits, off)
@@ -726,7 +741,7 @@ func (c *Checker) value(e, comp int, sd *Simple, v []byte, off int64, st *elem) 
 	case A:
 		for k, b := range v {
 			if b >= '0' && b <= '9' {
-				c.add(Representation, e, comp, off+int64(k), "%s holds a digit; %s is alphabetic (a%s)", quoted(v), sd.name(), span(sd))
+				c.add(Representation, e, comp, off+int64(k), "%s holds a digit; %s is alphabetic (a%s)", c.quoted(v), sd.name(), span(sd))
 				return
 			}
 		}

@@ -262,6 +262,48 @@ func Lookup(version, release, typ string) *Message {
 	return loaded.message(lm)
 }
 
+// Set is a message directory read from text in the format of the
+// embedded tables (see tables.txt): another controlling agency's, which
+// Lookup (the UN's) does not hold.
+type Set struct{ t *tables }
+
+// MaxSetBytes bounds the text ParseSet reads.
+const MaxSetBytes = 16 << 20
+
+// ParseSet reads a directory from text in the tables' format, every
+// message table parsed at once, so that a bad line is an error here,
+// naming it, not a table missing later.
+func ParseSet(text string) (*Set, error) {
+	if len(text) > MaxSetBytes {
+		return nil, fmt.Errorf("directory: %d bytes of tables, more than %d", len(text), MaxSetBytes)
+	}
+	t, err := indexTables(text)
+	if err != nil {
+		return nil, err
+	}
+	lms := make([]*lazyMessage, 0, len(t.msgs))
+	for _, lm := range t.msgs {
+		lms = append(lms, lm)
+	}
+	sort.Slice(lms, func(i, j int) bool { return lms[i].n < lms[j].n })
+	for _, lm := range lms {
+		if t.message(lm); lm.err != nil {
+			return nil, lm.err
+		}
+	}
+	return &Set{t: t}, nil
+}
+
+// Lookup is the segment table of message type typ in version and release
+// of the set, or nil when it holds none.
+func (s *Set) Lookup(version, release, typ string) *Message {
+	lm := s.t.msgs[key{version, release, typ}]
+	if lm == nil {
+		return nil
+	}
+	return s.t.message(lm)
+}
+
 // Messages lists every table held, sorted by release and type.
 func Messages() []*Message {
 	loadOnce.Do(load)
