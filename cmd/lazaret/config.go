@@ -1,23 +1,16 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"maps"
-	"net/url"
 	"os"
-	"path/filepath"
+	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/edifact/directory"
@@ -284,23 +277,35 @@ func recordedOf(v pflag.Value) *recorded {
 	}
 }
 
-// jsonSettings are the settings a config file may set, by key: the
-// durations apart, since JSON spells them as strings.
+// jsonSettings are the settings a config file may set, by key: every
+// field of Config with a json tag, read from the struct itself so that a
+// field and its key are declared once (the durations apart, since JSON
+// spells them as strings), and the keys kept for files written before a
+// rename (configAliases).
 func (c *Config) jsonSettings() (map[string]any, map[string]*time.Duration) {
-	known := map[string]any{
-		"redis_url": &c.RedisURL, "ledger": &c.Ledger, "concurrency": &c.Concurrency, "max_retry": &c.MaxRetry,
-		"poison_cap": &c.PoisonCap, "routing_budget": &c.RoutingTries, "pixel_budget": &c.PixelBudget, "memory_budget": &c.MemoryBudget, "min_dpi": &c.MinDPI, "require_icc": &c.RequireICC,
-		"private_tags": &c.PrivateTags, "undecodable": &c.Undecodable, "log_level": &c.LogLevel, "decode_uncompressed": &c.DecodeAll, "refuse_sample_formats": &c.RefuseSamples,
-		"locode_files": &c.LOCODE, "hs_files": &c.HS, "vgm_floor_kg": &c.VGMFloor, "vgm_max_kg": &c.VGMMax, "strict_charset": &c.Strict, "interchange_budget": &c.EDIRetained,
-		"contrl_outbox": &c.Outbox, "contrl_parked": &c.ReplyParked, "reply_parked": &c.ReplyParked, "reply_mode": &c.ReplyMode,
-		"reply_partners": &c.ReplyPartners, "reply_separators": &c.ReplySeparators, "ingest_roots": &c.IngestRoots,
-		"hardlink_roots": &c.Hardlinks, "edi_directory": &c.Directory, "agency_directories": &c.AgencyDirs, "installation_id": &c.InstallationID, "refuse_evicting_redis": &c.RefuseEvicting,
-		"checkpoint_dir": &c.CheckpointDir, "checkpoint_key": &c.CheckpointKey, "checkpoint_pubkey": &c.CheckpointPubkey, "checkpoint_every": &c.CheckpointEvery,
+	known, durations := map[string]any{}, map[string]*time.Duration{}
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if key == "" || key == "-" || !f.IsExported() {
+			continue
+		}
+		if d, ok := v.Field(i).Addr().Interface().(*time.Duration); ok {
+			durations[key] = d
+			continue
+		}
+		known[key] = v.Field(i).Addr().Interface()
 	}
-	durations := map[string]*time.Duration{"retry_base": &c.RetryBase, "retry_max": &c.RetryMax, "routing_base": &c.RoutingBase,
-		"routing_max": &c.RoutingMax, "drain_timeout": &c.DrainTimeout, "checkpoint_interval": &c.CheckpointInterval, "verify_every": &c.VerifyEvery}
+	for old, key := range configAliases {
+		known[old] = known[key]
+	}
 	return known, durations
 }
+
+// configAliases are config file keys kept for files written before their
+// setting was renamed: old key → key.
+var configAliases = map[string]string{"contrl_parked": "reply_parked"}
 
 func (c *Config) applyJSON(raw map[string]json.RawMessage) error {
 	known, durations := c.jsonSettings()
@@ -385,515 +390,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log level %q: want debug, info, warn or error", c.LogLevel))
 	}
 	return errors.Join(errs...)
-}
-
-func (c *Config) policy() ingest.Policy {
-	return ingest.Policy{MaxRetry: c.MaxRetry, RetryBase: c.RetryBase, RetryMax: c.RetryMax, PoisonCap: c.PoisonCap,
-		RoutingBudget: c.RoutingTries, RoutingBase: c.RoutingBase, RoutingMax: c.RoutingMax}
-}
-
-func (c *Config) master() validate.MasterPolicy {
-	m := validate.DefaultMasterPolicy()
-	m.PixelBudget, m.MemoryBudget, m.PrivateTags, m.Undecodable = c.PixelBudget, c.MemoryBudget, c.PrivateTags, c.Undecodable
-	m.Rules.MinDPI, m.Rules.RequireICC = c.MinDPI, c.RequireICC
-	m.DecodeUncompressed = c.DecodeAll
-	m.RefuseSampleFormats = c.RefuseSamples
-	return m
-}
-
-func (c *Config) redis() (asynq.RedisConnOpt, error) {
-	opt, err := asynq.ParseRedisURI(c.RedisURL)
-	if err != nil {
-		return nil, usageErr("redis URL %q: %v", redactURL(c.RedisURL), err)
-	}
-	// A Sentinel URL without a master name parses, and then fails every
-	// call after a 15 s timeout: refuse it before anything is recorded.
-	if f, ok := opt.(asynq.RedisFailoverClientOpt); ok {
-		const form = "redis-sentinel://[:password@]host:port[,host:port...][/db]?master=NAME"
-		u, _ := url.Parse(c.RedisURL)
-		switch {
-		case f.MasterName == "" && u != nil && strings.Trim(u.Path, "/") != "" && !isDigits(strings.Trim(u.Path, "/")):
-			return nil, usageErr("redis URL %q: the master's name goes in ?master=%s, not in the path: want %s", redactURL(c.RedisURL), strings.Trim(u.Path, "/"), form)
-		case f.MasterName == "":
-			return nil, usageErr("redis URL %q: a Sentinel URL needs the master's name: want %s", redactURL(c.RedisURL), form)
-		case len(f.SentinelAddrs) == 0:
-			return nil, usageErr("redis URL %q: no Sentinel address: want %s", redactURL(c.RedisURL), form)
-		}
-	}
-	return opt, nil
-}
-
-func isDigits(s string) bool {
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// connect parses the Redis URL and opens the ledger.
-func (c *Config) connect(ctx context.Context) (asynq.RedisConnOpt, premis.Ledger, error) {
-	opt, err := c.redis()
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := c.openLedger(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	// Concurrent handlers' appends share transactions (one fsync, one move
-	// of the chain head): see premis.GroupCommit. Close stops it.
-	return opt, premis.NewGroupCommit(l, 0), nil
-}
-
-// backend is the ledger backend the setting's scheme names (see
-// premis.RegisterBackend; the packages imported in main.go register).
-func (c *Config) backend() (premis.Backend, error) {
-	b, err := premis.BackendFor(c.Ledger)
-	if err != nil {
-		return b, settingErr("ledger: %v", err)
-	}
-	return b, nil
-}
-
-// ledgerExists refuses an SQLite ledger that is not there: a command that
-// reads or acts on what is recorded must not create an empty ledger and
-// report an empty dead-letter queue (a mistyped --ledger, or none in this
-// folder).
-func (c *Config) ledgerExists() error {
-	if c.Ledger == "" {
-		return settingErr("no ledger: there is no data directory ($XDG_DATA_HOME or $HOME) for the default; say --ledger or LAZARET_LEDGER")
-	}
-	b, err := c.backend()
-	if err != nil || b.File == nil {
-		return err
-	}
-	_, err = os.Stat(b.File(c.Ledger))
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, os.ErrNotExist) && c.ledgerDefault:
-		return settingErr("no ledger at %s (the default): no worker has written one there; say --ledger or LAZARET_LEDGER for the workers' ledger", c.Ledger)
-	case errors.Is(err, os.ErrNotExist):
-		return settingErr("no ledger at %s: say --ledger or LAZARET_LEDGER for the workers' ledger (nothing was created)", c.Ledger)
-	}
-	return settingErr("ledger %s: %v", c.Ledger, err)
-}
-
-// connectExisting is connect for commands that act on what is recorded:
-// the ledger must exist.
-func (c *Config) connectExisting(ctx context.Context) (asynq.RedisConnOpt, premis.Ledger, error) {
-	if err := c.ledgerExists(); err != nil {
-		return nil, nil, err
-	}
-	return c.connect(ctx)
-}
-
-// openLedger opens the ledger for writing: a postgres:// URL, or an SQLite
-// file path (created, with its folder, when missing).
-func (c *Config) openLedger(ctx context.Context) (premis.Ledger, error) {
-	if c.Ledger == "" {
-		return nil, c.ledgerExists()
-	}
-	b, err := c.backend()
-	if err != nil {
-		return nil, err
-	}
-	l, err := b.Open(ctx, c.Ledger)
-	if err != nil {
-		return nil, err
-	}
-	if p, ok := l.(interface{ SetReaders(int) }); ok {
-		p.SetReaders(c.Concurrency + 2) // the handlers, the API and metrics
-	}
-	return l, nil
-}
-
-// openExistingLedger opens an existing ledger as workers do (schema and
-// guard checks included).
-func (c *Config) openExistingLedger(ctx context.Context) (premis.Ledger, error) {
-	if err := c.ledgerExists(); err != nil {
-		return nil, err
-	}
-	return c.openLedger(ctx)
-}
-
-// openReadOnly opens an existing ledger for a read command: one that
-// reading never writes, migrates or creates (see premis.Backend.OpenRead).
-// A ledger whose append-only guards or head record are gone is refused, as
-// Open refuses it (premis.ErrTampered), rather than shown.
-func (c *Config) openReadOnly(ctx context.Context) (premis.Ledger, error) {
-	if err := c.ledgerExists(); err != nil {
-		return nil, err
-	}
-	b, err := c.backend()
-	if err != nil {
-		return nil, err
-	}
-	l, err := b.OpenRead(ctx, c.Ledger)
-	if errors.Is(err, premis.ErrNotLedger) {
-		return nil, &exitError{code: 2, err: err}
-	}
-	return l, err
-}
-
-// defaultLedger is $XDG_DATA_HOME/lazaret/ledger.db, or
-// ~/.local/share/lazaret/ledger.db; "" when neither can be known.
-func defaultLedger() string {
-	dir := os.Getenv("XDG_DATA_HOME")
-	if !filepath.IsAbs(dir) { // the XDG spec: a relative value is ignored
-		home, err := os.UserHomeDir()
-		if err != nil || home == "" {
-			return ""
-		}
-		dir = filepath.Join(home, ".local", "share")
-	}
-	return filepath.Join(dir, "lazaret", "ledger.db")
-}
-
-// readManifest reads the manifest at path as a worker would read an item:
-// beneath an ingest root when any is configured (refused outside them),
-// else confined to its own folder; never through a link. Its items may be
-// hard-linked where --allow-hardlinks says.
-func (c *Config) readManifest(path string) (*validate.Manifest, string, error) {
-	var src validate.Source
-	if len(c.IngestRoots) > 0 {
-		s, err := validate.Within(c.IngestRoots, path)
-		if err != nil {
-			return nil, "", fmt.Errorf("%w: %w", validate.ErrManifestUnreadable, err)
-		}
-		src = s
-	} else {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return nil, "", err
-		}
-		src = validate.SourceOf(abs)
-	}
-	src.Hardlinks = validate.HardlinkRoots(c.Hardlinks).Allow(src.Root)
-	return validate.ReadManifest(src)
-}
-
-// logger is the process's one JSON log, on w. go-redis's own lines (its
-// pool's dial errors, otherwise plain text on standard error) go through
-// it too, throttled: every line the process writes is JSON.
-func (c *Config) logger(w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(c.LogLevel))
-	l := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
-	redis.SetLogger(ingest.NewRedisLogger(l))
-	return l
-}
-
-var software = premis.Software{Name: "lazaret", Version: version}
-
-func (c *Config) worker(l premis.Ledger, b ingest.Enqueuer, log *slog.Logger) *ingest.Worker {
-	return &ingest.Worker{Ledger: l, Broker: b, Policy: c.policy(), Master: c.master(), Software: software, Logger: log,
-		Registries: c.registryStore(), EDI: c.ediRules(), Outbox: c.Outbox, Replies: c.replies(), Hardlinks: c.Hardlinks}
-}
-
-// replies is the reply policy of the configuration.
-func (c *Config) replies() ingest.ReplyPolicy {
-	return ingest.ReplyPolicy{Mode: c.ReplyMode, Partners: c.ReplyPartners, QuietParked: !c.ReplyParked,
-		StandardSeparators: c.ReplySeparators == separatorsStandard, Syntax4Repetition: c.ReplySeparators == separatorsSyntax4,
-		Installation: c.InstallationID}
-}
-
-// replyModeFlag is --reply-mode.
-type replyModeFlag validate.ReplyMode
-
-func (m *replyModeFlag) String() string {
-	if m == nil {
-		return ""
-	}
-	return string(*m)
-}
-
-func (m *replyModeFlag) Set(v string) error {
-	if mode := validate.ReplyMode(v); mode.Valid() && mode != "" {
-		*m = replyModeFlag(mode)
-		return nil
-	}
-	return fmt.Errorf("%q: want both, contrl or aperak", v)
-}
-
-func (m *replyModeFlag) Type() string { return "mode" }
-
-// partnerFlag is --reply-partner SENDER=MODE, repeatable.
-type partnerFlag map[string]validate.ReplyMode
-
-func (p *partnerFlag) String() string {
-	if p == nil || len(*p) == 0 {
-		return ""
-	}
-	var parts []string
-	for k, v := range *p {
-		parts = append(parts, k+"="+string(v))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
-}
-
-func (p *partnerFlag) Type() string { return "partner" }
-
-func (p *partnerFlag) Set(v string) error {
-	sender, mode, ok := strings.Cut(v, "=")
-	if m := validate.ReplyMode(mode); !ok || sender == "" || !m.Valid() || m == "" {
-		return fmt.Errorf("%q: want SENDER=MODE with MODE both, contrl or aperak", v)
-	}
-	if *p == nil {
-		*p = map[string]validate.ReplyMode{}
-	}
-	(*p)[sender] = validate.ReplyMode(mode)
-	return nil
-}
-
-// operator wires the operator service over the same ledger, broker and
-// rules as w: replays and re-checks follow the workers' policy.
-func (c *Config) operator(w *ingest.Worker, b ingest.Enqueuer, insp ingest.Broker, opt asynq.RedisConnOpt) *ingest.Operator {
-	op := &ingest.Operator{Ledger: w.Ledger, Enqueuer: b, Broker: insp, Policy: w.Policy, Software: software, Logger: w.Logger,
-		Submit: ingest.SubmitOptions{Software: software, Hardlinks: c.Hardlinks}, Check: w.Check, Roots: c.IngestRoots, PublishQueues: ingest.QueuePublisher(opt)}
-	// One client for the process's reconciliations (see Operator.Redis);
-	// it lives as long as the process.
-	if rc, ok := opt.MakeRedisClient().(redis.UniversalClient); ok {
-		op.Redis = rc
-	}
-	op.Fleet = func(ctx context.Context) ([]ingest.WorkerRegistries, error) {
-		rc, ok := opt.MakeRedisClient().(redis.UniversalClient)
-		if !ok {
-			return nil, nil
-		}
-		defer rc.Close()
-		return ingest.FleetRegistries(ctx, rc)
-	}
-	if store := w.Registries; store != nil {
-		op.Refresh = func() (string, string, error) {
-			if _, err := store.Refresh(); err != nil {
-				return "", "", err
-			}
-			r := store.Current()
-			return r.LOCODE.Version(), r.HS.Version(), nil
-		}
-	}
-	return op
-}
-
-func (c *Config) ediRules() validate.EDIRules {
-	r := validate.DefaultEDIRules()
-	r.VGMFloorKg, r.VGMMaxKg, r.StrictCharset, r.MaxRetainedBytes = c.VGMFloor, c.VGMMax, c.Strict, c.EDIRetained
-	r.Directory = c.Directory
-	r.Directories = c.agencySets
-	return r
-}
-
-// loadAgencyDirs reads the agency directories AgencyDirs names into
-// agencySets: every file whole, each problem named with its agency.
-func (c *Config) loadAgencyDirs() error {
-	var errs []error
-	sets := map[string]*directory.Set{}
-	for _, agency := range slices.Sorted(maps.Keys(c.AgencyDirs)) {
-		file := c.AgencyDirs[agency]
-		if agency == "" || agency == "UN" {
-			errs = append(errs, fmt.Errorf("agency_directories %q: want another agency's code (the UN directory is built in)", agency))
-			continue
-		}
-		set, err := readAgencyDir(file)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("agency_directories %s: %w", agency, err))
-			continue
-		}
-		sets[agency] = set
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	if len(sets) > 0 {
-		c.agencySets = sets
-	}
-	return nil
-}
-
-// readAgencyDir reads and parses one agency directory file, at most
-// directory.MaxSetBytes of it.
-func readAgencyDir(file string) (*directory.Set, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, directory.MaxSetBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	return directory.ParseSet(string(b))
-}
-
-// agencyDirFlag is --agency-directory AGENCY=FILE.
-type agencyDirFlag map[string]string
-
-func (a *agencyDirFlag) String() string {
-	if a == nil || len(*a) == 0 {
-		return ""
-	}
-	var parts []string
-	for k, v := range *a {
-		parts = append(parts, k+"="+v)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
-}
-
-func (a *agencyDirFlag) Type() string { return "agency" }
-
-func (a *agencyDirFlag) Set(v string) error {
-	agency, file, ok := strings.Cut(v, "=")
-	if !ok || agency == "" || file == "" {
-		return fmt.Errorf("%q: want AGENCY=FILE", v)
-	}
-	if *a == nil {
-		*a = map[string]string{}
-	}
-	(*a)[agency] = file
-	return nil
-}
-
-// directoryFlag sets the checks of a DirectoryPolicy from
-// "segments=reject,length=warn".
-type directoryFlag validate.DirectoryPolicy
-
-func (d *directoryFlag) String() string {
-	if d == nil {
-		return ""
-	}
-	p := validate.DirectoryPolicy(*d)
-	return fmt.Sprintf("segments=%s,elements=%s,representation=%s,length=%s,codes=%s,unknown=%s", p.Segments, p.Elements, p.Representation, p.Length, p.Codes, p.Unknown)
-}
-
-func (d *directoryFlag) Type() string { return "checks" }
-
-func (d *directoryFlag) Set(v string) error {
-	p := (*validate.DirectoryPolicy)(d)
-	checks := map[string]*validate.Action{"segments": &p.Segments, "elements": &p.Elements, "representation": &p.Representation,
-		"length": &p.Length, "codes": &p.Codes, "unknown": &p.Unknown}
-	for _, kv := range strings.Split(v, ",") {
-		k, a, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		dst, known := checks[k]
-		if !ok || !known {
-			return fmt.Errorf("%q: want CHECK=ACTION with CHECK one of segments, elements, representation, length, codes, unknown", kv)
-		}
-		*dst = validate.Action(a)
-	}
-	return p.Validate()
-}
-
-func (c *Config) registryStore() *validate.RegistryStore {
-	return &validate.RegistryStore{LOCODEFiles: c.LOCODE, HSFiles: c.HS}
-}
-
-// listFlag is a repeatable string flag.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-func (l *listFlag) Type() string   { return "strings" }
-func (l *listFlag) Set(v string) error {
-	*l = append(*l, v)
-	return nil
-}
-
-// observedLedger times and counts the appends of a group committer; every
-// other method is the committer's own (Walk, Guards...), so what asks the
-// ledger for them still finds them.
-type observedLedger struct {
-	*premis.GroupCommit
-	observe func(time.Duration, error)
-}
-
-func (o observedLedger) Append(ctx context.Context, events ...*premis.Event) ([]bool, error) {
-	start := time.Now()
-	ins, err := o.GroupCommit.Append(ctx, events...)
-	o.observe(time.Since(start), err)
-	return ins, err
-}
-
-// AppendFirst is observed as Append is. A condition that does not hold
-// (premis.ErrNotFirst) is no failure of the ledger.
-func (o observedLedger) AppendFirst(ctx context.Context, firsts []premis.FirstDelivery, events ...*premis.Event) ([]bool, error) {
-	start := time.Now()
-	ins, err := o.GroupCommit.AppendFirst(ctx, firsts, events...)
-	if errors.Is(err, premis.ErrNotFirst) {
-		o.observe(time.Since(start), nil)
-	} else {
-		o.observe(time.Since(start), err)
-	}
-	return ins, err
-}
-
-// observeAppends wraps l, the group committer connect opened, so that
-// observe hears of every append; another ledger is returned as it is.
-func observeAppends(l premis.Ledger, observe func(time.Duration, error)) premis.Ledger {
-	if g, ok := l.(*premis.GroupCommit); ok {
-		return observedLedger{g, observe}
-	}
-	return l
-}
-
-// suggestFlag adds "did you mean --X?" to pflag's error for an unknown
-// flag, when a declared one is close: an edit or two away, or one it
-// begins.
-// A long flag written with one dash (-ledger), which pflag reads as
-// shorthands, is pointed at its two-dash form.
-func suggestFlag(fs *pflag.FlagSet, err error) error {
-	if rest, ok := strings.CutPrefix(err.Error(), "unknown shorthand flag: "); ok {
-		if _, word, ok := strings.Cut(rest, " in -"); ok {
-			if name, _, _ := strings.Cut(word, "="); len(name) > 1 && fs.Lookup(name) != nil {
-				return fmt.Errorf("unknown flag -%s: did you mean --%s?", name, name)
-			}
-		}
-		return err
-	}
-	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
-	if !ok {
-		return err
-	}
-	best, bestD := "", 3 // at most two edits away
-	fs.VisitAll(func(f *pflag.Flag) {
-		if d := editDistance(name, f.Name); d < bestD {
-			best, bestD = f.Name, d
-		}
-	})
-	if best == "" { // --pipeline for --pipeline-items
-		fs.VisitAll(func(f *pflag.Flag) {
-			if best == "" && len(name) >= 3 && strings.HasPrefix(f.Name, name) {
-				best = f.Name
-			}
-		})
-	}
-	if best == "" {
-		return fmt.Errorf("unknown flag --%s", name)
-	}
-	return fmt.Errorf("unknown flag --%s: did you mean --%s?", name, best)
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // validInstallationID reports whether id may name an installation: empty
