@@ -373,6 +373,10 @@ func (h *harness) runOne(res *result, n uint64) {
 	name := res.sc.id + "/" + res.ledger
 	start := time.Now()
 	defer func() { res.wall = time.Since(start) }()
+	if res.sc.replicated && res.ledger != "postgres" {
+		res.skipped = "a PostgreSQL primary and replica: not for " + res.ledger
+		return
+	}
 	if res.ledger == "postgres" && h.pgErr != nil {
 		if os.Getenv("CI") == "true" {
 			res.err = fmt.Errorf("PostgreSQL is required under CI=true: %w", h.pgErr)
@@ -429,14 +433,18 @@ func (h *harness) runOne(res *result, n uint64) {
 	case "sqlite":
 		r.led = &sqliteLedger{path: filepath.Join(dir, "ledger.db")}
 	case "postgres":
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		pl, err := newPGLedger(ctx, h.pg, strings.ReplaceAll(res.sc.id, "/", "_"))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		var err error
+		if res.sc.replicated {
+			r.led, err = newReplicatedLedger(ctx, dir, strings.ReplaceAll(res.sc.id, "/", "_"))
+		} else {
+			r.led, err = newPGLedger(ctx, h.pg, strings.ReplaceAll(res.sc.id, "/", "_"))
+		}
 		cancel()
 		if err != nil {
 			res.err = fmt.Errorf("PostgreSQL ledger: %w", err)
 			return
 		}
-		r.led = pl
 	}
 	defer func() {
 		if err := r.led.close(); err != nil {

@@ -18,6 +18,7 @@ type scenario struct {
 	revival    bool     // the checks measure revival after a resubmission
 	optIn      bool     // runs only when LAZARET_FAULTS_SCENARIOS names it
 	sentinel   bool     // Redis is a primary, a replica and three sentinels (sentinelSet)
+	replicated bool     // PostgreSQL only: the ledger on a primary and a replica of the run's own (replicatedLedger)
 	rank       int      // expected length, for scheduling (longest first)
 	body       func(r *run) error
 }
@@ -40,6 +41,8 @@ func scenarios(cfg config) []*scenario {
 			aof: true, rank: 6, optIn: true, sentinel: true, body: sentinelFaults},
 		{id: "9", title: "ledger restored from a backup taken mid-batch, then `ledger recover` (opt-in)",
 			aof: true, rank: 6, optIn: true, body: ledgerRestored},
+		{id: "10", title: "PostgreSQL replica that lagged promoted after the primary died, then `ledger recover` (opt-in, PostgreSQL only)",
+			aof: true, rank: 6, optIn: true, replicated: true, body: replicaPromoted},
 	}
 }
 
