@@ -162,9 +162,12 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 
 // ParseManifest decodes a manifest. JSON that does not parse is a
 // *ManifestSyntaxError and no manifest. Otherwise the manifest comes back
-// with every unknown field and every value of the wrong JSON type as a
-// *FieldError (naming the item's object id, the line and the column),
-// joined: the caller sees them with the other problems, all at once.
+// with every unknown field, every value of the wrong JSON type and every
+// key written twice in one object (at any depth: "items" twice would
+// otherwise keep the last list silently; rule unique_key) as a
+// *FieldError (naming the item's object id, the key, the line and the
+// column), joined: the caller sees them with the other problems, all at
+// once.
 func ParseManifest(b []byte) (*Manifest, error) {
 	b = bytes.TrimPrefix(b, utf8BOM)
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -209,6 +212,7 @@ func ParseManifest(b []byte) (*Manifest, error) {
 			Message: fmt.Sprintf("line %d, column %d: a JSON %s where a %s is wanted", line, col, te.Value, jsonKind(te.Type))})
 	}
 	errs = append(errs, spans.unknownFields(b, &m)...)
+	errs = append(errs, duplicateKeys(b, &m)...)
 	return &m, errors.Join(errs...)
 }
 
