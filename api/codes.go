@@ -135,6 +135,9 @@ var codeCatalogue = []CodeHelp{
 		Cause: "Large strips or tiles, or a forged layout.", Action: "Raise --memory-budget on the workers and replay, or rewrite the file with smaller strips (tiffcp -r 16)."},
 	{Code: "limit.inflate", Built: true, Meaning: "A strip or tile decompresses to far more bytes than its rows hold: past an eighth more (or 4 KiB), which no honest encoder's overrun reaches.",
 		Cause: "A decompression bomb, or corrupt compressed data.", Action: actionNewCopy},
+	{Code: "limit.file-pixels", Built: true, Meaning: "The pages of the file decoded so far hold more pixels together than the file's budget: four --pixel-budget, or 1,024 pixels a byte of the file, whichever is more. Pages that share the same data and read it the same way are decoded once and cost nothing more.",
+		Cause:  "Pages pointing at the same strip with different sizes (a page-sharing bomb), or very many blank bilevel pages.",
+		Action: "If the file is genuine, rewrite it so that every page has its own data (tiffcp) and replay with `--file`; otherwise discard it."},
 	{Code: "limit.strip-array", Built: true, Meaning: "The strip or tile offset arrays of the pages exceed --memory-budget.",
 		Cause: "Millions of tiny strips, or a forged count.", Action: "Rewrite the file with larger strips (tiffcp -r 64) and replay with `--file`."},
 
