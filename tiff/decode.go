@@ -275,6 +275,7 @@ func (d *pageDecoder) decode(p *Page) error {
 	if err := d.work.charge(p); err != nil {
 		return err
 	}
+	d.work.reclaim(p)
 	p.overrun = blockOverrun{}
 	skipped, warned := len(d.skipped), d.info.warned
 	if err := d.decodePixels(p); err != nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math"
+	"runtime"
 )
 
 // FilePixelsPerByte is how many pixels a file may have decoded for each
@@ -27,6 +28,7 @@ type fileWork struct {
 	limit, spent int64
 	page         int64                          // the pixel budget of one page, which decodePixels checks first
 	seen         map[[sha256.Size]byte]struct{} // pages decoded cleanly
+	decodedBig   bool                           // a page of bigPage pixels or more was decoded
 }
 
 func newFileWork(info *TIFFInfo, opt DecodeOptions) fileWork {
@@ -46,6 +48,23 @@ func satMul(a, b int64) int64 {
 		return math.MaxInt64
 	}
 	return a * b
+}
+
+// bigPage is the size of page (in pixels) whose decoding holds enough
+// memory that the garbage of the page before it must be collected first.
+const bigPage = 16 << 20
+
+// reclaim collects the garbage of the pages decoded before p when p is
+// big: a page's image is garbage once it is checked, but the runtime lets
+// the heap grow to twice what is live before it collects, so page after
+// page of 100 Mpx would hold two or three images at once (251 MiB for
+// pages of one strip read under different widths, 140 MiB for one). A
+// collection costs milliseconds; decoding such a page, a second or so.
+func (w *fileWork) reclaim(p *Page) {
+	if w.decodedBig && p.Width*p.Height >= bigPage {
+		runtime.GC()
+	}
+	w.decodedBig = w.decodedBig || p.Width*p.Height >= bigPage
 }
 
 // charge charges p's pixels to the file, or refuses p when they do not

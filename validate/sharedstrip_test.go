@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"testing"
 
 	"github.com/lazaret/lazaret/fixtures"
@@ -30,11 +29,7 @@ func TestSharedStripPagesInBudget(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("peak RSS is read from /proc/self/status (Linux)")
 	}
-	same := slices.Repeat([]uint32{10000}, 50)
-	var varied []uint32
-	for i := range 50 {
-		varied = append(varied, uint32(10000-i))
-	}
+	same, varied := fixtures.SameWidths(50, 10000), fixtures.SharedWidths(50, 10000)
 	for _, tc := range []struct {
 		name   string
 		widths []uint32
