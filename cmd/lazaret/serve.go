@@ -189,7 +189,11 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 	}, nil
 }
 
-// httpServer is serve's HTTP server for h: header, read and idle timeouts
+// metricsConnections is the connection limit of a worker's
+// --metrics-listen server.
+const metricsConnections = 64
+
+// httpServer is serve's (and a worker's metrics) HTTP server for h: header, read and idle timeouts
 // (a connection that sends nothing is closed after ReadHeaderTimeout), at
 // most maxConns connections (0: half the descriptor limit; see
 // api.ConnLimit: wrap the listener with the limit returned), and

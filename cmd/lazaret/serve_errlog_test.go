@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lazaret/lazaret/internal/testenv"
 )
 
 // TestServeErrorLogIsJSON: net/http's own error log (a handler's panic,
@@ -43,5 +49,59 @@ func TestServeErrorLogIsJSON(t *testing.T) {
 	// Without --max-connections: half the descriptor limit.
 	if _, lim := httpServer(http.NotFoundHandler(), log, 0); lim.Max() != max(descriptorLimit()/2, 16) {
 		t.Errorf("default connection limit %d, descriptor limit %d", lim.Max(), descriptorLimit())
+	}
+}
+
+// TestWorkerMetricsUnderAConnectionFlood: a worker's --metrics-listen
+// server held every connection opened to it, and the worker opens masters
+// with the same descriptors. It now holds at most metricsConnections,
+// closing the longest idle for a new one: behind 4x that many idle
+// connections a scrape is answered at once.
+func TestWorkerMetricsUnderAConnectionFlood(t *testing.T) {
+	url := testenv.Redis(t, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t.Setenv("LAZARET_LOG_LEVEL", "info")
+	workerLog := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"worker", "--redis", url, "--ledger", filepath.Join(t.TempDir(), "l.db"), "--metrics-listen", "127.0.0.1:0",
+			"--reconcile-every", "1h"}, io.Discard, workerLog)
+	}()
+	defer func() { cancel(); <-done }()
+	addr := waitFor(t, workerLog, regexp.MustCompile(`"msg":"worker metrics","listen":"([^"]+)"`))
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 4 * metricsConnections {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("a scrape behind %d idle connections: %v", len(conns), err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %s", resp.Status)
+	}
+	// The worker closed the flood down to its limit (before, it held all
+	// of them until their header timeout).
+	held := 0
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil && strings.Contains(err.Error(), "timeout") {
+			held++
+		}
+	}
+	if held > metricsConnections {
+		t.Errorf("the worker holds %d of %d idle connections, more than its limit of %d", held, len(conns), metricsConnections)
 	}
 }
