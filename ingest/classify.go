@@ -123,6 +123,11 @@ func classify(err error) (premis.Class, string) {
 		return premis.Transient, "ledger.busy"
 	case errors.Is(err, validate.ErrFileChanged):
 		return premis.Transient, "io.file-changed"
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		// This process (EMFILE) or the system (ENFILE) ran out of file
+		// descriptors: a resource of the worker's, never a fault of the
+		// file. Retried with backoff once descriptors are free again.
+		return premis.Transient, "io.descriptors"
 	case errors.Is(err, fs.ErrNotExist):
 		// The storage is not there yet (a mount, a copy in progress):
 		// bounded retries, then the DLQ.

@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,7 +238,9 @@ func TestReplayWithFileAndCorrections(t *testing.T) {
 	if failed.Destination != premis.Quarantined {
 		t.Fatalf("without a color profile: %s (%s)", failed.Destination, failed.Message)
 	}
-	fixed := filepath.Join(t.TempDir(), "fixed")
+	// The corrected file lies beside the original, in the batch folder
+	// (with no ingest root, nowhere else is allowed).
+	fixed := filepath.Join(b.dir, "fixed")
 	if err := os.MkdirAll(fixed, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -255,5 +258,62 @@ func TestReplayWithFileAndCorrections(t *testing.T) {
 	ev := b.settledAfter(corr, premis.Accepted, 15*time.Second)
 	if ev.Attempt != 2 || ev.Path != f || ev.Path == p {
 		t.Errorf("accepted: attempt %d path %s", ev.Attempt, ev.Path)
+	}
+}
+
+// TestReplayFileOutsideTheRootsIsRefused: dlq replay ID --file
+// /etc/passwd was recorded (the corrected file was confined only to its
+// own folder when no ingest root was configured). Now the file must lie
+// beneath an ingest root or, with none, beside the original (beneath its
+// batch folder); anything else is refused as io.outside-root before
+// anything is read or recorded: the ledger is unchanged, the dead letter
+// still open.
+func TestReplayFileOutsideTheRootsIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fastPolicy())
+	b.start()
+	ctx := context.Background()
+	dead := b.deadLetters(1, 1, "passwd")[0]
+	fs, err := ingest.Failures(ctx, b.ledger, ingest.FailureFilter{Destination: premis.DeadLetter})
+	if err != nil || len(fs) != 1 {
+		t.Fatalf("dead letters: %d (%v)", len(fs), err)
+	}
+	before, err := b.ledger.Events(ctx, premis.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(t.TempDir(), "m.tif")
+	if err := os.WriteFile(elsewhere, master(t, goodPage), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ops := b.ops()
+	for _, tc := range []struct {
+		name  string
+		roots []string
+		file  string
+	}{
+		{"no roots, /etc/passwd", nil, "/etc/passwd"},
+		{"no roots, a file in another folder", nil, elsewhere},
+		{"no roots, climbing out of the batch folder", nil, filepath.Join(b.dir, "..", filepath.Base(filepath.Dir(elsewhere)), "m.tif")},
+		{"a root, /etc/passwd", []string{b.dir}, "/etc/passwd"},
+	} {
+		ops.Roots = tc.roots
+		for _, dry := range []bool{true, false} {
+			_, err := ops.Replay(ctx, fs[0].ID, ingest.ReplayOptions{Operator: "ana", File: tc.file, DryRun: dry})
+			var oe *validate.OpenError
+			if !errors.As(err, &oe) || oe.Code != "io.outside-root" {
+				t.Errorf("%s (dry run %v): %v, want io.outside-root", tc.name, dry, err)
+			}
+		}
+	}
+	after, err := b.ledger.Events(ctx, premis.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Errorf("the ledger changed: %d events, then %d (last %s %s)", len(before), len(after), after[len(after)-1].Type, after[len(after)-1].Note)
+	}
+	if open, _ := ingest.Failures(ctx, b.ledger, ingest.FailureFilter{Destination: premis.DeadLetter}); len(open) != 1 || open[0].CorrelationID != dead.CorrelationID {
+		t.Errorf("the dead letter is no longer open: %+v", open)
 	}
 }

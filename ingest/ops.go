@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -174,7 +173,8 @@ type Operator struct {
 	// and says which versions are in force ("" when not applicable).
 	Refresh func() (locode, hs string, err error)
 	// Roots are the ingest roots corrected files must lie beneath; with
-	// none, a corrected file is confined to its own folder.
+	// none, a corrected file must lie beside the original, beneath the
+	// batch folder the item was read from (never anywhere else).
 	Roots []string
 	// Fleet, when set, lists the live workers' registry versions (see
 	// FleetRegistries): a quarantine reconciliation replays nothing while
@@ -316,7 +316,7 @@ func (o *Operator) Replay(ctx context.Context, id string, opt ReplayOptions) (*A
 		return nil, fmt.Errorf("failure %s has no replayable envelope: %w", f.ID, err)
 	}
 	if opt.File != "" {
-		src, sum, size, err := CorrectedFile(o.Roots, o.Submit.Hardlinks, opt.File)
+		src, sum, size, err := CorrectedFile(o.Roots, env.Source().Root, o.Submit.Hardlinks, opt.File)
 		if err != nil {
 			return nil, fmt.Errorf("corrected file: %w", err)
 		}
@@ -436,24 +436,27 @@ func (o *Operator) SubmitOptions() SubmitOptions {
 }
 
 // CorrectedFile resolves a corrected file to where the worker will read
-// it — beneath one of roots, or with none configured confined to its own
-// folder — and reads its digest and size once, through validate.Open (no
-// links, no FIFOs, never past the size seen at open).
+// it — beneath one of roots, or with none configured beneath beside (the
+// folder the original item was read from) — and reads its digest and size
+// once, through validate.Open (no links, no FIFOs, never past the size
+// seen at open). A path outside them is refused (io.outside-root) before
+// anything is read or recorded: a replay must not turn any file the
+// operator's account can read (/etc/passwd) into an item of the archive.
 //
 // The Source it returns carries the file's identity (Source.ID), which
 // the replay's envelope records as submit does, and allows hard links
 // where hardlinks does.
-func CorrectedFile(roots []string, hardlinks validate.HardlinkRoots, path string) (src validate.Source, sha string, size int64, err error) {
-	if len(roots) > 0 {
-		if src, err = validate.Within(roots, path); err != nil {
-			return src, "", 0, err
+func CorrectedFile(roots []string, beside string, hardlinks validate.HardlinkRoots, path string) (src validate.Source, sha string, size int64, err error) {
+	if len(roots) == 0 && beside != "" {
+		src, err = validate.Within([]string{beside}, path)
+		if oe := (*validate.OpenError)(nil); errors.As(err, &oe) {
+			oe.Reason = fmt.Sprintf("not beside the original (beneath %s), and no ingest root is configured (ingest_roots): nothing was read", beside)
 		}
 	} else {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return src, "", 0, err
-		}
-		src = validate.SourceOf(abs)
+		src, err = validate.Within(roots, path)
+	}
+	if err != nil {
+		return src, "", 0, err
 	}
 	src.Hardlinks = hardlinks.Allow(src.Root)
 	f, size, err := validate.Open(src)

@@ -37,6 +37,9 @@ type SubmitOptions struct {
 	Replayer interface {
 		Replay(ctx context.Context, id string, opt ReplayOptions) (*ActionResult, error)
 	}
+	// Progress, when set, is told after each chunk handed to the broker
+	// how many of the items to enqueue were (enqueued or duplicates).
+	Progress func(done, total int)
 }
 
 // SubmitResult says what a submission did, item by item.
@@ -76,20 +79,36 @@ const submitChunk = 500
 // submitting the same batch twice enqueues nothing the second time.
 func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manifest, dir string, opt SubmitOptions) (*SubmitResult, error) {
 	now := time.Now().UTC()
-	envs := make([]*Envelope, 0, len(m.Items))
 	var errs []error
 	root, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	for _, it := range m.Items {
+	// What each item's envelope needs beyond its manifest entry, seen once
+	// when its file is opened: an envelope is built again from these when
+	// it is recorded and when it is enqueued, a chunk at a time, so a batch
+	// of 100,000 items holds 100,000 of these, not of envelopes and events.
+	type opened struct {
+		rel  string
+		size int64
+		id   validate.FileID
+	}
+	files := make([]opened, len(m.Items))
+	hardlinks := opt.Hardlinks.Allow(root)
+	envOf := func(i int) *Envelope {
+		it, o := m.Items[i], files[i]
+		return &Envelope{V: EnvelopeVersion, CorrelationID: CorrelationID(m.BatchID, it.ObjectID, it.SHA256), BatchID: m.BatchID,
+			Submitter: m.Submitter, ObjectID: it.ObjectID, Kind: it.Kind, Path: filepath.Join(root, filepath.FromSlash(o.rel)), Root: root, Rel: o.rel,
+			SHA256: it.SHA256, Size: o.size, Dev: o.id.Dev, Ino: o.id.Ino, Item: it, Attempt: 1, SubmittedAt: now}
+	}
+	for i, it := range m.Items {
 		path, err := validate.ResolvePath(root, it.Path)
 		if err != nil {
 			errs = append(errs, &validate.FieldError{ObjectID: it.ObjectID, Field: "path", Rule: "inside", Value: it.Path, Message: err.Error()})
 			continue
 		}
 		rel, _ := filepath.Rel(root, path)
-		src := validate.Source{Root: root, Rel: filepath.ToSlash(rel), Path: path, Hardlinks: opt.Hardlinks.Allow(root)}
+		src := validate.Source{Root: root, Rel: filepath.ToSlash(rel), Path: path, Hardlinks: hardlinks}
 		f, fileSize, err := validate.Open(src)
 		var oe *validate.OpenError
 		switch {
@@ -106,14 +125,10 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 		if size == 0 {
 			size = fileSize
 		}
-		env := &Envelope{V: EnvelopeVersion, CorrelationID: CorrelationID(m.BatchID, it.ObjectID, it.SHA256), BatchID: m.BatchID,
-			Submitter: m.Submitter, ObjectID: it.ObjectID, Kind: it.Kind, Path: path, Root: src.Root, Rel: src.Rel, SHA256: it.SHA256, Size: size,
-			Dev: id.Dev, Ino: id.Ino, Item: it, Attempt: 1, SubmittedAt: now}
-		if _, err := env.Encode(); err != nil {
+		files[i] = opened{rel: src.Rel, size: size, id: id}
+		if _, err := envOf(i).Encode(); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		envs = append(envs, env)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -131,12 +146,28 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 			byObject[e.ObjectID] = e
 		}
 	}
+	settled = nil
 	var replays []replayOf
-	var todo []*Envelope
+	var todo []int // items to enqueue, by index
 	// The batch's own fact first: how many items to expect (batch status,
-	// submit --wait).
+	// submit --wait). Then the submission events, recorded a chunk at a
+	// time as they are decided; every one before any item is enqueued.
 	record := []*premis.Event{batchEvent(m, opt.Software, now)}
-	for _, env := range envs {
+	recorded := 0
+	flush := func() error {
+		if opt.DryRun || len(record) == 0 {
+			record = record[:0]
+			return nil
+		}
+		if _, err := l.Append(ctx, record...); err != nil {
+			return fmt.Errorf("ledger: record the submission: %w (%d items recorded before this; nothing enqueued)", err, recorded)
+		}
+		recorded += len(record)
+		record = record[:0]
+		return nil
+	}
+	for i := range m.Items {
+		env := envOf(i)
 		e, seen := latest[env.CorrelationID]
 		if !seen {
 			// The same object with another digest: its entry changed.
@@ -149,6 +180,11 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 		switch {
 		case !seen:
 			record = append(record, submissionEvent(env, opt.Software, now))
+			if len(record) == submitChunk {
+				if err := flush(); err != nil {
+					return res, err
+				}
+			}
 		case e.Destination == premis.Submitted, e.Destination == premis.Retry:
 			// Recorded, not settled: enqueue again (a duplicate if the
 			// broker still holds it).
@@ -156,34 +192,42 @@ func Submit(ctx context.Context, l premis.Ledger, b Enqueuer, m *validate.Manife
 			res.Skipped = append(res.Skipped, SkipReason{ObjectID: env.ObjectID, Destination: e.Destination, EventID: e.ID, Reason: skipReason(e)})
 			continue
 		}
-		todo = append(todo, env)
+		todo = append(todo, i)
+	}
+	if err := flush(); err != nil {
+		return res, err
 	}
 	if opt.DryRun {
-		for _, env := range todo {
-			res.Enqueued = append(res.Enqueued, env.ObjectID)
+		for _, i := range todo {
+			res.Enqueued = append(res.Enqueued, m.Items[i].ObjectID)
 		}
 		return res, replayChanged(ctx, opt, m, replays, res)
-	}
-	for i := 0; i < len(record); i += submitChunk {
-		if _, err := l.Append(ctx, record[i:min(i+submitChunk, len(record))]...); err != nil {
-			return res, fmt.Errorf("ledger: record the submission: %w (%d of %d items recorded before this; nothing enqueued)", err, i, len(record))
-		}
 	}
 	if err := replayChanged(ctx, opt, m, replays, res); err != nil {
 		return res, err
 	}
-	dups, err := enqueueAll(ctx, b, todo, opt)
-	for i, env := range todo {
-		switch dups[i] {
-		case enqueued:
-			res.Enqueued = append(res.Enqueued, env.ObjectID)
-		case duplicate:
-			res.Duplicates = append(res.Duplicates, env.ObjectID)
+	for start := 0; start < len(todo); start += submitChunk {
+		chunk := todo[start:min(start+submitChunk, len(todo))]
+		envs := make([]*Envelope, len(chunk))
+		for j, i := range chunk {
+			envs[j] = envOf(i)
 		}
-	}
-	if err != nil {
-		return res, fmt.Errorf("%w (%d of %d enqueued; the rest are recorded as submitted and reconcile-broker enqueues them)",
-			err, len(res.Enqueued)+len(res.Duplicates), len(todo))
+		dups, err := enqueueAll(ctx, b, envs, opt)
+		for j, env := range envs {
+			switch dups[j] {
+			case enqueued:
+				res.Enqueued = append(res.Enqueued, env.ObjectID)
+			case duplicate:
+				res.Duplicates = append(res.Duplicates, env.ObjectID)
+			}
+		}
+		if opt.Progress != nil {
+			opt.Progress(len(res.Enqueued)+len(res.Duplicates), len(todo))
+		}
+		if err != nil {
+			return res, fmt.Errorf("%w (%d of %d enqueued; the rest are recorded as submitted and reconcile-broker enqueues them)",
+				err, len(res.Enqueued)+len(res.Duplicates), len(todo))
+		}
 	}
 	return res, nil
 }

@@ -210,6 +210,10 @@ type DecodeOptions struct {
 	DecodeUncompressed bool
 	// Cancelled is polled between pages; nil means never.
 	Cancelled func() error
+	// FilePixelBudget bounds the pixels decoded for all pages of a file
+	// together (see fileWork); 0 means the default: four pixel budgets,
+	// or FilePixelsPerByte pixels a byte of the file, whichever is more.
+	FilePixelBudget int64
 }
 
 // DecodePages checks the pixel data of every page: through
@@ -244,6 +248,7 @@ type pageDecoder struct {
 	avail     int64
 	cancelled func() error
 	skipped   []*UnsupportedError
+	work      fileWork // what decoding the file's pages costs together
 }
 
 func newPageDecoder(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) *pageDecoder {
@@ -251,7 +256,8 @@ func newPageDecoder(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) *pageDecod
 	if memory <= 0 {
 		memory = DefaultMemoryBudget
 	}
-	d := &pageDecoder{r: r, info: info, opt: opt, avail: max(memory-info.Held, 0), cancelled: opt.Cancelled}
+	d := &pageDecoder{r: r, info: info, opt: opt, avail: max(memory-info.Held, 0), cancelled: opt.Cancelled,
+		work: newFileWork(info, opt)}
 	if d.cancelled == nil {
 		d.cancelled = func() error { return nil }
 	}
@@ -262,11 +268,23 @@ func newPageDecoder(r io.ReaderAt, info *TIFFInfo, opt DecodeOptions) *pageDecod
 // and records a tiff.block-overrun warning when a block of it ran on past
 // its rows.
 func (d *pageDecoder) decode(p *Page) error {
+	sig, same := d.work.sameAs(p)
+	if same {
+		return nil // its data, read the same way, was checked once already
+	}
+	if err := d.work.charge(p); err != nil {
+		return err
+	}
+	d.work.reclaim(p)
 	p.overrun = blockOverrun{}
+	skipped, warned := len(d.skipped), d.info.warned
 	if err := d.decodePixels(p); err != nil {
 		return err
 	}
 	overrunWarning(d.info, p)
+	if len(d.skipped) == skipped && d.info.warned == warned {
+		d.work.decoded(sig) // clean: pages like it need not be decoded again
+	}
 	return nil
 }
 

@@ -136,7 +136,11 @@ type LimitError struct {
 	//   - "memory": decoding a page would hold more than what the memory
 	//     budget leaves, and its blocks cannot be counted instead;
 	//   - "jpeg": decoding one JPEG strip or tile would hold more than what
-	//     the memory budget leaves (refused before anything is allocated).
+	//     the memory budget leaves (refused before anything is allocated);
+	//   - "file-pixels": the pixels of the pages decoded so far and this
+	//     page's, against the budget of the whole file (see
+	//     DecodeOptions.FilePixelBudget): pages sharing data, read in
+	//     different ways.
 	What  string
 	Have  int64
 	Limit int64
@@ -159,6 +163,8 @@ func (e *LimitError) Error() string {
 		fmt.Fprintf(&b, "decoding needs %d bytes, more than the memory budget leaves (%d)", e.Have, e.Limit)
 	case "jpeg":
 		fmt.Fprintf(&b, "decoding the JPEG data needs %d bytes, more than the memory budget leaves (%d)", e.Have, e.Limit)
+	case "file-pixels":
+		fmt.Fprintf(&b, "the pages decoded so far and this one hold %d pixels, more than the file's budget of %d (pages sharing their data, or far more pixels than the file's size explains)", e.Have, e.Limit)
 	default:
 		fmt.Fprintf(&b, "%d %s exceeds the budget of %d", e.Have, e.What, e.Limit)
 	}

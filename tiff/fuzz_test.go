@@ -32,6 +32,13 @@ func FuzzTIFF(f *testing.F) {
 		fixtures.WriteDirs(&buf, []*fixtures.Dir{c.page})
 		seeds.Add(buf.Bytes())
 	}
+	// Pages sharing one CCITT G4 strip: the same geometry (decoded once),
+	// and other widths (charged to the file's pixel budget, refused).
+	for _, widths := range [][]uint32{fixtures.SameWidths(8, 1024), fixtures.SharedWidths(8, 1024)} {
+		var buf bytes.Buffer
+		fixtures.SharedStripPages(&buf, widths, 1024)
+		seeds.Add(buf.Bytes())
+	}
 	if files, err := filepath.Glob(filepath.Join("..", "..", "shared", "corpus", "tiff", "bad", "*")); err == nil {
 		for _, p := range files {
 			if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {

@@ -26,6 +26,9 @@ type TIFFInfo struct {
 	subRefs       []imageRef
 	// decodeCap, when set, caps the warnings decoding adds (see warn).
 	decodeCap *WarnCap
+	// warned counts the warnings decoding raised, listed or only counted
+	// (a page that raised one is not a model for pages sharing its data).
+	warned int
 	// SubImages are the images of SubIFDs (tag 330: reduced-resolution
 	// and child images), in walk order; each has the Index of its page and
 	// a Path. They are checked and decoded as pages are.
@@ -249,6 +252,7 @@ func (info *TIFFInfo) warn(wr Warning) {
 	if wr.Page != nil {
 		page = *wr.Page
 	}
+	info.warned++
 	if info.decodeCap == nil || info.decodeCap.Listed(wr.Code, page) {
 		info.Warnings = append(info.Warnings, wr)
 	}

@@ -21,6 +21,7 @@ func FuzzParseManifest(f *testing.F) {
 	seeds.Add([]byte("\xef\xbb\xbf{\"batch_id\":\"b\"}"))
 	seeds.Add([]byte(`{"items":[{"object_id":"inv#1","path":"../../etc/shadow"}]} trailing`))
 	seeds.Add([]byte(`{"resolution_dpi": 1e999}`))
+	seeds.Add([]byte(`{"batch_id":"b","submitter":"s","items":[{"object_id":"a"}],"items":[{"object_id":"b","x":{"k":[{"k":1,"k":2}]}}]}`))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := validate.ParseManifest(data)

@@ -277,3 +277,52 @@ func TestObjectIDsCannotPoseAsMessages(t *testing.T) {
 		t.Fatalf("object id with '#': %v", err)
 	}
 }
+
+// TestManifestDuplicateKeysAreRefused: a manifest with "items" twice was
+// read, silently keeping the last list (encoding/json keeps the last of
+// a repeated key). Every key written twice in one object, at any depth,
+// is now a problem naming the key, where it is and where it was first.
+func TestManifestDuplicateKeysAreRefused(t *testing.T) {
+	t.Parallel()
+	sha := strings.Repeat("a", 64)
+	item := func(id string) string {
+		return `{"object_id": "` + id + `", "kind": "tiff", "path": "` + id + `.tif", "sha256": "` + sha + `", "resolution_dpi": 400}`
+	}
+	cases := []struct {
+		name, js string
+		want     []string // codes
+		says     []string // in the message
+	}{
+		{"items twice", `{"batch_id": "b1", "submitter": "s", "items": [` + item("a") + `],
+ "items": [` + item("b") + `]}`, []string{":manifest.items.unique_key"},
+			[]string{`manifest: items: line 2, column 2: the key "items" appears twice in the manifest (first at line 1, column 38)`}},
+		{"batch_id twice", `{"batch_id": "b1", "batch_id": "b2", "submitter": "s", "items": [` + item("a") + `]}`,
+			[]string{":manifest.batch_id.unique_key"}, []string{`"batch_id" appears twice`}},
+		{"an item's sha256 twice", `{"batch_id": "b1", "submitter": "s", "items": [` + item("a") + `, {"object_id": "c", "kind": "tiff", "path": "c.tif", "sha256": "` + sha + `", "sha256": "` + strings.Repeat("b", 64) + `"}]}`,
+			[]string{"c:manifest.sha256.unique_key"}, []string{`c: sha256: line 1, column `, `appears twice in items[1]`}},
+		{"deep in an unknown field", `{"batch_id": "b1", "submitter": "s", "items": [{"object_id": "a", "kind": "tiff", "path": "a.tif", "sha256": "` + sha + `", "resolution_dpi": 400, "x": [{"k": 1, "k": 2}]}]}`,
+			[]string{"a:manifest.k.unique_key", "a:manifest.x.known"}, []string{`appears twice in items[0].x[0]`}},
+		{"the same name in two objects is fine", `{"batch_id": "b1", "submitter": "s", "items": [` + item("a") + `, ` + item("b") + `]}`, nil, nil},
+	}
+	for _, tc := range cases {
+		m, err := validate.ParseManifest([]byte(tc.js))
+		if m == nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, codes(err)); diff != "" {
+			t.Errorf("%s: problems (-want +got):\n%s", tc.name, diff)
+		}
+		for _, w := range tc.says {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: lacks %q:\n%v", tc.name, w, err)
+			}
+		}
+	}
+	// Through ReadManifestFile, as submit reads it: refused.
+	path := filepath.Join(t.TempDir(), "manifest.json")
+	os.WriteFile(path, []byte(cases[0].js), 0o644)
+	if _, _, err := validate.ReadManifestFile(path); err == nil || !strings.Contains(err.Error(), `the key "items" appears twice`) {
+		t.Errorf("ReadManifestFile: %v", err)
+	}
+}

@@ -186,6 +186,10 @@ func openErr(src Source, err error) error {
 		return &OpenError{Path: src.String(), Code: "io.outside-root", Reason: "the path leaves its ingest root " + src.Root + ": nothing was read", Err: err}
 	case errors.Is(err, syscall.ELOOP):
 		return &OpenError{Path: src.String(), Code: "io.symlink", Reason: "the path goes through a symbolic link: nothing was read", Err: err}
+	case errors.Is(err, syscall.ENXIO):
+		// open(2) of a Unix socket (or of a device with nothing behind
+		// it) fails so: not a file, and retrying would not make it one.
+		return &OpenError{Path: src.String(), Code: "file.not-regular", Reason: "a socket or a device, not a regular file: nothing was read", Err: fmt.Errorf("%w (%w)", ErrNotRegular, err)}
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

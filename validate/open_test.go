@@ -2,6 +2,7 @@ package validate_test
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,15 @@ func TestOpenIsConfined(t *testing.T) {
 		{"sub/../../x", "io.outside-root"},
 		{"fifo.tif", "file.not-regular"}, // would block a plain open forever
 		{"sub", "file.not-regular"},
+	}
+	// A Unix socket: open(2) fails with ENXIO, which read as unclassified.
+	sock, err := net.Listen("unix", filepath.Join(root, "sock.tif"))
+	must(t, err)
+	defer sock.Close()
+	cases = append(cases, struct{ rel, code string }{"sock.tif", "file.not-regular"})
+	// A device node (as root: a copy of /dev/null), where mknod is allowed.
+	if syscall.Mknod(filepath.Join(root, "null.tif"), syscall.S_IFCHR|0o666, 1<<8|3) == nil {
+		cases = append(cases, struct{ rel, code string }{"null.tif", "file.not-regular"})
 	}
 	for _, tc := range cases {
 		done := make(chan error, 1)

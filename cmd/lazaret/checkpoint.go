@@ -37,12 +37,9 @@ func (c *Config) checkpoints() (checkpointing, error) {
 	}
 	cp.log = &premis.CheckpointLog{Dir: c.CheckpointDir}
 	if c.CheckpointKey != "" {
-		b, err := os.ReadFile(c.CheckpointKey)
-		if err != nil {
+		var err error
+		if cp.key, err = premis.ReadCheckpointKey(c.CheckpointKey); err != nil {
 			return cp, usageErr("checkpoint key: %v", err)
-		}
-		if cp.key, err = premis.ParseCheckpointKey(b); err != nil {
-			return cp, usageErr("checkpoint key %s: %v", c.CheckpointKey, err)
 		}
 		cp.pub = cp.key.Public().(ed25519.PublicKey)
 	}

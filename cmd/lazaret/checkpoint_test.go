@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -415,5 +416,37 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWorldReadableCheckpointKeyIsRefused: a signing key others could
+// read was used silently; now ledger verify refuses it (exit 2), says
+// chmod 600, records no checkpoint, and signs once the mode is fixed.
+func TestWorldReadableCheckpointKeyIsRefused(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.Seed(t, l)
+	l.Close()
+	key, _ := keygen(t)
+	if err := os.Chmod(key, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out, stderr, code := runCmd(t, "ledger", "verify", "--ledger", path, "--checkpoint-dir", dir, "--checkpoint-key", key)
+	if code != 2 || !strings.Contains(stderr, "chmod 600 "+key) {
+		t.Fatalf("a world-readable key: exit %d, stdout %s, stderr %s; want exit 2 naming chmod 600", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, premis.CheckpointFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a checkpoint was recorded with the refused key: %v", err)
+	}
+	if err := os.Chmod(key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, code := runCmd(t, "ledger", "checkpoint", "--init", "--ledger", path, "--checkpoint-dir", dir, "--checkpoint-key", key); code != 0 {
+		t.Fatalf("after chmod 600: exit %d %s %s", code, out, stderr)
 	}
 }

@@ -37,6 +37,7 @@ func declareServe(fs *pflag.FlagSet, defaults *Config) ([]string, action) {
 	reconcileEvery := fs.Duration("reconcile-every", time.Minute, "how often the broker is reconciled with the ledger and registries reloaded")
 	readToken := fs.String("read-token", "", "bearer `TOKEN` for reads (env LAZARET_READ_TOKEN); the API token works too")
 	insecure := fs.Bool("insecure-listen", false, "serve beyond loopback without a read token (failures, paths and digests are then public)")
+	maxConns := fs.Int("max-connections", 0, "hold at most `N` HTTP connections open; at the limit the longest idle one is closed for a new one (0: half the process's file descriptor limit, so the workers keep theirs)")
 	var hosts listFlag
 	fs.Var(&hosts, "allowed-host", "`HOST` name requests may carry in Host (repeatable); default: localhost and the listen address's")
 	return []string{"redis", "ledger", "worker", "policy", "master", "edi", "roots", "links", "checkpoint", "verify"}, func(ctx context.Context, cfg *Config, args []string, stdout, stderr io.Writer) error {
@@ -90,10 +91,10 @@ func declareServe(fs *pflag.FlagSet, defaults *Config) ([]string, action) {
 		if err != nil {
 			return err
 		}
-		hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
-			MaxHeaderBytes: 64 << 10}
+		hs, lim := httpServer(srv, log, *maxConns)
+		ln = lim.Listener(ln)
 		log.Info("serving", slog.String("listen", ln.Addr().String()), slog.Bool("worker", !*noWorker), slog.Bool("api_writable", *token != ""),
-			slog.String("version", version))
+			slog.Int("max_connections", lim.Max()), slog.String("version", version))
 		fmt.Fprintf(stdout, "lazaret serving on http://%s (monitoring at /monitoring/)\n", ln.Addr())
 		errc := make(chan error, 1)
 		go func() { errc <- hs.Serve(ln) }()
@@ -193,4 +194,23 @@ func newServer(ctx context.Context, cfg *Config, opt asynq.RedisConnOpt, ledger 
 		insp.Close()
 		client.Close()
 	}, nil
+}
+
+// metricsConnections is the connection limit of a worker's
+// --metrics-listen server.
+const metricsConnections = 64
+
+// httpServer is serve's (and a worker's metrics) HTTP server for h: header, read and idle timeouts
+// (a connection that sends nothing is closed after ReadHeaderTimeout), at
+// most maxConns connections (0: half the descriptor limit; see
+// api.ConnLimit: wrap the listener with the limit returned), and
+// net/http's own error log (accept errors, panics) through log, as JSON
+// like every other line.
+func httpServer(h http.Handler, log *slog.Logger, maxConns int) (*http.Server, *api.ConnLimit) {
+	if maxConns <= 0 {
+		maxConns = max(descriptorLimit()/2, 16)
+	}
+	lim := api.NewConnLimit(maxConns)
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, ConnState: lim.ConnState, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, lim
 }

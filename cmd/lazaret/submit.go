@@ -9,12 +9,17 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
 	"github.com/lazaret/lazaret/ingest"
 	"github.com/lazaret/lazaret/premis"
 	"github.com/lazaret/lazaret/validate"
 )
+
+// submitBarItems is the size of batch from which submit draws a progress
+// bar while it hands the items to the broker.
+const submitBarItems = 1000
 
 func declareSubmit(fs *pflag.FlagSet, defaults *Config) ([]string, action) {
 	dry := fs.Bool("dry-run", false, "check the manifest against the ledger and say what would be enqueued; record and enqueue nothing")
@@ -56,7 +61,24 @@ func declareSubmit(fs *pflag.FlagSet, defaults *Config) ([]string, action) {
 		// replayed, not skipped.
 		sopt := cfg.operator(cfg.worker(ledger, client, cfg.logger(stderr)), client, insp, opt).SubmitOptions()
 		sopt.DryRun = *dry
+		var bar *progressbar.ProgressBar
+		if !*dry && isTerminal(stderr) && len(m.Items) >= submitBarItems {
+			// A large batch takes a while to hand over: a bar on the
+			// terminal, never in a pipe or a log.
+			sopt.Progress = func(done, total int) {
+				if bar == nil {
+					bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(rawWriter(stderr)), progressbar.OptionShowCount(),
+						progressbar.OptionSetWidth(30), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionShowIts(),
+						progressbar.OptionSetItsString("items"), progressbar.OptionSetDescription("enqueueing batch "+safeText(m.BatchID)))
+				}
+				_ = bar.Set(done)
+			}
+		}
 		res, err := ingest.Submit(ctx, ledger, client, m, dir, sopt)
+		if bar != nil {
+			_ = bar.Finish()
+			fmt.Fprintln(stderr)
+		}
 		if err != nil {
 			return &exitError{code: 1, err: fmt.Errorf("batch %s: %w", m.BatchID, err)}
 		}

@@ -54,8 +54,10 @@ func declareWorker(fs *pflag.FlagSet, cfgOf *Config) ([]string, action) {
 			}
 			mux := http.NewServeMux()
 			mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
-			hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-			go hs.Serve(ln)
+			// A scrape target needs few connections: a flood of them must
+			// not take the descriptors this worker opens masters with.
+			hs, lim := httpServer(mux, log, metricsConnections)
+			go hs.Serve(lim.Listener(ln))
 			defer hs.Close()
 			log.Info("worker metrics", slog.String("listen", ln.Addr().String()))
 		}
