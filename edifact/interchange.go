@@ -484,16 +484,8 @@ const maxObjectSegments = 999
 // that must follow them, with the same length and package reference.
 // The length is checked against the input as it is skipped.
 func (p *parser) uno(s *Segment) error {
-	if p.inMsg {
-		return p.fail(s, CodeMissing, 0, 0, ErrMissingUNT, "UNO inside message %s", p.msg.Ref)
-	}
-	if !p.inGroup {
-		if p.ic.Groups > 0 {
-			return p.fail(s, CodeGroupsMixed, 0, 0, ErrGroupsMixed, "")
-		}
-		p.outside++
-	} else {
-		p.groupMsgs++
+	if err := p.unit(s, "UNO inside message %s"); err != nil {
+		return err
 	}
 	p.ic.Packages++
 	ref, lenText, before := s.Value(1, 1), s.Value(4, 1), s.Value(4, 2)
@@ -726,9 +718,13 @@ func (p *parser) une(s *Segment) error {
 	return nil
 }
 
-func (p *parser) unh(s *Segment) error {
+// unit counts a message or a package (UNH, UNO) where the UNZ or UNE
+// that closes it counts them: outside any group, or in the open one. One
+// may not open inside a message (open names the message in the fault), and
+// lone units and groups never mix in an interchange.
+func (p *parser) unit(s *Segment, open string) error {
 	if p.inMsg {
-		return p.fail(s, CodeMissing, 0, 0, ErrMissingUNT, "UNH of a new message before UNT of message %s", p.msg.Ref)
+		return p.fail(s, CodeMissing, 0, 0, ErrMissingUNT, open, p.msg.Ref)
 	}
 	if !p.inGroup {
 		if p.ic.Groups > 0 {
@@ -737,6 +733,13 @@ func (p *parser) unh(s *Segment) error {
 		p.outside++
 	} else {
 		p.groupMsgs++
+	}
+	return nil
+}
+
+func (p *parser) unh(s *Segment) error {
+	if err := p.unit(s, "UNH of a new message before UNT of message %s"); err != nil {
+		return err
 	}
 	// One pass over the spans finds 0062 and the bytes of S009.
 	var ref span
