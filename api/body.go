@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/lazaret/lazaret/validate"
 )
 
 // errBody is a request body the API does not take: an unknown, misspelt or
@@ -63,77 +66,29 @@ func fieldsOf(v any) []string {
 }
 
 // checkKeys reads b as one JSON object whose keys are among fields (exact
-// spelling) and in which no object, at any depth, holds a key twice.
+// spelling) and in which no object, at any depth, holds a key twice
+// (validate.DuplicateKeys, which holds manifests to the same).
 func checkKeys(b []byte, fields []string) error {
 	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	tok, err := d.Token()
-	if err != nil {
+	var top map[string]json.RawMessage
+	if err := d.Decode(&top); err != nil || top == nil {
 		return fmt.Errorf("want a JSON object: %v", err)
-	}
-	if tok != json.Delim('{') {
-		return fmt.Errorf("want a JSON object, not %v", tok)
-	}
-	if err := walkObject(d, "", fields); err != nil {
-		return err
 	}
 	if _, err := d.Token(); err != io.EOF {
 		return errors.New("want one JSON object, found more after it")
 	}
-	return nil
-}
-
-// walkObject reads the rest of an object whose '{' was read; at the top
-// (fields non-nil) every key must be one of fields.
-func walkObject(d *json.Decoder, at string, fields []string) error {
-	seen := map[string]bool{}
-	for d.More() {
-		tok, err := d.Token()
-		if err != nil {
-			return err
-		}
-		key := tok.(string) // the decoder hands an object's keys over as strings
-		path := key
-		if at != "" {
-			path = at + "." + key
-		}
-		if seen[key] {
-			return fmt.Errorf("field %q appears twice", path)
-		}
-		seen[key] = true
-		if fields != nil {
-			if !slices.Contains(fields, key) {
-				if near := nearest(key, fields); near != "" {
-					return fmt.Errorf("unknown field %q (did you mean %q?); known fields: %s", path, near, strings.Join(fields, ", "))
-				}
-				return fmt.Errorf("unknown field %q; known fields: %s", path, strings.Join(fields, ", "))
-			}
-		}
-		if err := walkValue(d, path); err != nil {
-			return err
-		}
+	if dups := validate.DuplicateKeys(b); len(dups) > 0 {
+		return fmt.Errorf("field %q appears twice", dups[0].Name())
 	}
-	_, err := d.Token() // '}'
-	return err
-}
-
-// walkValue reads one value, checking the objects within it for repeated keys.
-func walkValue(d *json.Decoder, at string) error {
-	tok, err := d.Token()
-	if err != nil {
-		return err
-	}
-	switch tok {
-	case json.Delim('{'):
-		return walkObject(d, at, nil)
-	case json.Delim('['):
-		for i := 0; d.More(); i++ {
-			if err := walkValue(d, fmt.Sprintf("%s[%d]", at, i)); err != nil {
-				return err
-			}
+	keys := slices.Sorted(maps.Keys(top))
+	for _, key := range keys {
+		if slices.Contains(fields, key) {
+			continue
 		}
-		_, err := d.Token() // ']'
-		return err
+		if near := nearest(key, fields); near != "" {
+			return fmt.Errorf("unknown field %q (did you mean %q?); known fields: %s", key, near, strings.Join(fields, ", "))
+		}
+		return fmt.Errorf("unknown field %q; known fields: %s", key, strings.Join(fields, ", "))
 	}
 	return nil
 }

@@ -127,18 +127,53 @@ func (k *keyTracker) errors(b []byte, name func(item int) string) []error {
 	return errs
 }
 
-// duplicateKeys is one *FieldError per key that appears twice in one
-// object of b (a manifest that parses), naming m's items.
-func duplicateKeys(b []byte, m *Manifest) []error {
-	var k keyTracker
+// track feeds k every token of b, up to the end or the first syntax error.
+func (k *keyTracker) track(b []byte) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	for {
 		off := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
-			break
+			return
 		}
 		k.token(tok, off)
 	}
+}
+
+// duplicateKeys is one *FieldError per key that appears twice in one
+// object of b (a manifest that parses), naming m's items.
+func duplicateKeys(b []byte, m *Manifest) []error {
+	var k keyTracker
+	k.track(b)
 	return k.errors(b, func(i int) string { return itemName(m, i) })
+}
+
+// DuplicateKey is a key written twice in one object of a JSON document:
+// Path names the object ("" the top, "set", "items[2]"); Offset is where
+// the second one starts.
+type DuplicateKey struct {
+	Path, Key string
+	Offset    int64
+}
+
+// Name is the key with the object it is in: "set.color_profile".
+func (d DuplicateKey) Name() string {
+	if d.Path == "" {
+		return d.Key
+	}
+	return d.Path + "." + d.Key
+}
+
+// DuplicateKeys lists the keys b writes twice in one object, at any depth,
+// in document order (at most 100): what encoding/json silently reads as
+// the last of them. The API's request bodies are held to it as manifests
+// are.
+func DuplicateKeys(b []byte) []DuplicateKey {
+	var k keyTracker
+	k.track(b)
+	out := make([]DuplicateKey, len(k.dups))
+	for i, d := range k.dups {
+		out[i] = DuplicateKey{Path: d.path, Key: d.key, Offset: keyStart(b, d.off)}
+	}
+	return out
 }
